@@ -1,0 +1,19 @@
+"""Shared test helpers: where the repository and the shared fixtures live."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+# CI clones main with shared/ beside it; VULCAN_SHARED points elsewhere when needed.
+SHARED = Path(os.environ.get("VULCAN_SHARED", REPO.parent / "shared"))
+VOLCANO_FIXTURES = SHARED / "fixtures" / "volcano"
+
+
+def volcano_fixture_files() -> list[Path]:
+    files = sorted(VOLCANO_FIXTURES.glob("*.yaml"))
+    if not files:
+        # Fail loudly: a silently empty parametrization would make the fixture tests vacuous.
+        raise RuntimeError(f"no Volcano fixtures found under {VOLCANO_FIXTURES}")
+    return files

@@ -1,0 +1,3 @@
+from vulcan.cli import main
+
+raise SystemExit(main())
