@@ -1,0 +1,128 @@
+"""`vulcan validate` as a user runs it: a real subprocess of the installed command."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.helpers import REPO, volcano_fixture_files
+
+
+def run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "vulcan", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_every_volcano_fixture_validates() -> None:
+    files = [str(p) for p in volcano_fixture_files()]
+    result = run("validate", *files)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout == ""
+    assert "0 problem(s)" in result.stderr
+
+
+def test_shipped_examples_validate() -> None:
+    files = [str(p) for p in sorted((REPO / "manifests" / "examples").glob("*.yaml"))]
+    assert files
+    result = run("validate", *files)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+BROKEN = """\
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: train}
+spec:
+  minAvailable: 2
+  tasks:
+    - name: worker
+      replicas: 2
+      minAvailable: 3
+      template: {spec: {containers: [{name: c, image: busybox}]}}
+    - name: worker
+      replicas: 1
+      template: {spec: {containers: [{name: c, image: busybox}]}}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: research}
+spec: {weight: -3}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: fine}
+spec: {weight: 2}
+"""
+
+
+def test_problems_print_file_kind_name_field_reason(tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text(BROKEN)
+    result = run("validate", str(path))
+    assert result.returncode == 1
+    lines = result.stdout.splitlines()
+    assert lines == [
+        f"{path}: Job/train: spec.tasks[0].minAvailable: 'minAvailable' is greater than "
+        "'replicas' in task: worker, job: train",
+        f"{path}: Job/train: spec.tasks[1].name: duplicated task name worker",
+        f"{path}: Queue/research: spec.weight: Invalid value: -3: should be greater than or "
+        "equal to 0",
+    ]
+    # Unknown kinds are skipped, not errors.
+    assert "Deployment/web: skipped" in result.stderr
+
+
+def test_stdin_and_valid_exit_code() -> None:
+    ok = "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: a}\n"
+    result = run("validate", "-", stdin=ok)
+    assert result.returncode == 0, result.stdout
+    bad = ok + "spec: {weight: 0, capability: {cpu: 1KiB}}\n"
+    result = run("validate", "-", stdin=bad)
+    assert result.returncode == 1
+    assert result.stdout.strip() == (
+        '<stdin>: Queue/a: spec.capability[cpu]: invalid quantity "1KiB": unknown suffix "KiB" '
+        '(suffixes are case-sensitive; did you mean "Ki"?)'
+    )
+
+
+def test_only_unknown_kinds_is_success() -> None:
+    result = run("validate", "-", stdin="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n")
+    assert result.returncode == 0
+    assert "ConfigMap/c: skipped" in result.stderr
+
+
+def test_unreadable_file_and_bad_yaml_are_problems(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.yaml"
+    result = run("validate", str(missing))
+    assert result.returncode == 1
+    assert result.stdout.startswith(f"{missing}: cannot read")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: Job\n  metadata: [unclosed\n")
+    result = run("validate", str(bad))
+    assert result.returncode == 1
+    assert result.stdout.startswith(f"{bad}: invalid YAML")
+
+
+def test_crds_command_prints_all_six(tmp_path: Path) -> None:
+    result = run("crds", "--out", str(tmp_path))
+    assert result.returncode == 0
+    assert len(list(tmp_path.glob("*.yaml"))) == 6
+    for generated in tmp_path.glob("*.yaml"):
+        assert generated.read_text() == (REPO / "manifests" / "crds" / generated.name).read_text()
+
+
+def test_version_and_help() -> None:
+    assert run("--version").stdout.startswith("vulcan ")
+    assert run().returncode == 2
