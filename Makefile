@@ -4,10 +4,10 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: test lint unit demo crds clean
+.PHONY: test lint unit demo crds clean kubectl bench
 
 # Creates its own virtual environment, installs vulcan with its test extras, lints, runs the suite.
-test: lint unit
+test: lint kubectl unit
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -21,6 +21,18 @@ lint: $(STAMP)
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# The kubectl tests use the real kubectl; install Debian's if the machine has none. When that is
+# impossible the tests skip with a message saying so.
+kubectl:
+	@command -v kubectl >/dev/null 2>&1 || { \
+		echo "kubectl not found: installing Debian's kubernetes-client"; \
+		( apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			kubernetes-client ) >/dev/null 2>&1 || echo "could not install kubectl"; }
+
+# Benchmarks are not part of the test command.
+bench: $(STAMP)
+	$(BIN)/python -m bench.apiserver_scale
 
 # Regenerate manifests/crds from the models (a test fails when they differ).
 crds: $(STAMP)

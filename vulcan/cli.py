@@ -31,6 +31,12 @@ def _cmd_crds(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_sim_apiserver(args: argparse.Namespace) -> int:
+    from vulcan.sim_commands import run_apiserver
+
+    return run_apiserver(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vulcan",
@@ -51,6 +57,30 @@ def build_parser() -> argparse.ArgumentParser:
     crds = sub.add_parser("crds", help="print (or write) the CustomResourceDefinitions")
     crds.add_argument("--out", metavar="DIR", help="write one file per CRD into DIR")
     crds.set_defaults(func=_cmd_crds)
+
+    sim = sub.add_parser("sim", help="the embedded cluster (no real Kubernetes needed)")
+    sim_sub = sim.add_subparsers(dest="sim_command", metavar="COMMAND")
+    apiserver = sim_sub.add_parser(
+        "apiserver",
+        help="serve the embedded Kubernetes API server until SIGINT/SIGTERM",
+        description="An in-memory Kubernetes API server that kubectl, kubernetes-asyncio and a "
+        "stock kube-scheduler (JSON mode) accept, with vulcan's CRDs served from start.",
+    )
+    apiserver.add_argument("--port", type=int, default=8080, help="port on 127.0.0.1 (0: any)")
+    apiserver.add_argument(
+        "--kubeconfig-out", metavar="PATH", help="write a kubeconfig for this server to PATH"
+    )
+    apiserver.add_argument(
+        "--crds", metavar="DIR", help="serve the CRDs in DIR (default: manifests/crds)"
+    )
+    apiserver.add_argument(
+        "--watch-history",
+        type=int,
+        default=10_000,
+        help="changes kept per resource for watch resumption (older: 410)",
+    )
+    apiserver.add_argument("--log-format", choices=("text", "json"), default="text")
+    apiserver.set_defaults(func=_cmd_sim_apiserver)
     return parser
 
 
