@@ -193,6 +193,8 @@ class Store:
         self._owned: dict[str, set[tuple[ResourceType, Key]]] = {}
         self._by_uid: dict[str, tuple[ResourceType, Key]] = {}
         self._gc_pending: deque[str] = deque()
+        # Owners in foreground deletion, re-checked until their last dependent is gone.
+        self._foreground: set[str] = set()
         self._gc_wakeup: asyncio.Event | None = None
         self._namespaces = self.collections[registry.get("", "v1", "namespaces")]  # type: ignore[index]
         self._priorityclasses = registry.get("scheduling.k8s.io", "v1", "priorityclasses")
@@ -284,6 +286,7 @@ class Store:
                 if not owned:
                     del self._owned[owner]
         coll.record(Event(DELETED, rv, final))
+        self._foreground.discard(stored.uid)
         self._schedule_gc(stored.uid)
         return final
 
@@ -548,6 +551,7 @@ class Store:
                 meta["deletionGracePeriodSeconds"] = 0
             self._put(rtype, obj, MODIFIED, stored)
             if FOREGROUND in finalizers:
+                self._foreground.add(stored.uid)
                 self._schedule_gc(stored.uid)
             return self.get(rtype, namespace, name).decode(), False
         final = self._remove(rtype, stored, obj)
@@ -653,14 +657,11 @@ class Store:
             await self._gc_wakeup.wait()
             self._gc_wakeup.clear()
             self.collect_garbage()
-            # Foreground owners whose dependents are still terminating are re-checked on the
-            # next wakeup and at least every second.
-            pending_foreground = [
-                uid for uid, owned in self._owned.items() if uid in self._by_uid and owned
-            ]
-            if pending_foreground:
+            # Foreground owners whose dependents are still terminating are re-checked every
+            # second (and on the next wakeup).
+            if self._foreground:
                 await asyncio.sleep(1)
-                for uid in pending_foreground:
+                for uid in list(self._foreground):
                     self._schedule_gc(uid)
 
     # ----------------------------------------------------------------------------- watch
