@@ -21,6 +21,7 @@ import yaml
 from aiohttp import web
 
 from sim.apiserver import discovery, errors
+from sim.apiserver.openapi import OpenApiDocuments
 from sim.apiserver.patch import PatchError, UnsupportedPatchType, apply_patch
 from sim.apiserver.registry import (
     BUILTINS,
@@ -35,6 +36,7 @@ from sim.apiserver.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
+from sim.apiserver.tables import table, wants_table
 from sim.apiserver.store import Matcher, Store, bind_pod, evict_pod, now_rfc3339
 
 log = logging.getLogger("vulcan.sim.apiserver")
@@ -87,6 +89,9 @@ class ApiServer:
         self.app.router.add_get("/api/", self._api)
         self.app.router.add_get("/apis", self._apis)
         self.app.router.add_get("/apis/", self._apis)
+        self.openapi = OpenApiDocuments(self.registry)
+        self.app.router.add_get("/openapi/v3", self._openapi_root)
+        self.app.router.add_get("/openapi/v3/{path:.*}", self._openapi_document)
         self.app.router.add_route("*", "/api/{tail:.*}", self._dispatch)
         self.app.router.add_route("*", "/apis/{tail:.*}", self._dispatch)
 
@@ -103,6 +108,17 @@ class ApiServer:
 
     async def _apis(self, request: web.Request) -> web.Response:
         return _json_response(orjson.dumps(discovery.api_group_list(self.registry)))
+
+    async def _openapi_root(self, request: web.Request) -> web.Response:
+        return _json_response(self.openapi.root)
+
+    async def _openapi_document(self, request: web.Request) -> web.Response:
+        body = self.openapi.documents.get(request.match_info["path"].strip("/"))
+        if body is None:
+            return _error_response(
+                errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+            )
+        return _json_response(body)
 
     # ------------------------------------------------------------------------- routing
 
@@ -168,7 +184,12 @@ class ApiServer:
                 if _flag(request, "watch"):
                     return await self._watch(request, t)
                 return self._list(request, t)
-            return _json_response(self.store.get(t.rtype, ns, t.name).raw)
+            stored = self.store.get(t.rtype, ns, t.name)
+            if wants_table(request.headers.get("Accept", "")):
+                return _json_response(
+                    orjson.dumps(table(t.rtype, [stored.decode()], str(stored.rv)))
+                )
+            return _json_response(stored.raw)
         if method == "POST":
             body = await self._body(request)
             if t.name is None:
@@ -252,6 +273,10 @@ class ApiServer:
 
     def _list(self, request: web.Request, t: Target) -> web.Response:
         rv, items = self.store.list(t.rtype, t.namespace, self._matcher(request, t.rtype))
+        if wants_table(request.headers.get("Accept", "")):
+            return _json_response(
+                orjson.dumps(table(t.rtype, (s.decode() for s in items), str(rv)))
+            )
         # `limit` is not honoured: the whole list comes in one page, as the real server does
         # when it serves a list from its watch cache; clients handle that (no continue token).
         head = orjson.dumps(
@@ -294,10 +319,15 @@ class ApiServer:
             return response
         loop = asyncio.get_running_loop()
         deadline = loop.time() + seconds
+        as_table = wants_table(request.headers.get("Accept", ""))
+
+        def encode(chunk: bytes) -> bytes:
+            return _table_events(t.rtype, chunk) if as_table else chunk
+
         try:
             await response.prepare(request)
             if first:
-                await response.write(b"".join(first))
+                await response.write(encode(b"".join(first)))
             while not watcher.closed:
                 remaining = deadline - loop.time()
                 if remaining <= 0:
@@ -312,7 +342,7 @@ class ApiServer:
                     continue
                 chunk = watcher.drain()
                 if chunk:
-                    await response.write(chunk)
+                    await response.write(encode(chunk))
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         finally:
@@ -435,6 +465,18 @@ class ApiServer:
             if healthy - desired < 1 and _pod_ready(pod):
                 return pdb["metadata"]["name"]
         return None
+
+
+def _table_events(rtype: ResourceType, chunk: bytes) -> bytes:
+    """Watch events for kubectl's table printer: each object becomes a one-row Table."""
+    out = []
+    for line in chunk.splitlines():
+        event = orjson.loads(line)
+        obj = event["object"]
+        if event["type"] in ("ADDED", "MODIFIED", "DELETED"):
+            event["object"] = table(rtype, [obj], obj["metadata"].get("resourceVersion", ""))
+        out.append(orjson.dumps(event) + b"\n")
+    return b"".join(out)
 
 
 def _scaled(value: Any, total: int, round_up: bool) -> int:

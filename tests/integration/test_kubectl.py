@@ -82,10 +82,14 @@ spec:
 
 
 async def test_create_every_volcano_fixture_and_get(kubectl: Kubectl) -> None:
+    # kubectl's default (strict) validation: it finds `fieldValidation` in our OpenAPI v3 and
+    # leaves the judgement to the server.
     for path in volcano_fixture_files():
-        _, out, _ = await kubectl("create", "-f", str(path), "--validate=false")
+        _, out, _ = await kubectl("create", "-f", str(path))
         assert "created" in out
     _, out, _ = await kubectl("get", "vcjob")
+    # The CRD's printer columns come back as a server-side Table.
+    assert out.split("\n")[0].split() == ["NAME", "STATUS", "MINAVAILABLE", "RUNNINGS", "AGE"]
     for name in ("lm-mpi-job", "mpi-job", "tensorflow-benchmark", "test-job"):
         assert name in out
     _, out, _ = await kubectl("get", "pg", "-o", "yaml")
@@ -99,6 +103,26 @@ async def test_create_every_volcano_fixture_and_get(kubectl: Kubectl) -> None:
     assert out == "job-e"
     _, out, _ = await kubectl("get", "jt", "-o", "name")
     assert "jobtemplate.flow.volcano.sh/job-a" in out
+
+
+async def test_strict_validation_rejects_unknown_fields(kubectl: Kubectl) -> None:
+    queue = "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: q}\n"
+    code, _, err = await kubectl(
+        "create", "-f", "-", stdin=queue + "spec: {wieght: 2}\n", check=False
+    )
+    assert code != 0 and 'strict decoding error: unknown field "spec.wieght"' in err
+    code, _, err = await kubectl(
+        "create", "-f", "-", stdin=queue + "spec: {weight: -2}\n", check=False
+    )
+    assert code != 0 and "spec.weight" in err and "greater than or equal to 1" in err
+
+
+async def test_pod_table_columns(kubectl: Kubectl) -> None:
+    await kubectl("create", "-f", "-", stdin=POD)
+    _, out, _ = await kubectl("get", "pods")
+    header, row = out.strip().split("\n")
+    assert header.split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    assert row.split()[:4] == ["web", "0/2", "Pending", "0"]
 
 
 async def test_apply_twice_then_changed(kubectl: Kubectl, tmp_path: Path) -> None:

@@ -1,0 +1,190 @@
+"""Server-side `Table` answers for `kubectl get` (meta.k8s.io/v1), so kubectl shows the columns
+users know: a pod's READY/STATUS/RESTARTS, a node's STATUS, and every CRD's printer columns
+(a Volcano Job's STATUS/minAvailable/RUNNINGS, a PodGroup's phase)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from sim.apiserver.registry import ResourceType
+
+TABLE_ACCEPT = "as=Table"
+
+Column = tuple[str, str, Callable[[dict[str, Any]], Any], int]  # name, type, value, priority
+
+
+def wants_table(accept: str) -> bool:
+    return TABLE_ACCEPT in accept and "g=meta.k8s.io" in accept
+
+
+def age(timestamp: str | None, now: datetime | None = None) -> str:
+    """Kubernetes' HumanDuration of the time since `timestamp` (`45s`, `3m`, `2d5h`, `10d`)."""
+    if not timestamp:
+        return "<unknown>"
+    try:
+        then = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return "<invalid>"
+    seconds = int(((now or datetime.now(UTC)) - then).total_seconds())
+    if seconds < 0:
+        return "<invalid>"
+    if seconds < 120:
+        return f"{seconds}s"
+    minutes = seconds // 60
+    if minutes < 10:
+        return f"{minutes}m{seconds % 60}s" if seconds % 60 else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = minutes // 60
+    if hours < 8:
+        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    days = hours // 24
+    if days < 8:
+        return f"{days}d{hours % 24}h" if hours % 24 else f"{days}d"
+    return f"{days}d" if days < 365 * 2 else f"{days // 365}y"
+
+
+def _dig(obj: Any, path: str) -> Any:
+    for part in path.strip(".").split("."):
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(part)
+    return obj
+
+
+def _pod_status(pod: dict[str, Any]) -> str:
+    if pod["metadata"].get("deletionTimestamp"):
+        return "Terminating"
+    status = pod.get("status") or {}
+    reason = status.get("reason") or status.get("phase") or "Unknown"
+    for container in status.get("containerStatuses") or ():
+        state = container.get("state") or {}
+        for kind in ("waiting", "terminated"):
+            detail = state.get(kind)
+            if detail and detail.get("reason"):
+                reason = detail["reason"]
+    return reason
+
+
+def _pod_ready(pod: dict[str, Any]) -> str:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or ()
+    total = len((pod.get("spec") or {}).get("containers") or ())
+    ready = sum(1 for c in statuses if c.get("ready"))
+    return f"{ready}/{total}"
+
+
+def _pod_restarts(pod: dict[str, Any]) -> int:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or ()
+    return sum(int(c.get("restartCount") or 0) for c in statuses)
+
+
+def _node_status(node: dict[str, Any]) -> str:
+    conditions = (node.get("status") or {}).get("conditions") or ()
+    ready = next((c for c in conditions if c.get("type") == "Ready"), None)
+    text = "Ready" if ready and ready.get("status") == "True" else "NotReady"
+    if (node.get("spec") or {}).get("unschedulable"):
+        text += ",SchedulingDisabled"
+    return text
+
+
+def _node_roles(node: dict[str, Any]) -> str:
+    prefix = "node-role.kubernetes.io/"
+    roles = [k[len(prefix) :] for k in node["metadata"].get("labels") or {} if k.startswith(prefix)]
+    return ",".join(sorted(roles)) or "<none>"
+
+
+_AGE: Column = ("Age", "string", lambda o: age(o["metadata"].get("creationTimestamp")), 0)
+
+_BUILTIN_COLUMNS: dict[tuple[str, str], list[Column]] = {
+    ("", "Pod"): [
+        ("Ready", "string", _pod_ready, 0),
+        ("Status", "string", _pod_status, 0),
+        ("Restarts", "integer", _pod_restarts, 0),
+        _AGE,
+        ("IP", "string", lambda o: (o.get("status") or {}).get("podIP") or "<none>", 1),
+        ("Node", "string", lambda o: (o.get("spec") or {}).get("nodeName") or "<none>", 1),
+        (
+            "Nominated Node",
+            "string",
+            lambda o: (o.get("status") or {}).get("nominatedNodeName") or "<none>",
+            1,
+        ),
+    ],
+    ("", "Node"): [
+        ("Status", "string", _node_status, 0),
+        ("Roles", "string", _node_roles, 0),
+        _AGE,
+        (
+            "Version",
+            "string",
+            lambda o: ((o.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion") or "",
+            0,
+        ),
+    ],
+    ("", "Namespace"): [
+        ("Status", "string", lambda o: (o.get("status") or {}).get("phase"), 0),
+        _AGE,
+    ],
+}
+
+
+def _columns(rtype: ResourceType) -> list[Column]:
+    if rtype.custom and rtype.printer_columns:
+        out: list[Column] = []
+        for col in rtype.printer_columns:
+            path, kind = col["jsonPath"], col.get("type", "string")
+            if kind == "date":
+                out.append(
+                    (
+                        col["name"],
+                        "string",
+                        lambda o, p=path: age(_dig(o, p)),
+                        int(col.get("priority", 0)),
+                    )
+                )
+            else:
+                out.append(
+                    (col["name"], kind, lambda o, p=path: _dig(o, p), int(col.get("priority", 0)))
+                )
+        return out
+    return _BUILTIN_COLUMNS.get((rtype.group, rtype.kind), [_AGE])
+
+
+def table(rtype: ResourceType, objects: Iterable[dict[str, Any]], resource_version: str) -> dict:
+    columns = [("Name", "string", lambda o: o["metadata"]["name"], 0), *_columns(rtype)]
+    rows = []
+    for obj in objects:
+        cells = []
+        for _, _, value, _ in columns:
+            cell = value(obj)
+            cells.append("" if cell is None else cell)
+        rows.append(
+            {
+                "cells": cells,
+                "object": {
+                    "kind": "PartialObjectMetadata",
+                    "apiVersion": "meta.k8s.io/v1",
+                    "metadata": obj["metadata"],
+                },
+            }
+        )
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {"resourceVersion": resource_version},
+        "columnDefinitions": [
+            {
+                "name": name,
+                "type": kind,
+                "format": "name" if name == "Name" else "",
+                "description": "",
+                "priority": priority,
+            }
+            for name, kind, _, priority in columns
+        ],
+        "rows": rows,
+    }
