@@ -36,8 +36,8 @@ from sim.apiserver.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
-from sim.apiserver.tables import table, wants_table
 from sim.apiserver.store import Matcher, Store, bind_pod, evict_pod, now_rfc3339
+from sim.apiserver.tables import table, wants_table
 
 log = logging.getLogger("vulcan.sim.apiserver")
 
