@@ -763,3 +763,14 @@ async def test_concurrent_watchers_all_receive(api: ApiClient) -> None:
         await core.create_namespaced_pod(NS, pod(f"fan{index}"))
     results = await asyncio.gather(*tasks)
     assert all(r == [f"fan{i}" for i in range(5)] for r in results)
+
+
+async def test_big_list_is_streamed_whole(api: ApiClient, apiserver: EmbeddedApiServer) -> None:
+    configmaps = apiserver.store.registry.get("", "v1", "configmaps")
+    assert configmaps is not None
+    for index in range(4321):  # more than one streaming chunk, not a multiple of it
+        apiserver.store.create(
+            configmaps, NS, {"metadata": {"name": f"cm{index}"}, "data": {"i": str(index)}}
+        )
+    listed = await CoreV1Api(api).list_namespaced_config_map(NS)
+    assert [c.data["i"] for c in listed.items] == [str(i) for i in range(4321)]
