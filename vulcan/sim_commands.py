@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import signal
 from pathlib import Path
+from typing import Any
 
 from vulcan.logs import setup_logging
 
@@ -34,5 +35,14 @@ async def _serve_apiserver(args: argparse.Namespace) -> None:
 def run_apiserver(args: argparse.Namespace) -> int:
     setup_logging(args.log_format)
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve_apiserver(args))
+        run_async(_serve_apiserver(args))
     return 0
+
+
+def run_async(coro: Any) -> Any:
+    """Run on uvloop when it is installed (it is a dependency on Linux), else asyncio."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(coro)
+    return uvloop.run(coro)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 from collections.abc import AsyncIterator
@@ -43,10 +44,9 @@ log = logging.getLogger("vulcan.sim.apiserver")
 
 JSON = "application/json"
 STRATEGIC = "application/strategic-merge-patch+json"
-DEFAULT_WATCH_TIMEOUT = 1800
-_LIST_CHUNK = (
-    2000  # objects per write when streaming a big list  # the real server's --min-request-timeout
-)
+DEFAULT_WATCH_TIMEOUT = 1800  # the real server's --min-request-timeout
+_LIST_CHUNK = 2000  # objects per write when streaming a big list
+_FREEZE_AFTER_GROWTH = 5000  # stored objects added before long-lived objects are frozen
 _TRUE = frozenset({"true", "1"})
 
 
@@ -615,12 +615,19 @@ class EmbeddedApiServer:
         self.kubeconfig_out = kubeconfig_out
         self._runner: web.AppRunner | None = None
         self._gc_task: asyncio.Task[None] | None = None
+        self._freeze_task: asyncio.Task[None] | None = None
         self.url = ""
 
     async def start(self) -> EmbeddedApiServer:
         # No access log: it would cost more than most requests.
+        # handler_cancellation: a watch whose client went away is unregistered at once instead
+        # of lingering until the next event.
         self._runner = web.AppRunner(
-            self.api.app, access_log=None, handle_signals=False, shutdown_timeout=1.0
+            self.api.app,
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=1.0,
+            handler_cancellation=True,
         )
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
@@ -629,13 +636,31 @@ class EmbeddedApiServer:
         self.port = sockets[0].getsockname()[1] if sockets else self.port
         self.url = f"http://{self.host}:{self.port}"
         self.api.server_address = f"{self.host}:{self.port}"
+        self._freeze_task = asyncio.create_task(self._freeze_long_lived(), name="apiserver-freeze")
         self._gc_task = asyncio.create_task(self.store.run_garbage_collector(), name="apiserver-gc")
         if self.kubeconfig_out:
             write_kubeconfig(self.kubeconfig_out, self.url)
         log.info("embedded API server serving", extra={"url": self.url})
         return self
 
+    async def _freeze_long_lived(self) -> None:
+        """Keep Python's cyclic GC off the stored objects: after the store has grown, move
+        everything alive into the permanent generation (gc.freeze). A full collection over 100k
+        stored pods otherwise pauses the event loop for ~250 ms (measured in bench/)."""
+        frozen_at = 0
+        while True:
+            await asyncio.sleep(1.0)
+            size = sum(len(c.objects) for c in self.store.collections.values())
+            if size - frozen_at >= _FREEZE_AFTER_GROWTH:
+                gc.collect(1)  # young garbage first, so it is not pinned
+                gc.freeze()
+                frozen_at = size
+
     async def stop(self) -> None:
+        if self._freeze_task is not None:
+            self._freeze_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._freeze_task
         if self._gc_task is not None:
             self._gc_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
