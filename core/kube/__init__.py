@@ -1,0 +1,1 @@
+"""Talking to the API server: client, informers, work queue, leader election, events."""

@@ -1,0 +1,346 @@
+"""The one client every vulcan component uses to reach the API server.
+
+Two paths over one connection pool:
+- the raw JSON path (`request`, `get`, `list`, `create`, `patch`, `stream` ...): bytes in,
+  orjson out, no kubernetes-asyncio models — used by informers and hot writes (bindings, status);
+- `typed`: a kubernetes-asyncio `ApiClient` for the places where speed does not matter.
+
+Every request passes the QPS/burst limiter. 429, 5xx and connection loss are retried with
+exponential backoff (honouring Retry-After); other 4xx are raised at once as `ApiError`
+(409 too: a conflict is for the caller to resolve, not to retry blindly).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import aiohttp
+import orjson
+from kubernetes_asyncio import config as kube_config
+from kubernetes_asyncio.client import ApiClient, Configuration
+
+from core.kube.backoff import Backoff, TokenBucket
+
+log = logging.getLogger("vulcan.kube.client")
+
+JSON = "application/json"
+MERGE_PATCH = "application/merge-patch+json"
+JSON_PATCH = "application/json-patch+json"
+STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
+
+
+class ApiError(Exception):
+    """A request the API server refused (or that could not be completed)."""
+
+    def __init__(self, status: int, reason: str, message: str, body: Any = None) -> None:
+        super().__init__(f"{status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+        self.body = body
+
+    @property
+    def retryable(self) -> bool:
+        return self.status == 429 or self.status >= 500 or self.status == 0
+
+    @property
+    def not_found(self) -> bool:
+        return self.status == 404
+
+    @property
+    def conflict(self) -> bool:
+        return self.status == 409
+
+    @property
+    def expired(self) -> bool:
+        return self.status == 410
+
+    @classmethod
+    def from_response(cls, status: int, body: bytes) -> ApiError:
+        try:
+            parsed = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            parsed = None
+        if isinstance(parsed, dict) and parsed.get("kind") == "Status":
+            return cls(
+                status, str(parsed.get("reason") or ""), str(parsed.get("message") or ""), parsed
+            )
+        return cls(status, "", body.decode(errors="replace")[:500], parsed)
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    """A resource type as the REST API addresses it."""
+
+    group: str
+    version: str
+    plural: str
+    namespaced: bool
+    kind: str = ""
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def path(
+        self,
+        namespace: str | None = None,
+        name: str | None = None,
+        subresource: str | None = None,
+    ) -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{quote(namespace, safe='')}"
+        base += f"/{self.plural}"
+        if name is not None:
+            base += f"/{quote(name, safe='')}"
+            if subresource:
+                base += f"/{subresource}"
+        return base
+
+
+PODS = Resource("", "v1", "pods", True, "Pod")
+NODES = Resource("", "v1", "nodes", False, "Node")
+NAMESPACES = Resource("", "v1", "namespaces", False, "Namespace")
+EVENTS = Resource("events.k8s.io", "v1", "events", True, "Event")
+LEASES = Resource("coordination.k8s.io", "v1", "leases", True, "Lease")
+PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", False, "PriorityClass")
+PODGROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", True, "PodGroup")
+QUEUES = Resource("scheduling.volcano.sh", "v1beta1", "queues", False, "Queue")
+VCJOBS = Resource("batch.volcano.sh", "v1alpha1", "jobs", True, "Job")
+COMMANDS = Resource("bus.volcano.sh", "v1alpha1", "commands", True, "Command")
+JOBFLOWS = Resource("flow.volcano.sh", "v1alpha1", "jobflows", True, "JobFlow")
+JOBTEMPLATES = Resource("flow.volcano.sh", "v1alpha1", "jobtemplates", True, "JobTemplate")
+
+
+@dataclass(slots=True)
+class ClientOptions:
+    """How to reach the API server and how hard to push it (Kubernetes' flag names)."""
+
+    kubeconfig: str | None = None
+    master: str | None = None
+    context: str | None = None
+    qps: float = 50.0
+    burst: int = 100
+    request_timeout: float = 30.0
+    max_retries: int = 8
+    retry_initial: float = 0.2
+    retry_max: float = 10.0
+
+
+async def load_configuration(options: ClientOptions) -> Configuration:
+    """kubeconfig (explicit, or $KUBECONFIG / ~/.kube/config), in-cluster service account, or
+    just --master; --master overrides the server of a kubeconfig, as in Kubernetes."""
+    configuration = Configuration()
+    kubeconfig = options.kubeconfig or os.environ.get("KUBECONFIG")
+    default_path = os.path.expanduser("~/.kube/config")
+    if kubeconfig or (
+        not options.master
+        and os.path.exists(default_path)
+        and not os.environ.get("KUBERNETES_SERVICE_HOST")
+    ):
+        await kube_config.load_kube_config(
+            config_file=kubeconfig or default_path,
+            context=options.context,
+            client_configuration=configuration,
+        )
+    elif os.environ.get("KUBERNETES_SERVICE_HOST") and not options.master:
+        kube_config.load_incluster_config(client_configuration=configuration)
+    elif not options.master:
+        raise ValueError("no kubeconfig, no in-cluster service account and no --master given")
+    if options.master:
+        configuration.host = options.master.rstrip("/")
+    return configuration
+
+
+class KubeClient:
+    def __init__(self, configuration: Configuration, options: ClientOptions | None = None) -> None:
+        self.options = options or ClientOptions()
+        self.configuration = configuration
+        self.host = configuration.host.rstrip("/")
+        self.typed = ApiClient(configuration)
+        # kubernetes-asyncio's session carries the TLS settings of the kubeconfig; reuse it.
+        self._session: aiohttp.ClientSession = self.typed.rest_client.pool_manager
+        self._limiter = TokenBucket(self.options.qps, self.options.burst)
+        self._timeout = aiohttp.ClientTimeout(total=self.options.request_timeout)
+
+    @classmethod
+    async def connect(cls, options: ClientOptions | None = None, **kwargs: Any) -> KubeClient:
+        options = options or ClientOptions(**kwargs)
+        return cls(await load_configuration(options), options)
+
+    async def close(self) -> None:
+        await self.typed.close()
+
+    async def __aenter__(self) -> KubeClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _headers(self, content_type: str | None) -> dict[str, str]:
+        headers = {"Accept": JSON}
+        if content_type:
+            headers["Content-Type"] = content_type
+        auth = (await self.configuration.auth_settings()).get("BearerToken")
+        if auth and auth.get("value"):
+            headers["Authorization"] = auth["value"]
+        return headers
+
+    # -------------------------------------------------------------------- the raw path
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+        retry: bool = True,
+    ) -> Any:
+        """One API call; returns the decoded JSON answer. Raises ApiError."""
+        data = body if isinstance(body, bytes | None) else orjson.dumps(body)
+        url = self.host + path
+        if query:
+            url += "?" + urlencode({k: _query_value(v) for k, v in query.items() if v is not None})
+        backoff = Backoff(self.options.retry_initial, self.options.retry_max)
+        while True:
+            await self._limiter.acquire()
+            try:
+                headers = await self._headers(content_type if data is not None else None)
+                async with self._session.request(
+                    method, url, data=data, headers=headers, timeout=self._timeout
+                ) as response:
+                    raw = await response.read()
+                    if response.status < 300:
+                        return orjson.loads(raw) if raw else None
+                    error = ApiError.from_response(response.status, raw)
+                    retry_after = response.headers.get("Retry-After")
+            except (TimeoutError, aiohttp.ClientError, ConnectionError) as exc:
+                error = ApiError(0, "ConnectionError", f"{type(exc).__name__}: {exc}")
+                retry_after = None
+            if not (retry and error.retryable) or backoff.attempt >= self.options.max_retries:
+                raise error
+            delay = backoff.next_delay()
+            if retry_after and retry_after.isdigit():
+                delay = max(delay, float(retry_after))
+            log.debug("retrying %s %s in %.2fs: %s", method, path, delay, error)
+            await asyncio.sleep(delay)
+
+    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Any:
+        return await self.request("GET", resource.path(namespace, name))
+
+    async def list(self, resource: Resource, namespace: str | None = None, **query: Any) -> Any:
+        return await self.request("GET", resource.path(namespace), query=query)
+
+    async def create(
+        self, resource: Resource, obj: Mapping[str, Any], namespace: str | None = None
+    ) -> Any:
+        ns = namespace or (obj.get("metadata") or {}).get("namespace")
+        return await self.request("POST", resource.path(ns), body=obj)
+
+    async def replace(
+        self, resource: Resource, obj: Mapping[str, Any], subresource: str | None = None
+    ) -> Any:
+        meta = obj["metadata"]
+        path = resource.path(meta.get("namespace"), meta["name"], subresource)
+        return await self.request("PUT", path, body=obj)
+
+    async def patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: Any,
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+        content_type: str = MERGE_PATCH,
+    ) -> Any:
+        return await self.request(
+            "PATCH",
+            resource.path(namespace, name, subresource),
+            body=patch,
+            content_type=content_type,
+        )
+
+    async def delete(
+        self,
+        resource: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        grace_period: int | None = None,
+        propagation: str | None = None,
+        uid: str | None = None,
+    ) -> Any:
+        options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        if grace_period is not None:
+            options["gracePeriodSeconds"] = grace_period
+        if propagation:
+            options["propagationPolicy"] = propagation
+        if uid:
+            options["preconditions"] = {"uid": uid}
+        return await self.request("DELETE", resource.path(namespace, name), body=options)
+
+    async def bind_pod(
+        self,
+        namespace: str,
+        name: str,
+        node: str,
+        *,
+        uid: str | None = None,
+        annotations: Mapping[str, str] | None = None,
+    ) -> None:
+        """POST pods/NAME/binding (raw: kubernetes-asyncio 36 raises on this success)."""
+        meta: dict[str, Any] = {"name": name, "namespace": namespace}
+        if uid:
+            meta["uid"] = uid
+        if annotations:
+            meta["annotations"] = dict(annotations)
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": meta,
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        await self.request("POST", PODS.path(namespace, name, "binding"), body=binding)
+
+    async def stream(
+        self, path: str, query: Mapping[str, Any], read_timeout: float
+    ) -> AsyncIterator[bytes]:
+        """A watch: yields one raw JSON line per event. Errors (incl. non-200) raise ApiError;
+        the caller decides about retrying (informers relist or resume)."""
+        await self._limiter.acquire()
+        url = (
+            self.host
+            + path
+            + "?"
+            + urlencode({k: _query_value(v) for k, v in query.items() if v is not None})
+        )
+        timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=self.options.request_timeout, sock_read=read_timeout
+        )
+        try:
+            async with self._session.get(
+                url, headers=await self._headers(None), timeout=timeout
+            ) as response:
+                if response.status != 200:
+                    raise ApiError.from_response(response.status, await response.read())
+                async for line in response.content:
+                    if line.strip():
+                        yield line
+        except (TimeoutError, aiohttp.ClientError, ConnectionError) as exc:
+            raise ApiError(0, "ConnectionError", f"{type(exc).__name__}: {exc}") from exc
+
+
+def _query_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
