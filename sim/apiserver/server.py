@@ -8,6 +8,7 @@ bookmarks, watch-list), selectors, discovery. See shared/spec/embedded-apiserver
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import gc
 import logging
@@ -275,7 +276,15 @@ class ApiServer:
         return matches
 
     async def _list(self, request: web.Request, t: Target) -> web.StreamResponse:
-        rv, items = self.store.list(t.rtype, t.namespace, self._matcher(request, t.rtype))
+        limit_text = request.query.get("limit", "")
+        matcher = self._matcher(request, t.rtype)
+        if limit_text not in ("", "0"):
+            try:
+                limit = int(limit_text)
+            except ValueError:
+                raise errors.bad_request(f"invalid limit: {limit_text}") from None
+            return self._list_page(request, t, matcher, limit)
+        rv, items = self.store.list(t.rtype, t.namespace, matcher)
         if wants_table(request.headers.get("Accept", "")):
             return _json_response(
                 orjson.dumps(table(t.rtype, (s.decode() for s in items), str(rv)))
@@ -304,6 +313,37 @@ class ApiServer:
         await response.write(b"]}")
         await response.write_eof()
         return response
+
+    def _list_page(
+        self, request: web.Request, t: Target, matcher: Matcher | None, limit: int
+    ) -> web.Response:
+        """One page of a paginated list (`limit` + `continue`), in key order. The continue token
+        carries the first page's resourceVersion, which every page reports, as Kubernetes does;
+        later pages show the current objects (there is no MVCC snapshot to read from)."""
+        token = request.query.get("continue", "")
+        try:
+            start = decode_continue(token) if token else None
+        except ValueError:
+            raise errors.bad_request(f"invalid continue token: {token}") from None
+        list_rv, items, next_key = self.store.list_page(
+            t.rtype,
+            t.namespace,
+            matcher,
+            limit,
+            after=None if start is None else start[1],
+            list_rv=None if start is None else start[0],
+        )
+        meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
+        if next_key is not None:
+            meta["continue"] = encode_continue(list_rv, next_key)
+        if wants_table(request.headers.get("Accept", "")):
+            rendered = table(t.rtype, (s.decode() for s in items), str(list_rv))
+            rendered["metadata"] = meta
+            return _json_response(orjson.dumps(rendered))
+        head = orjson.dumps(
+            {"kind": t.rtype.list_kind, "apiVersion": t.rtype.api_version, "metadata": meta}
+        )
+        return _json_response(head[:-1] + b',"items":[' + b",".join(s.raw for s in items) + b"]}")
 
     # --------------------------------------------------------------------------- watch
 
@@ -483,6 +523,18 @@ class ApiServer:
         return None
 
 
+def encode_continue(list_rv: int, last_key: tuple[str, str]) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps([list_rv, *last_key])).decode()
+
+
+def decode_continue(token: str) -> tuple[int, tuple[str, str]]:
+    try:
+        rv, namespace, name = orjson.loads(base64.urlsafe_b64decode(token.encode()))
+        return int(rv), (str(namespace), str(name))
+    except Exception as exc:
+        raise ValueError(token) from exc
+
+
 def _table_events(rtype: ResourceType, chunk: bytes) -> bytes:
     """Watch events for kubectl's table printer: each object becomes a one-row Table."""
     out = []
@@ -632,6 +684,7 @@ class EmbeddedApiServer:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
         await site.start()
+        self._site = site
         sockets = site._server.sockets if site._server else ()  # type: ignore[union-attr]
         self.port = sockets[0].getsockname()[1] if sockets else self.port
         self.url = f"http://{self.host}:{self.port}"
@@ -655,6 +708,24 @@ class EmbeddedApiServer:
                 gc.collect(1)  # young garbage first, so it is not pinned
                 gc.freeze()
                 frozen_at = size
+
+    async def restart(self) -> None:
+        """Stop serving and serve the same objects again on the same port, as a kube-apiserver
+        restarts over the same etcd: open watches break, and watches resuming from a version
+        before the restart get 410 Expired (the new watch cache has no history)."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+        self.store.reset_watch_cache()
+        self._runner = web.AppRunner(
+            self.api.app,
+            access_log=None,
+            handle_signals=False,
+            shutdown_timeout=1.0,
+            handler_cancellation=True,
+        )
+        await self._runner.setup()
+        self._site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+        await self._site.start()
 
     async def stop(self) -> None:
         if self._freeze_task is not None:

@@ -10,6 +10,7 @@ Each operation runs without awaiting, so it is atomic on the event loop.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import secrets
 import string
@@ -168,7 +169,15 @@ class Watcher:
 class Collection:
     """All objects of one resource type, their recent changes and their watchers."""
 
-    __slots__ = ("compacted_rv", "history", "last_rv", "objects", "rtype", "watchers")
+    __slots__ = (
+        "_sorted",
+        "compacted_rv",
+        "history",
+        "last_rv",
+        "objects",
+        "rtype",
+        "watchers",
+    )
 
     def __init__(self, rtype: ResourceType, history: int) -> None:
         self.rtype = rtype
@@ -178,6 +187,13 @@ class Collection:
         # Watches may resume from any resourceVersion >= compacted_rv.
         self.compacted_rv = 0
         self.last_rv = 0  # the version of the latest change in this collection
+        self._sorted: tuple[int, list[Key]] = (-1, [])
+
+    def sorted_keys(self) -> list[Key]:
+        """Keys in order, re-sorted only after the collection changed (pagination)."""
+        if self._sorted[0] != self.last_rv:
+            self._sorted = (self.last_rv, sorted(self.objects))
+        return self._sorted[1]
 
     def record(self, event: Event) -> None:
         if len(self.history) == self.history.maxlen and self.history:
@@ -239,6 +255,44 @@ class Store:
         if matcher is not None:
             objects = (s for s in objects if matcher(s.labels, s.fields))
         return self.rv, list(objects)
+
+    def list_page(
+        self,
+        rtype: ResourceType,
+        namespace: str | None,
+        matcher: Matcher | None,
+        limit: int,
+        *,
+        after: Key | None,
+        list_rv: int | None,
+    ) -> tuple[int, list[Stored], Key | None]:
+        """Up to `limit` objects with keys after `after`, in key order; returns the list's
+        resourceVersion, the page and the last key when more remain."""
+        coll = self.collection(rtype)
+        keys = coll.sorted_keys()
+        index = 0 if after is None else bisect.bisect_right(keys, after)
+        page: list[Stored] = []
+        while index < len(keys) and len(page) < limit:
+            key = keys[index]
+            index += 1
+            stored = coll.objects.get(key)
+            if stored is None or (namespace and key[0] != namespace):
+                continue
+            if matcher is not None and not matcher(stored.labels, stored.fields):
+                continue
+            page.append(stored)
+        more = index < len(keys) and len(page) == limit
+        return (list_rv or self.rv), page, (page[-1].key if more and page else None)
+
+    def reset_watch_cache(self) -> None:
+        """What an API server restart does to watches: history is gone, so a watch from any
+        earlier resourceVersion gets 410 Expired and its client relists."""
+        for coll in self.collections.values():
+            coll.history.clear()
+            coll.compacted_rv = self.rv
+            for watcher in list(coll.watchers):
+                watcher.close()
+            coll.watchers.clear()
 
     # ---------------------------------------------------------------------------- writes
 

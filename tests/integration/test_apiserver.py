@@ -774,3 +774,25 @@ async def test_big_list_is_streamed_whole(api: ApiClient, apiserver: EmbeddedApi
         )
     listed = await CoreV1Api(api).list_namespaced_config_map(NS)
     assert [c.data["i"] for c in listed.items] == [str(i) for i in range(4321)]
+
+
+async def test_paginated_list(api: ApiClient, apiserver: EmbeddedApiServer) -> None:
+    core = CoreV1Api(api)
+    for index in range(23):
+        await core.create_namespaced_config_map(NS, {"metadata": {"name": f"cm{index:02d}"}})
+    seen: list[str] = []
+    token = None
+    versions = set()
+    while True:
+        page = await core.list_namespaced_config_map(NS, limit=5, _continue=token)
+        assert len(page.items) <= 5
+        seen += [c.metadata.name for c in page.items]
+        versions.add(page.metadata.resource_version)
+        token = page.metadata._continue
+        if not token:
+            break
+    assert seen == [f"cm{index:02d}" for index in range(23)]
+    assert len(versions) == 1  # every page reports the first page's resourceVersion
+    with pytest.raises(ApiException) as exc:
+        await core.list_namespaced_config_map(NS, limit=5, _continue="garbage!")
+    assert exc.value.status == 400
