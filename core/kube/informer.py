@@ -222,8 +222,9 @@ class Informer(Generic[R]):
         return False
 
     async def run(self) -> None:
-        """List and watch until cancelled."""
-        need_list = True
+        """List and watch until cancelled. Restarted after a cancel, it resumes the watch from
+        the last resourceVersion it saw (and relists if that has expired)."""
+        need_list = self.resource_version is None
         while True:
             try:
                 if need_list and self.watch_list:

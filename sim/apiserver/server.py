@@ -13,7 +13,7 @@ import contextlib
 import gc
 import logging
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -709,12 +709,14 @@ class EmbeddedApiServer:
                 gc.freeze()
                 frozen_at = size
 
-    async def restart(self) -> None:
+    async def restart(self, while_down: Callable[[Store], None] | None = None) -> None:
         """Stop serving and serve the same objects again on the same port, as a kube-apiserver
         restarts over the same etcd: open watches break, and watches resuming from a version
         before the restart get 410 Expired (the new watch cache has no history)."""
         if self._runner is not None:
             await self._runner.cleanup()
+        if while_down is not None:
+            while_down(self.store)  # e.g. writes through another API server replica
         self.store.reset_watch_cache()
         self._runner = web.AppRunner(
             self.api.app,

@@ -1,0 +1,278 @@
+"""The cluster snapshot every scheduling decision reads: nodes, pods, PodGroups and Queues as
+slim records, indexed by node, by group (`namespace/group-name`) and by queue, with incremental
+accounting of what each node has requested and what each queue has allocated.
+
+Accounting is kept exact under any order of events by remembering what each pod currently
+contributes (`_node_share`, `_queue_share`): an event removes the pod's old contribution and adds
+its new one, so a pod that arrives before its node or its PodGroup, a PodGroup that moves to
+another queue, or a delete seen only after a relist all leave the sums equal to a recomputation
+from scratch (`recompute()`, used by the tests).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+from dataclasses import dataclass
+
+from core.kube.client import NODES, PODGROUPS, PODS, QUEUES, KubeClient
+from core.kube.informer import Informer
+from core.records import NodeRecord, PodGroupRecord, PodRecord, QueueRecord
+from core.resources import ResourceVector
+
+log = logging.getLogger("vulcan.cache")
+
+_ZERO = ResourceVector()
+
+
+def _add(totals: dict[str, ResourceVector], name: str, amount: ResourceVector) -> None:
+    totals[name] = totals.get(name, _ZERO) + amount
+
+
+def _sub(totals: dict[str, ResourceVector], name: str, amount: ResourceVector) -> None:
+    left = totals.get(name, _ZERO) - amount
+    if left.is_zero():
+        totals.pop(name, None)
+    else:
+        totals[name] = left
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A consistent view for one scheduling pass (copies of the top-level maps; the records
+    themselves are immutable)."""
+
+    nodes: dict[str, NodeRecord]
+    pods: dict[str, PodRecord]
+    pods_by_node: dict[str, frozenset[str]]
+    pods_by_group: dict[str, frozenset[str]]
+    podgroups: dict[str, PodGroupRecord]
+    queues: dict[str, QueueRecord]
+    node_requested: dict[str, ResourceVector]
+    queue_allocated: dict[str, ResourceVector]
+
+    def node_free(self, name: str) -> ResourceVector:
+        node = self.nodes.get(name)
+        if node is None:
+            return _ZERO
+        return node.allocatable - self.node_requested.get(name, _ZERO)
+
+
+class ClusterCache:
+    def __init__(self) -> None:
+        self.nodes: dict[str, NodeRecord] = {}
+        self.pods: dict[str, PodRecord] = {}
+        self.podgroups: dict[str, PodGroupRecord] = {}
+        self.queues: dict[str, QueueRecord] = {}
+        self.pods_by_node: dict[str, set[str]] = {}
+        self.pods_by_group: dict[str, set[str]] = {}
+        self.groups_by_queue: dict[str, set[str]] = {}
+        self.node_requested: dict[str, ResourceVector] = {}
+        self.queue_allocated: dict[str, ResourceVector] = {}
+        # What each pod currently contributes, so any event can take it back exactly.
+        self._node_share: dict[str, tuple[str, ResourceVector]] = {}
+        self._queue_share: dict[str, tuple[str, ResourceVector]] = {}
+        self.informers: list[Informer] = []  # type: ignore[type-arg]
+        self._tasks: list[asyncio.Task[None]] = []
+        self.synced = asyncio.Event()
+        self.changed = asyncio.Event()  # set on every change; the scheduling loop waits on it
+
+    # ---------------------------------------------------------------------- nodes
+
+    def on_node_add(self, node: NodeRecord) -> None:
+        self.nodes[node.name] = node
+        self.changed.set()
+
+    def on_node_update(self, old: NodeRecord, new: NodeRecord) -> None:
+        self.nodes[new.name] = new
+        self.changed.set()
+
+    def on_node_delete(self, node: NodeRecord) -> None:
+        self.nodes.pop(node.name, None)
+        self.changed.set()
+
+    # ----------------------------------------------------------------------- pods
+
+    def _queue_of(self, pod: PodRecord) -> str | None:
+        if pod.group is None:
+            return None
+        group = self.podgroups.get(pod.group)
+        return group.queue if group is not None else None
+
+    def _account(self, pod: PodRecord | None, key: str) -> None:
+        """Replace the pod's contribution to node and queue totals by its current one."""
+        old_node = self._node_share.pop(key, None)
+        if old_node is not None:
+            _sub(self.node_requested, old_node[0], old_node[1])
+        old_queue = self._queue_share.pop(key, None)
+        if old_queue is not None:
+            _sub(self.queue_allocated, old_queue[0], old_queue[1])
+        if pod is None or not pod.occupies_node:
+            return
+        assert pod.node is not None
+        self._node_share[key] = (pod.node, pod.requests)
+        _add(self.node_requested, pod.node, pod.requests)
+        queue = self._queue_of(pod)
+        if queue is not None:
+            self._queue_share[key] = (queue, pod.requests)
+            _add(self.queue_allocated, queue, pod.requests)
+
+    def _index_pod(self, pod: PodRecord, old: PodRecord | None) -> None:
+        if old is not None:
+            if old.node and old.node != pod.node:
+                self._discard(self.pods_by_node, old.node, old.key)
+            if old.group and old.group != pod.group:
+                self._discard(self.pods_by_group, old.group, old.key)
+        if pod.node:
+            self.pods_by_node.setdefault(pod.node, set()).add(pod.key)
+        if pod.group:
+            self.pods_by_group.setdefault(pod.group, set()).add(pod.key)
+
+    @staticmethod
+    def _discard(index: dict[str, set[str]], name: str, key: str) -> None:
+        members = index.get(name)
+        if members is not None:
+            members.discard(key)
+            if not members:
+                del index[name]
+
+    def on_pod_add(self, pod: PodRecord) -> None:
+        old = self.pods.get(pod.key)
+        self.pods[pod.key] = pod
+        self._index_pod(pod, old)
+        self._account(pod, pod.key)
+        self.changed.set()
+
+    def on_pod_update(self, old: PodRecord, new: PodRecord) -> None:
+        self.on_pod_add(new)
+
+    def on_pod_delete(self, pod: PodRecord) -> None:
+        known = self.pods.pop(pod.key, None) or pod
+        if known.node:
+            self._discard(self.pods_by_node, known.node, known.key)
+        if known.group:
+            self._discard(self.pods_by_group, known.group, known.key)
+        self._account(None, pod.key)
+        self.changed.set()
+
+    # ------------------------------------------------------------------ podgroups
+
+    def _reaccount_group(self, group_key: str) -> None:
+        for pod_key in self.pods_by_group.get(group_key, ()):
+            self._account(self.pods.get(pod_key), pod_key)
+
+    def on_podgroup_add(self, group: PodGroupRecord) -> None:
+        old = self.podgroups.get(group.key)
+        self.podgroups[group.key] = group
+        if old is not None and old.queue != group.queue:
+            self._discard(self.groups_by_queue, old.queue, group.key)
+        self.groups_by_queue.setdefault(group.queue, set()).add(group.key)
+        if old is None or old.queue != group.queue:
+            self._reaccount_group(group.key)
+        self.changed.set()
+
+    def on_podgroup_update(self, old: PodGroupRecord, new: PodGroupRecord) -> None:
+        self.on_podgroup_add(new)
+
+    def on_podgroup_delete(self, group: PodGroupRecord) -> None:
+        known = self.podgroups.pop(group.key, None) or group
+        self._discard(self.groups_by_queue, known.queue, known.key)
+        self._reaccount_group(group.key)
+        self.changed.set()
+
+    # --------------------------------------------------------------------- queues
+
+    def on_queue_add(self, queue: QueueRecord) -> None:
+        self.queues[queue.name] = queue
+        self.changed.set()
+
+    def on_queue_update(self, old: QueueRecord, new: QueueRecord) -> None:
+        self.queues[new.name] = new
+        self.changed.set()
+
+    def on_queue_delete(self, queue: QueueRecord) -> None:
+        self.queues.pop(queue.name, None)
+        self.changed.set()
+
+    # --------------------------------------------------------------------- reads
+
+    def node_free(self, name: str) -> ResourceVector:
+        node = self.nodes.get(name)
+        if node is None:
+            return _ZERO
+        return node.allocatable - self.node_requested.get(name, _ZERO)
+
+    def snapshot(self) -> Snapshot:
+        return Snapshot(
+            nodes=dict(self.nodes),
+            pods=dict(self.pods),
+            pods_by_node={k: frozenset(v) for k, v in self.pods_by_node.items()},
+            pods_by_group={k: frozenset(v) for k, v in self.pods_by_group.items()},
+            podgroups=dict(self.podgroups),
+            queues=dict(self.queues),
+            node_requested=dict(self.node_requested),
+            queue_allocated=dict(self.queue_allocated),
+        )
+
+    def recompute(self) -> tuple[dict[str, ResourceVector], dict[str, ResourceVector]]:
+        """Node requested and queue allocated computed from scratch (for checks and tests)."""
+        nodes: dict[str, ResourceVector] = {}
+        queues: dict[str, ResourceVector] = {}
+        for pod in self.pods.values():
+            if not pod.occupies_node:
+                continue
+            assert pod.node is not None
+            _add(nodes, pod.node, pod.requests)
+            queue = self._queue_of(pod)
+            if queue is not None:
+                _add(queues, queue, pod.requests)
+        return nodes, queues
+
+    # ------------------------------------------------------------------ wiring
+
+    def start(
+        self, client: KubeClient, *, watch_list: bool = False, pod_field_selector: str | None = None
+    ) -> None:
+        """Start informers for nodes, pods, PodGroups and Queues feeding this cache."""
+        nodes = Informer(client, NODES, NodeRecord, watch_list=watch_list)
+        nodes.add_handlers(self.on_node_add, self.on_node_update, self.on_node_delete)
+        pods = Informer(
+            client, PODS, PodRecord, watch_list=watch_list, field_selector=pod_field_selector
+        )
+        pods.add_handlers(self.on_pod_add, self.on_pod_update, self.on_pod_delete)
+        groups = Informer(client, PODGROUPS, PodGroupRecord, watch_list=watch_list)
+        groups.add_handlers(self.on_podgroup_add, self.on_podgroup_update, self.on_podgroup_delete)
+        queues = Informer(client, QUEUES, QueueRecord, watch_list=watch_list)
+        queues.add_handlers(self.on_queue_add, self.on_queue_update, self.on_queue_delete)
+        self.informers = [nodes, pods, groups, queues]
+        self._tasks = [
+            asyncio.create_task(i.run(), name=f"informer-{i.resource.plural}")
+            for i in self.informers
+        ]
+        self._tasks.append(asyncio.create_task(self._mark_synced(), name="cache-synced"))
+
+    async def _mark_synced(self) -> None:
+        await asyncio.gather(*(i.synced.wait() for i in self.informers))
+        # Everything loaded so far lives long: keep the cyclic GC from walking it again.
+        gc.collect()
+        gc.freeze()
+        self.synced.set()
+        log.info(
+            "cache synced",
+            extra={
+                "nodes": len(self.nodes),
+                "pods": len(self.pods),
+                "podgroups": len(self.podgroups),
+                "queues": len(self.queues),
+            },
+        )
+
+    async def wait_synced(self, timeout: float | None = None) -> None:
+        await asyncio.wait_for(self.synced.wait(), timeout)
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
