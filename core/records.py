@@ -7,6 +7,7 @@ pod instead of ~16 KB as a dict. Records are immutable by convention (an update 
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from core.api import keys
@@ -18,6 +19,26 @@ _NO_LABELS: dict[str, str] = {}
 def _key(meta: dict[str, Any]) -> str:
     namespace = meta.get("namespace")
     return f"{namespace}/{meta['name']}" if namespace else meta["name"]
+
+
+_VECTORS: dict[tuple[tuple[str, int], ...], ResourceVector] = {}
+_intern = sys.intern
+
+
+def shared_vector(vector: ResourceVector) -> ResourceVector:
+    """One object for every equal vector: the pods of a job all request the same, and 100,000
+    pods then hold a few hundred vectors instead of 100,000 (vectors are never mutated)."""
+    signature = tuple(sorted(vector.items()))
+    known = _VECTORS.get(signature)
+    if known is None:
+        if len(_VECTORS) > 100_000:  # a pathological variety of shapes: stop sharing
+            return vector
+        _VECTORS[signature] = known = vector
+    return known
+
+
+def _opt(value: Any) -> str | None:
+    return _intern(value) if isinstance(value, str) and value else None
 
 
 def _resources(resource_list: Any) -> ResourceVector | None:
@@ -68,6 +89,9 @@ class NodeRecord:
 
 
 class PodRecord:
+    # No labels: nothing that reads pods from the cache needs them, and they are the biggest
+    # part of a pod kept in memory. Repeated strings (namespace, node, phase, group ...) are
+    # interned so 100,000 pods share them, and equal request vectors are shared.
     __slots__ = (
         "annotations_preemptable",
         "created",
@@ -75,7 +99,6 @@ class PodRecord:
         "gated",
         "group",
         "key",
-        "labels",
         "name",
         "namespace",
         "node",
@@ -97,35 +120,36 @@ class PodRecord:
         status = obj.get("status") or {}
         annotations = meta.get("annotations") or _NO_LABELS
         labels = meta.get("labels") or _NO_LABELS
-        self.namespace: str = meta.get("namespace", "")
+        self.namespace: str = _intern(meta.get("namespace", ""))
         self.name: str = meta["name"]
         self.key = f"{self.namespace}/{self.name}"
         self.uid: str = meta.get("uid", "")
         self.rv: str = meta.get("resourceVersion", "")
-        self.labels = labels
         self.created: str = meta.get("creationTimestamp", "")
         self.deleting = bool(meta.get("deletionTimestamp"))
-        self.node: str | None = spec.get("nodeName") or None
-        self.nominated_node: str | None = status.get("nominatedNodeName") or None
-        self.phase: str = status.get("phase") or "Pending"
+        self.node: str | None = _opt(spec.get("nodeName"))
+        self.nominated_node: str | None = _opt(status.get("nominatedNodeName"))
+        self.phase: str = _intern(status.get("phase") or "Pending")
         self.priority = int(spec.get("priority") or 0)
-        self.scheduler_name: str = spec.get("schedulerName") or "default-scheduler"
+        self.scheduler_name: str = _intern(spec.get("schedulerName") or "default-scheduler")
         self.gated = bool(spec.get("schedulingGates"))
         group = annotations.get(keys.GROUP_NAME) or labels.get(keys.COSCHEDULING_POD_GROUP)
-        self.group: str | None = f"{self.namespace}/{group}" if group else None
-        self.task: str | None = annotations.get(keys.TASK_SPEC) or labels.get(keys.TASK_SPEC)
-        self.queue_annotation: str | None = annotations.get(keys.QUEUE_NAME)
+        self.group: str | None = _intern(f"{self.namespace}/{group}") if group else None
+        self.task: str | None = _opt(annotations.get(keys.TASK_SPEC) or labels.get(keys.TASK_SPEC))
+        self.queue_annotation: str | None = _opt(annotations.get(keys.QUEUE_NAME))
         preemptable = annotations.get(keys.PREEMPTABLE, labels.get(keys.PREEMPTABLE))
         # Volcano: a pod is preemptable unless it says otherwise.
         self.annotations_preemptable = preemptable != "false"
         owner = next((r for r in meta.get("ownerReferences") or () if r.get("controller")), None)
         self.owner: tuple[str, str, str] | None = (
-            (owner.get("kind", ""), owner.get("name", ""), owner.get("uid", "")) if owner else None
+            (_intern(owner.get("kind", "")), _intern(owner.get("name", "")), owner.get("uid", ""))
+            if owner
+            else None
         )
         try:
-            self.requests = pod_requests(spec)
+            self.requests = shared_vector(pod_requests(spec))
         except (ValueError, TypeError):
-            self.requests = ResourceVector({"pods": 1})
+            self.requests = shared_vector(ResourceVector({"pods": 1}))
 
     @property
     def terminal(self) -> bool:

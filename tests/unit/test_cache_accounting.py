@@ -1,0 +1,126 @@
+"""ClusterCache accounting stays exact whatever order events arrive in."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+
+from core.cache import ClusterCache
+from core.records import NodeRecord, PodGroupRecord, PodRecord, QueueRecord
+from core.resources import ResourceVector
+
+_rv = itertools.count(1)
+
+
+def node(name: str) -> NodeRecord:
+    return NodeRecord({"metadata": {"name": name, "resourceVersion": str(next(_rv))},
+                       "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "10"}}})
+
+
+def pod(name: str, node_name: str | None = None, group: str | None = "g", cpu: str = "1",
+        phase: str = "Running") -> PodRecord:
+    meta: dict[str, Any] = {"name": name, "namespace": "ns", "resourceVersion": str(next(_rv))}
+    if group:
+        meta["annotations"] = {"scheduling.k8s.io/group-name": group}
+    spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}]}
+    if node_name:
+        spec["nodeName"] = node_name
+    return PodRecord({"metadata": meta, "spec": spec, "status": {"phase": phase}})
+
+
+def group(name: str, queue: str) -> PodGroupRecord:
+    return PodGroupRecord({"metadata": {"name": name, "namespace": "ns",
+                                        "resourceVersion": str(next(_rv))},
+                           "spec": {"minMember": 1, "queue": queue}})
+
+
+def cpu(cache: ClusterCache, table: str, name: str) -> int:
+    totals = cache.node_requested if table == "node" else cache.queue_allocated
+    return totals.get(name, ResourceVector()).cpu
+
+
+def check_exact(cache: ClusterCache) -> None:
+    nodes, queues = cache.recompute()
+    assert cache.node_requested == nodes
+    assert cache.queue_allocated == queues
+
+
+EVENTS = ["node", "group", "pod", "bind", "finish"]
+
+
+@pytest.mark.parametrize("order", list(itertools.permutations(EVENTS[:3])))
+def test_arrival_order_does_not_matter(order: tuple[str, ...]) -> None:
+    cache = ClusterCache()
+    for event in order:
+        if event == "node":
+            cache.on_node_add(node("n1"))
+        elif event == "group":
+            cache.on_podgroup_add(group("g", "research"))
+        else:
+            cache.on_pod_add(pod("p1", "n1"))
+    assert cpu(cache, "node", "n1") == 1000
+    assert cpu(cache, "queue", "research") == 1000
+    assert cache.node_free("n1").cpu == 7000
+    check_exact(cache)
+
+
+def test_group_moving_queue_moves_allocation() -> None:
+    cache = ClusterCache()
+    cache.on_podgroup_add(group("g", "a"))
+    cache.on_pod_add(pod("p1", "n1"))
+    cache.on_pod_add(pod("p2", "n1", cpu="500m"))
+    assert cpu(cache, "queue", "a") == 1500
+    cache.on_podgroup_update(cache.podgroups["ns/g"], group("g", "b"))
+    assert cpu(cache, "queue", "a") == 0 and cpu(cache, "queue", "b") == 1500
+    cache.on_podgroup_delete(cache.podgroups["ns/g"])
+    assert cache.queue_allocated == {}
+    assert cpu(cache, "node", "n1") == 1500  # the node still carries the pods
+    check_exact(cache)
+
+
+def test_pod_lifecycle() -> None:
+    cache = ClusterCache()
+    cache.on_podgroup_add(group("g", "a"))
+    pending = pod("p", None, phase="Pending")
+    cache.on_pod_add(pending)
+    assert cache.node_requested == {} and cache.queue_allocated == {}
+    bound = pod("p", "n1", phase="Pending")
+    cache.on_pod_update(pending, bound)
+    assert cpu(cache, "node", "n1") == 1000 and cpu(cache, "queue", "a") == 1000
+    assert cache.pods_by_node == {"n1": {"ns/p"}}
+    done = pod("p", "n1", phase="Succeeded")
+    cache.on_pod_update(bound, done)
+    assert cache.node_requested == {} and cache.queue_allocated == {}
+    cache.on_pod_delete(done)
+    assert cache.pods == {} and cache.pods_by_node == {} and cache.pods_by_group == {}
+    check_exact(cache)
+
+
+def test_delete_of_unknown_pod_and_repeated_add() -> None:
+    cache = ClusterCache()
+    cache.on_pod_delete(pod("ghost", "n1"))
+    p = pod("p", "n1")
+    cache.on_pod_add(p)
+    cache.on_pod_add(p)  # a relist delivering the same object again
+    assert cpu(cache, "node", "n1") == 1000
+    cache.on_pod_delete(p)
+    assert cache.node_requested == {}
+    check_exact(cache)
+
+
+def test_snapshot_is_isolated_from_later_changes() -> None:
+    cache = ClusterCache()
+    cache.on_node_add(node("n1"))
+    cache.on_pod_add(pod("p", "n1"))
+    snap = cache.snapshot()
+    cache.on_pod_add(pod("q", "n1"))
+    assert snap.node_requested["n1"].cpu == 1000
+    assert snap.pods_by_node["n1"] == frozenset({"ns/p"})
+    assert snap.node_free("n1").cpu == 7000
+
+
+def test_queue_record_defaults() -> None:
+    queue = QueueRecord({"metadata": {"name": "q"}, "spec": {}})
+    assert queue.weight == 1 and queue.reclaimable and queue.state == "Open"
