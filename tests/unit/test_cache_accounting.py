@@ -15,12 +15,21 @@ _rv = itertools.count(1)
 
 
 def node(name: str) -> NodeRecord:
-    return NodeRecord({"metadata": {"name": name, "resourceVersion": str(next(_rv))},
-                       "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "10"}}})
+    return NodeRecord(
+        {
+            "metadata": {"name": name, "resourceVersion": str(next(_rv))},
+            "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "10"}},
+        }
+    )
 
 
-def pod(name: str, node_name: str | None = None, group: str | None = "g", cpu: str = "1",
-        phase: str = "Running") -> PodRecord:
+def pod(
+    name: str,
+    node_name: str | None = None,
+    group: str | None = "g",
+    cpu: str = "1",
+    phase: str = "Running",
+) -> PodRecord:
     meta: dict[str, Any] = {"name": name, "namespace": "ns", "resourceVersion": str(next(_rv))}
     if group:
         meta["annotations"] = {"scheduling.k8s.io/group-name": group}
@@ -31,9 +40,12 @@ def pod(name: str, node_name: str | None = None, group: str | None = "g", cpu: s
 
 
 def group(name: str, queue: str) -> PodGroupRecord:
-    return PodGroupRecord({"metadata": {"name": name, "namespace": "ns",
-                                        "resourceVersion": str(next(_rv))},
-                           "spec": {"minMember": 1, "queue": queue}})
+    return PodGroupRecord(
+        {
+            "metadata": {"name": name, "namespace": "ns", "resourceVersion": str(next(_rv))},
+            "spec": {"minMember": 1, "queue": queue},
+        }
+    )
 
 
 def cpu(cache: ClusterCache, table: str, name: str) -> int:
