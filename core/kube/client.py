@@ -344,3 +344,34 @@ def _query_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def add_client_flags(parser: Any) -> None:
+    """`--kubeconfig`, `--master`, `--context`, `--kube-api-qps`, `--kube-api-burst`, as
+    Kubernetes components and Volcano name them."""
+    parser.add_argument(
+        "--kubeconfig",
+        help="path to a kubeconfig (default: $KUBECONFIG, "
+        "in-cluster service account, ~/.kube/config)",
+    )
+    parser.add_argument("--master", help="API server URL (overrides the kubeconfig's server)")
+    parser.add_argument("--context", help="kubeconfig context to use")
+    parser.add_argument(
+        "--kube-api-qps",
+        type=float,
+        default=50.0,
+        help="steady requests per second to the API server (0: unlimited)",
+    )
+    parser.add_argument(
+        "--kube-api-burst", type=int, default=100, help="requests allowed in a burst above the QPS"
+    )
+
+
+def options_from_args(args: Any) -> ClientOptions:
+    return ClientOptions(
+        kubeconfig=args.kubeconfig,
+        master=args.master,
+        context=args.context,
+        qps=args.kube_api_qps,
+        burst=args.kube_api_burst,
+    )

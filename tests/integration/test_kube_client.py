@@ -1,0 +1,152 @@
+"""The client: kubeconfig loading, retries with backoff on 429/5xx/connection loss, 4xx surfaced
+at once, raw binding, and an informer using watch-list."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from aiohttp import web
+from kubernetes_asyncio.client import Configuration
+
+from core.kube.client import NODES, PODS, ApiError, ClientOptions, KubeClient
+from core.kube.informer import Informer
+from core.records import PodRecord
+from sim.apiserver.server import EmbeddedApiServer
+
+
+class Flaky:
+    """A server answering from a script of statuses, counting calls."""
+
+    def __init__(self, script: list[int], retry_after: str | None = None) -> None:
+        self.script = script
+        self.calls = 0
+        self.retry_after = retry_after
+
+    async def handle(self, request: web.Request) -> web.Response:
+        status = self.script[min(self.calls, len(self.script) - 1)]
+        self.calls += 1
+        if status == 200:
+            return web.json_response({"kind": "Node", "metadata": {"name": "n"}})
+        headers = {"Retry-After": self.retry_after} if self.retry_after else {}
+        return web.json_response(
+            {
+                "kind": "Status",
+                "status": "Failure",
+                "reason": "Boom",
+                "message": "scripted",
+                "code": status,
+            },
+            status=status,
+            headers=headers,
+        )
+
+
+@pytest_asyncio.fixture
+async def flaky_server() -> AsyncIterator[tuple[str, Flaky]]:
+    flaky = Flaky([200])
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", flaky.handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield f"http://127.0.0.1:{port}", flaky
+    await runner.cleanup()
+
+
+def fast_client(url: str, retries: int = 5) -> KubeClient:
+    options = ClientOptions(qps=0, max_retries=retries, retry_initial=0.001, retry_max=0.01)
+    return KubeClient(Configuration(host=url), options)
+
+
+async def test_retries_5xx_and_429_then_succeeds(flaky_server: tuple[str, Flaky]) -> None:
+    url, flaky = flaky_server
+    flaky.script = [503, 500, 429, 200]
+    async with fast_client(url) as client:
+        node = await client.get(NODES, "n")
+    assert node["metadata"]["name"] == "n"
+    assert flaky.calls == 4
+
+
+async def test_gives_up_after_max_retries(flaky_server: tuple[str, Flaky]) -> None:
+    url, flaky = flaky_server
+    flaky.script = [503]
+    async with fast_client(url, retries=3) as client:
+        with pytest.raises(ApiError) as exc:
+            await client.get(NODES, "n")
+    assert exc.value.status == 503 and flaky.calls == 4
+
+
+@pytest.mark.parametrize("status", [400, 403, 404, 409, 422])
+async def test_client_errors_are_not_retried(flaky_server: tuple[str, Flaky], status: int) -> None:
+    url, flaky = flaky_server
+    flaky.script = [status, 200]
+    async with fast_client(url) as client:
+        with pytest.raises(ApiError) as exc:
+            await client.get(NODES, "n")
+    assert exc.value.status == status and exc.value.reason == "Boom"
+    assert flaky.calls == 1
+
+
+async def test_connection_loss_is_retried() -> None:
+    async with EmbeddedApiServer() as server:
+        port = server.port
+    # Nothing listens on the port now: every attempt fails to connect, then the error surfaces.
+    async with fast_client(f"http://127.0.0.1:{port}", retries=2) as client:
+        with pytest.raises(ApiError) as exc:
+            await client.get(NODES, "n")
+    assert exc.value.status == 0 and exc.value.retryable
+
+
+async def test_kubeconfig_binding_and_watch_list(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    async with EmbeddedApiServer(kubeconfig_out=kubeconfig) as server:
+        client = await KubeClient.connect(kubeconfig=str(kubeconfig), qps=0)
+        assert client.host == server.url
+        pod = {
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": {"containers": [{"name": "c", "image": "i"}]},
+        }
+        created = await client.create(PODS, pod)
+        await client.bind_pod(
+            "default",
+            "p",
+            "node-1",
+            uid=created["metadata"]["uid"],
+            annotations={"vulcan.sh/why": "test"},
+        )
+        with pytest.raises(ApiError) as exc:
+            await client.bind_pod("default", "p", "node-2")
+        assert exc.value.conflict
+        informer = Informer(client, PODS, PodRecord, watch_list=True)
+        seen_q = asyncio.Event()
+        informer.add_handlers(on_add=lambda r: seen_q.set() if r.key == "default/q" else None)
+        task = asyncio.create_task(informer.run())
+        await informer.wait_synced(5)
+        assert informer.items["default/p"].node == "node-1"
+        await client.create(PODS, {**pod, "metadata": {"name": "q", "namespace": "default"}})
+        await asyncio.wait_for(seen_q.wait(), 5)
+        assert informer.relists == 1  # the initial state came as a watch-list stream
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await client.close()
+
+
+def test_client_flags() -> None:
+    import argparse
+
+    from core.kube.client import add_client_flags, options_from_args
+
+    parser = argparse.ArgumentParser()
+    add_client_flags(parser)
+    options = options_from_args(
+        parser.parse_args(
+            ["--master", "http://127.0.0.1:1", "--kube-api-qps", "200", "--kube-api-burst", "400"]
+        )
+    )
+    assert (options.master, options.qps, options.burst) == ("http://127.0.0.1:1", 200.0, 400)
