@@ -4,6 +4,7 @@ Warning event on the object — the way vulcan's controllers use the work queue.
 from __future__ import annotations
 
 import asyncio
+import itertools
 
 from kubernetes_asyncio.client import Configuration
 
@@ -56,7 +57,7 @@ async def test_give_up_records_a_warning_event() -> None:
         await asyncio.gather(workers, recorder_task, return_exceptions=True)
         await client.close()
     assert len(attempts) == 5  # the first try and 4 retries
-    gaps = [b - a for a, b in zip(attempts, attempts[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(attempts)]
     assert gaps[-1] > gaps[0]  # retried with growing delays
     assert [(e["type"], e["reason"]) for e in events] == [("Warning", "SyncJobFailed")]
     assert events[0]["regarding"]["name"] == "train"
