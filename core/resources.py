@@ -610,6 +610,10 @@ class ResourceVector:
     def as_dict(self) -> dict[str, int]:
         return dict(self._amounts)
 
+    def view(self) -> Mapping[str, int]:
+        """The amounts without a copy, for hot loops. Read-only by contract."""
+        return self._amounts
+
     def __contains__(self, name: object) -> bool:
         return name in self._amounts
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -86,6 +87,8 @@ class Informer(Generic[R]):
         self.synced = asyncio.Event()
         self.resource_version: str | None = None
         self.relists = 0
+        # When the API server was last heard from (monotonic; for the informer-lag metric).
+        self.last_heard = 0.0
 
     def add_handlers(
         self,
@@ -173,6 +176,7 @@ class Informer(Generic[R]):
             if not token:
                 break
         self._replace(records)
+        self.last_heard = time.monotonic()
         self.resource_version = list_rv
         self.relists += 1
 
@@ -192,6 +196,7 @@ class Informer(Generic[R]):
         async for line in self.client.stream(
             self.resource.path(self.namespace), query, read_timeout=timeout + 30
         ):
+            self.last_heard = time.monotonic()
             if collected is not None:
                 done = self._collect_initial(line, collected)
                 if done:

@@ -1,0 +1,1 @@
+"""The process kube-scheduler calls: filter, prioritize, preempt and bind over HTTP."""

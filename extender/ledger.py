@@ -1,0 +1,60 @@
+"""The gang ledger: capacity reserved on nodes for pods that are admitted but not yet bound.
+
+Filter subtracts live reservations from a node's free capacity, so a pass-through pod never takes
+a slot a gang member was promised. The gang issue fills the ledger (enqueue writes reservations,
+bind consumes them); this module keeps the per-node sums exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from core.resources import ResourceVector
+
+_ZERO = ResourceVector()
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    pod_key: str  # namespace/name of the member the slot is for
+    node: str
+    request: ResourceVector
+    group: str | None = None
+
+
+class GangLedger:
+    def __init__(self) -> None:
+        self._by_pod: dict[str, Reservation] = {}
+        self._by_node: dict[str, ResourceVector] = {}
+
+    def reserve(self, reservation: Reservation) -> None:
+        self.release(reservation.pod_key)
+        self._by_pod[reservation.pod_key] = reservation
+        self._by_node[reservation.node] = (
+            self._by_node.get(reservation.node, _ZERO) + reservation.request
+        )
+
+    def release(self, pod_key: str) -> Reservation | None:
+        reservation = self._by_pod.pop(pod_key, None)
+        if reservation is not None:
+            left = self._by_node.get(reservation.node, _ZERO) - reservation.request
+            if left.is_zero():
+                self._by_node.pop(reservation.node, None)
+            else:
+                self._by_node[reservation.node] = left
+        return reservation
+
+    def reservation_of(self, pod_key: str) -> Reservation | None:
+        return self._by_pod.get(pod_key)
+
+    def reserved_on(self, node: str, *, excluding: str | None = None) -> ResourceVector:
+        """Capacity promised on `node`, minus the reservation of `excluding` (the pod asking)."""
+        reserved = self._by_node.get(node, _ZERO)
+        if excluding is not None:
+            own = self._by_pod.get(excluding)
+            if own is not None and own.node == node:
+                reserved = reserved - own.request
+        return reserved
+
+    def __len__(self) -> int:
+        return len(self._by_pod)

@@ -1,0 +1,231 @@
+"""kube-scheduler's extender wire format (shared/spec/extender-protocol.md): PascalCase keys,
+`null` for unused fields, integer scores, exactly HTTP 200 with a JSON body.
+
+Requests are decoded with orjson and checked by hand (no models on the hot path); anything
+malformed raises `BadRequest`, answered with HTTP 400 and `{"Error": ...}`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+
+class BadRequest(ValueError):
+    """The request is not what kube-scheduler sends; the message says what is wrong."""
+
+
+def decode(body: bytes) -> dict[str, Any]:
+    if not body:
+        raise BadRequest("empty request body")
+    try:
+        value = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"malformed JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise BadRequest(f"request body must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _field(doc: dict[str, Any], key: str) -> Any:
+    """kube-scheduler sends PascalCase; Go decodes keys case-insensitively, and so do we."""
+    if key in doc:
+        return doc[key]
+    lowered = key.lower()
+    for name, value in doc.items():
+        if name.lower() == lowered:
+            return value
+    return None
+
+
+@dataclass(slots=True)
+class PodInfo:
+    name: str
+    namespace: str
+    uid: str
+    spec: dict[str, Any]
+    metadata: dict[str, Any]
+    raw: dict[str, Any]
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def parse_pod(doc: dict[str, Any]) -> PodInfo:
+    pod = _field(doc, "Pod")
+    if not isinstance(pod, dict):
+        raise BadRequest("missing Pod object")
+    meta = pod.get("metadata")
+    if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+        raise BadRequest("Pod.metadata.name is missing or not a string")
+    spec = pod.get("spec")
+    if spec is not None and not isinstance(spec, dict):
+        raise BadRequest("Pod.spec must be an object")
+    namespace = meta.get("namespace") or "default"
+    if not isinstance(namespace, str):
+        raise BadRequest("Pod.metadata.namespace must be a string")
+    return PodInfo(
+        name=meta["name"],
+        namespace=namespace,
+        uid=str(meta.get("uid") or ""),
+        spec=spec or {},
+        metadata=meta,
+        raw=pod,
+    )
+
+
+@dataclass(slots=True)
+class ExtenderArgs:
+    """filter / prioritize request: the pod and the candidate nodes, by name (cache mode) or as
+    full Node objects (`node_objects`, in the order given)."""
+
+    pod: PodInfo
+    node_names: list[str]
+    node_objects: list[dict[str, Any]] | None
+
+    @property
+    def cache_mode(self) -> bool:
+        return self.node_objects is None
+
+
+def parse_extender_args(doc: dict[str, Any]) -> ExtenderArgs:
+    pod = parse_pod(doc)
+    names = _field(doc, "NodeNames")
+    nodes = _field(doc, "Nodes")
+    if names is not None:
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise BadRequest("NodeNames must be a list of strings")
+        return ExtenderArgs(pod, names, None)
+    if nodes is not None:
+        if not isinstance(nodes, dict):
+            raise BadRequest("Nodes must be a NodeList object")
+        items = nodes.get("items")
+        if items is None:
+            items = []
+        if not isinstance(items, list):
+            raise BadRequest("Nodes.items must be a list")
+        node_names = []
+        for index, item in enumerate(items):
+            name = (item.get("metadata") or {}).get("name") if isinstance(item, dict) else None
+            if not isinstance(name, str):
+                raise BadRequest(f"Nodes.items[{index}].metadata.name is missing")
+            node_names.append(name)
+        return ExtenderArgs(pod, node_names, items)
+    # Neither given: no candidates (kube-scheduler never does this, but it is not malformed).
+    return ExtenderArgs(pod, [], None)
+
+
+@dataclass(slots=True)
+class PreemptionArgs:
+    pod: PodInfo
+    # node -> (victim UIDs, NumPDBViolations)
+    victims: dict[str, tuple[list[str], int]]
+
+
+def parse_preemption_args(doc: dict[str, Any]) -> PreemptionArgs:
+    pod = parse_pod(doc)
+    meta = _field(doc, "NodeNameToMetaVictims")
+    full = _field(doc, "NodeNameToVictims")
+    victims: dict[str, tuple[list[str], int]] = {}
+    source = meta if meta is not None else full
+    if source is None:
+        return PreemptionArgs(pod, victims)
+    if not isinstance(source, dict):
+        raise BadRequest("NodeNameToMetaVictims/NodeNameToVictims must be an object")
+    for node, entry in source.items():
+        if not isinstance(entry, dict):
+            raise BadRequest(f"victims of node {node} must be an object")
+        pods = _field(entry, "Pods") or []
+        if not isinstance(pods, list):
+            raise BadRequest(f"victims of node {node}: Pods must be a list")
+        uids = []
+        for index, victim in enumerate(pods):
+            if not isinstance(victim, dict):
+                raise BadRequest(f"victims of node {node}: Pods[{index}] must be an object")
+            uid = (
+                _field(victim, "UID")
+                if meta is not None
+                else ((victim.get("metadata") or {}).get("uid"))
+            )
+            if not isinstance(uid, str):
+                raise BadRequest(f"victims of node {node}: Pods[{index}] has no UID")
+            uids.append(uid)
+        violations = _field(entry, "NumPDBViolations") or 0
+        if not isinstance(violations, int) or isinstance(violations, bool):
+            raise BadRequest(f"victims of node {node}: NumPDBViolations must be an integer")
+        victims[node] = (uids, violations)
+    return PreemptionArgs(pod, victims)
+
+
+@dataclass(slots=True)
+class BindingArgs:
+    pod_name: str
+    pod_namespace: str
+    pod_uid: str
+    node: str
+
+
+def parse_binding_args(doc: dict[str, Any]) -> BindingArgs:
+    values = {}
+    for key in ("PodName", "PodNamespace", "PodUID", "Node"):
+        value = _field(doc, key)
+        if not isinstance(value, str) or (key != "PodUID" and not value):
+            raise BadRequest(f"{key} is missing or not a string")
+        values[key] = value
+    return BindingArgs(values["PodName"], values["PodNamespace"], values["PodUID"], values["Node"])
+
+
+# ------------------------------------------------------------------------------ responses
+
+
+def filter_result_cache(
+    passed: list[str], failed: dict[str, str], unresolvable: dict[str, str]
+) -> bytes:
+    return orjson.dumps(
+        {
+            "NodeNames": passed,
+            "FailedNodes": failed,
+            "FailedAndUnresolvableNodes": unresolvable,
+            "Error": "",
+        }
+    )
+
+
+def filter_result_objects(
+    passed: list[dict[str, Any]], failed: dict[str, str], unresolvable: dict[str, str]
+) -> bytes:
+    return orjson.dumps(
+        {
+            "Nodes": {"metadata": {}, "items": passed},
+            "NodeNames": None,
+            "FailedNodes": failed,
+            "FailedAndUnresolvableNodes": unresolvable,
+            "Error": "",
+        }
+    )
+
+
+def host_priority_list(names: list[str], scores: list[int]) -> bytes:
+    # int() on purpose: Go refuses 5.0 for an int64 Score and drops the whole answer.
+    return orjson.dumps([{"Host": n, "Score": int(s)} for n, s in zip(names, scores, strict=True)])
+
+
+def preemption_result(victims: dict[str, tuple[list[str], int]]) -> bytes:
+    return orjson.dumps(
+        {
+            "NodeNameToMetaVictims": {
+                node: {"Pods": [{"UID": uid} for uid in uids], "NumPDBViolations": int(violations)}
+                for node, (uids, violations) in victims.items()
+            }
+        }
+    )
+
+
+def error_result(message: str) -> bytes:
+    return orjson.dumps({"Error": message})
+
+
+BIND_OK = b"{}"
