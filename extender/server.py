@@ -8,7 +8,6 @@ kube-scheduler disconnects (`handler_cancellation`), so an abandoned bind create
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -163,8 +162,11 @@ def _objects_by_name(objects: list[dict[str, Any]] | None) -> dict[str, dict[str
     return {o["metadata"]["name"]: o for o in objects}
 
 
-async def serve(server: ExtenderServer, host: str, port: int) -> web.AppRunner:
-    """Start serving; the caller keeps the runner and calls `cleanup()` to stop."""
+async def serve(server: ExtenderServer, host: str, port: int) -> tuple[web.AppRunner, int]:
+    """Start serving (port 0: any free port). Returns the runner (call `cleanup()` to stop,
+    which waits for in-flight requests) and the port."""
+    # handler_cancellation: when kube-scheduler gives up on a call (httpTimeout) the handler is
+    # cancelled, so a bind it abandoned never creates a Binding afterwards.
     runner = web.AppRunner(
         server.app,
         access_log=None,
@@ -173,9 +175,7 @@ async def serve(server: ExtenderServer, host: str, port: int) -> web.AppRunner:
         shutdown_timeout=5.0,
     )
     await runner.setup()
-    await web.TCPSite(runner, host, port, reuse_address=True, backlog=1024).start()
-    return runner
-
-
-async def gather_until_cancelled(*tasks: asyncio.Task[Any]) -> None:
-    await asyncio.gather(*tasks)
+    site = web.TCPSite(runner, host, port, reuse_address=True, backlog=1024)
+    await site.start()
+    sockets = site._server.sockets if site._server else ()  # type: ignore[union-attr]
+    return runner, (sockets[0].getsockname()[1] if sockets else port)

@@ -37,6 +37,16 @@ def _cmd_sim_apiserver(args: argparse.Namespace) -> int:
     return run_apiserver(args)
 
 
+def _cmd_extender(args: argparse.Namespace) -> int:
+    from extender.main import run
+    from vulcan.logs import setup_logging
+    from vulcan.sim_commands import run_async
+
+    setup_logging(args.log_format)
+    run_async(run(args))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vulcan",
@@ -57,6 +67,17 @@ def build_parser() -> argparse.ArgumentParser:
     crds = sub.add_parser("crds", help="print (or write) the CustomResourceDefinitions")
     crds.add_argument("--out", metavar="DIR", help="write one file per CRD into DIR")
     crds.set_defaults(func=_cmd_crds)
+
+    extender = sub.add_parser(
+        "extender",
+        help="the scheduler extender kube-scheduler calls (filter/prioritize/preempt/bind)",
+        description="Serve kube-scheduler's HTTP extender protocol on --port: POST /v1/filter, "
+        "/v1/prioritize, /v1/preempt, /v1/bind, plus GET /healthz, /readyz, /metrics.",
+    )
+    from extender.flags import add_extender_flags
+
+    add_extender_flags(extender)
+    extender.set_defaults(func=_cmd_extender)
 
     sim = sub.add_parser("sim", help="the embedded cluster (no real Kubernetes needed)")
     sim_sub = sim.add_subparsers(dest="sim_command", metavar="COMMAND")

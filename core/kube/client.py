@@ -26,6 +26,7 @@ from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from core.kube.backoff import Backoff, TokenBucket
+from core.kube.flags import ClientOptions, add_client_flags, options_from_args
 
 log = logging.getLogger("vulcan.kube.client")
 
@@ -117,21 +118,6 @@ VCJOBS = Resource("batch.volcano.sh", "v1alpha1", "jobs", True, "Job")
 COMMANDS = Resource("bus.volcano.sh", "v1alpha1", "commands", True, "Command")
 JOBFLOWS = Resource("flow.volcano.sh", "v1alpha1", "jobflows", True, "JobFlow")
 JOBTEMPLATES = Resource("flow.volcano.sh", "v1alpha1", "jobtemplates", True, "JobTemplate")
-
-
-@dataclass(slots=True)
-class ClientOptions:
-    """How to reach the API server and how hard to push it (Kubernetes' flag names)."""
-
-    kubeconfig: str | None = None
-    master: str | None = None
-    context: str | None = None
-    qps: float = 50.0
-    burst: int = 100
-    request_timeout: float = 30.0
-    max_retries: int = 8
-    retry_initial: float = 0.2
-    retry_max: float = 10.0
 
 
 async def load_configuration(options: ClientOptions) -> Configuration:
@@ -346,32 +332,4 @@ def _query_value(value: Any) -> str:
     return str(value)
 
 
-def add_client_flags(parser: Any) -> None:
-    """`--kubeconfig`, `--master`, `--context`, `--kube-api-qps`, `--kube-api-burst`, as
-    Kubernetes components and Volcano name them."""
-    parser.add_argument(
-        "--kubeconfig",
-        help="path to a kubeconfig (default: $KUBECONFIG, "
-        "in-cluster service account, ~/.kube/config)",
-    )
-    parser.add_argument("--master", help="API server URL (overrides the kubeconfig's server)")
-    parser.add_argument("--context", help="kubeconfig context to use")
-    parser.add_argument(
-        "--kube-api-qps",
-        type=float,
-        default=50.0,
-        help="steady requests per second to the API server (0: unlimited)",
-    )
-    parser.add_argument(
-        "--kube-api-burst", type=int, default=100, help="requests allowed in a burst above the QPS"
-    )
-
-
-def options_from_args(args: Any) -> ClientOptions:
-    return ClientOptions(
-        kubeconfig=args.kubeconfig,
-        master=args.master,
-        context=args.context,
-        qps=args.kube_api_qps,
-        burst=args.kube_api_burst,
-    )
+__all__ = ["ClientOptions", "add_client_flags", "options_from_args"]
