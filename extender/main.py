@@ -40,15 +40,6 @@ class Extender:
         server = ExtenderServer(
             cache, Framework(config), binder, ledger=GangLedger(), metrics=metrics
         )
-        metrics.watch_cache(
-            lambda: {
-                "nodes": len(cache.nodes),
-                "pods": len(cache.pods),
-                "podgroups": len(cache.podgroups),
-                "queues": len(cache.queues),
-            },
-            lambda: {i.resource.plural: i.last_heard for i in cache.informers},
-        )
         return cls(client, cache, server)
 
 

@@ -46,6 +46,15 @@ class ExtenderServer:
         self.ledger = ledger or GangLedger()
         self.metrics = metrics or ExtenderMetrics()
         self.is_leader = is_leader
+        self.metrics.watch_cache(
+            lambda: {
+                "nodes": len(cache.nodes),
+                "pods": len(cache.pods),
+                "podgroups": len(cache.podgroups),
+                "queues": len(cache.queues),
+            },
+            lambda: {i.resource.plural: i.last_heard for i in cache.informers},
+        )
         self.app = web.Application(client_max_size=256 * 1024 * 1024)
         for verb, handler in (
             ("filter", self.filter),

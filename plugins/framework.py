@@ -1,0 +1,161 @@
+"""The scheduling-policy framework: Volcano's tiers of plugins, evaluated over a snapshot.
+
+Pure policy: functions of the snapshot the caller passes in (no I/O, no asyncio, no imports from
+the extender or controllers), so the extender, the simulator and tests share one implementation.
+
+Scoring follows Volcano's Session.NodeOrderFn (pkg/scheduler/framework/session_plugins.go): a
+node's score is the **sum** over every tier and every plugin entry with `enableNodeOrder` (default
+true) of that plugin's node-order score. Tier order does not matter for a sum, and there is no
+normalisation between plugins: each returns its own 0..100×weight scale.
+
+Volcano's quirk for a plugin listed twice is kept: the plugin instance is keyed by name, so the
+last entry's arguments win, while every entry with enableNodeOrder adds its score again.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from core.resources import ResourceVector
+from plugins.binpack import BinpackPlugin
+from plugins.config import ConfigError, SchedulerConfig
+from plugins.nodeorder import NodeOrderPlugin
+
+__all__ = [
+    "MAX_EXTENDER_PRIORITY",
+    "BatchScorePlugin",
+    "Framework",
+    "NodeState",
+    "ScorePlugin",
+]
+
+# kube-scheduler's MaxExtenderPriority: extender scores are integers in 0..10.
+MAX_EXTENDER_PRIORITY = 10
+
+
+@dataclass(slots=True, frozen=True)
+class NodeState:
+    """What scoring needs to know about one candidate node.
+
+    `requested` is everything already on or reserved for the node (the extender's cache plus its
+    reservations), NOT including the pod being scored: plugins add the pod's request themselves.
+    """
+
+    name: str
+    allocatable: ResourceVector
+    requested: ResourceVector
+
+
+class ScorePlugin(Protocol):
+    """A node-order plugin: Volcano's NodeOrderFn for one pod on one node."""
+
+    name: str
+
+    def score(self, request: ResourceVector, node: NodeState) -> float:
+        """Raw score on kube-scheduler's 0..100 × weight scale (may be negative for odd weights)."""
+        ...
+
+
+@runtime_checkable
+class BatchScorePlugin(ScorePlugin, Protocol):
+    """A score plugin that prepares once per pod, then scores each node cheaply (the hot path).
+
+    `node_scorer(request)(node)` must equal `score(request, node)`.
+    """
+
+    def node_scorer(self, request: ResourceVector) -> Callable[[NodeState], float]:
+        """A function scoring `request` on one node, with the node-independent work done."""
+        ...
+
+
+# request -> per-node scoring function (a plugin's `node_scorer`).
+NodeScorerFactory = Callable[[ResourceVector], Callable[[NodeState], float]]
+
+# Score plugins this framework implements. A builder returns None when the configured plugin
+# would register no node-order function (binpack with weight 0) or always add 0 (nodeorder with
+# every resource weight 0), so the hot path does not run it.
+_BUILDERS: dict[str, Callable[[Mapping[str, Any]], ScorePlugin | None]] = {
+    "binpack": lambda args: _if_active(BinpackPlugin(args)),
+    "nodeorder": lambda args: _if_active(NodeOrderPlugin(args)),
+}
+
+
+def _if_active(plugin: BinpackPlugin | NodeOrderPlugin) -> ScorePlugin | None:
+    return plugin if plugin.active else None
+
+
+class Framework:
+    """The plugins of one scheduler configuration, ready to score pods against nodes.
+
+    Building one checks every implemented plugin's arguments (ConfigError naming the entry, e.g.
+    `tiers[1].plugins[5].arguments["binpack.weight"]: expected an integer, not 'ten'`). Plugins
+    that are configured but not implemented yet are accepted and listed in `unimplemented`.
+    """
+
+    def __init__(self, config: SchedulerConfig) -> None:
+        self.config = config
+        # One instance per plugin name, from its last entry (Volcano's ssn.plugins[name]).
+        instances: dict[str, ScorePlugin | None] = {}
+        for tier_index, tier in enumerate(config.tiers):
+            for plugin_index, option in enumerate(tier.plugins):
+                builder = _BUILDERS.get(option.name)
+                if builder is None:
+                    continue
+                try:
+                    instances[option.name] = builder(option.arguments)
+                except ConfigError as exc:
+                    where = f"tiers[{tier_index}].plugins[{plugin_index}]"
+                    raise ConfigError(f"{where}.{exc}") from None
+
+        self.score_plugins: list[ScorePlugin] = []
+        self.unimplemented: list[str] = []
+        for tier in config.tiers:
+            for option in tier.plugins:
+                if option.name not in _BUILDERS:
+                    if option.name not in self.unimplemented:
+                        self.unimplemented.append(option.name)
+                    continue
+                plugin = instances[option.name]
+                if plugin is not None and option.is_enabled("enableNodeOrder"):
+                    self.score_plugins.append(plugin)
+
+        self._scorer_factories: list[NodeScorerFactory] = [
+            plugin.node_scorer if isinstance(plugin, BatchScorePlugin) else _scorer_factory(plugin)
+            for plugin in self.score_plugins
+        ]
+
+    def score(self, request: ResourceVector, nodes: Sequence[NodeState]) -> list[float]:
+        """Volcano's node score of `request` on each node: the sum over all score plugins."""
+        factories = self._scorer_factories
+        if not factories:
+            return [0.0] * len(nodes)
+        # map() keeps the per-node loop in C; only the plugins' own per-node code is Python.
+        totals = list(map(factories[0](request), nodes))
+        for factory in factories[1:]:
+            totals = list(map(operator.add, totals, map(factory(request), nodes)))
+        return totals
+
+    def extender_scores(self, request: ResourceVector, nodes: Sequence[NodeState]) -> list[int]:
+        """`score` scaled to kube-scheduler's extender range: ints 0..10, best candidate = 10.
+
+        Scaled relative to the best candidate, round(10 × s / max) with halves rounded up, so the
+        ordering among candidates survives the coarse integer range; kube-scheduler multiplies the
+        result by the extender weight × 10. Negative scores count as 0, and when no node scores
+        above 0 every node gets 0 (no preference).
+        """
+        scores = self.score(request, nodes)
+        best = max(scores, default=0.0)
+        if best <= 0.0:
+            return [0] * len(scores)
+        scale = MAX_EXTENDER_PRIORITY / best
+        # int(x + 0.5) rounds halves up for x >= 0 (Python's round() would round them to even).
+        return [int(s * scale + 0.5) if s > 0.0 else 0 for s in scores]
+
+
+def _scorer_factory(plugin: ScorePlugin) -> NodeScorerFactory:
+    """Adapter for a plugin that only has `score(request, node)`."""
+    return lambda request: functools.partial(plugin.score, request)
