@@ -1,0 +1,102 @@
+"""`vulcan extender` as a process against `vulcan sim apiserver`: it syncs, serves the verbs and
+/readyz, and stops cleanly on SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from tests.helpers import REPO
+
+
+def _get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def test_extender_process(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    apiserver = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "vulcan",
+            "sim",
+            "apiserver",
+            "--port",
+            "0",
+            "--kubeconfig-out",
+            str(kubeconfig),
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    extender = None
+    try:
+        assert apiserver.stdout is not None
+        assert apiserver.stdout.readline().startswith("embedded API server listening")
+        extender = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "vulcan",
+                "extender",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--port",
+                "0",
+                "--bind-address",
+                "127.0.0.1",
+                "--log-format",
+                "json",
+            ],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert extender.stdout is not None
+        line = extender.stdout.readline()
+        assert line.startswith("vulcan extender listening on http://127.0.0.1:"), line
+        base = line.split()[-1].removesuffix("/v1")
+        assert _get(f"{base}/healthz")[0] == 200
+        assert extender.stderr is not None
+        for log_line in extender.stderr:  # structured logs: wait for the sync to be reported
+            if json.loads(log_line).get("msg") == "cache synced":
+                break
+        assert _get(f"{base}/readyz")[0] == 200
+        request = json.dumps(
+            {
+                "Pod": {
+                    "metadata": {"name": "p", "namespace": "default"},
+                    "spec": {"containers": [{"name": "c", "image": "i"}]},
+                },
+                "Nodes": None,
+                "NodeNames": ["nowhere"],
+            }
+        ).encode()
+        post = urllib.request.Request(
+            f"{base}/v1/filter", data=request, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(post, timeout=5) as response:
+            answer = json.load(response)
+        assert answer["NodeNames"] == [] and "nowhere" in answer["FailedNodes"]
+        status, metrics = _get(f"{base}/metrics")
+        assert status == 200 and b"vulcan_extender_requests_total" in metrics
+        extender.send_signal(signal.SIGTERM)
+        assert extender.wait(timeout=20) == 0
+    finally:
+        for process in (extender, apiserver):
+            if process is not None and process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                process.wait(timeout=20)
