@@ -56,5 +56,10 @@ class GangLedger:
                 reserved = reserved - own.request
         return reserved
 
+    @property
+    def by_node(self) -> dict[str, ResourceVector]:
+        """Reserved capacity per node (read-only; for hot loops)."""
+        return self._by_node
+
     def __len__(self) -> int:
         return len(self._by_pod)

@@ -46,6 +46,7 @@ class ExtenderServer:
         self.ledger = ledger or GangLedger()
         self.metrics = metrics or ExtenderMetrics()
         self.is_leader = is_leader
+        self.memo = passthrough.ShapeMemo()
         self.metrics.watch_cache(
             lambda: {
                 "nodes": len(cache.nodes),
@@ -117,7 +118,7 @@ class ExtenderServer:
         request = _request(args.pod)
         objects = _objects_by_name(args.node_objects)
         passed, failed = passthrough.fit_filter(
-            self.cache, self.ledger, args.pod.key, request, args.node_names, objects
+            self.cache, self.ledger, args.pod.key, request, args.node_names, objects, self.memo
         )
         counter = self.metrics.filter_nodes
         counter.labels("passed").inc(len(passed))
@@ -138,6 +139,7 @@ class ExtenderServer:
             _request(args.pod),
             args.node_names,
             _objects_by_name(args.node_objects),
+            self.memo,
         )
         return protocol.host_priority_list(names, scores)
 

@@ -147,7 +147,11 @@ class Framework:
         result by the extender weight × 10. Negative scores count as 0, and when no node scores
         above 0 every node gets 0 (no preference).
         """
-        scores = self.score(request, nodes)
+        return self.normalize(self.score(request, nodes))
+
+    @staticmethod
+    def normalize(scores: Sequence[float]) -> list[int]:
+        """Raw `score` values scaled to ints 0..10 relative to the best (see extender_scores)."""
         best = max(scores, default=0.0)
         if best <= 0.0:
             return [0] * len(scores)
