@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import itertools
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.kube.client import NODES, PODGROUPS, PODS, QUEUES, KubeClient
@@ -73,6 +75,12 @@ class ClusterCache:
         # What each pod currently contributes, so any event can take it back exactly.
         self._node_share: dict[str, tuple[str, ResourceVector]] = {}
         self._queue_share: dict[str, tuple[str, ResourceVector]] = {}
+        # A number per node that changes whenever anything about the node's capacity or load
+        # changes (node updated, a pod's contribution moved, a reservation made or freed), so
+        # hot paths can memoise per-node answers and check them with one comparison.
+        self.node_version: dict[str, int] = {}
+        self._versions = itertools.count(1)
+        self.node_listeners: list[Callable[[str], None]] = []
         self.informers: list[Informer] = []  # type: ignore[type-arg]
         self._tasks: list[asyncio.Task[None]] = []
         self.synced = asyncio.Event()
@@ -80,16 +88,28 @@ class ClusterCache:
 
     # ---------------------------------------------------------------------- nodes
 
+    def bump_node(self, name: str) -> None:
+        """Note that `name`'s capacity or load changed (see node_version); memos of per-node
+        answers registered in `node_listeners` forget that node."""
+        self.node_version[name] = next(self._versions)
+        for listener in self.node_listeners:
+            listener(name)
+
     def on_node_add(self, node: NodeRecord) -> None:
         self.nodes[node.name] = node
+        self.bump_node(node.name)
         self.changed.set()
 
     def on_node_update(self, old: NodeRecord, new: NodeRecord) -> None:
         self.nodes[new.name] = new
+        self.bump_node(new.name)
         self.changed.set()
 
     def on_node_delete(self, node: NodeRecord) -> None:
         self.nodes.pop(node.name, None)
+        self.node_version.pop(node.name, None)
+        for listener in self.node_listeners:
+            listener(node.name)
         self.changed.set()
 
     # ----------------------------------------------------------------------- pods
@@ -105,6 +125,8 @@ class ClusterCache:
         old_node = self._node_share.pop(key, None)
         if old_node is not None:
             _sub(self.node_requested, old_node[0], old_node[1])
+            if old_node[0] in self.node_version:
+                self.bump_node(old_node[0])
         old_queue = self._queue_share.pop(key, None)
         if old_queue is not None:
             _sub(self.queue_allocated, old_queue[0], old_queue[1])
@@ -113,6 +135,8 @@ class ClusterCache:
         assert pod.node is not None
         self._node_share[key] = (pod.node, pod.requests)
         _add(self.node_requested, pod.node, pod.requests)
+        if pod.node in self.node_version:
+            self.bump_node(pod.node)
         queue = self._queue_of(pod)
         if queue is not None:
             self._queue_share[key] = (queue, pod.requests)

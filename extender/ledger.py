@@ -7,6 +7,7 @@ bind consumes them); this module keeps the per-node sums exact.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from core.resources import ResourceVector
@@ -23,9 +24,11 @@ class Reservation:
 
 
 class GangLedger:
-    def __init__(self) -> None:
+    def __init__(self, on_node_change: Callable[[str], None] | None = None) -> None:
         self._by_pod: dict[str, Reservation] = {}
         self._by_node: dict[str, ResourceVector] = {}
+        # Tells the cache a node's reserved capacity changed (it versions nodes for memos).
+        self._on_node_change = on_node_change or (lambda _node: None)
 
     def reserve(self, reservation: Reservation) -> None:
         self.release(reservation.pod_key)
@@ -33,6 +36,7 @@ class GangLedger:
         self._by_node[reservation.node] = (
             self._by_node.get(reservation.node, _ZERO) + reservation.request
         )
+        self._on_node_change(reservation.node)
 
     def release(self, pod_key: str) -> Reservation | None:
         reservation = self._by_pod.pop(pod_key, None)
@@ -42,6 +46,7 @@ class GangLedger:
                 self._by_node.pop(reservation.node, None)
             else:
                 self._by_node[reservation.node] = left
+            self._on_node_change(reservation.node)
         return reservation
 
     def reservation_of(self, pod_key: str) -> Reservation | None:

@@ -38,7 +38,7 @@ class Extender:
         metrics = ExtenderMetrics()
         binder = Binder(client, on_result=lambda result: metrics.binds.labels(result).inc())
         server = ExtenderServer(
-            cache, Framework(config), binder, ledger=GangLedger(), metrics=metrics
+            cache, Framework(config), binder, ledger=GangLedger(cache.bump_node), metrics=metrics
         )
         return cls(client, cache, server)
 

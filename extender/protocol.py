@@ -7,6 +7,7 @@ malformed raises `BadRequest`, answered with HTTP 400 and `{"Error": ...}`.
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,7 +97,9 @@ def parse_extender_args(doc: dict[str, Any]) -> ExtenderArgs:
     names = _field(doc, "NodeNames")
     nodes = _field(doc, "Nodes")
     if names is not None:
-        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        # One C-level pass over the types instead of an isinstance() call per name (~1 ms at
+        # 10k names on the hot path).
+        if not isinstance(names, list) or not {type(n) for n in names} <= {str}:
             raise BadRequest("NodeNames must be a list of strings")
         return ExtenderArgs(pod, names, None)
     if nodes is not None:
@@ -208,9 +211,34 @@ def filter_result_objects(
     )
 
 
+_HOST_PREFIX: dict[str, bytes] = {}
+_SCORE_SUFFIX = {score: f"{score}}}".encode() for score in range(11)}
+
+
+def _host_prefix(name: str) -> bytes:
+    prefix = _HOST_PREFIX.get(name)
+    if prefix is None:
+        if len(_HOST_PREFIX) > 200_000:  # bounded: node names churn in autoscaled clusters
+            _HOST_PREFIX.clear()
+        prefix = _HOST_PREFIX[name] = b'{"Host":' + orjson.dumps(name) + b',"Score":'
+    return prefix
+
+
 def host_priority_list(names: list[str], scores: list[int]) -> bytes:
-    # int() on purpose: Go refuses 5.0 for an int64 Score and drops the whole answer.
-    return orjson.dumps([{"Host": n, "Score": int(s)} for n, s in zip(names, scores, strict=True)])
+    """`[{"Host": ..., "Score": ...}, ...]` with integer scores (Go refuses 5.0 for an int64
+    Score and drops the whole answer). Assembled from cached per-node fragments in C-level
+    loops: building 10,000 dicts for orjson took longer than everything else in prioritize."""
+    if not {type(s) for s in scores} <= {int}:
+        scores = [int(s) for s in scores]
+    if not set(scores) <= _SCORE_SUFFIX.keys():  # outside 0..10: rare, take the plain way
+        return orjson.dumps([{"Host": n, "Score": s} for n, s in zip(names, scores, strict=True)])
+    prefixes = list(map(_HOST_PREFIX.get, names))
+    if None in prefixes:
+        prefixes = [
+            p if p is not None else _host_prefix(n) for n, p in zip(names, prefixes, strict=True)
+        ]
+    fragments = map(operator.add, prefixes, map(_SCORE_SUFFIX.__getitem__, scores))
+    return b"[" + b",".join(fragments) + b"]"
 
 
 def preemption_result(victims: dict[str, tuple[list[str], int]]) -> bytes:

@@ -43,10 +43,10 @@ class ExtenderServer:
         self.cache = cache
         self.framework = framework
         self.binder = binder
-        self.ledger = ledger or GangLedger()
+        self.ledger = ledger or GangLedger(cache.bump_node)
         self.metrics = metrics or ExtenderMetrics()
         self.is_leader = is_leader
-        self.memo = passthrough.ShapeMemo()
+        self.memo = passthrough.attach_memo(cache, passthrough.ShapeMemo())
         self.metrics.watch_cache(
             lambda: {
                 "nodes": len(cache.nodes),

@@ -11,7 +11,7 @@ from core.cache import ClusterCache
 from core.records import NodeRecord, PodRecord
 from core.resources import ResourceVector
 from extender.ledger import GangLedger, Reservation
-from extender.passthrough import ShapeMemo, fit_filter, prioritize
+from extender.passthrough import ShapeMemo, attach_memo, fit_filter, prioritize
 from plugins.config import default_config
 from plugins.framework import Framework
 
@@ -45,7 +45,9 @@ def pod(name: str, node_name: str, cpu_m: int, phase: str = "Running") -> PodRec
 
 def test_memo_matches_fresh_computation_under_random_changes() -> None:
     rng = random.Random(11)
-    cache, ledger, memo = ClusterCache(), GangLedger(), ShapeMemo(max_shapes=4)
+    cache = ClusterCache()
+    memo = attach_memo(cache, ShapeMemo(max_shapes=4))
+    ledger = GangLedger(cache.bump_node)
     framework = Framework(default_config())
     names = [f"n{i}" for i in range(30)]
     for name in names:
