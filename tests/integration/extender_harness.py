@@ -115,7 +115,11 @@ async def extender_harness(bind_hook: BindHook | None = None) -> AsyncIterator[H
             client, on_result=lambda r: metrics.binds.labels(r).inc(), annotations_for=bind_hook
         )
         server = ExtenderServer(
-            cache, Framework(default_config()), binder, ledger=GangLedger(cache.bump_node), metrics=metrics
+            cache,
+            Framework(default_config()),
+            binder,
+            ledger=GangLedger(cache.bump_node),
+            metrics=metrics,
         )
         cache.start(client)
         await cache.wait_synced(10)
