@@ -75,53 +75,12 @@ def attach_memo(cache: ClusterCache, memo: ShapeMemo) -> ShapeMemo:
     return memo
 
 
-class _Node:
-    """The slow path for one node: its vectors, looked up only when the memo cannot answer."""
-
-    __slots__ = ("alloc", "reserved", "used")
-
-    def __init__(
-        self, cache: ClusterCache, ledger: GangLedger, pod_key: str, node: NodeRecord, name: str
-    ) -> None:
-        self.alloc = node.allocatable
-        self.used = cache.node_requested.get(name, _ZERO)
-        reserved = ledger.by_node.get(name, _ZERO)
-        own = ledger.reservation_of(pod_key)
-        if own is not None and own.node == name:
-            # A pod's own reservation is not held against it.
-            reserved = reserved - own.request
-        self.reserved = reserved
-
-    def verdict(self, wanted: list[tuple[str, int]]) -> str | None:
-        allocatable, taken, promised = self.alloc.view(), self.used.view(), self.reserved.view()
-        short = [
-            dim
-            for dim, amount in wanted
-            if allocatable.get(dim, 0) - taken.get(dim, 0) - promised.get(dim, 0) < amount
-        ]
-        if not short:
-            return None
-        # kube-scheduler's wording, so identical reasons aggregate in FailedScheduling events.
-        return ", ".join(f"Insufficient {dim}" for dim in short)
-
-    def state(self, name: str) -> NodeState:
-        used = self.used if self.reserved.is_zero() else self.used + self.reserved
-        return NodeState(name, self.alloc, used)
+_NOTHING: dict[str, int] = {}
 
 
-def _record(
-    cache: ClusterCache, name: str, objects: dict[str, dict[str, Any]] | None
-) -> NodeRecord | None:
-    node = cache.nodes.get(name)
-    if node is None and objects is not None and name in objects:
-        # Non-cache mode: kube-scheduler sent the Node; use it until our informer has it.
-        node = NodeRecord(objects[name])
-    return node
-
-
-def _own_node(ledger: GangLedger, pod_key: str) -> str | None:
-    own = ledger.reservation_of(pod_key)
-    return own.node if own is not None else None
+def _reserved_for(ledger: GangLedger, pod_key: str) -> tuple[Any, Any]:
+    """(reserved-by-node lookup, the asking pod's own reservation or None)."""
+    return ledger.by_node.get, ledger.reservation_of(pod_key)
 
 
 def fit_filter(
@@ -137,50 +96,54 @@ def fit_filter(
     pod's own reservation excluded); only dimensions the pod requests are compared."""
     shape = (memo or ShapeMemo()).shape(request)
     fits, known_failed = shape.fits, shape.failed
-    own_node = _own_node(ledger, pod_key)
+    reserved_get, own = _reserved_for(ledger, pod_key)
+    own_node = own.node if own is not None else None
     if own_node is not None:  # its answer depends on who asks: never from the memo
         fits.discard(own_node)
         known_failed.pop(own_node, None)
     unknown = [n for n in names if n not in fits and n not in known_failed]
+    extra_passed: list[str] = []
+    extra_failed: dict[str, str] = {}
     if unknown:
         wanted = [(dim, amount) for dim, amount in request.view().items() if amount > 0]
-        nodes = cache.nodes
+        nodes_get = cache.nodes.get
+        used_get = cache.node_requested.get
         for name in unknown:
-            node = _record(cache, name, objects)
+            node = nodes_get(name)
+            memoised = node is not None and name != own_node
             if node is None:
-                continue
-            verdict = _Node(cache, ledger, pod_key, node, name).verdict(wanted)
-            memoised = name in nodes and name != own_node
-            if verdict is None:
+                if objects is None or name not in objects:
+                    extra_failed[name] = UNKNOWN_NODE
+                    continue
+                # Non-cache mode: kube-scheduler sent the Node; use it until our informer has it.
+                node = NodeRecord(objects[name])
+            alloc = node.allocatable.view()
+            used = used_get(name, _ZERO).view()
+            reserved = reserved_get(name)
+            if own is not None and own_node == name:
+                # A pod's own reservation is not held against it.
+                reserved = (reserved or _ZERO) - own.request
+            promised = reserved.view() if reserved is not None else _NOTHING
+            short = [
+                dim
+                for dim, amount in wanted
+                if alloc.get(dim, 0) - used.get(dim, 0) - promised.get(dim, 0) < amount
+            ]
+            if short:
+                # kube-scheduler's wording, so identical reasons aggregate in its events.
+                verdict = ", ".join(f"Insufficient {dim}" for dim in short)
                 if memoised:
-                    fits.add(name)
+                    known_failed[name] = verdict
                 else:
-                    known_failed.pop(name, None)
+                    extra_failed[name] = verdict
+            elif memoised:
+                fits.add(name)
             else:
-                known_failed[name] = verdict
-                if not memoised:
-                    # Answer this call, but do not keep it (see the end).
-                    pass
+                extra_passed.append(name)
     passed = [n for n in names if n in fits]
+    passed += extra_passed
     failed = {n: known_failed[n] for n in names if n in known_failed}
-    if len(passed) + len(failed) < len(names):
-        # Nodes that are not memoised (not in the cache, or the asking pod's reserved node).
-        for name in names:
-            if name in fits or name in known_failed:
-                continue
-            node = _record(cache, name, objects)
-            if node is None:
-                failed[name] = UNKNOWN_NODE
-                continue
-            wanted = [(dim, amount) for dim, amount in request.view().items() if amount > 0]
-            verdict = _Node(cache, ledger, pod_key, node, name).verdict(wanted)
-            if verdict is None:
-                passed.append(name)
-            else:
-                failed[name] = verdict
-    for name in list(failed):
-        if name not in cache.nodes or name == own_node:
-            known_failed.pop(name, None)
+    failed.update(extra_failed)
     return passed, failed
 
 
@@ -195,23 +158,34 @@ def prioritize(
     memo: ShapeMemo | None = None,
 ) -> tuple[list[str], list[int]]:
     memo_scores = (memo or ShapeMemo()).shape(request).scores
-    own_node = _own_node(ledger, pod_key)
+    reserved_get, own = _reserved_for(ledger, pod_key)
+    own_node = own.node if own is not None else None
     if own_node is not None:
         memo_scores.pop(own_node, None)
     scores: list[Any] = list(map(memo_scores.get, names))
     known: list[str] = list(names)
     if None in scores:
-        nodes = cache.nodes
+        nodes_get = cache.nodes.get
+        used_get = cache.node_requested.get
         stale: list[int] = []
         states: list[NodeState] = []
         for index, (name, score) in enumerate(zip(names, scores, strict=True)):
             if score is not None:
                 continue
-            node = _record(cache, name, objects)
+            node = nodes_get(name)
             if node is None:
-                continue
+                if objects is None or name not in objects:
+                    continue
+                node = NodeRecord(objects[name])
+            used = used_get(name, _ZERO)
+            reserved = reserved_get(name)
+            if own is not None and own_node == name:
+                reserved = (reserved or _ZERO) - own.request
+            if reserved is not None and not reserved.is_zero():
+                used = used + reserved
             stale.append(index)
-            states.append(_Node(cache, ledger, pod_key, node, name).state(name))
+            states.append(NodeState(name, node.allocatable, used))
+        nodes = cache.nodes
         for index, value in zip(stale, framework.score(request, states), strict=True):
             scores[index] = value
             name = names[index]
