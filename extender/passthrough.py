@@ -19,6 +19,7 @@ from typing import Any
 from core.cache import ClusterCache
 from core.records import NodeRecord
 from core.resources import ResourceVector, pod_requests
+from extender import fastpath
 from extender.ledger import GangLedger
 from plugins.framework import Framework, NodeState
 
@@ -45,7 +46,7 @@ class ShapeMemo:
 
     __slots__ = ("_shapes", "max_shapes")
 
-    def __init__(self, max_shapes: int = 64) -> None:
+    def __init__(self, max_shapes: int = 16) -> None:
         self._shapes: OrderedDict[tuple[tuple[str, int], ...], _Shape] = OrderedDict()
         self.max_shapes = max_shapes
 
@@ -91,9 +92,15 @@ def fit_filter(
     names: Sequence[str],
     objects: dict[str, dict[str, Any]] | None = None,
     memo: ShapeMemo | None = None,
+    *,
+    vectorised: bool = True,
 ) -> tuple[list[str], dict[str, str]]:
     """(passing names, failed name -> reason). Free = allocatable - requested - reserved (the
     pod's own reservation excluded); only dimensions the pod requests are compared."""
+    if vectorised and objects is None:
+        answer = fastpath.fit_filter(cache, ledger, request, names)
+        if answer is not None:
+            return answer
     shape = (memo or ShapeMemo()).shape(request)
     fits, known_failed = shape.fits, shape.failed
     reserved_get, own = _reserved_for(ledger, pod_key)
@@ -156,7 +163,13 @@ def prioritize(
     names: Sequence[str],
     objects: dict[str, dict[str, Any]] | None = None,
     memo: ShapeMemo | None = None,
+    *,
+    vectorised: bool = True,
 ) -> tuple[list[str], list[int]]:
+    if vectorised and objects is None:
+        scores_fast = fastpath.scores(framework, cache, ledger, request, names)
+        if scores_fast is not None:
+            return list(names), scores_fast
     memo_scores = (memo or ShapeMemo()).shape(request).scores
     reserved_get, own = _reserved_for(ledger, pod_key)
     own_node = own.node if own is not None else None

@@ -81,9 +81,16 @@ def test_memo_matches_fresh_computation_under_random_changes() -> None:
         request = rng.choice(shapes)
         asking = f"ns/g{rng.randrange(5)}"  # sometimes a pod with its own reservation
         candidates = rng.sample(names, 20)
-        assert fit_filter(cache, ledger, asking, request, candidates, None, memo) == fit_filter(
-            cache, ledger, asking, request, candidates, None, None
+        # The memo serves the Python path (taken when the vectorised path stands aside).
+        memoised = fit_filter(
+            cache, ledger, asking, request, candidates, None, memo, vectorised=False
         )
-        assert prioritize(
-            framework, cache, ledger, asking, request, candidates, None, memo
-        ) == prioritize(framework, cache, ledger, asking, request, candidates, None, None)
+        fresh = fit_filter(cache, ledger, asking, request, candidates, None, None, vectorised=False)
+        assert memoised == fresh
+        memoised_scores = prioritize(
+            framework, cache, ledger, asking, request, candidates, None, memo, vectorised=False
+        )
+        fresh_scores = prioritize(
+            framework, cache, ledger, asking, request, candidates, None, None, vectorised=False
+        )
+        assert memoised_scores == fresh_scores

@@ -1,0 +1,184 @@
+"""Filter and prioritize vectorised with numpy over the cache's per-node columns.
+
+Gives exactly the answers of the per-node Python path (`extender/passthrough.py`; a property test
+compares them) for the common case: cache mode, candidates the cache knows, no ledger
+reservation on any candidate, requests on the column dimensions, and the plugin settings
+implemented here (nodeorder's least-requested + balanced-resource, binpack with any weights on
+column dimensions). Returns None otherwise, and the caller takes the Python path.
+
+Why: per-node Python costs ~10 µs a node on a cold call (two plugins, several dict lookups per
+node); numpy does the same arithmetic on 5,000 nodes in well under a millisecond.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from itertools import compress, repeat
+from typing import Any
+
+import numpy as np
+
+from core.cache import ROW_DIMS, ClusterCache
+from core.resources import ResourceVector
+from extender.ledger import GangLedger
+from plugins.binpack import BinpackPlugin
+from plugins.framework import Framework
+from plugins.nodeorder import NodeOrderPlugin
+
+_INDEX = {dim: i for i, dim in enumerate(ROW_DIMS)}
+CPU, MEMORY, GPU = "cpu", "memory", "nvidia.com/gpu"
+
+
+def _gather(cache: ClusterCache, ledger: GangLedger, names: Sequence[str]) -> Any:
+    columns = cache.columns
+    if columns.too_big:
+        return None
+    if ledger.by_node and not ledger.by_node.keys().isdisjoint(names):
+        return None  # reservations on a candidate: the Python path subtracts them
+    slots = np.fromiter(map(columns.slot.get, names, repeat(-1)), np.int64, len(names))
+    if len(names) and slots.min() < 0:
+        return None  # a node the cache does not know: the Python path reports it
+    return columns.cap[:, slots], columns.used[:, slots]
+
+
+def fit_filter(
+    cache: ClusterCache, ledger: GangLedger, request: ResourceVector, names: Sequence[str]
+) -> tuple[list[str], dict[str, str]] | None:
+    wanted = [(dim, amount) for dim, amount in request.view().items() if amount > 0]
+    if any(dim not in _INDEX or amount >= cache.columns.LIMIT for dim, amount in wanted):
+        return None
+    gathered = _gather(cache, ledger, names)
+    if gathered is None:
+        return None
+    cap, used = gathered
+    ok = np.ones(len(names), bool)
+    for dim, amount in wanted:
+        index = _INDEX[dim]
+        ok &= cap[index] - used[index] >= amount
+    if ok.all():
+        return list(names), {}
+    flags = ok.tolist()
+    passed = list(compress(names, flags))
+    failed: dict[str, str] = {}
+    for position in np.flatnonzero(~ok).tolist():
+        short = [
+            dim
+            for dim, amount in wanted
+            if cap[_INDEX[dim], position] - used[_INDEX[dim], position] < amount
+        ]
+        # kube-scheduler's wording, so identical reasons aggregate in its events.
+        failed[names[position]] = ", ".join(f"Insufficient {dim}" for dim in short)
+    return passed, failed
+
+
+def scores(
+    framework: Framework,
+    cache: ClusterCache,
+    ledger: GangLedger,
+    request: ResourceVector,
+    names: Sequence[str],
+) -> list[int] | None:
+    parts = []
+    for plugin in framework.score_plugins:
+        if isinstance(plugin, NodeOrderPlugin):
+            part = _nodeorder(plugin, request)
+        elif isinstance(plugin, BinpackPlugin):
+            part = _binpack(plugin, request)
+        else:
+            return None
+        if part is None:
+            return None
+        parts.append(part)
+    if any(amount >= cache.columns.LIMIT for _, amount in request.items()):
+        return None
+    gathered = _gather(cache, ledger, names)
+    if gathered is None:
+        return None
+    cap, used = gathered
+    total = np.zeros(len(names), np.float64)
+    for part in parts:
+        result = part(cap, used)
+        if result is None:
+            return None
+        total = total + result
+    # Framework.normalize, vectorised: round(10 × s / best) with halves up, negatives as 0.
+    best = float(total.max()) if len(total) else 0.0
+    if best <= 0.0:
+        return [0] * len(total)
+    scaled = np.where(total > 0.0, np.floor(total * (10 / best) + 0.5), 0.0)
+    return scaled.astype(np.int64).tolist()
+
+
+def _nodeorder(plugin: NodeOrderPlugin, request: ResourceVector) -> Any:
+    least_weight = plugin.least_requested_weight
+    balanced_weight = plugin.balanced_resource_weight
+    want_cpu, want_memory, want_gpu = request.get(CPU), request.get(MEMORY), request.get(GPU)
+    with_gpu = want_gpu > 0
+    balanced_on = balanced_weight != 0 and bool(want_cpu or want_memory or want_gpu)
+    if plugin.most_requested_weight or not least_weight or not balanced_on:
+        return None  # other weightings take the Python path
+    ci, mi, gi = _INDEX[CPU], _INDEX[MEMORY], _INDEX[GPU]
+
+    def score(cap: Any, used: Any) -> Any:
+        cpu_cap, memory_cap = cap[ci], cap[mi]
+        if not ((cpu_cap > 0).all() and (memory_cap > 0).all()):
+            return None  # nodes without cpu or memory: the Python path handles the edge cases
+        cpu = used[ci] + want_cpu
+        memory = used[mi] + want_memory
+        # least-requested with kube-scheduler's integer arithmetic (non-negative int64 values)
+        weighted = np.where(cpu <= cpu_cap, (cpu_cap - cpu) * 100 // cpu_cap * 50, 0)
+        weighted = weighted + np.where(
+            memory <= memory_cap, (memory_cap - memory) * 100 // memory_cap * 50, 0
+        )
+        total = (weighted // 100 * least_weight).astype(np.float64)
+        # balanced-resource: 1 - std of the requested fractions (GPU only where the node has it)
+        cpu_fraction = np.minimum(cpu / cpu_cap, 1.0)
+        memory_fraction = np.minimum(memory / memory_cap, 1.0)
+        two = np.abs((cpu_fraction - memory_fraction) / 2)
+        if with_gpu:
+            gpu_cap = cap[gi]
+            has_gpu = gpu_cap > 0
+            gpu_fraction = np.minimum((used[gi] + want_gpu) / np.where(has_gpu, gpu_cap, 1), 1.0)
+            mean = (cpu_fraction + memory_fraction + gpu_fraction) / 3
+            three = np.sqrt(
+                (
+                    (cpu_fraction - mean) * (cpu_fraction - mean)
+                    + (memory_fraction - mean) * (memory_fraction - mean)
+                    + (gpu_fraction - mean) * (gpu_fraction - mean)
+                )
+                / 3
+            )
+            std = np.where(has_gpu, three, two)
+        else:
+            std = two
+        return total + (1 - std) * 100 // 1 * balanced_weight
+
+    return score
+
+
+def _binpack(plugin: BinpackPlugin, request: ResourceVector) -> Any:
+    terms = tuple(
+        (resource, weight, amount)
+        for resource, weight in plugin.resource_weights.items()
+        if weight > 0 and resource != "pods" and (amount := request.get(resource)) > 0
+    )
+    if any(resource not in _INDEX or weight >= 128 for resource, weight, _ in terms):
+        return None
+    weight_sum = sum(weight for _, weight, _ in terms)
+    if weight_sum == 0 or plugin.weight == 0:
+        return lambda cap, used: np.zeros(cap.shape[1], np.float64)
+    factor = float(100 * plugin.weight)
+
+    def score(cap: Any, used: Any) -> Any:
+        total = np.zeros(cap.shape[1], np.float64)
+        overfull = np.zeros(cap.shape[1], bool)
+        for resource, weight, amount in terms:
+            index = _INDEX[resource]
+            capacity = cap[index]
+            after = used[index] + amount
+            has = capacity > 0
+            overfull |= has & (after > capacity)
+            total = total + np.where(has, after * weight / np.where(has, capacity, 1), 0.0)
+        return np.where(overfull, 0.0, total / weight_sum * factor)
+
+    return score
