@@ -39,11 +39,7 @@ crds: $(STAMP)
 	$(BIN)/vulcan crds --out manifests/crds
 
 demo: $(STAMP)
-	@echo "make demo will bring up the embedded cluster (API server, kube-scheduler stand-in,"
-	@echo "hollow kubelets, the vulcan extender and controllers) and run a gang scenario."
-	@echo "It arrives with the embedded-cluster issue. Today you can already run:"
-	@echo "  $(BIN)/vulcan validate ../shared/fixtures/volcano/*.yaml"
-	$(BIN)/vulcan validate $(wildcard ../shared/fixtures/volcano/*.yaml) manifests/examples/*.yaml
+	$(BIN)/vulcan demo
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -79,6 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_extender_flags(extender)
     extender.set_defaults(func=_cmd_extender)
 
+    demo = sub.add_parser(
+        "demo", help="bring up the embedded cluster and schedule a few pods through the extender"
+    )
+    demo.set_defaults(func=lambda _args: __import__("vulcan.demo", fromlist=["run"]).run())
+
     sim = sub.add_parser("sim", help="the embedded cluster (no real Kubernetes needed)")
     sim_sub = sim.add_subparsers(dest="sim_command", metavar="COMMAND")
     apiserver = sim_sub.add_parser(
