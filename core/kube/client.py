@@ -26,7 +26,11 @@ from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from core.kube.backoff import Backoff, TokenBucket
-from core.kube.flags import ClientOptions, add_client_flags, options_from_args
+from core.kube.flags import ClientOptions
+
+# Flag helpers live in core.kube.flags (no heavy imports); re-exported for callers here.
+from core.kube.flags import add_client_flags as add_client_flags
+from core.kube.flags import options_from_args as options_from_args
 
 log = logging.getLogger("vulcan.kube.client")
 
@@ -330,6 +334,3 @@ def _query_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
-
-
-__all__ = ["ClientOptions", "add_client_flags", "options_from_args"]
