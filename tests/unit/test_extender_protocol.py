@@ -1,0 +1,50 @@
+"""The extender's wire encoding: PascalCase, integer scores, fragments equal to plain JSON."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from extender.protocol import (
+    BadRequest,
+    host_priority_list,
+    parse_binding_args,
+    parse_extender_args,
+    preemption_result,
+)
+
+
+@pytest.mark.parametrize(
+    ("names", "scores"),
+    [
+        (["a", "b"], [0, 10]),
+        (['quote"and\\slash', "ünïcode"], [3, 7]),
+        (["n"], [12]),  # outside 0..10: still exact (plain encoding)
+        ([], []),
+    ],
+)
+def test_host_priority_list_is_plain_json(names: list[str], scores: list[int]) -> None:
+    encoded = host_priority_list(names, scores)
+    assert orjson.loads(encoded) == [
+        {"Host": n, "Score": s} for n, s in zip(names, scores, strict=True)
+    ]
+
+
+def test_scores_are_always_integers() -> None:
+    encoded = host_priority_list(["n"], [5.0])  # type: ignore[list-item]
+    assert encoded == b'[{"Host":"n","Score":5}]'
+
+
+def test_args_parsing_is_case_insensitive_and_strict_on_types() -> None:
+    args = parse_extender_args({"pod": {"metadata": {"name": "p"}}, "nodenames": ["a"]})
+    assert args.node_names == ["a"] and args.pod.namespace == "default" and args.cache_mode
+    with pytest.raises(BadRequest, match="NodeNames must be a list of strings"):
+        parse_extender_args({"Pod": {"metadata": {"name": "p"}}, "NodeNames": ["a", 1]})
+    binding = parse_binding_args({"PodName": "p", "PodNamespace": "ns", "PodUID": "", "Node": "n"})
+    assert (binding.pod_uid, binding.node) == ("", "n")
+
+
+def test_preemption_result_meta_form() -> None:
+    assert orjson.loads(preemption_result({"n": (["u1"], 2)})) == {
+        "NodeNameToMetaVictims": {"n": {"Pods": [{"UID": "u1"}], "NumPDBViolations": 2}}
+    }
