@@ -160,11 +160,25 @@ class ExtenderServer:
         return protocol.BIND_OK
 
 
+_REQUESTS: dict[tuple[str, str], Any] = {}
+
+
 def _request(pod: protocol.PodInfo) -> Any:
+    """The pod's effective request, parsed once per pod version: filter and prioritize (and
+    every retry) send the same pod."""
+    version = (pod.uid, str(pod.metadata.get("resourceVersion") or ""))
+    cacheable = bool(pod.uid and version[1])
+    if cacheable and version in _REQUESTS:
+        return _REQUESTS[version]
     try:
-        return passthrough.request_of(pod.spec)
+        request = passthrough.request_of(pod.spec)
     except (ValueError, TypeError) as exc:
         raise protocol.BadRequest(f"Pod {pod.key}: {exc}") from None
+    if cacheable:
+        if len(_REQUESTS) > 10_000:  # bounded; pods come and go
+            _REQUESTS.clear()
+        _REQUESTS[version] = request
+    return request
 
 
 def _objects_by_name(objects: list[dict[str, Any]] | None) -> dict[str, dict[str, Any]] | None:
