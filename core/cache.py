@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import itertools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -105,10 +104,16 @@ class Snapshot:
     queue_allocated: dict[str, ResourceVector]
 
     def node_free(self, name: str) -> ResourceVector:
-        node = self.nodes.get(name)
-        if node is None:
-            return _ZERO
-        return node.allocatable - self.node_requested.get(name, _ZERO)
+        return _free(self.nodes, self.node_requested, name)
+
+
+def _free(
+    nodes: dict[str, NodeRecord], requested: dict[str, ResourceVector], name: str
+) -> ResourceVector:
+    node = nodes.get(name)
+    if node is None:
+        return _ZERO
+    return node.allocatable - requested.get(name, _ZERO)
 
 
 class ClusterCache:
@@ -125,11 +130,9 @@ class ClusterCache:
         # What each pod currently contributes, so any event can take it back exactly.
         self._node_share: dict[str, tuple[str, ResourceVector]] = {}
         self._queue_share: dict[str, tuple[str, ResourceVector]] = {}
-        # A number per node that changes whenever anything about the node's capacity or load
-        # changes (node updated, a pod's contribution moved, a reservation made or freed), so
-        # hot paths can memoise per-node answers and check them with one comparison.
-        self.node_version: dict[str, int] = {}
-        self._versions = itertools.count(1)
+        # Told the name of a node whenever its capacity or load changes (node added, updated or
+        # deleted, a pod's contribution moved, a ledger reservation made or freed), so memos of
+        # per-node answers on the hot path can forget it.
         self.node_listeners: list[Callable[[str], None]] = []
         self.columns = NodeColumns()
         self.informers: list[Informer] = []  # type: ignore[type-arg]
@@ -140,12 +143,11 @@ class ClusterCache:
     # ---------------------------------------------------------------------- nodes
 
     def bump_node(self, name: str) -> None:
-        """Note that `name`'s capacity or load changed (see node_version); memos of per-node
-        answers registered in `node_listeners` forget that node."""
-        self.node_version[name] = next(self._versions)
+        """Note that `name`'s capacity or load changed: refresh its columns and tell the
+        `node_listeners`. Harmless for a node the cache does not (or no longer) know."""
         node = self.nodes.get(name)
-        if node is not None:
-            self.columns.set(name, node.allocatable, self.node_requested.get(name, _ZERO))
+        allocatable = node.allocatable if node is not None else None
+        self.columns.set(name, allocatable, self.node_requested.get(name, _ZERO))
         for listener in self.node_listeners:
             listener(name)
 
@@ -161,10 +163,7 @@ class ClusterCache:
 
     def on_node_delete(self, node: NodeRecord) -> None:
         self.nodes.pop(node.name, None)
-        self.node_version.pop(node.name, None)
-        self.columns.set(node.name, None, _ZERO)
-        for listener in self.node_listeners:
-            listener(node.name)
+        self.bump_node(node.name)
         self.changed.set()
 
     # ----------------------------------------------------------------------- pods
@@ -180,8 +179,7 @@ class ClusterCache:
         old_node = self._node_share.pop(key, None)
         if old_node is not None:
             _sub(self.node_requested, old_node[0], old_node[1])
-            if old_node[0] in self.node_version:
-                self.bump_node(old_node[0])
+            self.bump_node(old_node[0])
         old_queue = self._queue_share.pop(key, None)
         if old_queue is not None:
             _sub(self.queue_allocated, old_queue[0], old_queue[1])
@@ -190,8 +188,7 @@ class ClusterCache:
         assert pod.node is not None
         self._node_share[key] = (pod.node, pod.requests)
         _add(self.node_requested, pod.node, pod.requests)
-        if pod.node in self.node_version:
-            self.bump_node(pod.node)
+        self.bump_node(pod.node)
         queue = self._queue_of(pod)
         if queue is not None:
             self._queue_share[key] = (queue, pod.requests)
@@ -277,10 +274,7 @@ class ClusterCache:
     # --------------------------------------------------------------------- reads
 
     def node_free(self, name: str) -> ResourceVector:
-        node = self.nodes.get(name)
-        if node is None:
-            return _ZERO
-        return node.allocatable - self.node_requested.get(name, _ZERO)
+        return _free(self.nodes, self.node_requested, name)
 
     def snapshot(self) -> Snapshot:
         return Snapshot(

@@ -21,6 +21,7 @@ import numpy as np
 
 from core.cache import ROW_DIMS, ClusterCache
 from core.resources import ResourceVector
+from extender.fit import insufficient, wanted_dimensions
 from extender.ledger import GangLedger
 from plugins.binpack import BinpackPlugin
 from plugins.framework import Framework
@@ -50,7 +51,7 @@ def _gather(cache: ClusterCache, ledger: GangLedger, names: Sequence[str]) -> An
 def fit_filter(
     cache: ClusterCache, ledger: GangLedger, request: ResourceVector, names: Sequence[str]
 ) -> tuple[list[str], dict[str, str]] | None:
-    wanted = [(dim, amount) for dim, amount in request.view().items() if amount > 0]
+    wanted = wanted_dimensions(request)
     if any(dim not in _INDEX or amount >= cache.columns.LIMIT for dim, amount in wanted):
         return None
     gathered = _gather(cache, ledger, names)
@@ -72,8 +73,7 @@ def fit_filter(
             for dim, amount in wanted
             if cap[_INDEX[dim], position] - used[_INDEX[dim], position] < amount
         ]
-        # kube-scheduler's wording, so identical reasons aggregate in its events.
-        failed[names[position]] = ", ".join(f"Insufficient {dim}" for dim in short)
+        failed[names[position]] = insufficient(short)
     return passed, failed
 
 

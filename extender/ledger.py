@@ -27,7 +27,7 @@ class GangLedger:
     def __init__(self, on_node_change: Callable[[str], None] | None = None) -> None:
         self._by_pod: dict[str, Reservation] = {}
         self._by_node: dict[str, ResourceVector] = {}
-        # Tells the cache a node's reserved capacity changed (it versions nodes for memos).
+        # Tells the cache a node's reserved capacity changed (its memos forget that node).
         self._on_node_change = on_node_change or (lambda _node: None)
 
     def reserve(self, reservation: Reservation) -> None:

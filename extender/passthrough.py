@@ -20,6 +20,7 @@ from core.cache import ClusterCache
 from core.records import NodeRecord
 from core.resources import ResourceVector, pod_requests
 from extender import fastpath
+from extender.fit import insufficient, wanted_dimensions
 from extender.ledger import GangLedger
 from plugins.framework import Framework, NodeState
 
@@ -112,7 +113,7 @@ def fit_filter(
     extra_passed: list[str] = []
     extra_failed: dict[str, str] = {}
     if unknown:
-        wanted = [(dim, amount) for dim, amount in request.view().items() if amount > 0]
+        wanted = wanted_dimensions(request)
         nodes_get = cache.nodes.get
         used_get = cache.node_requested.get
         for name in unknown:
@@ -137,8 +138,7 @@ def fit_filter(
                 if alloc.get(dim, 0) - used.get(dim, 0) - promised.get(dim, 0) < amount
             ]
             if short:
-                # kube-scheduler's wording, so identical reasons aggregate in its events.
-                verdict = ", ".join(f"Insufficient {dim}" for dim in short)
+                verdict = insufficient(short)
                 if memoised:
                     known_failed[name] = verdict
                 else:

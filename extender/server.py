@@ -17,6 +17,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from core.cache import ClusterCache
+from core.serving import start_app
 from extender import passthrough, protocol
 from extender.binder import Binder, BindError
 from extender.ledger import GangLedger
@@ -189,18 +190,5 @@ def _objects_by_name(objects: list[dict[str, Any]] | None) -> dict[str, dict[str
 
 async def serve(server: ExtenderServer, host: str, port: int) -> tuple[web.AppRunner, int]:
     """Start serving (port 0: any free port). Returns the runner (call `cleanup()` to stop,
-    which waits for in-flight requests) and the port."""
-    # handler_cancellation: when kube-scheduler gives up on a call (httpTimeout) the handler is
-    # cancelled, so a bind it abandoned never creates a Binding afterwards.
-    runner = web.AppRunner(
-        server.app,
-        access_log=None,
-        handle_signals=False,
-        handler_cancellation=True,
-        shutdown_timeout=5.0,
-    )
-    await runner.setup()
-    site = web.TCPSite(runner, host, port, reuse_address=True, backlog=1024)
-    await site.start()
-    sockets = site._server.sockets if site._server else ()  # type: ignore[union-attr]
-    return runner, (sockets[0].getsockname()[1] if sockets else port)
+    which waits for in-flight requests such as held binds) and the port."""
+    return await start_app(server.app, host, port, shutdown_timeout=5.0)

@@ -43,6 +43,16 @@ def object_key(obj: dict[str, Any]) -> str:
     return f"{namespace}/{meta['name']}" if namespace else meta["name"]
 
 
+def _watch_error(status: dict[str, Any]) -> ApiError:
+    """The Status of a watch ERROR event (e.g. 410 Expired) as the ApiError it stands for."""
+    return ApiError(
+        int(status.get("code") or 500),
+        str(status.get("reason") or ""),
+        str(status.get("message") or ""),
+        status,
+    )
+
+
 class Handlers(Generic[R]):
     __slots__ = ("on_add", "on_delete", "on_update")
 
@@ -134,12 +144,7 @@ class Informer(Generic[R]):
         kind = event.get("type")
         obj = event.get("object") or {}
         if kind == "ERROR":
-            raise ApiError(
-                int(obj.get("code") or 500),
-                str(obj.get("reason") or ""),
-                str(obj.get("message") or ""),
-                obj,
-            )
+            raise _watch_error(obj)
         rv = (obj.get("metadata") or {}).get("resourceVersion")
         if kind == "BOOKMARK":
             if rv:
@@ -212,12 +217,7 @@ class Informer(Generic[R]):
         event = orjson.loads(line)
         obj = event.get("object") or {}
         if event.get("type") == "ERROR":
-            raise ApiError(
-                int(obj.get("code") or 500),
-                str(obj.get("reason") or ""),
-                str(obj.get("message") or ""),
-                obj,
-            )
+            raise _watch_error(obj)
         meta = obj.get("metadata") or {}
         if event.get("type") == "BOOKMARK":
             self.resource_version = meta.get("resourceVersion") or self.resource_version

@@ -22,6 +22,7 @@ import orjson
 import yaml
 from aiohttp import web
 
+from core.serving import start_app
 from sim.apiserver import discovery, errors
 from sim.apiserver.openapi import OpenApiDocuments
 from sim.apiserver.patch import PatchError, UnsupportedPatchType, apply_patch
@@ -671,22 +672,9 @@ class EmbeddedApiServer:
         self.url = ""
 
     async def start(self) -> EmbeddedApiServer:
-        # No access log: it would cost more than most requests.
-        # handler_cancellation: a watch whose client went away is unregistered at once instead
-        # of lingering until the next event.
-        self._runner = web.AppRunner(
-            self.api.app,
-            access_log=None,
-            handle_signals=False,
-            shutdown_timeout=1.0,
-            handler_cancellation=True,
+        self._runner, self.port = await start_app(
+            self.api.app, self.host, self.port, shutdown_timeout=1.0
         )
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
-        await site.start()
-        self._site = site
-        sockets = site._server.sockets if site._server else ()  # type: ignore[union-attr]
-        self.port = sockets[0].getsockname()[1] if sockets else self.port
         self.url = f"http://{self.host}:{self.port}"
         self.api.server_address = f"{self.host}:{self.port}"
         self._freeze_task = asyncio.create_task(self._freeze_long_lived(), name="apiserver-freeze")
@@ -718,16 +706,7 @@ class EmbeddedApiServer:
         if while_down is not None:
             while_down(self.store)  # e.g. writes through another API server replica
         self.store.reset_watch_cache()
-        self._runner = web.AppRunner(
-            self.api.app,
-            access_log=None,
-            handle_signals=False,
-            shutdown_timeout=1.0,
-            handler_cancellation=True,
-        )
-        await self._runner.setup()
-        self._site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
-        await self._site.start()
+        self._runner, _ = await start_app(self.api.app, self.host, self.port, shutdown_timeout=1.0)
 
     async def stop(self) -> None:
         if self._freeze_task is not None:

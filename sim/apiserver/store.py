@@ -320,14 +320,17 @@ class Store:
             owners=owners,
         )
 
+    def _unindex_owners(self, rtype: ResourceType, stored: Stored) -> None:
+        for owner in stored.owners:
+            owned = self._owned.get(owner)
+            if owned is not None:
+                owned.discard((rtype, stored.key))
+                if not owned:
+                    del self._owned[owner]
+
     def _index_owners(self, rtype: ResourceType, stored: Stored, prev: Stored | None) -> None:
         if prev is not None:
-            for owner in prev.owners:
-                owned = self._owned.get(owner)
-                if owned is not None:
-                    owned.discard((rtype, prev.key))
-                    if not owned:
-                        del self._owned[owner]
+            self._unindex_owners(rtype, prev)
         for owner in stored.owners:
             self._owned.setdefault(owner, set()).add((rtype, stored.key))
 
@@ -349,12 +352,7 @@ class Store:
         coll = self.collection(rtype)
         coll.objects.pop(stored.key, None)
         self._by_uid.pop(stored.uid, None)
-        for owner in stored.owners:
-            owned = self._owned.get(owner)
-            if owned is not None:
-                owned.discard((rtype, stored.key))
-                if not owned:
-                    del self._owned[owner]
+        self._unindex_owners(rtype, stored)
         coll.record(Event(DELETED, rv, final))
         self._foreground.discard(stored.uid)
         self._schedule_gc(stored.uid)
@@ -499,14 +497,7 @@ class Store:
         wanted_rv = meta.get("resourceVersion")
         if wanted_rv and wanted_rv != str(stored.rv):
             raise errors.conflict(rtype.plural, name, rtype.group)
-        if meta.get("uid") and meta["uid"] != stored.uid:
-            raise errors.conflict(
-                rtype.plural,
-                name,
-                rtype.group,
-                f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: "
-                f"{stored.uid}",
-            )
+        check_uid(rtype, name, meta.get("uid"), stored)
         new = self._merge_for_update(rtype, old, obj, subresource)
         warnings = self._admit(rtype, new, field_validation) if subresource is None else []
         if _same_object(new, old):
@@ -574,14 +565,7 @@ class Store:
         while the object waits for finalizers or a graceful pod termination."""
         stored = self.get(rtype, namespace, name)
         if preconditions:
-            if preconditions.get("uid") and preconditions["uid"] != stored.uid:
-                raise errors.conflict(
-                    rtype.plural,
-                    name,
-                    rtype.group,
-                    f"Precondition failed: UID in precondition: {preconditions['uid']}, UID in "
-                    f"object meta: {stored.uid}",
-                )
+            check_uid(rtype, name, preconditions.get("uid"), stored)
             wanted = preconditions.get("resourceVersion")
             if wanted and wanted != str(stored.rv):
                 raise errors.conflict(
@@ -790,6 +774,17 @@ class Store:
         return b'{"type":"BOOKMARK","object":' + orjson.dumps(obj) + b"}\n"
 
 
+def check_uid(rtype: ResourceType, name: str, wanted: str | None, stored: Stored) -> None:
+    """A UID precondition (update, delete, binding): 409 when the object was recreated."""
+    if wanted and wanted != stored.uid:
+        raise errors.conflict(
+            rtype.plural,
+            name,
+            rtype.group,
+            f"Precondition failed: UID in precondition: {wanted}, UID in object meta: {stored.uid}",
+        )
+
+
 def _same_object(new: dict[str, Any], old: dict[str, Any]) -> bool:
     """Equal apart from resourceVersion (which a write would bump)."""
     if new.keys() != old.keys():
@@ -856,14 +851,7 @@ def bind_pod(
     stored = store.get(rtype, namespace, name)
     meta = binding.get("metadata") or {}
     pod = stored.decode()
-    if meta.get("uid") and meta["uid"] != stored.uid:
-        raise errors.conflict(
-            rtype.plural,
-            name,
-            rtype.group,
-            f"Precondition failed: UID in precondition: {meta['uid']}, UID in object meta: "
-            f"{stored.uid}",
-        )
+    check_uid(rtype, name, meta.get("uid"), stored)
     if pod["metadata"].get("deletionTimestamp"):
         raise errors.conflict(
             rtype.plural, name, rtype.group, "pod is being deleted, cannot be assigned to a host"

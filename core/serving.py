@@ -1,0 +1,29 @@
+"""Starting an aiohttp application the way every vulcan server wants it."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+
+async def start_app(
+    app: web.Application, host: str, port: int, *, shutdown_timeout: float
+) -> tuple[web.AppRunner, int]:
+    """Serve `app` on host:port (port 0: any free port); returns the runner (`cleanup()` stops
+    it, waiting for in-flight requests up to `shutdown_timeout`) and the port bound.
+
+    No access log: it costs more than most requests. `handler_cancellation`: when a client goes
+    away its handler is cancelled — a watch is unregistered at once, and a bind that
+    kube-scheduler abandoned never creates a Binding afterwards.
+    """
+    runner = web.AppRunner(
+        app,
+        access_log=None,
+        handle_signals=False,
+        shutdown_timeout=shutdown_timeout,
+        handler_cancellation=True,
+    )
+    await runner.setup()
+    site = web.TCPSite(runner, host, port, reuse_address=True, backlog=1024)
+    await site.start()
+    sockets = site._server.sockets if site._server else ()  # type: ignore[union-attr]
+    return runner, (sockets[0].getsockname()[1] if sockets else port)
