@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -17,3 +19,22 @@ def volcano_fixture_files() -> list[Path]:
         # Fail loudly: a silently empty parametrization would make the fixture tests vacuous.
         raise RuntimeError(f"no Volcano fixtures found under {VOLCANO_FIXTURES}")
     return files
+
+
+def vulcan_process(*args: str, stderr: int = subprocess.PIPE) -> subprocess.Popen[str]:
+    """`vulcan ARGS...` as a child process of the test, from this checkout."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "vulcan", *args],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        text=True,
+    )
+
+
+def announced_url(process: subprocess.Popen[str], prefix: str) -> str:
+    """The URL a server prints as its first line (`<prefix>http://...`)."""
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert line.startswith(prefix), line
+    return line.split()[-1]

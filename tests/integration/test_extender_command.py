@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
 
-from tests.helpers import REPO
+from tests.helpers import announced_url, vulcan_process
 
 
 def _get(url: str) -> tuple[int, bytes]:
@@ -24,51 +23,31 @@ def _get(url: str) -> tuple[int, bytes]:
 
 def test_extender_process(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
-    apiserver = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "vulcan",
-            "sim",
-            "apiserver",
-            "--port",
-            "0",
-            "--kubeconfig-out",
-            str(kubeconfig),
-        ],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
+    apiserver = vulcan_process(
+        "sim",
+        "apiserver",
+        "--port",
+        "0",
+        "--kubeconfig-out",
+        str(kubeconfig),
         stderr=subprocess.DEVNULL,
-        text=True,
     )
     extender = None
     try:
-        assert apiserver.stdout is not None
-        assert apiserver.stdout.readline().startswith("embedded API server listening")
-        extender = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "vulcan",
-                "extender",
-                "--kubeconfig",
-                str(kubeconfig),
-                "--port",
-                "0",
-                "--bind-address",
-                "127.0.0.1",
-                "--log-format",
-                "json",
-            ],
-            cwd=REPO,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+        announced_url(apiserver, "embedded API server listening on http://127.0.0.1:")
+        extender = vulcan_process(
+            "extender",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--port",
+            "0",
+            "--bind-address",
+            "127.0.0.1",
+            "--log-format",
+            "json",
         )
-        assert extender.stdout is not None
-        line = extender.stdout.readline()
-        assert line.startswith("vulcan extender listening on http://127.0.0.1:"), line
-        base = line.split()[-1].removesuffix("/v1")
+        base = announced_url(extender, "vulcan extender listening on http://127.0.0.1:")
+        base = base.removesuffix("/v1")
         assert _get(f"{base}/healthz")[0] == 200
         assert extender.stderr is not None
         for log_line in extender.stderr:  # structured logs: wait for the sync to be reported

@@ -4,40 +4,19 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import sys
 import urllib.request
 from pathlib import Path
 
 import yaml
 
-from tests.helpers import REPO
+from tests.helpers import announced_url, vulcan_process
 
 
 def test_serves_until_sigterm(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "vulcan",
-            "sim",
-            "apiserver",
-            "--port",
-            "0",
-            "--kubeconfig-out",
-            str(kubeconfig),
-        ],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = vulcan_process("sim", "apiserver", "--port", "0", "--kubeconfig-out", str(kubeconfig))
     try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.startswith("embedded API server listening on http://127.0.0.1:"), line
-        url = line.split()[-1]
+        url = announced_url(process, "embedded API server listening on http://127.0.0.1:")
         config = yaml.safe_load(kubeconfig.read_text())
         assert config["clusters"][0]["cluster"]["server"] == url
         assert config["current-context"] == "vulcan"
