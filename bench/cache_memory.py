@@ -25,15 +25,11 @@ from typing import Any
 
 import orjson
 
-from bench.apiserver_scale import NAMESPACES, node_body, pod_body
+from bench.apiserver_scale import NAMESPACES, node_body, pod_body, read_rss_kib
 
 
 def rss_mib(pid: int | None = None) -> float:
-    with open(f"/proc/{pid or os.getpid()}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return 0.0
+    return read_rss_kib(pid or os.getpid()) / 1024
 
 
 # ------------------------------------------------------------------ the populated server
