@@ -37,6 +37,18 @@ def _cmd_sim_apiserver(args: argparse.Namespace) -> int:
     return run_apiserver(args)
 
 
+def _cmd_sim_scheduler(args: argparse.Namespace) -> int:
+    from vulcan.sim_commands import run_scheduler
+
+    return run_scheduler(args)
+
+
+def _cmd_sim_up(args: argparse.Namespace) -> int:
+    from vulcan.sim_up import run_up
+
+    return run_up(args)
+
+
 def _cmd_extender(args: argparse.Namespace) -> int:
     from extender.main import run
     from vulcan.logs import setup_logging
@@ -105,8 +117,52 @@ def build_parser() -> argparse.ArgumentParser:
         default=10_000,
         help="changes kept per resource for watch resumption (older: 410)",
     )
+    apiserver.add_argument(
+        "--default-not-ready-toleration-seconds",
+        type=int,
+        default=300,
+        help="tolerationSeconds of the not-ready:NoExecute toleration added to every pod",
+    )
+    apiserver.add_argument(
+        "--default-unreachable-toleration-seconds",
+        type=int,
+        default=300,
+        help="tolerationSeconds of the unreachable:NoExecute toleration added to every pod",
+    )
     apiserver.add_argument("--log-format", choices=("text", "json"), default="text")
     apiserver.set_defaults(func=_cmd_sim_apiserver)
+
+    scheduler = sim_sub.add_parser(
+        "scheduler",
+        help="the kube-scheduler stand-in: schedules pods, calls extenders as kube-scheduler does",
+        description="Schedules the pods of the profiles in --config (a kube-scheduler "
+        "KubeSchedulerConfiguration, kubescheduler.config.k8s.io/v1) one at a time: in-tree "
+        "filters and least-allocated scoring, then the configured extenders' filter, "
+        "prioritize, preempt and bind, exactly as kube-scheduler calls them.",
+    )
+    from core.kube.flags import add_client_flags
+
+    add_client_flags(scheduler)
+    scheduler.add_argument(
+        "--config",
+        metavar="FILE",
+        help="KubeSchedulerConfiguration (default: one profile default-scheduler, no extenders)",
+    )
+    scheduler.add_argument("--seed", type=int, help="seed for tie-breaking (default: random)")
+    scheduler.add_argument("--log-format", choices=("text", "json"), default="text")
+    scheduler.set_defaults(func=_cmd_sim_scheduler)
+
+    up = sim_sub.add_parser(
+        "up",
+        help="a whole cluster: API server, hollow nodes, kube-scheduler stand-in (+ vulcan)",
+        description="Start the embedded API server, N hollow kubelets, the kube-scheduler "
+        "stand-in and optionally vulcan's extender and controllers; print the kubeconfig and "
+        "how to use kubectl with it; stop everything on Ctrl-C.",
+    )
+    from vulcan.sim_flags import add_up_flags
+
+    add_up_flags(up)
+    up.set_defaults(func=_cmd_sim_up)
     return parser
 
 

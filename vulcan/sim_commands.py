@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,8 @@ async def _serve_apiserver(args: argparse.Namespace) -> None:
         crd_dir=Path(args.crds) if args.crds else None,
         watch_history=args.watch_history,
         kubeconfig_out=args.kubeconfig_out,
+        default_not_ready_toleration_seconds=args.default_not_ready_toleration_seconds,
+        default_unreachable_toleration_seconds=args.default_unreachable_toleration_seconds,
     )
     async with server:
         print(f"embedded API server listening on {server.url}", flush=True)
@@ -36,6 +39,47 @@ def run_apiserver(args: argparse.Namespace) -> int:
     setup_logging(args.log_format)
     with contextlib.suppress(KeyboardInterrupt):
         run_async(_serve_apiserver(args))
+    return 0
+
+
+async def _serve_scheduler(args: argparse.Namespace) -> None:
+    from core.kube.client import KubeClient
+    from core.kube.flags import options_from_args
+    from sim.scheduler.config import load_config
+    from sim.scheduler.scheduler import Scheduler
+
+    config = load_config(args.config)
+    options = options_from_args(args)
+    # The configuration's clientConnection sets the client's rate, as for kube-scheduler.
+    options.qps, options.burst = config.qps, config.burst
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    async with await KubeClient.connect(options) as client:
+        scheduler = Scheduler(client, config, seed=args.seed)
+        await scheduler.start()
+        print(
+            "scheduler stand-in running (profiles: "
+            f"{', '.join(config.scheduler_names)}; extenders: {len(config.extenders)})",
+            flush=True,
+        )
+        try:
+            await stop.wait()
+        finally:
+            await scheduler.stop()
+
+
+def run_scheduler(args: argparse.Namespace) -> int:
+    from sim.scheduler.config import ConfigError
+
+    setup_logging(args.log_format)
+    try:
+        with contextlib.suppress(KeyboardInterrupt):
+            run_async(_serve_scheduler(args))
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 

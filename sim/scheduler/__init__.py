@@ -1,0 +1,1 @@
+"""A kube-scheduler stand-in for the embedded cluster (see scheduler.py)."""

@@ -1,0 +1,205 @@
+"""kube-scheduler's HTTPExtender, client side (shared/spec/extender-protocol.md §1–§3, §5.6).
+
+One aiohttp session per extender entry, `httpTimeout` as a whole-request deadline, POST of a
+compact JSON body with only `Content-Type: application/json`, and the response rules a Go client
+applies: exactly 200, one JSON value, keys matched case-insensitively, integer scores, the
+subset rule for `NodeNames`, `{}` = every node rejected, preempt answers read in the Meta form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import aiohttp
+import orjson
+
+from sim.scheduler.config import ExtenderConfig
+from sim.scheduler.framework import SchedNode, SchedPod
+
+
+class ExtenderError(Exception):
+    """A failed call: transport error, timeout, non-200, undecodable body or `Error` set."""
+
+
+def _fold(obj: Any) -> Any:
+    """Go's encoding/json matches struct fields case-insensitively: fold keys to lower case
+    (one level; callers fold nested objects they read)."""
+    if isinstance(obj, dict):
+        return {str(k).lower(): v for k, v in obj.items()}
+    return obj
+
+
+class HTTPExtender:
+    def __init__(self, config: ExtenderConfig) -> None:
+        self.config = config
+        self.name = config.url_prefix
+        self._session: aiohttp.ClientSession | None = None
+        self.calls: dict[str, int] = {}
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=self.config.http_timeout),
+                # Go's default transport keeps only 2 idle connections per host; concurrent
+                # binds open more (aiohttp's limit 0 = unbounded, like Go's dialer).
+                connector=aiohttp.TCPConnector(limit=0, limit_per_host=0),
+                skip_auto_headers=("User-Agent",),
+            )
+        return self._session
+
+    def is_interested(self, pod: SchedPod) -> bool:
+        managed = self.config.managed_resources
+        if not managed:
+            return True
+        return any(r.name in pod.limits_names for r in managed)
+
+    def is_binder(self) -> bool:
+        return bool(self.config.bind_verb)
+
+    async def _post(self, verb: str, body: Mapping[str, Any]) -> Any:
+        url = self.config.url(verb)
+        self.calls[verb] = self.calls.get(verb, 0) + 1
+        try:
+            async with self._client().post(
+                url,
+                data=orjson.dumps(body),
+                headers={"Content-Type": "application/json", "User-Agent": "Go-http-client/1.1"},
+            ) as response:
+                if response.status != 200:
+                    raise ExtenderError(
+                        f"failed {verb} with extender at URL {url}, code {response.status}"
+                    )
+                raw = await response.read()
+        except TimeoutError as exc:
+            raise ExtenderError(
+                f'Post "{url}": context deadline exceeded (Client.Timeout exceeded while '
+                "awaiting headers)"
+            ) from exc
+        except aiohttp.ClientError as exc:
+            raise ExtenderError(f'Post "{url}": {exc}') from exc
+        if not raw.strip():
+            raise ExtenderError(f"failed {verb} with extender at URL {url}: EOF")
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            raise ExtenderError(f"failed {verb} with extender at URL {url}: {exc}") from exc
+
+    def _args(self, pod: SchedPod, nodes: Sequence[SchedNode]) -> dict[str, Any]:
+        if self.config.node_cache_capable:
+            return {"Pod": pod.raw, "Nodes": None, "NodeNames": [n.name for n in nodes]}
+        return {
+            "Pod": pod.raw,
+            "Nodes": {"metadata": {}, "items": [n.raw for n in nodes]},
+            "NodeNames": None,
+        }
+
+    async def filter(
+        self, pod: SchedPod, nodes: Sequence[SchedNode]
+    ) -> tuple[list[SchedNode], dict[str, str], dict[str, str]]:
+        """(passing nodes, FailedNodes, FailedAndUnresolvableNodes)."""
+        result = _fold(await self._post(self.config.filter_verb, self._args(pod, nodes)))
+        if not isinstance(result, dict):
+            raise ExtenderError("extender filter answer is not a JSON object")
+        if result.get("error"):
+            raise ExtenderError(str(result["error"]))
+        by_name = {n.name: n for n in nodes}
+        passing: list[SchedNode] = []
+        names = result.get("nodenames")
+        if self.config.node_cache_capable and names is not None:
+            for name in names:
+                node = by_name.get(name)
+                if node is None:
+                    raise ExtenderError(
+                        f"extender {self.name} claims a filtered node {name} which is not found "
+                        "in the input node list"
+                    )
+                passing.append(node)
+        elif result.get("nodes") is not None:
+            for item in _fold(result["nodes"]).get("items") or ():
+                name = ((item or {}).get("metadata") or {}).get("name")
+                node = by_name.get(name)
+                if node is None:
+                    raise ExtenderError(
+                        f"extender {self.name} claims a filtered node {name} which is not found "
+                        "in the input node list"
+                    )
+                passing.append(node)
+        failed = _reasons(result.get("failednodes"))
+        unresolvable = _reasons(result.get("failedandunresolvablenodes"))
+        return passing, failed, unresolvable
+
+    async def prioritize(self, pod: SchedPod, nodes: Sequence[SchedNode]) -> dict[str, int]:
+        result = await self._post(self.config.prioritize_verb, self._args(pod, nodes))
+        if result is None:
+            return {}
+        if not isinstance(result, list):
+            raise ExtenderError("extender prioritize answer is not a HostPriorityList")
+        scores: dict[str, int] = {}
+        for item in result:
+            item = _fold(item)
+            score = item.get("score")
+            if not isinstance(score, int) or isinstance(score, bool):
+                raise ExtenderError(
+                    f"cannot unmarshal number {score!r} into Go value of type int64"
+                )
+            scores[str(item.get("host"))] = score
+        return scores
+
+    async def preempt(
+        self, pod: SchedPod, victims: Mapping[str, tuple[Sequence[SchedPod], int]]
+    ) -> dict[str, tuple[list[str], int]]:
+        """victims: node -> (pods, NumPDBViolations). Returns node -> (victim UIDs, PDB
+        violations) as the extender answered (in the Meta form, always)."""
+        if self.config.node_cache_capable:
+            body = {
+                "Pod": pod.raw,
+                "NodeNameToVictims": None,
+                "NodeNameToMetaVictims": {
+                    node: {"Pods": [{"UID": p.uid} for p in pods], "NumPDBViolations": pdb}
+                    for node, (pods, pdb) in victims.items()
+                },
+            }
+        else:
+            body = {
+                "Pod": pod.raw,
+                "NodeNameToVictims": {
+                    node: {"Pods": [p.raw or p.reference() for p in pods], "NumPDBViolations": pdb}
+                    for node, (pods, pdb) in victims.items()
+                },
+                "NodeNameToMetaVictims": None,
+            }
+        result = _fold(await self._post(self.config.preempt_verb, body))
+        if not isinstance(result, dict):
+            raise ExtenderError("extender preempt answer is not a JSON object")
+        meta = result.get("nodenametometavictims") or {}
+        answer: dict[str, tuple[list[str], int]] = {}
+        for node, entry in meta.items():
+            entry = _fold(entry or {})
+            uids = [str(_fold(p).get("uid", "")) for p in entry.get("pods") or ()]
+            answer[node] = (uids, int(entry.get("numpdbviolations") or 0))
+        return answer
+
+    async def bind(self, pod: SchedPod, node: str) -> None:
+        body = {
+            "PodName": pod.name,
+            "PodNamespace": pod.namespace,
+            "PodUID": pod.uid,
+            "Node": node,
+        }
+        result = _fold(await self._post(self.config.bind_verb, body))
+        if isinstance(result, dict) and result.get("error"):
+            raise ExtenderError(str(result["error"]))
+
+
+def _reasons(value: Any) -> dict[str, str]:
+    if not value:
+        return {}
+    if not isinstance(value, dict):
+        raise ExtenderError("extender failure map is not an object")
+    return {str(k): str(v) for k, v in value.items()}

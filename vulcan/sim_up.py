@@ -1,0 +1,311 @@
+"""`vulcan sim up`: a whole cluster on one machine, no containers.
+
+Processes, as in a real cluster, each talking to the API server over HTTP:
+- `vulcan sim apiserver` (child process): the embedded API server;
+- this process: the hollow kubelets (`sim.kubelet`) and the node lifecycle controller
+  (`sim.nodelifecycle`, the part of kube-controller-manager that taints NotReady nodes and
+  evicts their pods);
+- `vulcan extender` (child, with `--with-extender`): vulcan's scheduler extender;
+- `vulcan sim scheduler` (child): the kube-scheduler stand-in, configured by a real
+  KubeSchedulerConfiguration (`--scheduler-config`, or one written here that points at the
+  extender the way ARCHITECTURE.md prescribes).
+Children's logs go to files under the state directory. Ctrl-C (or SIGTERM) stops everything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import importlib.util
+import signal
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import aiohttp
+import yaml
+
+from core.kube.client import KubeClient
+from core.kube.flags import ClientOptions
+
+READY_LINE = "cluster ready"
+
+
+class StartError(RuntimeError):
+    """A part of the cluster did not come up; the message says which and where its log is."""
+
+
+@dataclass
+class Child:
+    name: str
+    process: asyncio.subprocess.Process
+    log_path: Path
+    log_file: IO[bytes]
+    announced: str = ""
+    _drain: asyncio.Task[None] | None = field(default=None, repr=False)
+
+    async def read_announcement(self, prefix: str, timeout: float) -> str:
+        """The first stdout line (which the component prints once it serves)."""
+        assert self.process.stdout is not None
+        try:
+            line = await asyncio.wait_for(self.process.stdout.readline(), timeout)
+        except TimeoutError as exc:
+            raise StartError(
+                f"{self.name} did not start within {timeout:.0f}s; see {self.log_path}"
+            ) from exc
+        text = line.decode().strip()
+        if not text.startswith(prefix):
+            raise StartError(
+                f"{self.name} failed to start: {text or 'exited'}; see {self.log_path}"
+            )
+        self.announced = text
+        self._drain = asyncio.create_task(self._drain_stdout())
+        return text
+
+    async def _drain_stdout(self) -> None:
+        assert self.process.stdout is not None
+        while line := await self.process.stdout.readline():
+            self.log_file.write(line)
+            self.log_file.flush()
+
+    async def stop(self, timeout: float = 10.0) -> None:
+        if self.process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                self.process.send_signal(signal.SIGTERM)
+            try:
+                await asyncio.wait_for(self.process.wait(), timeout)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    self.process.kill()
+                await self.process.wait()
+        if self._drain is not None:
+            self._drain.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._drain
+        self.log_file.close()
+
+
+async def spawn(name: str, args: list[str], state_dir: Path) -> Child:
+    log_path = state_dir / "logs" / f"{name}.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log_file = log_path.open("wb")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "vulcan",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=log_file,
+        stdin=asyncio.subprocess.DEVNULL,
+        # Own process group: a terminal's Ctrl-C reaches only `sim up`, which stops the
+        # children in order (scheduler before extender before API server).
+        start_new_session=True,
+    )
+    return Child(name, process, log_path, log_file)
+
+
+async def wait_ready(url: str, timeout: float) -> None:
+    """Poll a /readyz until it answers 200."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    async with aiohttp.ClientSession() as session:
+        while True:
+            with contextlib.suppress(aiohttp.ClientError):
+                async with session.get(url) as response:
+                    if response.status == 200:
+                        return
+            if asyncio.get_running_loop().time() > deadline:
+                raise StartError(f"{url} not ready within {timeout:.0f}s")
+            await asyncio.sleep(0.1)
+
+
+class Cluster:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.state_dir = Path(args.state_dir or tempfile.mkdtemp(prefix="vulcan-sim-"))
+        self.kubeconfig = Path(args.kubeconfig_out or self.state_dir / "kubeconfig")
+        self.children: list[Child] = []
+        self.client: KubeClient | None = None
+        self.kubelets: object | None = None
+        self.lifecycle: object | None = None
+
+    async def start(self) -> None:
+        from sim.kubelet import HollowKubelets
+        from sim.kubelet.profiles import expand_profiles, parse_node_profile
+        from sim.nodelifecycle import NodeLifecycleController
+
+        args = self.args
+        profiles = expand_profiles(
+            [parse_node_profile(p) for p in args.node_profile or ()], args.nodes
+        )
+        timeout = args.start_timeout
+        apiserver = await spawn(
+            "apiserver",
+            [
+                "sim",
+                "apiserver",
+                "--port",
+                str(args.port),
+                "--kubeconfig-out",
+                str(self.kubeconfig),
+                "--default-not-ready-toleration-seconds",
+                str(args.pod_eviction_timeout),
+                "--default-unreachable-toleration-seconds",
+                str(args.pod_eviction_timeout),
+            ],
+            self.state_dir,
+        )
+        self.children.append(apiserver)
+        line = await apiserver.read_announcement("embedded API server listening on", timeout)
+        print(f"embedded API server: {line.split()[-1]}", flush=True)
+
+        self.client = await KubeClient.connect(
+            ClientOptions(kubeconfig=str(self.kubeconfig), qps=0, burst=0)
+        )
+        self.lifecycle = NodeLifecycleController(
+            self.client, node_monitor_grace_period=args.node_monitor_grace_period
+        )
+        await self.lifecycle.start()  # type: ignore[attr-defined]
+        self.kubelets = HollowKubelets(
+            self.client,
+            profiles,
+            default_duration=args.pod_duration,
+            default_exit_code=0,
+        )
+        await asyncio.wait_for(self.kubelets.start(), timeout)  # type: ignore[attr-defined]
+        names = self.kubelets.node_names  # type: ignore[attr-defined]
+        print(f"hollow nodes: {len(names)} ({names[0]} .. {names[-1]})", flush=True)
+
+        extender_url = None
+        if args.with_extender:
+            extender = await spawn(
+                "extender",
+                [
+                    "extender",
+                    "--kubeconfig",
+                    str(self.kubeconfig),
+                    "--bind-address",
+                    "127.0.0.1",
+                    "--port",
+                    str(args.extender_port),
+                    *(["--config", args.extender_config] if args.extender_config else []),
+                ],
+                self.state_dir,
+            )
+            self.children.append(extender)
+            line = await extender.read_announcement("vulcan extender listening on", timeout)
+            extender_url = line.split()[-1].removesuffix("/v1")
+            await wait_ready(f"{extender_url}/readyz", timeout)
+            print(
+                f"vulcan extender: {extender_url}/v1 (metrics: {extender_url}/metrics)",
+                flush=True,
+            )
+        if args.with_controllers:
+            controllers = await spawn(
+                "controllers", ["controllers", "--kubeconfig", str(self.kubeconfig)], self.state_dir
+            )
+            self.children.append(controllers)
+            await controllers.read_announcement("vulcan controllers", timeout)
+            print("vulcan controllers: running", flush=True)
+
+        config_path = args.scheduler_config
+        if config_path is None:
+            from sim.scheduler.config import sim_config
+
+            config_path = str(self.state_dir / "scheduler-config.yaml")
+            Path(config_path).write_text(yaml.safe_dump(sim_config(extender_url), sort_keys=False))
+        scheduler = await spawn(
+            "scheduler",
+            ["sim", "scheduler", "--kubeconfig", str(self.kubeconfig), "--config", config_path],
+            self.state_dir,
+        )
+        self.children.append(scheduler)
+        line = await scheduler.read_announcement("scheduler stand-in running", timeout)
+        print(f"kube-scheduler stand-in: {line.split('running ', 1)[-1]}", flush=True)
+        print(f"  configuration: {config_path}", flush=True)
+        print(f"  logs: {self.state_dir / 'logs'}", flush=True)
+        print(f"kubeconfig: {self.kubeconfig}", flush=True)
+        print(f"  export KUBECONFIG={self.kubeconfig}", flush=True)
+        print("  kubectl get nodes", flush=True)
+        print(f"{READY_LINE} (Ctrl-C to stop)", flush=True)
+
+    async def wait(self, stop: asyncio.Event) -> int:
+        """Until Ctrl-C/SIGTERM (0) or until a child dies (1)."""
+        waits = {asyncio.create_task(c.process.wait()): c for c in self.children}
+        stopper = asyncio.create_task(stop.wait())
+        done, _ = await asyncio.wait([stopper, *waits], return_when=asyncio.FIRST_COMPLETED)
+        for task in [stopper, *waits]:
+            task.cancel()
+        if stopper in done:
+            return 0
+        for task in done:
+            child = waits.get(task)  # type: ignore[call-overload]
+            if child is not None:
+                print(
+                    f"{child.name} exited with code {child.process.returncode}; see "
+                    f"{child.log_path}",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        return 1
+
+    async def stop(self) -> None:
+        # The scheduler first (no new binds), the API server last.
+        for child in reversed(self.children):
+            if child.name != "apiserver":
+                await child.stop()
+        if self.kubelets is not None:
+            await self.kubelets.stop()  # type: ignore[attr-defined]
+        if self.lifecycle is not None:
+            await self.lifecycle.stop()  # type: ignore[attr-defined]
+        if self.client is not None:
+            await self.client.close()
+        for child in self.children:
+            if child.name == "apiserver":
+                await child.stop()
+
+
+async def _up(args: argparse.Namespace) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    cluster = Cluster(args)
+    try:
+        starting = asyncio.create_task(cluster.start())
+        stopper = asyncio.create_task(stop.wait())
+        await asyncio.wait([starting, stopper], return_when=asyncio.FIRST_COMPLETED)
+        if not starting.done():
+            starting.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await starting
+            return 0
+        stopper.cancel()
+        starting.result()
+        return await cluster.wait(stop)
+    except (StartError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr, flush=True)
+        return 1
+    finally:
+        await cluster.stop()
+        print("stopped", flush=True)
+
+
+def run_up(args: argparse.Namespace) -> int:
+    from vulcan.logs import setup_logging
+    from vulcan.sim_commands import run_async
+
+    setup_logging(args.log_format)
+    if args.with_controllers and not _has_controllers():
+        print(
+            "error: --with-controllers: this build has no `vulcan controllers` command yet",
+            file=sys.stderr,
+        )
+        return 2
+    return int(run_async(_up(args)))
+
+
+def _has_controllers() -> bool:
+    return importlib.util.find_spec("podgroup_controller") is not None
