@@ -1,0 +1,21 @@
+"""Annotation keys the hollow kubelets read (vulcan's own keys live under `vulcan.sh/`)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from core.api import keys as _core_keys
+
+# The pod annotations are also spelled in core.api.keys (the workload side sets them); one
+# spelling for both.
+SIM_DURATION: Final = _core_keys.SIM_DURATION
+"""Pod annotation: how long the pod's containers run (Go duration: `30s`, `1.5s`, `0s`; `inf` or
+`forever`: until deleted)."""
+SIM_EXIT_CODE: Final = _core_keys.SIM_EXIT_CODE
+"""Pod annotation: the exit code the containers finish with (an integer)."""
+SIM_NODE_STATE: Final = "vulcan.sh/sim-node-state"
+"""Node annotation: `failed` takes the node's hollow kubelet down (NotReady, no lease renewals,
+no pod updates); absent or `ready` brings it back."""
+
+NODE_STATE_FAILED: Final = "failed"
+NODE_STATE_READY: Final = "ready"
