@@ -4,7 +4,8 @@
 - A pod whose attempt errored goes to backoffQ for initial × 2^(attempts-1) seconds, capped at
   the maximum (1 s doubling to 10 s by default).
 - An unschedulable pod waits in the unschedulable pool until a cluster event moves it (to
-  backoffQ if its backoff has not expired, else to activeQ), or for at most
+  backoffQ if its backoff, counted from its last attempt, has not expired, else to activeQ) or
+  for at most
   `max_unschedulable` (5 min) — kube-scheduler's podMaxInUnschedulablePodsDuration.
 - A cluster event that arrives while a pod is being scheduled makes that pod, if it turns out
   unschedulable, go to backoffQ instead of the pool (kube-scheduler's moveRequestCycle), so an
@@ -158,6 +159,8 @@ class SchedulingQueue:
             return  # deleted meanwhile
         self._pods[queued.pod.key] = queued
         queued.unschedulable_since = self._clock()
+        # Moved back by an event, it still waits out its backoff (isPodBackingoff).
+        queued.backoff_until = queued.unschedulable_since + self.backoff_duration(queued.attempts)
         if self._move_request_cycle >= cycle:
             self._push_backoff(queued)
         else:

@@ -342,7 +342,19 @@ async def test_unschedulable_pods_move_on_cluster_events() -> None:
     assert queued is not None
     q.requeue_unschedulable(queued, q.scheduling_cycle)
     assert q.location("default/a") == POOL
-    clock.now += 5  # past its 1 s backoff
+    q.move_all()  # within its 1 s backoff (from its last attempt): it waits that out first
+    assert q.location("default/a") == BACKOFF
+    q.close()
+
+
+async def test_unschedulable_pods_past_their_backoff_go_straight_to_active() -> None:
+    clock = FakeClock()
+    q = SchedulingQueue(clock=clock)
+    q.add(pod("a"))
+    queued = await q.pop()
+    assert queued is not None
+    q.requeue_unschedulable(queued, q.scheduling_cycle)
+    clock.now += 5
     q.move_all()
     assert q.location("default/a") == ACTIVE
 

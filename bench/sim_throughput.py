@@ -1,0 +1,221 @@
+"""Scheduling throughput of the embedded cluster: the kube-scheduler stand-in alone, then the same
+cluster with vulcan's extender, in one run.
+
+    .venv/bin/python -m bench.sim_throughput --nodes 1000 --pods 10000
+
+Each phase starts a fresh `vulcan sim up --nodes N` (API server, hollow kubelets, node
+lifecycle, the stand-in; the second phase with `--with-extender`, so every pod goes through the
+extender's filter, prioritize and bind over real HTTP), creates P plain pods (1 cpu, 2Gi; pods
+run until deleted so the cluster only fills up) as fast as the API server takes them, and times
+from the first create until the last pod is bound, watching pods over the API as any client
+would. Both phases run on the same machine minutes apart, so the ratio is what to read: the
+absolute numbers move with the machine.
+
+Last line: `pods_per_s=<A> with_extender_pods_per_s=<B> ratio=<B/A>`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from core.kube.client import PODS, ApiError, KubeClient
+from core.kube.flags import ClientOptions
+from core.kube.informer import Informer
+
+NAMESPACE = "default"
+_DRAINS: set[asyncio.Task[None]] = set()  # keeps the children's output drained
+
+
+class _Bound:
+    __slots__ = ("bound", "key", "rv")
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        self.key = meta["name"]
+        self.rv = meta.get("resourceVersion", "")
+        self.bound = bool((obj.get("spec") or {}).get("nodeName"))
+
+
+def pod_body(index: int) -> bytes:
+    return orjson.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"bench-{index:06d}",
+                "namespace": NAMESPACE,
+                "labels": {"app": "bench", "job": f"job-{index // 16}"},
+            },
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "registry.example.com/train:1.0",
+                        "command": ["python", "train.py"],
+                        "resources": {
+                            "requests": {"cpu": "1", "memory": "2Gi"},
+                            "limits": {"cpu": "1", "memory": "2Gi"},
+                        },
+                    }
+                ],
+            },
+        }
+    )
+
+
+async def start_cluster(nodes: int, with_extender: bool, state: Path) -> asyncio.subprocess.Process:
+    argv = [
+        sys.executable,
+        "-m",
+        "vulcan",
+        "sim",
+        "up",
+        "--nodes",
+        str(nodes),
+        "--node-profile",
+        "cpu=32,memory=128Gi,pods=110",
+        "--pod-duration",
+        "forever",
+        "--state-dir",
+        str(state),
+        "--kubeconfig-out",
+        str(state / "kubeconfig"),
+        "--start-timeout",
+        "300",
+    ]
+    if with_extender:
+        argv.append("--with-extender")
+    process = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    assert process.stdout is not None
+    while True:
+        line = await asyncio.wait_for(process.stdout.readline(), 600)
+        if not line:
+            err = await process.stderr.read() if process.stderr else b""
+            raise RuntimeError(f"vulcan sim up failed: {err.decode()[-2000:]}")
+        if line.startswith(b"cluster ready"):
+            break
+    _DRAINS.add(asyncio.create_task(_drain(process)))
+    return process
+
+
+async def _drain(process: asyncio.subprocess.Process) -> None:
+    assert process.stdout is not None and process.stderr is not None
+    await asyncio.gather(process.stdout.read(), process.stderr.read())
+
+
+async def stop_cluster(process: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        process.send_signal(signal.SIGINT)
+    try:
+        await asyncio.wait_for(process.wait(), 60)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+
+
+async def run_phase(nodes: int, pods: int, with_extender: bool, concurrency: int) -> float:
+    label = "with extender" if with_extender else "stand-in alone"
+    with tempfile.TemporaryDirectory(prefix="vulcan-bench-") as tmp:
+        state = Path(tmp)
+        started = time.monotonic()
+        process = await start_cluster(nodes, with_extender, state)
+        print(
+            f"[{label}] cluster of {nodes} nodes up in {time.monotonic() - started:.1f}s",
+            flush=True,
+        )
+        client = await KubeClient.connect(
+            ClientOptions(kubeconfig=str(state / "kubeconfig"), qps=0, burst=0)
+        )
+        try:
+            informer: Informer[_Bound] = Informer(client, PODS, _Bound, namespace=NAMESPACE)
+            bound: set[str] = set()
+            all_bound = asyncio.Event()
+
+            def seen(record: _Bound, *_: Any) -> None:
+                if record.bound:
+                    bound.add(record.key)
+                    if len(bound) >= pods:
+                        all_bound.set()
+
+            informer.add_handlers(seen, lambda _old, new: seen(new), None)
+            watch = asyncio.create_task(informer.run())
+            await informer.wait_synced()
+            bodies = [pod_body(i) for i in range(pods)]
+            path = PODS.path(NAMESPACE)
+            start = time.monotonic()
+            next_index = 0
+
+            async def creator() -> None:
+                nonlocal next_index
+                while next_index < pods:
+                    body = bodies[next_index]
+                    next_index += 1
+                    with contextlib.suppress(ApiError):
+                        await client.request("POST", path, body=body)
+
+            await asyncio.gather(*(creator() for _ in range(concurrency)))
+            created = time.monotonic() - start
+            last_report = time.monotonic()
+            while not all_bound.is_set():
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(all_bound.wait(), 10)
+                if time.monotonic() - last_report >= 10:
+                    last_report = time.monotonic()
+                    print(
+                        f"[{label}] {len(bound)}/{pods} bound after {last_report - start:.0f}s",
+                        flush=True,
+                    )
+            elapsed = time.monotonic() - start
+            rate = pods / elapsed
+            print(
+                f"[{label}] {pods} pods created in {created:.1f}s, all bound after "
+                f"{elapsed:.1f}s: {rate:.1f} pods/s",
+                flush=True,
+            )
+            watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watch
+            return rate
+        finally:
+            await client.close()
+            await stop_cluster(process)
+
+
+async def main(args: argparse.Namespace) -> None:
+    alone = await run_phase(args.nodes, args.pods, False, args.concurrency)
+    with_extender = await run_phase(args.nodes, args.pods, True, args.concurrency)
+    print(
+        f"BENCH sim.pods_per_s value={with_extender:.1f} unit=pods/s baseline={alone:.1f} "
+        f"ratio={with_extender / alone:.3f}"
+    )
+    print(
+        f"pods_per_s={alone:.1f} with_extender_pods_per_s={with_extender:.1f} "
+        f"ratio={with_extender / alone:.3f}"
+    )
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--pods", type=int, default=10000)
+    parser.add_argument("--concurrency", type=int, default=8, help="parallel pod creates")
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    asyncio.run(main(parse_args()))
