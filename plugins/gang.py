@@ -1,0 +1,403 @@
+"""Gang membership and readiness as Volcano's gang plugin defines them (spec/volcano.md §3.1, §3.3).
+
+A gang is one PodGroup and every pod that names it (`scheduling.k8s.io/group-name`, or the
+coscheduling label `scheduling.x-k8s.io/pod-group`). Each member gets Volcano's *task status*
+(`task_status`), and every count Volcano's gang plugin reads is derived from those statuses:
+
+    ReadyTaskNum  = |Allocated| + |Binding| + |Bound| + |Running| + |Succeeded|
+    ValidTaskNum  = |Allocated, Binding, Bound, Running| + |Succeeded| + |Pipelined| + |Pending|
+    JobReady     <=> per-role ready check  and  ReadyTaskNum + pending best-effort >= minMember
+    JobValid     <=> per-role valid check  and  ValidTaskNum >= minMember
+
+Volcano's in-session statuses have vulcan counterparts the caller supplies: a member holding a
+gang-ledger reservation but not yet a bind is `Allocated`; a member whose bind is being held is
+`Binding`. Nothing here produces `Pipelined` (vulcan never places onto capacity that is still
+being released), so ReadyTaskNum and Volcano's pipelined counts coincide.
+
+Deleting members are not dropped from the view: Volcano keeps them as `Releasing` tasks, which
+count towards neither ReadyTaskNum nor ValidTaskNum, but do count as *scheduled* (for the
+PodGroup phase) while they still hold a node.
+
+Membership caveat: pods that carry Kubernetes' native gang fields (`spec.schedulingGroup` /
+`workloadRef`, KEP-4671) belong to kube-scheduler's own GangScheduling plugin. `PodRecord` does
+not carry those fields, so the caller (webhook / informer decoding) must keep such pods out of
+the snapshot's groups; this module trusts `PodRecord.group`. Likewise the scheduler name is not
+checked: with the `managedResources` install mode gang pods keep `default-scheduler`.
+
+Pure functions of a snapshot: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING
+
+from core.records import PodRecord
+from core.resources import ResourceVector
+
+if TYPE_CHECKING:  # annotations only: core.cache pulls in the informers and asyncio
+    from core.cache import Snapshot
+
+__all__ = [
+    "ALLOCATED",
+    "ALLOCATED_STATUSES",
+    "BINDING",
+    "BOUND",
+    "COMPLETED_STATUSES",
+    "FAILED",
+    "PENDING",
+    "PIPELINED",
+    "RELEASING",
+    "RUNNING",
+    "SCHEDULED_STATUSES",
+    "SUCCEEDED",
+    "UNKNOWN",
+    "GangView",
+    "gang_view",
+    "is_best_effort",
+    "members_needed",
+    "missing_task_members",
+    "pending_members",
+    "ready",
+    "task_ready",
+    "task_status",
+    "task_valid",
+    "valid",
+]
+
+# Volcano's TaskStatus names (pkg/scheduler/api/types.go String()), used verbatim in messages.
+PENDING = "Pending"
+ALLOCATED = "Allocated"
+PIPELINED = "Pipelined"
+BINDING = "Binding"
+BOUND = "Bound"
+RUNNING = "Running"
+RELEASING = "Releasing"
+SUCCEEDED = "Succeeded"
+FAILED = "Failed"
+UNKNOWN = "Unknown"
+
+ALLOCATED_STATUSES = frozenset({ALLOCATED, BINDING, BOUND, RUNNING})
+SCHEDULED_STATUSES = frozenset({RUNNING, BOUND, FAILED, SUCCEEDED})
+COMPLETED_STATUSES = frozenset({SUCCEEDED, FAILED})
+_VALID_STATUSES = ALLOCATED_STATUSES | {SUCCEEDED, PIPELINED, PENDING}
+_OCCUPIED_STATUSES = ALLOCATED_STATUSES | {SUCCEEDED}
+
+# Dimensions that do not make a pod "non best-effort": Volcano keeps the pod count outside its
+# Resource (MaxTaskNum), and our request vectors always carry pods: 1.
+_NOT_A_RESOURCE = frozenset({"pods"})
+_BYTE_LIKE = frozenset({"cpu", "memory", "pods", "ephemeral-storage"})
+
+_EMPTY: Mapping[str, int] = MappingProxyType({})
+
+
+def task_status(
+    pod: PodRecord, allocated: Collection[str] = (), binding: Collection[str] = ()
+) -> str:
+    """Volcano's task status of a pod (pkg/scheduler/api/helpers.go getTaskStatus).
+
+    `allocated` / `binding` are pod keys with a gang-ledger reservation / a held bind: the
+    extender's equivalents of Volcano's in-session Allocated and Binding. They only apply to a
+    pending pod without a node; a pod the API already shows bound is Bound whatever the ledger says.
+    """
+    phase = pod.phase
+    # Terminal phases win over a deletionTimestamp, as in Volcano: a finished pod being garbage
+    # collected is still Succeeded/Failed, not Releasing.
+    if phase == SUCCEEDED:
+        return SUCCEEDED
+    if phase == FAILED:
+        return FAILED
+    if phase == RUNNING:
+        return RELEASING if pod.deleting else RUNNING
+    if phase == PENDING:
+        if pod.deleting:
+            return RELEASING
+        if pod.node is not None:
+            return BOUND
+        if pod.key in binding:
+            return BINDING
+        if pod.key in allocated:
+            return ALLOCATED
+        return PENDING
+    return UNKNOWN
+
+
+def is_best_effort(requests: ResourceVector) -> bool:
+    """Volcano's BestEffort task: it requests nothing (the pod count does not count)."""
+    return all(amount <= 0 for name, amount in requests.items() if name not in _NOT_A_RESOURCE)
+
+
+@dataclass(frozen=True, slots=True)
+class GangView:
+    """One PodGroup and its member pods, with Volcano's per-status counts.
+
+    `members` holds every pod of the group (sorted by key), including finished and terminating
+    ones: Volcano's JobInfo keeps them as tasks, and messages count them (`3/4 tasks ...`).
+    `status[pod_key]` is the member's `task_status`; `counts[status]` and
+    `task_counts[task][status]` count them (statuses with no member are absent). The task of a
+    member is its `volcano.sh/task-spec`, or "" when it has none.
+    """
+
+    group_key: str
+    min_member: int
+    min_task_member: Mapping[str, int]
+    min_resources: ResourceVector | None
+    phase: str
+    members: tuple[PodRecord, ...]
+    status: Mapping[str, str]
+    counts: Mapping[str, int]
+    task_counts: Mapping[str, Mapping[str, int]]
+    pending_best_effort: int
+    task_pending_best_effort: Mapping[str, int]
+    releasing_on_node: int
+
+    def count(self, *statuses: str) -> int:
+        return sum(self.counts.get(s, 0) for s in statuses)
+
+    def task_count(self, task: str, statuses: Collection[str]) -> int:
+        per_status = self.task_counts.get(task, _EMPTY)
+        return sum(per_status.get(s, 0) for s in statuses)
+
+    @property
+    def created(self) -> int:
+        """Every member pod that exists, whatever its state."""
+        return len(self.members)
+
+    @property
+    def pending(self) -> int:
+        """Members waiting for a node: no node, not deleting, no reservation or held bind."""
+        return self.counts.get(PENDING, 0)
+
+    @property
+    def allocated(self) -> int:
+        """Volcano's AllocatedStatus: reserved, binding, bound or running (not terminating)."""
+        return self.count(*ALLOCATED_STATUSES)
+
+    @property
+    def occupying(self) -> int:
+        """Members holding a node: bound and not finished, terminating ones included (they keep
+        their node's capacity until they are gone, as kube-scheduler counts them)."""
+        return sum(1 for pod in self.members if pod.occupies_node)
+
+    @property
+    def running(self) -> int:
+        return self.counts.get(RUNNING, 0)
+
+    @property
+    def succeeded(self) -> int:
+        return self.counts.get(SUCCEEDED, 0)
+
+    @property
+    def failed(self) -> int:
+        return self.counts.get(FAILED, 0)
+
+    @property
+    def releasing(self) -> int:
+        return self.counts.get(RELEASING, 0)
+
+    @property
+    def ready_num(self) -> int:
+        """Volcano's ReadyTaskNum."""
+        return self.count(*_OCCUPIED_STATUSES)
+
+    @property
+    def valid_num(self) -> int:
+        """Volcano's ValidTaskNum."""
+        return self.count(*_VALID_STATUSES)
+
+    @property
+    def scheduled(self) -> int:
+        """Scheduled for the PodGroup phase: ScheduledStatus plus Releasing members with a node."""
+        return self.count(*SCHEDULED_STATUSES) + self.releasing_on_node
+
+    @property
+    def completed(self) -> int:
+        return self.count(*COMPLETED_STATUSES)
+
+    @property
+    def checks_tasks(self) -> bool:
+        """Volcano skips every per-role check when minMember < Σ minTaskMember (a job whose
+        task minimums add up to more than its own minimum is judged on minMember alone)."""
+        return self.min_member >= sum(self.min_task_member.values())
+
+
+def gang_view(
+    snapshot: Snapshot,
+    group_key: str,
+    *,
+    allocated: Collection[str] = (),
+    binding: Collection[str] = (),
+) -> GangView | None:
+    """The gang of PodGroup `group_key` ("ns/name"), or None when the PodGroup does not exist
+    (Volcano ignores pods whose group has no PodGroup). See `task_status` for `allocated` and
+    `binding`."""
+    group = snapshot.podgroups.get(group_key)
+    if group is None:
+        return None
+    pods = snapshot.pods
+    members = tuple(
+        sorted(
+            (pods[key] for key in snapshot.pods_by_group.get(group_key, ()) if key in pods),
+            key=lambda pod: pod.key,
+        )
+    )
+    status: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    task_counts: dict[str, dict[str, int]] = {}
+    best_effort = 0
+    task_best_effort: dict[str, int] = {}
+    releasing_on_node = 0
+    for pod in members:
+        state = task_status(pod, allocated, binding)
+        status[pod.key] = state
+        counts[state] = counts.get(state, 0) + 1
+        task = pod.task or ""
+        per_task = task_counts.setdefault(task, {})
+        per_task[state] = per_task.get(state, 0) + 1
+        if state == PENDING and is_best_effort(pod.requests):
+            best_effort += 1
+            task_best_effort[task] = task_best_effort.get(task, 0) + 1
+        elif state == RELEASING and pod.node is not None:
+            releasing_on_node += 1
+    return GangView(
+        group_key=group_key,
+        min_member=group.min_member,
+        min_task_member=MappingProxyType(dict(group.min_task_member)),
+        min_resources=group.min_resources,
+        phase=group.phase,
+        members=members,
+        status=MappingProxyType(status),
+        counts=MappingProxyType(counts),
+        task_counts=MappingProxyType(
+            {task: MappingProxyType(c) for task, c in task_counts.items()}
+        ),
+        pending_best_effort=best_effort,
+        task_pending_best_effort=MappingProxyType(task_best_effort),
+        releasing_on_node=releasing_on_node,
+    )
+
+
+# ------------------------------------------------------------------------------- readiness
+
+
+def _task_occupied(view: GangView, task: str) -> int:
+    # CheckTaskReady counts AllocatedStatus + Succeeded, plus pending best-effort members: they
+    # need no resources, so Volcano treats them as placed already.
+    return view.task_count(task, _OCCUPIED_STATUSES) + view.task_pending_best_effort.get(task, 0)
+
+
+def missing_task_members(view: GangView) -> dict[str, int]:
+    """Per task role, how many more members must be placed before its minTaskMember is met
+    (only roles that are short). Empty when Volcano skips per-role checks (`checks_tasks`)."""
+    if not view.checks_tasks:
+        return {}
+    missing: dict[str, int] = {}
+    for task, minimum in sorted(view.min_task_member.items()):
+        short = minimum - _task_occupied(view, task)
+        if short > 0:
+            missing[task] = short
+    return missing
+
+
+def task_ready(view: GangView) -> bool:
+    """Volcano's CheckTaskReady."""
+    return not missing_task_members(view)
+
+
+def members_needed(view: GangView) -> int:
+    """How many more members must be placed for `IsReady` (ReadyTaskNum + pending best-effort
+    >= minMember); 0 when the job-level minimum is already met."""
+    return max(0, view.min_member - view.ready_num - view.pending_best_effort)
+
+
+def ready(view: GangView) -> bool:
+    """Volcano's gang JobReady: CheckTaskReady and IsReady (subgroups are not modelled)."""
+    return task_ready(view) and members_needed(view) == 0
+
+
+def task_valid(view: GangView) -> dict[str, tuple[int, int]]:
+    """Volcano's CheckTaskValid failures: task -> (valid members, minTaskMember) for every role
+    with too few valid members (Allocated*, Succeeded, Pipelined or Pending). Empty when valid."""
+    if not view.checks_tasks:
+        return {}
+    short: dict[str, tuple[int, int]] = {}
+    for task, minimum in sorted(view.min_task_member.items()):
+        if minimum <= 0:
+            continue
+        have = view.task_count(task, _VALID_STATUSES)
+        if have < minimum:
+            short[task] = (have, minimum)
+    return short
+
+
+def _not_counted(view: GangView) -> str:
+    """Members that exist but are not valid, e.g. "1 Failed, 1 Releasing" (sorted by status)."""
+    parts = [
+        f"{n} {status}"
+        for status, n in sorted(view.counts.items())
+        if n and status not in _VALID_STATUSES
+    ]
+    return ", ".join(parts)
+
+
+def valid(view: GangView) -> tuple[bool, str]:
+    """Volcano's gang JobValid: (True, "") or (False, reason).
+
+    As in Volcano the per-role check comes first and, when it fails, decides alone
+    (`NotEnoughPodsOfTask`): "gang team-a/train: task worker: 1/3 members created". Then the
+    job-level check (`NotEnoughTasks`): "gang team-a/train: 3/4 members created". Members that
+    exist but cannot count (Failed, Releasing, Unknown) are named in parentheses, because
+    "3/4 created" would be misleading when five pods exist.
+    """
+    short_tasks = task_valid(view)
+    if short_tasks:
+        detail = "; ".join(
+            f"task {task}: {have}/{minimum} members created"
+            for task, (have, minimum) in short_tasks.items()
+        )
+        return False, f"gang {view.group_key}: {detail}"
+    if view.valid_num < view.min_member:
+        reason = f"gang {view.group_key}: {view.valid_num}/{view.min_member} members created"
+        extra = _not_counted(view)
+        if extra:
+            reason += f" (not counted: {extra})"
+        return False, reason
+    return True, ""
+
+
+# ------------------------------------------------------------------------------ placement order
+
+
+def _size_key(requests: ResourceVector) -> tuple[int, int, int]:
+    """Larger first: extended resources (GPUs, the usual bottleneck), then cpu, then memory."""
+    extended = sum(amount for name, amount in requests.items() if name not in _BYTE_LIKE)
+    return -extended, -requests.cpu, -requests.memory
+
+
+def pending_members(view: GangView) -> list[PodRecord]:
+    """The members a placement must find nodes for, in the order to place them.
+
+    Pending members only (no node, no reservation, not deleting), gated ones included (vulcan
+    gates its own members until their gang is admitted). Best-effort members are left out, as
+    Volcano's allocate leaves them to backfill: they count as ready already. Order: members of
+    roles still short of their minTaskMember first, then task priority (desc), then larger
+    requests first (first-fit decreasing packs better), then creation time and key.
+    """
+    short = missing_task_members(view)
+    chosen = [
+        pod
+        for pod in view.members
+        if view.status[pod.key] == PENDING and not is_best_effort(pod.requests)
+    ]
+    chosen.sort(
+        key=lambda pod: (
+            (pod.task or "") not in short,
+            -pod.priority,
+            _size_key(pod.requests),
+            pod.created,
+            pod.key,
+        )
+    )
+    return chosen

@@ -1,0 +1,457 @@
+"""Whole-gang placement simulation: can these pending members all get a node at once?
+
+This is the check Volcano's allocate action makes inside one session (place tasks one by one on
+a scratch copy of the nodes, commit only when the gang is ready, spec/volcano.md §3.5, §3.22),
+made before any member takes capacity (spec/gang-design.md §8 lesson 1, §9.3 step 1): a gang is
+admitted only with an exclusive slot for every required member, so two gangs can never each
+hold part of the cluster and deadlock.
+
+Free capacity of a node = allocatable - requested by pods bound to it (the snapshot) - what live
+reservations of OTHER gangs have promised on it (`reserved`) - what this plan already placed.
+Nodes are judged by `node_ok` (default `schedulable_node`); the fit rule is Volcano's
+(`ResourceVector.fits_in`: only the dimensions a pod requests are compared).
+
+Algorithm (first-fit decreasing, batched): members are grouped by request shape (pods of one
+task share one request), and each group is placed in one walk over a per-dimension index of the
+candidate nodes, sorted by free amount. The walk starts (by bisection) at the first node with
+enough of the shape's most selective dimension, and takes as many members per node as fit.
+`binpack` walks from the tightest fit upwards (fills nodes, keeps big ones whole); `spread`
+walks from the emptiest node downwards, one member per node per round. Cost is about
+O(shapes x candidate nodes + members), i.e. 1,000 members of one shape on 5,000 nodes is one
+pass; the worst case (every member a different shape) is O(members x candidate nodes).
+
+Pure functions: no I/O.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from core.records import NodeRecord, PodRecord
+from core.resources import ResourceVector, format_quantity, format_shortfall
+
+if TYPE_CHECKING:  # annotations only: core.cache pulls in the informers and asyncio
+    from core.cache import Snapshot
+
+__all__ = [
+    "Plan",
+    "plan_gang",
+    "release",
+    "reserved_by_node",
+    "schedulable_node",
+    "slot_usage",
+]
+
+Prefer = Literal["binpack", "spread"]
+
+_ZERO = ResourceVector()
+_BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
+# Report order for shortfalls, as core.resources orders "insufficient" lists.
+_REPORT_ORDER = {"pods": 0, "cpu": 1, "memory": 2, "ephemeral-storage": 3}
+# When several dimensions are equally selective, walk the scarce one: extended resources (GPUs)
+# before cpu, memory, storage and the pod count, so binpack packs by what runs out first.
+_DIM_PRIORITY = {"cpu": 1, "memory": 2, "ephemeral-storage": 3, "pods": 4}
+
+
+def schedulable_node(node: NodeRecord) -> bool:
+    """Default node check: Ready, not cordoned, and no NoSchedule/NoExecute taint.
+
+    Gang pods' tolerations are not in PodRecord, so any taint that repels pods excludes the
+    node here; callers that know the gang tolerates a taint pass their own `node_ok`.
+    """
+    if not node.ready or node.unschedulable:
+        return False
+    return not any(effect in _BLOCKING_EFFECTS for _key, _value, effect in node.taints)
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """The outcome of `plan_gang`.
+
+    ok: every requirement (`need`, `need_per_task`) is met. Only then are `slots` and `used`
+        filled; a failed plan reserves nothing (Volcano discards a gang's partial allocation).
+    slots: pod key -> node name, exclusive: `used` already accounts for every slot.
+    used: node name -> sum of the requests of the members placed there (what the ledger adds to
+        its per-node reservations).
+    placed: how many members found a node (also when not ok, for messages).
+    reason: when not ok, why, for a person: "not enough nvidia.com/gpu (need 4, free 2)".
+    """
+
+    ok: bool
+    slots: dict[str, str] = field(default_factory=dict)
+    reason: str = ""
+    used: dict[str, ResourceVector] = field(default_factory=dict)
+    placed: int = 0
+
+
+class _Nodes:
+    """Candidate nodes with their free amount in each dimension the gang requests, and one
+    index per dimension: a sorted list of (free, node number)."""
+
+    __slots__ = ("dims", "free", "index", "names")
+
+    def __init__(self, names: list[str], free: list[list[int]], dims: tuple[str, ...]) -> None:
+        self.names = names
+        self.free = free
+        self.dims = dims
+        self.index = [sorted((row[d], i) for i, row in enumerate(free)) for d in range(len(dims))]
+
+    def reindex(self, i: int, old: list[int]) -> None:
+        """Move node `i` in every index after its free amounts changed from `old`."""
+        new = self.free[i]
+        for d, column in enumerate(self.index):
+            if old[d] == new[d]:
+                continue
+            del column[bisect_left(column, (old[d], i))]
+            insort(column, (new[d], i))
+
+
+def _fit_count(free: list[int], need: tuple[int, ...], positive: tuple[int, ...]) -> int:
+    """How many copies of `need` fit in `free` (compared on the requested dimensions only)."""
+    count = -1
+    for d in positive:
+        copies = free[d] // need[d] if free[d] > 0 else 0
+        if copies <= 0:
+            return 0
+        if count < 0 or copies < count:
+            count = copies
+    return count
+
+
+class _Placer:
+    __slots__ = ("nodes", "prefer", "slots")
+
+    def __init__(self, nodes: _Nodes, prefer: Prefer) -> None:
+        self.nodes = nodes
+        self.prefer = prefer
+        self.slots: dict[str, int] = {}  # pod key -> node number
+
+    def place(self, need: tuple[int, ...], keys: list[str], limit: int) -> int:
+        """Give up to `limit` of `keys` (members sharing the request `need`) a node each;
+        returns how many were placed. The first ones in `keys` are placed first."""
+        limit = min(limit, len(keys))
+        if limit <= 0:
+            return 0
+        nodes = self.nodes
+        if not nodes.names:
+            return 0
+        positive = tuple(
+            sorted(
+                (d for d, amount in enumerate(need) if amount > 0),
+                key=lambda d: _DIM_PRIORITY.get(nodes.dims[d], 0),
+            )
+        )
+        if not positive:
+            # Requests nothing we track: it fits anywhere; one node is as good as another.
+            order = range(len(nodes.names))
+            targets = [order[n % len(order)] for n in range(limit)]
+            for key, i in zip(keys, targets, strict=False):
+                self.slots[key] = i
+            return limit
+        # The most selective requested dimension: the fewest nodes have enough of it, so the
+        # walk over its index is the shortest.
+        starts = [bisect_left(nodes.index[d], (need[d], -1)) for d in positive]
+        pick = min(range(len(positive)), key=lambda n: len(nodes.index[positive[n]]) - starts[n])
+        column = nodes.index[positive[pick]]
+        start = starts[pick]
+        if start >= len(column):
+            return 0
+        placed = 0
+        touched: dict[int, list[int]] = {}
+        if self.prefer == "spread":
+            # Emptiest first, one member per node per round, until nothing more fits.
+            progress = True
+            while placed < limit and progress:
+                progress = False
+                for pos in range(len(column) - 1, start - 1, -1):
+                    i = column[pos][1]
+                    if _fit_count(nodes.free[i], need, positive) <= 0:
+                        continue
+                    self._take(i, need, positive, keys[placed], touched)
+                    placed += 1
+                    progress = True
+                    if placed == limit:
+                        break
+        else:
+            # Tightest fit first; fill a node with as many members as it holds.
+            for pos in range(start, len(column)):
+                i = column[pos][1]
+                copies = _fit_count(nodes.free[i], need, positive)
+                for _ in range(min(copies, limit - placed)):
+                    self._take(i, need, positive, keys[placed], touched)
+                    placed += 1
+                if placed == limit:
+                    break
+        # The walk used a frozen order; now move the nodes it filled in every index.
+        for i, old in touched.items():
+            nodes.reindex(i, old)
+        return placed
+
+    def _take(
+        self,
+        i: int,
+        need: tuple[int, ...],
+        positive: tuple[int, ...],
+        key: str,
+        touched: dict[int, list[int]],
+    ) -> None:
+        row = self.nodes.free[i]
+        if i not in touched:
+            touched[i] = list(row)
+        for d in positive:
+            row[d] -= need[d]
+        self.slots[key] = i
+
+
+def _dims_of(members: Sequence[PodRecord]) -> tuple[str, ...]:
+    names: set[str] = set()
+    for pod in members:
+        names.update(name for name, amount in pod.requests.items() if amount > 0)
+    return tuple(sorted(names))
+
+
+def _shortfall(required: dict[str, int], free: dict[str, int]) -> list[str]:
+    names = sorted(required, key=lambda name: (_REPORT_ORDER.get(name, len(_REPORT_ORDER)), name))
+    return [
+        format_shortfall(name, required[name], max(0, free.get(name, 0)))
+        for name in names
+        if required[name] > free.get(name, 0)
+    ]
+
+
+def plan_gang(
+    snapshot: Snapshot,
+    members: Sequence[PodRecord],
+    need: int,
+    reserved: Mapping[str, ResourceVector],
+    *,
+    need_per_task: Mapping[str, int] | None = None,
+    node_ok: Callable[[NodeRecord], bool] | None = None,
+    prefer: Prefer = "binpack",
+) -> Plan:
+    """Place a gang's pending `members` together, or explain why they cannot be.
+
+    members: the pending members to place, in placement order (`plugins.gang.pending_members`).
+    need: how many of them must get a node (minMember minus those already counted ready:
+        `plugins.gang.members_needed`).
+    need_per_task: task role -> how many members of that role must get a node
+        (`plugins.gang.missing_task_members`); members of those roles are placed first.
+    reserved: node -> resources promised to other gangs' live reservations (`reserved_by_node`);
+        reservations of members that have since bound must already be gone from it, or they
+        would be counted twice (once in the snapshot's node_requested).
+
+    The plan gives slots to at least `need` members (and each role its share) and then to as
+    many further members as fit, so an elastic gang gets everything the cluster can hold now.
+    """
+    if prefer not in ("binpack", "spread"):
+        raise ValueError(f'prefer must be "binpack" or "spread", not {prefer!r}')
+    per_task = {task: n for task, n in (need_per_task or {}).items() if n > 0}
+    check = node_ok or schedulable_node
+
+    dims = _dims_of(members)
+    names: list[str] = []
+    rows: list[list[int]] = []
+    total_free: dict[str, int] = dict.fromkeys(dims, 0)
+    for name in sorted(snapshot.nodes):
+        node = snapshot.nodes[name]
+        if not check(node):
+            continue
+        requested = snapshot.node_requested.get(name, _ZERO)
+        promised = reserved.get(name, _ZERO)
+        row = [node.allocatable.get(d) - requested.get(d) - promised.get(d) for d in dims]
+        names.append(name)
+        rows.append(row)
+        for d, amount in zip(dims, row, strict=True):
+            if amount > 0:
+                total_free[d] += amount
+    nodes = _Nodes(names, rows, dims)
+    placer = _Placer(nodes, prefer)
+
+    def shape(pod: PodRecord) -> tuple[int, ...]:
+        return tuple(pod.requests.get(d) for d in dims)
+
+    # Pass 1: each short role's required members. Roles are interleaved in member order (the
+    # caller's order is largest first), so one role's small pods cannot crowd out another's big
+    # ones just because its name came first.
+    placed_by_task: dict[str, int] = dict.fromkeys(per_task, 0)
+    needed = [pod for pod in members if (pod.task or "") in per_task]
+    role_batches: dict[tuple[str, tuple[int, ...]], list[PodRecord]] = {}
+    for pod in needed:
+        role_batches.setdefault((pod.task or "", shape(pod)), []).append(pod)
+    for (task, need_vector), pods in role_batches.items():
+        left = per_task[task] - placed_by_task[task]
+        if left > 0:
+            placed_by_task[task] += placer.place(need_vector, [pod.key for pod in pods], left)
+    tasks_ok = all(placed_by_task[task] >= n for task, n in per_task.items())
+
+    # Pass 2: everyone else, as many as fit (skipped when a role already failed: not ok anyway).
+    if tasks_ok:
+        rest = [pod for pod in members if pod.key not in placer.slots]
+        for need_vector, pods in _batches(rest, shape):
+            placer.place(need_vector, [pod.key for pod in pods], len(pods))
+    placed = len(placer.slots)
+
+    if tasks_ok and placed >= need:
+        slots = {key: names[i] for key, i in placer.slots.items()}
+        by_key = {pod.key: pod for pod in members}
+        return Plan(
+            ok=True,
+            slots=slots,
+            used=slot_usage(slots, {key: by_key[key].requests for key in slots}),
+            placed=placed,
+        )
+    # What is left on the best node in each dimension, to tell "too big for any node" apart
+    # from "fits in total but is scattered".
+    largest = {d: max((row[n] for row in rows), default=0) for n, d in enumerate(dims)}
+    return Plan(
+        ok=False,
+        reason=_reason(
+            members,
+            need,
+            per_task,
+            placed_by_task,
+            placed,
+            _Capacity(total_free, largest, len(names), placer.slots.keys()),
+        ),
+        placed=placed,
+    )
+
+
+def _batches(
+    pods: Sequence[PodRecord], shape: Callable[[PodRecord], tuple[int, ...]]
+) -> list[tuple[tuple[int, ...], list[PodRecord]]]:
+    """Pods grouped by request shape, groups in order of first appearance."""
+    groups: dict[tuple[int, ...], list[PodRecord]] = {}
+    for pod in pods:
+        groups.setdefault(shape(pod), []).append(pod)
+    return list(groups.items())
+
+
+def _sum_requests(pods: Iterable[PodRecord]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for pod in pods:
+        for name, amount in pod.requests.items():
+            if amount > 0:
+                total[name] = total.get(name, 0) + amount
+    return total
+
+
+@dataclass(frozen=True, slots=True)
+class _Capacity:
+    """What a failed plan's message is computed from."""
+
+    total_free: dict[str, int]  # summed over candidate nodes, before this plan
+    largest: dict[str, int]  # best single node, after this plan's placements
+    candidates: int
+    placed_keys: Collection[str]
+
+
+def _too_big(pods: Sequence[PodRecord], capacity: _Capacity) -> str:
+    """For the first of `pods` that got no node: "no node has 8 nvidia.com/gpu free (at most
+    4)" when one of its requests exceeds what any node has left; "" when it is the combination
+    that no node offers (fragmentation)."""
+    blocked = next((pod for pod in pods if pod.key not in capacity.placed_keys), None)
+    if blocked is None:
+        return ""
+    names = sorted(
+        (name for name, amount in blocked.requests.items() if amount > 0),
+        key=lambda name: (_REPORT_ORDER.get(name, len(_REPORT_ORDER)), name),
+    )
+    for name in names:
+        amount, best = blocked.requests.get(name), max(0, capacity.largest.get(name, 0))
+        if amount > best:
+            return (
+                f"no node has {format_quantity(name, amount)} {name} free "
+                f"(at most {format_quantity(name, best)})"
+            )
+    return ""
+
+
+_FRAGMENTED = "free capacity is fragmented across nodes"
+
+
+def _reason(
+    members: Sequence[PodRecord],
+    need: int,
+    per_task: Mapping[str, int],
+    placed_by_task: Mapping[str, int],
+    placed: int,
+    capacity: _Capacity,
+) -> str:
+    """Why a plan failed, for a person. First the cluster-wide totals: the resources the
+    required members ask for against the free total of every candidate node ("not enough
+    nvidia.com/gpu (need 4, free 2)"). When the totals would do, the first member left without
+    a node is either bigger than any node's free capacity, or the capacity is fragmented."""
+    if capacity.candidates == 0:
+        return "no schedulable node (every node is not ready, cordoned or tainted)"
+    if need > len(members) and not per_task:
+        return f"only {len(members)} pending members for {need} required"
+    parts: list[str] = []
+    for task, required in per_task.items():
+        got = placed_by_task.get(task, 0)
+        if got >= required:
+            continue
+        role = [pod for pod in members if (pod.task or "") == task]
+        text = f"task {task}: {got}/{required} members placeable"
+        if len(role) < required:
+            parts.append(f"{text} (only {len(role)} pending)")
+            continue
+        short = _shortfall(_sum_requests(role[:required]), capacity.total_free)
+        detail = ", ".join(short) if short else (_too_big(role, capacity) or _FRAGMENTED)
+        parts.append(f"{text}: {detail}")
+    if parts:
+        return "; ".join(parts)
+    short = _shortfall(_sum_requests(members[:need]), capacity.total_free)
+    if short:
+        return ", ".join(short)
+    detail = _too_big(members, capacity) or _FRAGMENTED
+    return f"only {placed} of {need} required members fit: {detail}"
+
+
+# --------------------------------------------------------------------------- ledger helpers
+
+
+def slot_usage(
+    slots: Mapping[str, str], requests: Mapping[str, ResourceVector]
+) -> dict[str, ResourceVector]:
+    """node -> sum of the requests of the pods given a slot there (pods without a known request
+    are skipped: they no longer exist)."""
+    totals: dict[str, dict[str, int]] = {}
+    for key, node in slots.items():
+        request = requests.get(key)
+        if request is None:
+            continue
+        row = totals.setdefault(node, {})
+        for name, amount in request.items():
+            row[name] = row.get(name, 0) + amount
+    return {node: ResourceVector(row) for node, row in totals.items()}
+
+
+def reserved_by_node(
+    reservations: Iterable[Mapping[str, ResourceVector]],
+) -> dict[str, ResourceVector]:
+    """Sum per node of several reservations' usage maps (each a `Plan.used` / `slot_usage`):
+    the `reserved` argument of the next `plan_gang`."""
+    totals: dict[str, dict[str, int]] = {}
+    for used in reservations:
+        for node, vector in used.items():
+            row = totals.setdefault(node, {})
+            for name, amount in vector.items():
+                row[name] = row.get(name, 0) + amount
+    return {node: ResourceVector(row) for node, row in totals.items() if any(row.values())}
+
+
+def release(
+    reserved: Mapping[str, ResourceVector], used: Mapping[str, ResourceVector]
+) -> dict[str, ResourceVector]:
+    """`reserved` without one reservation's usage (a gang bound, timed out or was deleted).
+    Nodes left with nothing reserved are dropped; amounts never go below zero."""
+    out: dict[str, ResourceVector] = {}
+    for node, vector in reserved.items():
+        left = vector.saturating_sub(used.get(node, _ZERO))
+        if not left.is_zero():
+            out[node] = left
+    return out
