@@ -1,0 +1,398 @@
+"""The bind barrier ("virtual Permit", gang-design.md §9.3 item 3): a gang member's bind request is
+held open until the gang has quorum, then every held Binding is created at once, so no gang is
+ever partially bound by us.
+
+Why holding works: kube-scheduler keeps a pod "assumed" (its capacity counted on the chosen node)
+for as long as the bind request is in flight (extender-protocol.md §5.5), so a held request is a
+capacity reservation in kube-scheduler's own view. A bind error makes kube-scheduler forget the
+pod and requeue it (§5.7), which is how a timed-out or released hold gives its capacity back.
+
+Rules, per group (`GangRequirement.key`, "namespace/name"):
+
+- Quorum: held members + `already_bound` >= `min_member`, and for every task in
+  `min_task_member` its held + bound members reach its minimum. Then the held Bindings are created
+  concurrently by one burst task and each held request gets its own result.
+- Once a group has reached quorum it is "committed": later members (beyond quorum, or retries)
+  bind at once, until `forget()`.
+- Partial commit failure (rule 2): the members whose Binding failed get their error, the others
+  succeed, and the group stays committed. A Binding cannot be undone and the bound members are
+  already running as a gang that reached quorum; the failed members are requeued by
+  kube-scheduler and must join that running gang at once instead of waiting for a new quorum
+  that would count the running members twice. Only when *every* Binding of the burst failed
+  (nothing is bound, e.g. the whole gang was deleted) is the quorum state reset.
+- Timeout: one timer per group, started by its first held member (the gang as a whole waits, not
+  each member). When it fires every held member fails with a message saying what was missing and
+  the group backs off for `backoff` seconds; binds arriving during the backoff fail at once.
+- Disconnect: a held request that is cancelled (aiohttp cancels the handler when kube-scheduler's
+  client gives up or kube-scheduler restarts) means kube-scheduler forgot that pod, so the quorum
+  is gone: every other held member of the group fails and no Binding is created.
+- Same pod held twice (rule 5): the newer request replaces the older, which fails with
+  "superseded by a newer bind request". kube-scheduler only sends a second bind for a pod after it
+  gave up on the first (timeout, error) and forgot it, so the old request is a zombie whose answer
+  nobody reads; sharing its slot would let a dead connection count toward quorum. Members are
+  keyed by namespace/name, so a pod recreated under the same name (new UID) also replaces the
+  old one instead of being counted twice.
+- The commit phase is atomic from the barrier's view: once the burst started, releases,
+  timeouts and disconnects no longer touch it; it runs to completion in its own task. A member
+  whose request went away during the burst may therefore still be bound; kube-scheduler handles
+  that (a pod found bound is not requeued, a requeued one gets "already bound" = success).
+
+The barrier does not own the ledger: the caller releases reservations and records Events from
+`on_event(group_key, reason, message)` with reason "Held", "Committed", "TimedOut", "Released"
+or "CommitFailed".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+
+from extender.binder import BindError
+from extender.protocol import BindingArgs
+
+log = logging.getLogger("vulcan.extender.barrier")
+
+# kube-scheduler applies 5s when an extender entry leaves httpTimeout unset or 0.
+KUBE_DEFAULT_HTTP_TIMEOUT = 5.0
+
+EventHook = Callable[[str, str, str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class GangRequirement:
+    """What a group needs before its held binds may be committed, as known at the time of a bind.
+
+    `already_bound*` count members bound before this hold started (after an extender restart, or
+    members bound in an earlier commit) so they count toward quorum without being held.
+    """
+
+    key: str  # "namespace/name" of the PodGroup
+    min_member: int
+    min_task_member: Mapping[str, int] = field(default_factory=dict)
+    timeout: float | None = None  # vulcan.sh/gang-timeout; None (or <= 0) = the default
+    already_bound: int = 0
+    already_bound_per_task: Mapping[str, int] = field(default_factory=dict)
+
+
+def check_timeouts(gang_timeout: float, bind_http_timeout: float | None) -> str | None:
+    """A warning when kube-scheduler would give up on a held bind before the gang times out.
+
+    If the bind entry's httpTimeout is not longer than the gang timeout, kube-scheduler closes the
+    held requests first: every hold then ends as a disconnect instead of a clean timeout answer,
+    and the gang never gets its full waiting time.
+    """
+    http = bind_http_timeout or KUBE_DEFAULT_HTTP_TIMEOUT
+    if http > gang_timeout:
+        return None
+    shown = "unset (5s)" if not bind_http_timeout else f"{http:g}s"
+    return (
+        f"bind httpTimeout {shown} is not longer than the gang timeout {gang_timeout:g}s: "
+        "kube-scheduler will drop held binds before the gang times out; set the bind extender's "
+        "httpTimeout above the gang timeout plus the time the Binding calls take"
+    )
+
+
+@dataclass(slots=True)
+class _Member:
+    args: BindingArgs
+    task: str | None
+    future: asyncio.Future[None]
+
+    @property
+    def pod(self) -> str:
+        return f"{self.args.pod_namespace}/{self.args.pod_name}"
+
+
+@dataclass(slots=True)
+class _Group:
+    key: str
+    requirement: GangRequirement
+    # pod "namespace/name" -> held member; dict order = arrival order.
+    members: dict[str, _Member] = field(default_factory=dict)
+    # task -> held members of that task, kept in step with `members` so the quorum check does not
+    # walk the members.
+    held_per_task: dict[str, int] = field(default_factory=dict)
+    timer: asyncio.TimerHandle | None = None
+    timeout: float = 0.0  # of the running timer, for the message
+    committed: bool = False
+    bound: int = 0  # Bindings created since the group became committed
+    backoff_until: float = 0.0
+
+
+class BindBarrier:
+    def __init__(
+        self,
+        commit: Callable[[BindingArgs], Awaitable[None]],
+        *,
+        default_timeout: float = 60.0,
+        backoff: float = 10.0,
+        max_timeout: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        on_event: EventHook | None = None,
+    ) -> None:
+        """`commit` creates one Binding (Binder.bind) and raises BindError.
+
+        `max_timeout` caps per-group timeouts from annotations: a group may not wait longer than
+        kube-scheduler keeps the bind request open. `clock` measures backoffs (so they can be
+        read and tested without waiting); hold timeouts are timers of the event loop.
+        """
+        self._commit = commit
+        self._default_timeout = default_timeout
+        self._max_timeout = max_timeout
+        self._backoff = backoff
+        self._clock = clock
+        self._on_event = on_event
+        self._groups: dict[str, _Group] = {}
+        # Strong references: the loop keeps only weak ones to tasks.
+        self._bursts: set[asyncio.Task[None]] = set()
+
+    # ------------------------------------------------------------------------------ queries
+
+    def held(self, group_key: str) -> int:
+        group = self._groups.get(group_key)
+        return len(group.members) if group else 0
+
+    def holds(self) -> dict[str, int]:
+        return {key: len(g.members) for key, g in self._groups.items() if g.members}
+
+    def backing_off(self, group_key: str) -> float:
+        group = self._groups.get(group_key)
+        if group is None:
+            return 0.0
+        left = group.backoff_until - self._clock()
+        if left > 0:
+            return left
+        self._drop_if_idle(group)
+        return 0.0
+
+    def committed(self, group_key: str) -> bool:
+        group = self._groups.get(group_key)
+        return group is not None and group.committed
+
+    # ------------------------------------------------------------------------------ hold
+
+    async def hold(self, group: GangRequirement, args: BindingArgs, task: str | None) -> None:
+        """Return once this member's Binding exists; raise BindError on timeout, release,
+        supersession, backoff or commit failure. Cancellation releases the whole hold."""
+        key = group.key
+        state = self._groups.get(key)
+        if state is not None and state.committed:
+            # Beyond quorum, or a retry of a member of a running gang: bind now.
+            await self._commit(args)
+            state.bound += 1
+            return
+        left = self.backing_off(key)
+        if left > 0:
+            raise BindError(f"gang {key}: backing off for {left:.3g}s after a timeout")
+        state = self._groups.get(key)
+        if state is None:
+            state = self._groups[key] = _Group(key, group)
+        state.requirement = group  # the newest view of bound members and minimums wins
+
+        member = _Member(args, task, asyncio.get_running_loop().create_future())
+        previous = state.members.pop(member.pod, None)
+        if previous is not None:
+            self._uncount(state, previous)
+            self._fail(previous, BindError(f"{previous.pod}: superseded by a newer bind request"))
+        state.members[member.pod] = member
+        if task is not None:
+            state.held_per_task[task] = state.held_per_task.get(task, 0) + 1
+        if state.timer is None:
+            self._start_timer(state)
+        self._emit(
+            key, "Held", f"{member.pod} holds its bind on {args.node} ({self._count(state)})"
+        )
+
+        if self._quorum(state):
+            self._start_burst(state)
+        try:
+            # Shielded: a cancelled caller must not cancel the future the burst will answer.
+            await asyncio.shield(member.future)
+        except asyncio.CancelledError:
+            if self._groups.get(key) is state and state.members.get(member.pod) is member:
+                # Still held (not yet in a burst): kube-scheduler forgot this pod.
+                self._release(state, f"member {member.pod} went away", skip=member)
+            raise
+
+    # ------------------------------------------------------------------------------ release
+
+    def release(self, group_key: str, reason: str) -> None:
+        """Fail every held member of the group now (reservation lost, PodGroup deleted, ...).
+        A commit burst already running is not affected."""
+        state = self._groups.get(group_key)
+        if state is not None and state.members:
+            self._release(state, reason)
+
+    def forget(self, group_key: str) -> None:
+        """Drop all state of the group (committed flag, backoff); held members are released."""
+        state = self._groups.get(group_key)
+        if state is None:
+            return
+        if state.members:
+            self._release(state, "gang state was reset")
+        self._groups.pop(group_key, None)
+
+    def _release(self, state: _Group, reason: str, skip: _Member | None = None) -> None:
+        members = self._take_members(state)
+        message = f"gang {state.key}: released: {reason}"
+        for member in members:
+            if member is skip:
+                member.future.cancel()
+            else:
+                self._fail(member, BindError(message))
+        self._emit(state.key, "Released", f"{message} ({len(members)} held binds failed)")
+        self._drop_if_idle(state)
+
+    # ------------------------------------------------------------------------------ timeout
+
+    def _start_timer(self, state: _Group) -> None:
+        timeout = state.requirement.timeout
+        if timeout is None or timeout <= 0:
+            timeout = self._default_timeout
+        if self._max_timeout is not None:
+            timeout = min(timeout, self._max_timeout)
+        state.timeout = timeout
+        state.timer = asyncio.get_running_loop().call_later(timeout, self._on_timeout, state)
+
+    def _on_timeout(self, state: _Group) -> None:
+        state.timer = None
+        if self._groups.get(state.key) is not state or not state.members:
+            return
+        message = (
+            f"gang {state.key}: timed out after {state.timeout:g}s waiting for members: "
+            f"{self._count(state)}"
+        )
+        for member in self._take_members(state):
+            self._fail(member, BindError(message))
+        state.backoff_until = self._clock() + self._backoff
+        if self._backoff > 0:
+            asyncio.get_running_loop().call_later(self._backoff, self._drop_if_idle, state)
+        self._emit(state.key, "TimedOut", message)
+        self._drop_if_idle(state)
+
+    # ------------------------------------------------------------------------------ commit
+
+    def _quorum(self, state: _Group) -> bool:
+        need = state.requirement
+        if len(state.members) + need.already_bound < need.min_member:
+            return False
+        bound = need.already_bound_per_task
+        held = state.held_per_task
+        return all(
+            held.get(task, 0) + bound.get(task, 0) >= minimum
+            for task, minimum in need.min_task_member.items()
+        )
+
+    def _start_burst(self, state: _Group) -> None:
+        members = self._take_members(state)
+        # Committed from here on: members arriving during the burst bind at once (a retried pod
+        # then shares the Binder's in-flight attempt instead of waiting for a second quorum).
+        state.committed = True
+        state.bound = 0
+        self._emit(state.key, "Committed", f"quorum reached: binding {len(members)} held members")
+        burst = asyncio.get_running_loop().create_task(self._burst(state, members))
+        self._bursts.add(burst)
+        burst.add_done_callback(self._bursts.discard)
+
+    async def _burst(self, state: _Group, members: list[_Member]) -> None:
+        # Runs in its own task: a release, timeout or a caller going away must not cancel some
+        # Bindings of a burst that already started, or the gang could end up partially bound.
+        results = await asyncio.gather(
+            *(self._commit(m.args) for m in members), return_exceptions=True
+        )
+        failures: list[str] = []
+        for member, result in zip(members, results, strict=True):
+            if isinstance(result, BaseException):
+                error = (
+                    result if isinstance(result, BindError) else self._unexpected(member, result)
+                )
+                failures.append(f"{member.pod}: {error}")
+                self._fail(member, error)
+            else:
+                state.bound += 1
+                if not member.future.done():
+                    member.future.set_result(None)
+        if not failures:
+            return
+        self._emit(
+            state.key,
+            "CommitFailed",
+            f"{len(failures)} of {len(members)} bindings failed: " + "; ".join(failures),
+        )
+        if state.bound == 0 and self._groups.get(state.key) is state:
+            # Nothing of the gang is bound: the next attempt needs a full quorum again.
+            state.committed = False
+            self._drop_if_idle(state)
+
+    @staticmethod
+    def _unexpected(member: _Member, exc: BaseException) -> BindError:
+        log.error("binding %s failed unexpectedly", member.pod, exc_info=exc)
+        return BindError(f"binding {member.pod} failed: {exc!r}")
+
+    # ------------------------------------------------------------------------------ helpers
+
+    def _take_members(self, state: _Group) -> list[_Member]:
+        """Empty the hold: the members leave it (for a burst, a timeout or a release)."""
+        members = list(state.members.values())
+        state.members.clear()
+        state.held_per_task.clear()
+        if state.timer is not None:
+            state.timer.cancel()
+            state.timer = None
+        return members
+
+    @staticmethod
+    def _uncount(state: _Group, member: _Member) -> None:
+        if member.task is None:
+            return
+        left = state.held_per_task.get(member.task, 0) - 1
+        if left > 0:
+            state.held_per_task[member.task] = left
+        else:
+            state.held_per_task.pop(member.task, None)
+
+    @staticmethod
+    def _fail(member: _Member, error: BindError) -> None:
+        if member.future.done():
+            return
+        member.future.set_exception(error)
+        # Mark retrieved: the caller may have gone away, and nobody else reads it.
+        member.future.exception()
+
+    def _count(self, state: _Group) -> str:
+        """ "3/4 members hold binds (task worker 2/3)": the quorum and the tasks still short."""
+        need = state.requirement
+        text = f"{len(state.members) + need.already_bound}/{need.min_member} members hold binds"
+        if need.already_bound:
+            text += f" or are bound ({need.already_bound} bound)"
+        short = []
+        for task, minimum in need.min_task_member.items():
+            have = state.held_per_task.get(task, 0) + need.already_bound_per_task.get(task, 0)
+            if have < minimum:
+                short.append(f"task {task} {have}/{minimum}")
+        if short:
+            text += f" ({', '.join(short)})"
+        return text
+
+    def _drop_if_idle(self, state: _Group) -> None:
+        """Forget a group that holds nothing, is not committed and is not backing off, so the
+        table only has groups with something going on."""
+        if (
+            self._groups.get(state.key) is state
+            and not state.members
+            and not state.committed
+            and state.backoff_until <= self._clock()
+        ):
+            del self._groups[state.key]
+
+    def _emit(self, key: str, reason: str, message: str) -> None:
+        if self._on_event is None:
+            return
+        try:
+            self._on_event(key, reason, message)
+        except Exception:
+            # An Event/metrics hook must not break binding.
+            log.exception("barrier event hook failed for %s %s", key, reason)
