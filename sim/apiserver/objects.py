@@ -108,17 +108,25 @@ def pod_qos_class(spec: dict[str, Any]) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-_DEFAULT_TOLERATIONS = (
-    ("node.kubernetes.io/not-ready", "NoExecute"),
-    ("node.kubernetes.io/unreachable", "NoExecute"),
-)
+NOT_READY_TAINT = "node.kubernetes.io/not-ready"
+UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
+DEFAULT_TOLERATION_SECONDS = 300  # kube-apiserver's --default-*-toleration-seconds default
 
 
-def default_pod(pod: dict[str, Any], priority_of: Any) -> None:
+def default_pod(
+    pod: dict[str, Any],
+    priority_of: Any,
+    *,
+    not_ready_toleration_seconds: int = DEFAULT_TOLERATION_SECONDS,
+    unreachable_toleration_seconds: int = DEFAULT_TOLERATION_SECONDS,
+) -> None:
     """API-server defaulting and admission for a new pod, in place.
 
     `priority_of(name) -> int | None` resolves a PriorityClass (None: not found, which the
-    Priority admission plugin rejects)."""
+    Priority admission plugin rejects). The toleration seconds are what the
+    DefaultTolerationSeconds plugin adds for the not-ready and unreachable NoExecute taints
+    (kube-apiserver's --default-not-ready-toleration-seconds and
+    --default-unreachable-toleration-seconds)."""
     spec = pod.setdefault("spec", {})
     spec.setdefault("schedulerName", "default-scheduler")
     spec.setdefault("restartPolicy", "Always")
@@ -141,10 +149,18 @@ def default_pod(pod: dict[str, Any], priority_of: Any) -> None:
     # DefaultTolerationSeconds admission plugin.
     tolerations = spec.setdefault("tolerations", [])
     present = {(t.get("key"), t.get("effect")) for t in tolerations if isinstance(t, dict)}
-    for key, effect in _DEFAULT_TOLERATIONS:
-        if (key, effect) not in present:
+    for key, seconds in (
+        (NOT_READY_TAINT, not_ready_toleration_seconds),
+        (UNREACHABLE_TAINT, unreachable_toleration_seconds),
+    ):
+        if (key, "NoExecute") not in present:
             tolerations.append(
-                {"key": key, "operator": "Exists", "effect": effect, "tolerationSeconds": 300}
+                {
+                    "key": key,
+                    "operator": "Exists",
+                    "effect": "NoExecute",
+                    "tolerationSeconds": seconds,
+                }
             )
     # Priority admission plugin.
     name = spec.get("priorityClassName")
@@ -152,6 +168,23 @@ def default_pod(pod: dict[str, Any], priority_of: Any) -> None:
         value = priority_of(name) if name else priority_of(None)
         spec["priority"] = value if value is not None else 0
     pod["status"] = {"phase": "Pending", "qosClass": pod_qos_class(spec)}
+
+
+def default_node(node: dict[str, Any]) -> None:
+    """The TaintNodesByCondition admission plugin, in place: every new Node starts with the
+    `node.kubernetes.io/not-ready:NoSchedule` taint, which the node lifecycle controller removes
+    once the node reports Ready."""
+    spec = node.get("spec")
+    if not isinstance(spec, dict):
+        spec = node["spec"] = {}
+    taints = spec.get("taints")
+    if not isinstance(taints, list):
+        taints = spec["taints"] = []
+    if not any(
+        isinstance(t, dict) and t.get("key") == NOT_READY_TAINT and t.get("effect") == "NoSchedule"
+        for t in taints
+    ):
+        taints.append({"key": NOT_READY_TAINT, "effect": "NoSchedule"})
 
 
 def validate_pod(pod: dict[str, Any]) -> list[dict[str, str]]:

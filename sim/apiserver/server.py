@@ -24,6 +24,7 @@ from aiohttp import web
 
 from core.serving import start_app
 from sim.apiserver import discovery, errors
+from sim.apiserver.objects import DEFAULT_TOLERATION_SECONDS
 from sim.apiserver.openapi import OpenApiDocuments
 from sim.apiserver.patch import PatchError, UnsupportedPatchType, apply_patch
 from sim.apiserver.registry import (
@@ -579,14 +580,27 @@ SYSTEM_PRIORITY_CLASSES = (
 )
 
 
-def build_store(crd_dir: Path | None = None, *, watch_history: int = 10_000) -> Store:
-    """A store with the built-in types, the CRDs, system namespaces and priority classes."""
+def build_store(
+    crd_dir: Path | None = None,
+    *,
+    watch_history: int = 10_000,
+    default_not_ready_toleration_seconds: int = DEFAULT_TOLERATION_SECONDS,
+    default_unreachable_toleration_seconds: int = DEFAULT_TOLERATION_SECONDS,
+) -> Store:
+    """A store with the built-in types, the CRDs, system namespaces and priority classes. The
+    toleration seconds are kube-apiserver's --default-not-ready-toleration-seconds and
+    --default-unreachable-toleration-seconds."""
     crds = load_crds(crd_dir)
     registry = Registry(BUILTINS)
     for crd in crds:
         for rtype in resource_type_from_crd(crd):
             registry.add(rtype)
-    store = Store(registry, watch_history=watch_history)
+    store = Store(
+        registry,
+        watch_history=watch_history,
+        default_not_ready_toleration_seconds=default_not_ready_toleration_seconds,
+        default_unreachable_toleration_seconds=default_unreachable_toleration_seconds,
+    )
     namespaces = registry.get("", "v1", "namespaces")
     assert namespaces is not None
     for name in SYSTEM_NAMESPACES:
@@ -660,10 +674,17 @@ class EmbeddedApiServer:
         watch_history: int = 10_000,
         bookmark_interval: float = 10.0,
         kubeconfig_out: str | os.PathLike[str] | None = None,
+        default_not_ready_toleration_seconds: int = DEFAULT_TOLERATION_SECONDS,
+        default_unreachable_toleration_seconds: int = DEFAULT_TOLERATION_SECONDS,
     ) -> None:
         self.host = host
         self.port = port
-        self.store = build_store(crd_dir, watch_history=watch_history)
+        self.store = build_store(
+            crd_dir,
+            watch_history=watch_history,
+            default_not_ready_toleration_seconds=default_not_ready_toleration_seconds,
+            default_unreachable_toleration_seconds=default_unreachable_toleration_seconds,
+        )
         self.api = ApiServer(self.store, bookmark_interval=bookmark_interval)
         self.kubeconfig_out = kubeconfig_out
         self._runner: web.AppRunner | None = None

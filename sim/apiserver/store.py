@@ -24,7 +24,14 @@ from typing import Any
 import orjson
 
 from sim.apiserver import errors
-from sim.apiserver.objects import default_pod, field_values, pod_is_terminal, validate_pod
+from sim.apiserver.objects import (
+    DEFAULT_TOLERATION_SECONDS,
+    default_node,
+    default_pod,
+    field_values,
+    pod_is_terminal,
+    validate_pod,
+)
 from sim.apiserver.registry import Registry, ResourceType
 from sim.apiserver.schema import apply_schema
 
@@ -211,8 +218,12 @@ class Store:
         *,
         watch_history: int = 10_000,
         watcher_backlog: int = 200_000,
+        default_not_ready_toleration_seconds: int = DEFAULT_TOLERATION_SECONDS,
+        default_unreachable_toleration_seconds: int = DEFAULT_TOLERATION_SECONDS,
     ) -> None:
         self.registry = registry
+        self.default_not_ready_toleration_seconds = default_not_ready_toleration_seconds
+        self.default_unreachable_toleration_seconds = default_unreachable_toleration_seconds
         self.rv = 0
         self.watch_history = watch_history
         self.watcher_backlog = watcher_backlog
@@ -436,6 +447,8 @@ class Store:
             obj.pop("status", None)
         elif rtype.status_on_create == "pod":
             self._default_new_pod(obj)
+        if rtype.kind == "Node" and rtype.group == "":
+            default_node(obj)
         warnings = self._admit(rtype, obj, field_validation)
         return self._put(rtype, obj, ADDED, None), warnings
 
@@ -469,7 +482,12 @@ class Store:
                 f'pods "{obj["metadata"].get("name") or obj["metadata"].get("generateName")}" is '
                 f"forbidden: no PriorityClass with name {name} was found",
             )
-        default_pod(obj, self._priority_of)
+        default_pod(
+            obj,
+            self._priority_of,
+            not_ready_toleration_seconds=self.default_not_ready_toleration_seconds,
+            unreachable_toleration_seconds=self.default_unreachable_toleration_seconds,
+        )
 
     def update(
         self,
@@ -505,7 +523,14 @@ class Store:
         new_meta = new["metadata"]
         if subresource is None and new.get("spec") != old.get("spec"):
             new_meta["generation"] = int(old["metadata"].get("generation") or 1) + 1
-        if new_meta.get("deletionTimestamp") and not new_meta.get("finalizers"):
+        # ShouldDeleteDuringUpdate: an update completes a pending deletion once no finalizer is
+        # left, unless a graceful deletion (a pod waiting for its kubelet) is still running.
+        old_meta = old["metadata"]
+        if (
+            old_meta.get("deletionTimestamp")
+            and not new_meta.get("finalizers")
+            and not old_meta.get("deletionGracePeriodSeconds")
+        ):
             return self._remove(rtype, stored, new), warnings
         return self._put(rtype, new, MODIFIED, stored), warnings
 
