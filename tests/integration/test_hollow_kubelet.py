@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 import pytest
 import pytest_asyncio
 
-from core.kube.client import LEASES, NODES, PODGROUPS, PODS, ApiError, KubeClient
+from core.kube.client import EVENTS, LEASES, NODES, PODGROUPS, PODS, ApiError, KubeClient
 from core.kube.informer import Informer
 from sim.apiserver.server import EmbeddedApiServer
 from sim.kubelet import HollowKubelets, NodeProfile, parse_node_profile
@@ -493,6 +493,13 @@ async def test_failed_node_evicts_after_toleration_and_restore_confirms(
         )
         disruption = condition(evicted, "DisruptionTarget")
         assert (disruption["status"], disruption["reason"]) == ("True", "DeletionByTaintManager")
+        events = await eventually(
+            lambda: client.list(EVENTS, NS),
+            lambda found: any(e["reason"] == "TaintManagerEviction" for e in found["items"]),
+        )
+        event = next(e for e in events["items"] if e["reason"] == "TaintManagerEviction")
+        assert event["regarding"]["name"] == "evicted"
+        assert event["note"] == "Marking for deletion Pod default/evicted"
         patient = await get_pod(client, "patient")
         assert patient is not None and patient["metadata"]["deletionTimestamp"]
         assert phase(patient) == "Running"
