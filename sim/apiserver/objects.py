@@ -119,11 +119,13 @@ def default_pod(
     *,
     not_ready_toleration_seconds: int = DEFAULT_TOLERATION_SECONDS,
     unreachable_toleration_seconds: int = DEFAULT_TOLERATION_SECONDS,
+    preemption_policy_of: Any = None,
 ) -> None:
     """API-server defaulting and admission for a new pod, in place.
 
     `priority_of(name) -> int | None` resolves a PriorityClass (None: not found, which the
-    Priority admission plugin rejects). The toleration seconds are what the
+    Priority admission plugin rejects); `preemption_policy_of(name) -> str | None` its
+    preemptionPolicy (or the global default class's). The toleration seconds are what the
     DefaultTolerationSeconds plugin adds for the not-ready and unreachable NoExecute taints
     (kube-apiserver's --default-not-ready-toleration-seconds and
     --default-unreachable-toleration-seconds)."""
@@ -162,11 +164,14 @@ def default_pod(
                     "tolerationSeconds": seconds,
                 }
             )
-    # Priority admission plugin.
+    # Priority admission plugin: the class's value and preemption policy.
     name = spec.get("priorityClassName")
     if "priority" not in spec:
         value = priority_of(name) if name else priority_of(None)
         spec["priority"] = value if value is not None else 0
+    if "preemptionPolicy" not in spec:
+        policy = preemption_policy_of(name) if preemption_policy_of is not None else None
+        spec["preemptionPolicy"] = policy or "PreemptLowerPriority"
     pod["status"] = {"phase": "Pending", "qosClass": pod_qos_class(spec)}
 
 

@@ -369,6 +369,20 @@ class Store:
         self._schedule_gc(stored.uid)
         return final
 
+    def _preemption_policy_of(self, name: str | None) -> str | None:
+        """The preemptionPolicy of PriorityClass `name` (or of the global default class)."""
+        if self._priorityclasses is None:
+            return None
+        objects = self.collection(self._priorityclasses).objects
+        if name:
+            stored = objects.get(("", name))
+            return stored.decode().get("preemptionPolicy") if stored else None
+        for stored in objects.values():
+            obj = stored.decode()
+            if obj.get("globalDefault"):
+                return obj.get("preemptionPolicy")
+        return None
+
     def _priority_of(self, name: str | None) -> int | None:
         """A PriorityClass's value (None if missing); without a name the global default's."""
         if self._priorityclasses is None:
@@ -487,6 +501,7 @@ class Store:
             self._priority_of,
             not_ready_toleration_seconds=self.default_not_ready_toleration_seconds,
             unreachable_toleration_seconds=self.default_unreachable_toleration_seconds,
+            preemption_policy_of=self._preemption_policy_of,
         )
 
     def update(

@@ -1,0 +1,201 @@
+"""End-to-end: `vulcan sim up` as a user starts it, kubectl as a user types it.
+
+Each cluster is a real `vulcan sim up` process tree (API server, hollow kubelets, node lifecycle,
+kube-scheduler stand-in, and vulcan's extender where asked), shared by the tests of a module.
+Waiting is done by polling the API for the awaited state with a deadline (never a bare sleep).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import yaml
+
+from tests.helpers import REPO
+
+KUBECTL = shutil.which("kubectl")
+T = TypeVar("T")
+
+
+class SimCluster:
+    def __init__(self, process: subprocess.Popen[str], lines: list[str], state: Path) -> None:
+        self.process = process
+        self.lines = lines
+        self.state = state
+        self.kubeconfig = state / "kubeconfig"
+        server = yaml.safe_load(self.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+        self.api = server.rstrip("/")
+        self.extender: str | None = None
+        for line in lines:
+            if line.startswith("vulcan extender:"):
+                self.extender = line.split()[2].removesuffix("/v1")
+
+    # ------------------------------------------------------------------ kubectl
+
+    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> str:
+        if KUBECTL is None:
+            pytest.skip("kubectl is not installed (make test installs Debian's kubernetes-client)")
+        result = subprocess.run(
+            [
+                KUBECTL,
+                "--kubeconfig",
+                str(self.kubeconfig),
+                "--cache-dir",
+                str(self.state / "kubectl-cache"),
+                "--request-timeout=20s",
+                *args,
+            ],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if check and result.returncode != 0:
+            raise AssertionError(f"kubectl {' '.join(args)} failed: {result.stderr}")
+        return result.stdout
+
+    def apply(self, manifest: dict[str, Any] | list[dict[str, Any]]) -> None:
+        docs = manifest if isinstance(manifest, list) else [manifest]
+        self.kubectl(
+            "create", "--validate=false", "-f", "-", stdin=yaml.safe_dump_all(docs, sort_keys=False)
+        )
+
+    # ------------------------------------------------------------------ direct reads
+
+    def get(self, path: str) -> Any:
+        try:
+            with urllib.request.urlopen(self.api + path, timeout=10) as response:
+                return json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            if exc.code == 404:
+                return None
+            raise
+
+    def pod(self, name: str, namespace: str = "default") -> dict[str, Any] | None:
+        return self.get(f"/api/v1/namespaces/{namespace}/pods/{name}")
+
+    def pods(self, namespace: str = "default", selector: str = "") -> list[dict[str, Any]]:
+        query = f"?labelSelector={selector}" if selector else ""
+        return self.get(f"/api/v1/namespaces/{namespace}/pods{query}")["items"]
+
+    def node(self, name: str) -> dict[str, Any]:
+        return self.get(f"/api/v1/nodes/{name}")
+
+    def events(self, name: str, namespace: str = "default") -> list[dict[str, Any]]:
+        items = self.get(f"/apis/events.k8s.io/v1/namespaces/{namespace}/events")["items"]
+        return [e for e in items if e.get("regarding", {}).get("name") == name]
+
+    def metrics(self) -> str:
+        assert self.extender is not None
+        with urllib.request.urlopen(self.extender + "/metrics", timeout=10) as response:
+            return response.read().decode()
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 30.0) -> T:
+    """Poll `probe` until it returns something truthy; fail with `what` after `timeout`."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+
+
+def phase(pod: dict[str, Any] | None) -> str | None:
+    return None if pod is None else pod.get("status", {}).get("phase")
+
+
+def scheduled_condition(pod: dict[str, Any] | None) -> dict[str, Any]:
+    for condition in (pod or {}).get("status", {}).get("conditions") or ():
+        if condition.get("type") == "PodScheduled":
+            return condition
+    return {}
+
+
+def start_cluster(tmp: Path, *args: str) -> Iterator[SimCluster]:
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "vulcan",
+            "sim",
+            "up",
+            "--state-dir",
+            str(tmp),
+            "--kubeconfig-out",
+            str(tmp / "kubeconfig"),
+            *args,
+        ],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    lines: list[str] = []
+    for line in process.stdout:
+        lines.append(line.rstrip())
+        if line.startswith("cluster ready"):
+            break
+    else:
+        process.wait(10)
+        raise AssertionError(f"vulcan sim up failed: {lines} {process.stderr.read()}")  # type: ignore[union-attr]
+    cluster = SimCluster(process, lines, tmp)
+    try:
+        yield cluster
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            out, _ = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            out, _ = process.communicate()
+        # Stopping cleanly is part of the contract: exit 0 and say so.
+        assert process.returncode == 0, out
+        assert "stopped" in out
+
+
+def pod_manifest(
+    name: str,
+    *,
+    cpu: str = "500m",
+    duration: str | None = "0.3s",
+    exit_code: int | None = None,
+    restart: str = "Never",
+    labels: dict[str, str] | None = None,
+    annotations: dict[str, str] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    notes = dict(annotations or {})
+    if duration is not None:
+        notes["vulcan.sh/sim-duration"] = duration
+    if exit_code is not None:
+        notes["vulcan.sh/sim-exit-code"] = str(exit_code)
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": labels or {}, "annotations": notes},
+        "spec": {
+            "restartPolicy": restart,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "busybox",
+                    "resources": {"requests": {"cpu": cpu}, "limits": {"cpu": cpu}},
+                }
+            ],
+            **spec,
+        },
+    }
