@@ -61,6 +61,14 @@ class GangLedger:
                 reserved = reserved - own.request
         return reserved
 
+    def pod_keys(self) -> list[str]:
+        """Every member holding a reservation (a copy: callers release while iterating)."""
+        return list(self._by_pod)
+
+    def of_group(self, group: str) -> list[str]:
+        """The members of `group` holding a reservation."""
+        return [key for key, r in self._by_pod.items() if r.group == group]
+
     @property
     def by_node(self) -> dict[str, ResourceVector]:
         """Reserved capacity per node (read-only; for hot loops)."""

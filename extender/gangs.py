@@ -1,0 +1,474 @@
+"""Gang scheduling in the extender: admission (enqueue), filter steering, bind hold, preempt veto.
+
+The pieces (shared/spec/gang-design.md §9.3):
+- **Enqueue** (`GangScheduler.run`, event-driven with a 1 s floor): a Pending PodGroup whose
+  members all exist and whose `minResources` pass the overcommit rule is admitted only if a
+  whole-gang placement over the cache succeeds after subtracting every live reservation
+  (`plugins.placement.plan_gang`); the slots go into the gang ledger, exclusively, and the
+  PodGroup becomes Inqueue. Members gated with `scheduling.volcano.sh/queue-allocation-gate` are
+  ungated then. Admission is one pluggable step (`admit`): queues arrive with the next issue.
+- **Filter** (`filter`): a member of a group that is not admitted is rejected on every node as
+  unresolvable with the reason; an admitted member is steered to its reserved node, or re-planned
+  onto a candidate with room if that node was not offered or the slot was taken.
+- **Bind** (`bind`): members' binds are held by `extender.barrier.BindBarrier` until the gang has
+  quorum, then all Bindings are created together; a timeout or a member going away fails the
+  whole hold, releases the reservation and backs the group off.
+- **Preempt** (`preempt`): no preemption for a member of a gang that is only waiting, and no
+  victim that is a member of a running gang (kube-scheduler would break it up node by node).
+- **Status**: PodGroup phase, counts and conditions as Volcano computes them
+  (`plugins.podgroup_status`), written coalesced.
+Decisions live in the API server (PodGroup phase Inqueue, pods bound): after a restart the
+ledger is rebuilt by planning again for Inqueue groups whose members are not bound yet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from core.api import keys
+from core.cache import ClusterCache, Snapshot
+from core.kube.client import JSON_PATCH, PODGROUPS, PODS, ApiError, KubeClient
+from core.kube.events import NORMAL, WARNING, EventRecorder
+from core.kube.status import StatusWriter
+from core.records import PodGroupRecord, PodRecord
+from core.resources import ResourceVector
+from extender.barrier import BindBarrier, GangRequirement
+from extender.binder import BindError
+from extender.ledger import GangLedger, Reservation
+from extender.protocol import BindingArgs, PodInfo
+from plugins import gang as gangs
+from plugins.placement import plan_gang
+from plugins.podgroup_status import podgroup_status, status_changed
+
+log = logging.getLogger("vulcan.extender.gang")
+
+GANG_TIMEOUT = "vulcan.sh/gang-timeout"
+_ZERO = ResourceVector()
+
+
+def group_of(pod: PodInfo) -> str | None:
+    """The PodGroup key a pod names, or None. Pods carrying Kubernetes' native gang fields
+    (`spec.schedulingGroup` / `spec.workloadRef`) are left to kube-scheduler's own plugin."""
+    spec = pod.spec
+    if spec.get("schedulingGroup") or spec.get("workloadRef"):
+        return None
+    meta = pod.metadata
+    name = (meta.get("annotations") or {}).get(keys.GROUP_NAME) or (meta.get("labels") or {}).get(
+        keys.COSCHEDULING_POD_GROUP
+    )
+    return f"{pod.namespace}/{name}" if name else None
+
+
+def _task_of(pod: PodInfo) -> str | None:
+    meta = pod.metadata
+    return (meta.get("annotations") or {}).get(keys.TASK_SPEC) or (meta.get("labels") or {}).get(
+        keys.TASK_SPEC
+    )
+
+
+def _timeout_of(group: PodGroupRecord) -> float | None:
+    text = group.annotations.get(GANG_TIMEOUT)
+    if not text:
+        return None
+    from core.durations import parse_duration
+
+    try:
+        return parse_duration(text)
+    except Exception:
+        return None
+
+
+class GangScheduler:
+    def __init__(
+        self,
+        cache: ClusterCache,
+        ledger: GangLedger,
+        client: KubeClient | None,
+        commit: Callable[[BindingArgs], Any],
+        *,
+        gang_timeout: float = 60.0,
+        backoff: float = 10.0,
+        period: float = 1.0,
+        overcommit_factor: float = 1.2,
+        status_interval: float = 0.5,
+    ) -> None:
+        self.cache = cache
+        self.ledger = ledger
+        self.client = client
+        self.period = period
+        self.overcommit_factor = overcommit_factor
+        self.barrier = BindBarrier(
+            commit, default_timeout=gang_timeout, backoff=backoff, on_event=self._barrier_event
+        )
+        self.admitted: set[str] = set()
+        self.reasons: dict[str, str] = {}  # group -> why it is not admitted (for filter)
+        self._statuses: dict[str, dict[str, Any]] = {}
+        self._wake = asyncio.Event()
+        self.status_writer = StatusWriter(client, interval=status_interval) if client else None
+        self.recorder = EventRecorder(client, "vulcan", "vulcan-extender") if client else None
+        self._tasks: list[asyncio.Task[Any]] = []
+        cache.node_listeners.append(lambda _name: self._wake.set())
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self, *, enqueue: bool = True) -> None:
+        """Background work: the enqueue loop (tests may drive `schedule_pass` themselves),
+        the status writer and the event recorder."""
+        if enqueue:
+            self._tasks.append(asyncio.create_task(self.run(), name="gang-enqueue"))
+        if self.status_writer is not None:
+            self._tasks.append(asyncio.create_task(self.status_writer.run(), name="gang-status"))
+        if self.recorder is not None:
+            self._tasks.append(asyncio.create_task(self.recorder.run(), name="gang-events"))
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks = []
+
+    def poke(self) -> None:
+        """Something changed (a pod, a group): run a pass soon."""
+        self._wake.set()
+
+    async def run(self) -> None:
+        await self.cache.synced.wait()
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.period)
+            self._wake.clear()
+            try:
+                self.schedule_pass()
+            except Exception:  # never let a bug stop admission; it is retried next pass
+                log.exception("gang scheduling pass failed")
+
+    # ------------------------------------------------------------------ enqueue
+
+    def schedule_pass(self) -> None:
+        snapshot = self.cache.snapshot()
+        self._release_bound(snapshot)
+        for key in list(self.admitted):
+            if key not in snapshot.podgroups:
+                self._forget_group(key, "its PodGroup was deleted")
+        allocated = set(self.ledger.pod_keys())
+        used = self._used(snapshot)
+        order = sorted(
+            snapshot.podgroups.values(),
+            key=lambda g: (-self._priority(snapshot, g), g.key),
+        )
+        for group in order:
+            view = gangs.gang_view(snapshot, group.key, allocated=allocated)
+            if view is None:
+                continue
+            reason = None
+            admitted_now = False
+            wants_admission = group.phase in ("Pending", "") or not view.scheduled
+            if group.key not in self.admitted and not view.completed and wants_admission:
+                reason = self.admit(snapshot, group, view, used)
+                admitted_now = reason is None
+                if admitted_now:
+                    allocated = set(self.ledger.pod_keys())
+                    view = gangs.gang_view(snapshot, group.key, allocated=allocated)
+                    assert view is not None
+            self._write_status(group, view, admitted_now or group.key in self.admitted, reason)
+
+    def admit(
+        self,
+        snapshot: Snapshot,
+        group: PodGroupRecord,
+        view: gangs.GangView,
+        used: dict[str, int],
+    ) -> str | None:
+        """Try to admit `group`; None on success, else why not (kept for filter)."""
+        key = group.key
+        wait = self.barrier.backing_off(key)
+        if wait > 0:
+            return self._not_admitted(key, f"backing off for {wait:.0f}s after a gang timeout")
+        ok, why = gangs.valid(view)
+        if not ok:
+            return self._not_admitted(key, why)
+        overcommit = self._overcommit(snapshot, group, used)
+        if overcommit:
+            return self._not_admitted(key, f"gang {key}: waiting for admission: {overcommit}")
+        members = gangs.pending_members(view)
+        need = gangs.members_needed(view)
+        reserved = {n: r for n, r in self.ledger.by_node.items()}
+        plan = plan_gang(
+            snapshot,
+            members,
+            need,
+            reserved,
+            need_per_task=gangs.missing_task_members(view),
+        )
+        if not plan.ok:
+            return self._not_admitted(key, f"gang {key}: waiting for admission: {plan.reason}")
+        by_key = {pod.key: pod for pod in members}
+        for pod_key, node in plan.slots.items():
+            self.ledger.reserve(Reservation(pod_key, node, by_key[pod_key].requests, key))
+        self.admitted.add(key)
+        self.reasons.pop(key, None)
+        if group.min_resources is not None:
+            for name, amount in group.min_resources.items():
+                used[name] = used.get(name, 0) + amount
+        self._event(
+            group,
+            NORMAL,
+            "Admitted",
+            f"gang admitted: {len(plan.slots)} members "
+            f"reserved on {len(set(plan.slots.values()))} nodes",
+        )
+        self._ungate(snapshot, view)
+        return None
+
+    def _not_admitted(self, key: str, reason: str) -> str:
+        self.reasons[key] = reason
+        return reason
+
+    def _priority(self, snapshot: Snapshot, group: PodGroupRecord) -> int:
+        members = snapshot.pods_by_group.get(group.key, ())
+        return max((snapshot.pods[k].priority for k in members if k in snapshot.pods), default=0)
+
+    def _used(self, snapshot: Snapshot) -> dict[str, int]:
+        """What the overcommit rule counts as taken: admitted groups' minResources (Inqueue
+        and beyond, Volcano's `inqueue` + allocated) — approximated by the requests of bound
+        pods plus the ledger's reservations."""
+        used: dict[str, int] = {}
+        for requested in snapshot.node_requested.values():
+            for name, amount in requested.items():
+                used[name] = used.get(name, 0) + amount
+        for reserved in self.ledger.by_node.values():
+            for name, amount in reserved.items():
+                used[name] = used.get(name, 0) + amount
+        return used
+
+    def _overcommit(
+        self, snapshot: Snapshot, group: PodGroupRecord, used: Mapping[str, int]
+    ) -> str:
+        """Volcano's overcommit enqueue rule: minResources must fit in total × factor − used."""
+        if group.min_resources is None:
+            return ""
+        total: dict[str, int] = {}
+        for node in snapshot.nodes.values():
+            for name, amount in node.allocatable.items():
+                total[name] = total.get(name, 0) + amount
+        for name, amount in group.min_resources.items():
+            if name == "pods" or amount <= 0:
+                continue
+            idle = int(total.get(name, 0) * self.overcommit_factor) - used.get(name, 0)
+            if amount > idle:
+                from core.resources import format_shortfall
+
+                return format_shortfall(name, amount, max(idle, 0))
+        return ""
+
+    def _release_bound(self, snapshot: Snapshot) -> None:
+        """A member that is bound now counts in node_requested: its reservation goes."""
+        for pod_key in self.ledger.pod_keys():
+            pod = snapshot.pods.get(pod_key)
+            if pod is None or pod.node is not None or pod.terminal:
+                self.ledger.release(pod_key)
+
+    def _forget_group(self, key: str, why: str) -> None:
+        self.admitted.discard(key)
+        for pod_key in self.ledger.of_group(key):
+            self.ledger.release(pod_key)
+        self.barrier.release(key, why)
+        self._statuses.pop(key, None)
+
+    def _ungate(self, snapshot: Snapshot, view: gangs.GangView) -> None:
+        if self.client is None:
+            return
+        for pod in view.members:
+            if pod.gated:
+                task = asyncio.create_task(self._remove_gate(pod))
+                self._tasks.append(task)
+
+    async def _remove_gate(self, pod: PodRecord) -> None:
+        assert self.client is not None
+        try:
+            live = await self.client.get(PODS, pod.name, pod.namespace)
+            gates = (live.get("spec") or {}).get("schedulingGates") or []
+            index = next(
+                (i for i, g in enumerate(gates) if g.get("name") == keys.QUEUE_ALLOCATION_GATE),
+                None,
+            )
+            if index is None:
+                return
+            await self.client.patch(
+                PODS,
+                pod.name,
+                [
+                    {
+                        "op": "test",
+                        "path": f"/spec/schedulingGates/{index}/name",
+                        "value": keys.QUEUE_ALLOCATION_GATE,
+                    },
+                    {"op": "remove", "path": f"/spec/schedulingGates/{index}"},
+                ],
+                pod.namespace,
+                content_type=JSON_PATCH,
+            )
+        except ApiError as exc:
+            if not exc.not_found:
+                log.warning("could not ungate", extra={"pod": pod.key, "error": str(exc)})
+
+    # ------------------------------------------------------------------ status and events
+
+    def _write_status(
+        self, group: PodGroupRecord, view: gangs.GangView, admitted: bool, reason: str | None
+    ) -> None:
+        previous = self._statuses.get(group.key)
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        status = podgroup_status(
+            view,
+            admitted=admitted,
+            previous_phase=(previous or {}).get("phase") or group.phase,
+            unschedulable_reason=reason,
+            now=now,
+            previous_conditions=(previous or {}).get("conditions") or (),
+        )
+        if previous is not None and not status_changed(previous, status):
+            return
+        self._statuses[group.key] = status
+        if self.status_writer is not None:
+            self.status_writer.submit(
+                PODGROUPS, group.namespace, group.name, status, subresource=False
+            )
+
+    def _event(self, group: PodGroupRecord, type_: str, reason: str, note: str) -> None:
+        if self.recorder is None:
+            return
+        self.recorder.record(
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "PodGroup",
+                "namespace": group.namespace,
+                "name": group.name,
+                "uid": group.uid,
+            },
+            type_,
+            reason,
+            note,
+        )
+
+    def _barrier_event(self, group_key: str, reason: str, message: str) -> None:
+        group = self.cache.podgroups.get(group_key)
+        if reason in ("TimedOut", "Released"):
+            # The hold is gone: so is the placement. Plan again (after the backoff).
+            self._forget_group(group_key, message)
+            self.poke()
+        if group is not None and reason != "Held":
+            self._event(
+                group,
+                WARNING if reason in ("TimedOut", "CommitFailed") else NORMAL,
+                f"Gang{reason}",
+                message,
+            )
+
+    # ------------------------------------------------------------------ filter
+
+    def filter(
+        self, pod: PodInfo, candidates: list[str]
+    ) -> tuple[list[str], dict[str, str], dict[str, str]] | None:
+        """(passing, failed, unresolvable) for a gang member; None for any other pod."""
+        key = group_of(pod)
+        if key is None:
+            return None
+        group = self.cache.podgroups.get(key)
+        if group is None:
+            reason = f"podgroup {key} not found"
+            return [], {}, dict.fromkeys(candidates, reason)
+        if key not in self.admitted:
+            self.poke()
+            reason = self.reasons.get(key) or f"gang {key}: waiting for admission"
+            return [], {}, dict.fromkeys(candidates, reason)
+        reservation = self.ledger.reservation_of(pod.key)
+        if (
+            reservation is not None
+            and reservation.node in set(candidates)
+            and self._fits(pod.key, reservation.node, reservation.request)
+        ):
+            others = f"gang {key}: member reserved on node {reservation.node}"
+            return (
+                [reservation.node],
+                {},
+                {n: others for n in candidates if n != reservation.node},
+            )
+        # No slot (a member beyond minMember) or the slot is unusable: re-plan onto a candidate.
+        record = self.cache.pods.get(pod.key)
+        request = record.requests if record is not None else _ZERO
+        for name in candidates:
+            if self._fits(pod.key, name, request):
+                self.ledger.reserve(Reservation(pod.key, name, request, key))
+                others = f"gang {key}: member reserved on node {name}"
+                return [name], {}, {n: others for n in candidates if n != name}
+        reason = f"gang {key}: no candidate node has room for this member"
+        return [], {}, dict.fromkeys(candidates, reason)
+
+    def _fits(self, pod_key: str, node: str, request: ResourceVector) -> bool:
+        record = self.cache.nodes.get(node)
+        if record is None:
+            return False
+        free = self.cache.node_free(node) - self.ledger.reserved_on(node, excluding=pod_key)
+        return request.fits_in(free)
+
+    # ------------------------------------------------------------------ bind
+
+    async def bind(self, args: BindingArgs) -> bool:
+        """Hold a member's bind until its gang has quorum. False if the pod is not a member
+        (the caller binds it at once). Raises BindError."""
+        pod_key = f"{args.pod_namespace}/{args.pod_name}"
+        record = self.cache.pods.get(pod_key)
+        if record is None or record.group is None:
+            return False
+        group = self.cache.podgroups.get(record.group)
+        if group is None:
+            raise BindError(f"podgroup {record.group} not found")
+        members = self.cache.pods_by_group.get(record.group, ())
+        bound = 0
+        per_task: dict[str, int] = {}
+        for key in members:
+            member = self.cache.pods.get(key)
+            if (
+                member is not None
+                and member.node is not None
+                and not member.deleting
+                and member.phase != "Failed"
+            ):
+                bound += 1
+                if member.task:
+                    per_task[member.task] = per_task.get(member.task, 0) + 1
+        requirement = GangRequirement(
+            key=group.key,
+            min_member=group.min_member,
+            min_task_member=group.min_task_member,
+            timeout=_timeout_of(group),
+            already_bound=bound,
+            already_bound_per_task=per_task,
+        )
+        await self.barrier.hold(requirement, args, record.task)
+        self.poke()
+        return True
+
+    # ------------------------------------------------------------------ preempt
+
+    def preempt(
+        self, pod: PodInfo, victims: dict[str, tuple[list[str], int]]
+    ) -> dict[str, tuple[list[str], int]]:
+        key = group_of(pod)
+        if key is not None and key not in self.admitted:
+            return {}  # a waiting gang never triggers preemption
+        kept: dict[str, tuple[list[str], int]] = {}
+        by_uid = {p.uid: p for p in self.cache.pods.values()} if victims else {}
+        for node, (uids, pdb) in victims.items():
+            if any(
+                (victim := by_uid.get(uid)) is not None and victim.group is not None for uid in uids
+            ):
+                continue  # evicting one member would break a running gang
+            kept[node] = (uids, pdb)
+        return kept

@@ -1,0 +1,221 @@
+"""The extender's gang scheduling against the embedded API server: admission into the ledger,
+filter rejection and steering, the bind barrier creating all Bindings together (real HTTP to the
+API server; the cache fed by informers)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest_asyncio
+
+from core.cache import ClusterCache
+from core.kube.client import NODES, PODGROUPS, PODS, ClientOptions, KubeClient
+from extender.binder import Binder, BindError
+from extender.gangs import GangScheduler
+from extender.ledger import GangLedger
+from extender.protocol import BindingArgs, PodInfo
+from sim.apiserver.server import EmbeddedApiServer
+
+
+@pytest_asyncio.fixture
+async def client() -> AsyncIterator[KubeClient]:
+    async with EmbeddedApiServer() as api:
+        kube = await KubeClient.connect(ClientOptions(master=api.url, qps=0))
+        yield kube
+        await kube.close()
+
+
+async def add_gpu_node(client: KubeClient, name: str) -> None:
+    allocatable = {"cpu": "8", "memory": "32Gi", "pods": "110", "nvidia.com/gpu": "1"}
+    await client.create(
+        NODES,
+        {
+            "metadata": {"name": name},
+            "status": {
+                "allocatable": allocatable,
+                "capacity": allocatable,
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        },
+    )
+    # What the node lifecycle controller does once the node is Ready.
+    await client.patch(NODES, name, {"spec": {"taints": None}})
+
+
+def worker(job: str, index: int, task: str = "worker") -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": f"{job}-{task}-{index}",
+            "namespace": "default",
+            "annotations": {
+                "scheduling.k8s.io/group-name": job,
+                "volcano.sh/task-spec": task,
+            },
+        },
+        "spec": {
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "x",
+                    "resources": {"limits": {"nvidia.com/gpu": "1", "cpu": "1"}},
+                }
+            ]
+        },
+    }
+
+
+def info(pod: dict[str, Any]) -> PodInfo:
+    return PodInfo(
+        name=pod["metadata"]["name"],
+        namespace=pod["metadata"]["namespace"],
+        uid=pod["metadata"]["uid"],
+        spec=pod["spec"],
+        metadata=pod["metadata"],
+        raw=pod,
+    )
+
+
+async def until(predicate: Any, timeout: float = 10.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.01)
+
+
+async def started(client: KubeClient) -> tuple[ClusterCache, GangScheduler]:
+    cache = ClusterCache()
+    cache.start(client)
+    await cache.wait_synced(10)
+    binder = Binder(client)
+    gangs = GangScheduler(cache, GangLedger(cache.bump_node), client, binder.bind, gang_timeout=5)
+    gangs.start(enqueue=False)  # passes are driven by the test, one at a time
+    return cache, gangs
+
+
+async def test_two_gangs_on_four_gpus_one_is_admitted_whole(client: KubeClient) -> None:
+    nodes = [f"gpu-{i}" for i in range(4)]
+    for name in nodes:
+        await add_gpu_node(client, name)
+    for job in ("tf-a", "tf-b"):
+        await client.create(
+            PODGROUPS,
+            {"metadata": {"name": job, "namespace": "default"}, "spec": {"minMember": 4}},
+        )
+    pods: dict[str, dict[str, Any]] = {}
+    for index in range(4):
+        for job in ("tf-a", "tf-b"):
+            pod = await client.create(PODS, worker(job, index))
+            pods[pod["metadata"]["name"]] = pod
+    cache, gangs = await started(client)
+    try:
+        await until(lambda: len(cache.pods) == 8 and len(cache.podgroups) == 2)
+        gangs.schedule_pass()
+        # tf-a (first in order) holds all four GPUs in the ledger, tf-b waits with the reason.
+        assert gangs.admitted == {"default/tf-a"}
+        slots = {gangs.ledger.reservation_of(f"default/tf-a-worker-{i}").node for i in range(4)}
+        assert slots == set(nodes)
+        passing, failed, unresolvable = gangs.filter(info(pods["tf-b-worker-0"]), nodes)
+        assert passing == [] and failed == {}
+        assert set(unresolvable) == set(nodes)
+        assert "gang default/tf-b: waiting for admission" in unresolvable["gpu-0"]
+        assert "nvidia.com/gpu" in unresolvable["gpu-0"]
+        # An admitted member is steered to its own slot; every other node is unresolvable.
+        member = pods["tf-a-worker-2"]
+        own = gangs.ledger.reservation_of("default/tf-a-worker-2").node
+        passing, _, unresolvable = gangs.filter(info(member), nodes)
+        assert passing == [own] and set(unresolvable) == set(nodes) - {own}
+        # Binds are held until all four members ask, then all Bindings are created together.
+        binds = []
+        for i in range(3):
+            name = f"tf-a-worker-{i}"
+            node = gangs.ledger.reservation_of(f"default/{name}").node
+            args = BindingArgs(name, "default", pods[name]["metadata"]["uid"], node)
+            binds.append(asyncio.create_task(gangs.bind(args)))
+        await until(lambda: gangs.barrier.held("default/tf-a") == 3)
+        for i in range(3):
+            live = await client.get(PODS, f"tf-a-worker-{i}", "default")
+            assert not live["spec"].get("nodeName")  # nothing bound before quorum
+        last = pods["tf-a-worker-3"]
+        node = gangs.ledger.reservation_of("default/tf-a-worker-3").node
+        assert await gangs.bind(
+            BindingArgs(last["metadata"]["name"], "default", last["metadata"]["uid"], node)
+        )
+        assert all(await asyncio.gather(*binds))
+        for i in range(4):
+            live = await client.get(PODS, f"tf-a-worker-{i}", "default")
+            assert live["spec"]["nodeName"] in nodes
+        # The PodGroup reports what happened.
+        await until(lambda: all(cache.pods[f"default/tf-a-worker-{i}"].node for i in range(4)))
+        gangs.schedule_pass()
+        await gangs.status_writer.flush()  # type: ignore[union-attr]
+        group = await client.get(PODGROUPS, "tf-b", "default")
+        conditions = group["status"]["conditions"]
+        assert group["status"]["phase"] == "Pending"
+        assert any(
+            c["type"] == "Unschedulable" and "4/4 tasks in gang unschedulable" in c["message"]
+            for c in conditions
+        )
+    finally:
+        await gangs.stop()
+        await cache.stop()
+
+
+async def test_a_gang_whose_last_member_is_missing_is_not_admitted(client: KubeClient) -> None:
+    for name in ("gpu-0", "gpu-1"):
+        await add_gpu_node(client, name)
+    await client.create(
+        PODGROUPS, {"metadata": {"name": "job", "namespace": "default"}, "spec": {"minMember": 3}}
+    )
+    created = [await client.create(PODS, worker("job", i)) for i in range(2)]
+    cache, gangs = await started(client)
+    try:
+        await until(lambda: len(cache.pods) == 2 and len(cache.podgroups) == 1)
+        gangs.schedule_pass()
+        assert gangs.admitted == set() and len(gangs.ledger) == 0  # capacity stays free
+        _, _, unresolvable = gangs.filter(info(created[0]), ["gpu-0", "gpu-1"])
+        assert unresolvable["gpu-0"] == "gang default/job: 2/3 members created"
+    finally:
+        await gangs.stop()
+        await cache.stop()
+
+
+async def test_held_binds_time_out_together_and_release_the_reservation(
+    client: KubeClient,
+) -> None:
+    for name in ("gpu-0", "gpu-1"):
+        await add_gpu_node(client, name)
+    await client.create(
+        PODGROUPS,
+        {
+            "metadata": {
+                "name": "job",
+                "namespace": "default",
+                "annotations": {"vulcan.sh/gang-timeout": "200ms"},
+            },
+            "spec": {"minMember": 2},
+        },
+    )
+    created = [await client.create(PODS, worker("job", i)) for i in range(2)]
+    cache, gangs = await started(client)
+    try:
+        await until(lambda: len(cache.pods) == 2 and len(cache.podgroups) == 1)
+        gangs.schedule_pass()
+        assert gangs.admitted == {"default/job"}
+        pod = created[0]
+        node = gangs.ledger.reservation_of("default/job-worker-0").node
+        try:
+            await gangs.bind(
+                BindingArgs(pod["metadata"]["name"], "default", pod["metadata"]["uid"], node)
+            )
+        except BindError as exc:
+            assert "timed out" in str(exc)
+        else:
+            raise AssertionError("a lone member's bind must time out")
+        assert gangs.admitted == set() and len(gangs.ledger) == 0
+        assert gangs.barrier.backing_off("default/job") > 0
+        live = await client.get(PODS, "job-worker-0", "default")
+        assert not live["spec"].get("nodeName")
+    finally:
+        await gangs.stop()
+        await cache.stop()
