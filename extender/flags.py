@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from core.durations import parse_duration
 from core.kube.flags import add_client_flags
 
 
@@ -20,5 +21,31 @@ def add_extender_flags(parser: argparse.ArgumentParser) -> None:
         "--config",
         metavar="FILE",
         help="Volcano scheduler configuration (actions and tiers of plugins)",
+    )
+    parser.add_argument(
+        "--gang-timeout",
+        type=parse_duration,
+        default=60.0,
+        help="how long a gang's held binds wait for the rest of the gang (default 60s; per "
+        "PodGroup with annotation vulcan.sh/gang-timeout); keep it below the bind entry's "
+        "httpTimeout in the KubeSchedulerConfiguration",
+    )
+    parser.add_argument(
+        "--gang-backoff",
+        type=parse_duration,
+        default=10.0,
+        help="how long a gang that timed out waits before it may be admitted again (10s)",
+    )
+    parser.add_argument(
+        "--scheduler-bind-timeout",
+        type=parse_duration,
+        help="kube-scheduler's httpTimeout for the bind extender entry, to warn at start when "
+        "it is not longer than --gang-timeout",
+    )
+    parser.add_argument(
+        "--overcommit-factor",
+        type=float,
+        default=1.2,
+        help="Volcano's overcommit enqueue rule: minResources must fit in total x factor - used",
     )
     parser.add_argument("--log-format", choices=("text", "json"), default="text")

@@ -48,6 +48,7 @@ from plugins.podgroup_status import podgroup_status, status_changed
 log = logging.getLogger("vulcan.extender.gang")
 
 GANG_TIMEOUT = "vulcan.sh/gang-timeout"
+GANG_ADMITTED = "vulcan.sh/gang-admitted"
 _ZERO = ResourceVector()
 
 
@@ -281,41 +282,57 @@ class GangScheduler:
         self._statuses.pop(key, None)
 
     def _ungate(self, snapshot: Snapshot, view: gangs.GangView) -> None:
+        """Tell the admitted members' scheduler they may go: remove the queue-allocation gate
+        where there is one, and stamp `vulcan.sh/gang-admitted` on every pending member. Either
+        is a pod update, which moves a pod kube-scheduler parked as unschedulable (after our
+        filter rejected it) back into its active queue at once, instead of after up to five
+        minutes; the annotation also tells a user when the gang was admitted."""
         if self.client is None:
             return
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         for pod in view.members:
-            if pod.gated:
-                task = asyncio.create_task(self._remove_gate(pod))
+            if pod.node is None and not pod.terminal:
+                task = asyncio.create_task(self._admit_pod(pod, stamp))
                 self._tasks.append(task)
+                task.add_done_callback(self._tasks_done)
 
-    async def _remove_gate(self, pod: PodRecord) -> None:
+    def _tasks_done(self, task: asyncio.Task[Any]) -> None:
+        with contextlib.suppress(ValueError):
+            self._tasks.remove(task)
+
+    async def _admit_pod(self, pod: PodRecord, stamp: str) -> None:
         assert self.client is not None
+        patch: list[dict[str, Any]] = []
         try:
-            live = await self.client.get(PODS, pod.name, pod.namespace)
-            gates = (live.get("spec") or {}).get("schedulingGates") or []
-            index = next(
-                (i for i, g in enumerate(gates) if g.get("name") == keys.QUEUE_ALLOCATION_GATE),
-                None,
-            )
-            if index is None:
-                return
+            if pod.gated:
+                live = await self.client.get(PODS, pod.name, pod.namespace)
+                gates = (live.get("spec") or {}).get("schedulingGates") or []
+                index = next(
+                    (i for i, g in enumerate(gates) if g.get("name") == keys.QUEUE_ALLOCATION_GATE),
+                    None,
+                )
+                if index is not None:
+                    path = f"/spec/schedulingGates/{index}"
+                    patch += [
+                        {"op": "test", "path": f"{path}/name", "value": keys.QUEUE_ALLOCATION_GATE},
+                        {"op": "remove", "path": path},
+                    ]
             await self.client.patch(
                 PODS,
                 pod.name,
-                [
-                    {
-                        "op": "test",
-                        "path": f"/spec/schedulingGates/{index}/name",
-                        "value": keys.QUEUE_ALLOCATION_GATE,
-                    },
-                    {"op": "remove", "path": f"/spec/schedulingGates/{index}"},
-                ],
+                {"metadata": {"annotations": {GANG_ADMITTED: stamp}}},
                 pod.namespace,
-                content_type=JSON_PATCH,
             )
+            if patch:
+                await self.client.patch(
+                    PODS, pod.name, patch, pod.namespace, content_type=JSON_PATCH
+                )
         except ApiError as exc:
             if not exc.not_found:
-                log.warning("could not ungate", extra={"pod": pod.key, "error": str(exc)})
+                log.warning(
+                    "could not release an admitted member",
+                    extra={"pod": pod.key, "error": str(exc)},
+                )
 
     # ------------------------------------------------------------------ status and events
 

@@ -11,7 +11,10 @@ from dataclasses import dataclass
 from core.cache import ClusterCache
 from core.kube.client import KubeClient
 from core.kube.flags import options_from_args
+from extender.barrier import check_timeouts
 from extender.binder import Binder
+from extender.gang_server import GangExtenderServer
+from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
 from extender.metrics import ExtenderMetrics
 from extender.server import ExtenderServer, serve
@@ -29,6 +32,7 @@ class Extender:
     client: KubeClient
     cache: ClusterCache
     server: ExtenderServer
+    gangs: GangScheduler
 
     @classmethod
     async def build(cls, args: argparse.Namespace) -> Extender:
@@ -37,10 +41,23 @@ class Extender:
         cache = ClusterCache()
         metrics = ExtenderMetrics()
         binder = Binder(client, on_result=lambda result: metrics.binds.labels(result).inc())
-        server = ExtenderServer(
-            cache, Framework(config), binder, ledger=GangLedger(cache.bump_node), metrics=metrics
+        ledger = GangLedger(cache.bump_node)
+        gangs = GangScheduler(
+            cache,
+            ledger,
+            client,
+            binder.bind,
+            gang_timeout=args.gang_timeout,
+            backoff=args.gang_backoff,
+            overcommit_factor=args.overcommit_factor,
         )
-        return cls(client, cache, server)
+        warning = check_timeouts(args.gang_timeout, args.scheduler_bind_timeout)
+        if warning:
+            log.warning(warning)
+        server = GangExtenderServer(
+            cache, Framework(config), binder, ledger=ledger, metrics=metrics, gangs=gangs
+        )
+        return cls(client, cache, server, gangs)
 
 
 async def run(args: argparse.Namespace) -> None:
@@ -49,7 +66,10 @@ async def run(args: argparse.Namespace) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    extender.cache.start(extender.client, pod_field_selector=ACTIVE_PODS)
+    # All pods, finished ones too (as Volcano's cache): PodGroup status counts Succeeded and
+    # Failed members; finished pods hold no node capacity (PodRecord.occupies_node).
+    extender.cache.start(extender.client)
+    extender.gangs.start()
     runner, port = await serve(extender.server, args.bind_address, args.port)
     print(f"vulcan extender listening on http://{args.bind_address}:{port}/v1", flush=True)
     try:
@@ -57,5 +77,6 @@ async def run(args: argparse.Namespace) -> None:
     finally:
         # Drain in-flight requests (binds) before going away.
         await runner.cleanup()
+        await extender.gangs.stop()
         await extender.cache.stop()
         await extender.client.close()

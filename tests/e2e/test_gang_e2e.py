@@ -1,0 +1,148 @@
+"""Gang scheduling end to end: `vulcan sim up --with-extender`, PodGroups and pods created with
+kubectl, the kube-scheduler stand-in calling vulcan's extender. Every test watches that no gang
+is ever left partially bound (0 < bound < minMember) for longer than a moment."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e.conftest import SimCluster, phase, pod_manifest, start_cluster
+
+PARTIAL_LIMIT = 10.0  # seconds a gang may be seen partially bound (Bindings land one by one)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]:
+    yield from start_cluster(
+        tmp_path_factory.mktemp("sim-gang"),
+        "--nodes",
+        "4",
+        "--node-profile",
+        "cpu=8,memory=32Gi,nvidia.com/gpu=1",
+        "--with-extender",
+        "--pod-duration",
+        "1s",
+    )
+
+
+def gang(cluster: SimCluster, job: str, workers: int, min_member: int) -> None:
+    cluster.apply(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": job},
+            "spec": {"minMember": min_member},
+        }
+    )
+
+
+def gpu_worker(job: str, index: int, duration: str = "0.5s") -> dict[str, Any]:
+    manifest = pod_manifest(
+        f"{job}-worker-{index}",
+        cpu="1",
+        duration=duration,
+        labels={"job": job},
+        annotations={"scheduling.k8s.io/group-name": job},
+    )
+    manifest["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "1"
+    return manifest
+
+
+class GangWatch:
+    """Polls the pods of some gangs until a condition holds, failing if a gang stays partially
+    bound too long; remembers when each gang was first fully bound and fully finished."""
+
+    def __init__(self, cluster: SimCluster, gangs: dict[str, int]) -> None:
+        self.cluster = cluster
+        self.gangs = gangs
+        self.partial_since: dict[str, float] = {}
+        self.bound_at: dict[str, float] = {}
+        self.done_at: dict[str, float] = {}
+
+    def observe(self) -> None:
+        now = time.monotonic()
+        for job, minimum in self.gangs.items():
+            pods = self.cluster.pods(selector=f"job={job}")
+            bound = sum(1 for p in pods if p["spec"].get("nodeName"))
+            if 0 < bound < minimum:
+                since = self.partial_since.setdefault(job, now)
+                assert now - since < PARTIAL_LIMIT, f"gang {job} partially bound: {bound}"
+            else:
+                self.partial_since.pop(job, None)
+            if bound >= minimum:
+                self.bound_at.setdefault(job, now)
+            if pods and all(phase(p) == "Succeeded" for p in pods):
+                self.done_at.setdefault(job, now)
+
+    def until(self, what: str, predicate: Any, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.observe()
+            if predicate():
+                return
+            time.sleep(0.05)
+        raise AssertionError(
+            f"timed out waiting for {what}: bound {self.bound_at}, done {self.done_at}"
+        )
+
+
+def test_two_tfjobs_on_four_gpus_complete_one_after_the_other(cluster: SimCluster) -> None:
+    """The case Volcano was built for: without vulcan both jobs hang half-placed
+    (tests/e2e/test_sim_up_plain.py); with it one runs whole, then the other."""
+    for job in ("tf-a", "tf-b"):
+        gang(cluster, job, 4, 4)
+    cluster.apply([gpu_worker(job, i) for i in range(4) for job in ("tf-a", "tf-b")])
+    watch = GangWatch(cluster, {"tf-a": 4, "tf-b": 4})
+    watch.until("both jobs to complete", lambda: len(watch.done_at) == 2, timeout=90)
+    first, second = sorted(watch.done_at, key=watch.done_at.__getitem__)
+    # The second gang got its GPUs only after the first had finished with them.
+    assert watch.bound_at[second] >= watch.done_at[first] - 0.5
+
+    def group_status(job: str) -> dict[str, Any]:
+        path = f"/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups/{job}"
+        return cluster.get(path).get("status") or {}
+
+    # The PodGroups say so too (status is written coalesced, so it may trail the pods).
+    watch.until(
+        "the PodGroups to report completion",
+        lambda: all(
+            group_status(job).get("succeeded") == 4 and group_status(job)["phase"] == "Completed"
+            for job in ("tf-a", "tf-b")
+        ),
+    )
+    cluster.kubectl("delete", "pods", "-l", "job in (tf-a,tf-b)", "--wait=false")
+
+
+def test_a_gang_whose_last_member_never_comes_binds_nothing(cluster: SimCluster) -> None:
+    gang(cluster, "short", 3, 3)
+    cluster.apply([gpu_worker("short", i, duration="forever") for i in range(2)])
+    watch = GangWatch(cluster, {"short": 3})
+
+    def explained() -> bool:
+        group = cluster.get(
+            "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups/short"
+        )
+        conditions = (group.get("status") or {}).get("conditions") or []
+        return any(c["type"] == "Unschedulable" for c in conditions)
+
+    watch.until("the PodGroup to say why", explained)
+    pods = cluster.pods(selector="job=short")
+    assert not any(p["spec"].get("nodeName") for p in pods)
+    # The capacity stays free for others: a plain GPU pod runs.
+    cluster.apply(gpu_worker("solo", 0) | {"metadata": {"name": "solo", "labels": {"job": "solo"}}})
+    watch.until("solo to succeed", lambda: phase(cluster.pod("solo")) == "Succeeded")
+    message = next(
+        c["message"]
+        for c in (
+            cluster.get("/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups/short")[
+                "status"
+            ]["conditions"]
+        )
+        if c["type"] == "Unschedulable"
+    )
+    assert "2/3 members created" in message or "tasks in gang unschedulable" in message
+    cluster.kubectl("delete", "pods", "-l", "job in (short,solo)", "--wait=false")
