@@ -595,7 +595,13 @@ class Pods:
         if stream == SAME_POD:
             return self.same
         self._next_milli += 1
-        return scheduling_pod(f"{self._next_milli - 1}m")
+        pod = scheduling_pod(f"{self._next_milli - 1}m")
+        # Another pod (the first of another job): its own UID and resourceVersion, as the API
+        # server gives it. One UID and version with different requests never happens for real,
+        # and would let anything the extender keeps per pod version answer for the wrong pod.
+        pod["metadata"]["uid"] = f"6f1c2b9e-3d4a-4c8e-9b7a-{self._next_milli:012d}"
+        pod["metadata"]["resourceVersion"] = str(48_213_377 + self._next_milli)
+        return pod
 
 
 async def run_phase(

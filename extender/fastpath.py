@@ -31,49 +31,94 @@ _INDEX = {dim: i for i, dim in enumerate(ROW_DIMS)}
 CPU, MEMORY, GPU = "cpu", "memory", "nvidia.com/gpu"
 
 
-def _gather(cache: ClusterCache, ledger: GangLedger, names: Sequence[str]) -> Any:
+class Rows:
+    """The candidates' column slots, and their columns once `_gather` has read them.
+
+    Only valid while no node changes: a slot belongs to a node only while it exists, and the
+    columns read are a copy. The server keeps one across calls only while the cache reports no
+    node change at all."""
+
+    __slots__ = ("columns", "slots")
+
+    def __init__(self, slots: Any, columns: tuple[Any, Any] | None = None) -> None:
+        self.slots = slots  # int64 array, one slot per candidate, in order
+        self.columns = columns  # (cap, used) of the candidates, as `_gather` read them
+
+    def subset(self, keep: Any) -> Rows:
+        """The rows of the candidates where the bool array `keep` is set."""
+        columns = self.columns
+        if columns is not None:
+            columns = (columns[0][:, keep], columns[1][:, keep])
+        return Rows(self.slots[keep], columns)
+
+
+def rows_of(cache: ClusterCache, names: Sequence[str]) -> Rows | None:
+    """The column slot of every name, or None if the cache does not know one of them."""
+    if not names:
+        return Rows(np.zeros(0, np.int64))
+    try:
+        # itemgetter looks every name up in C; a name the cache does not know raises KeyError,
+        # anything unhashable (not a name at all) TypeError.
+        found = itemgetter(*names)(cache.columns.slot)
+    except (KeyError, TypeError):
+        return None
+    if len(names) == 1:
+        return Rows(np.array((found,), np.int64))
+    return Rows(np.fromiter(found, np.int64, len(names)))
+
+
+def _gather(
+    cache: ClusterCache, ledger: GangLedger, names: Sequence[str], rows: Rows | None
+) -> Any:
     columns = cache.columns
     if columns.too_big:
         return None
     if ledger.by_node and not ledger.by_node.keys().isdisjoint(names):
         return None  # reservations on a candidate: the Python path subtracts them
-    if not names:
-        return columns.cap[:, :0], columns.used[:, :0]
-    try:
-        # itemgetter looks every name up in C; a name the cache does not know raises KeyError.
-        found = itemgetter(*names)(columns.slot)
-    except KeyError:
-        return None  # the Python path reports unknown nodes
-    slots = np.array(found if len(names) > 1 else (found,), np.int64)
-    return columns.cap[:, slots], columns.used[:, slots]
+    if rows is None:
+        rows = rows_of(cache, names)
+        if rows is None:
+            return None  # the Python path reports unknown nodes
+    if rows.columns is None:
+        # take() along the node axis: ~5x faster than fancy indexing `cap[:, slots]`. Kept
+        # for prioritize (reading 5,000 random slots costs ~0.3 ms in a large heap).
+        rows.columns = columns.cap.take(rows.slots, axis=1), columns.used.take(rows.slots, axis=1)
+    return rows.columns
 
 
 def fit_filter(
-    cache: ClusterCache, ledger: GangLedger, request: ResourceVector, names: Sequence[str]
+    cache: ClusterCache,
+    ledger: GangLedger,
+    request: ResourceVector,
+    names: Sequence[str],
+    rows: Rows | None = None,
 ) -> tuple[list[str], dict[str, str]] | None:
+    """`rows`: `rows_of(cache, names)` if the caller has it already."""
     wanted = wanted_dimensions(request)
     if any(dim not in _INDEX or amount >= cache.columns.LIMIT for dim, amount in wanted):
         return None
-    gathered = _gather(cache, ledger, names)
+    gathered = _gather(cache, ledger, names, rows)
     if gathered is None:
         return None
     cap, used = gathered
-    ok = np.ones(len(names), bool)
-    for dim, amount in wanted:
+    # Bit d of `short` is set where the node lacks wanted dimension d: one pass per dimension,
+    # and the reasons of all failed nodes come from a few distinct bit patterns.
+    short = np.zeros(len(names), np.int64)
+    for bit, (dim, amount) in enumerate(wanted):
         index = _INDEX[dim]
-        ok &= cap[index] - used[index] >= amount
-    if ok.all():
+        short |= (cap[index] - used[index] < amount).astype(np.int64) << bit
+    if not short.any():
         return list(names), {}
-    flags = ok.tolist()
-    passed = list(compress(names, flags))
-    failed: dict[str, str] = {}
-    for position in np.flatnonzero(~ok).tolist():
-        short = [
-            dim
-            for dim, amount in wanted
-            if cap[_INDEX[dim], position] - used[_INDEX[dim], position] < amount
-        ]
-        failed[names[position]] = insufficient(short)
+    failing = np.flatnonzero(short)
+    codes = short[failing].tolist()
+    reasons = {
+        code: insufficient([dim for bit, (dim, _) in enumerate(wanted) if code >> bit & 1])
+        for code in set(codes)
+    }
+    passed = list(compress(names, (short == 0).tolist()))
+    failed = dict(
+        zip(map(names.__getitem__, failing.tolist()), map(reasons.__getitem__, codes), strict=True)
+    )
     return passed, failed
 
 
@@ -83,7 +128,9 @@ def scores(
     ledger: GangLedger,
     request: ResourceVector,
     names: Sequence[str],
+    rows: Rows | None = None,
 ) -> list[int] | None:
+    """`rows`: `rows_of(cache, names)` if the caller has it already."""
     parts = []
     for plugin in framework.score_plugins:
         if isinstance(plugin, NodeOrderPlugin):
@@ -97,7 +144,7 @@ def scores(
         parts.append(part)
     if any(amount >= cache.columns.LIMIT for _, amount in request.items()):
         return None
-    gathered = _gather(cache, ledger, names)
+    gathered = _gather(cache, ledger, names, rows)
     if gathered is None:
         return None
     cap, used = gathered

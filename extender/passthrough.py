@@ -95,11 +95,13 @@ def fit_filter(
     memo: ShapeMemo | None = None,
     *,
     vectorised: bool = True,
+    rows: fastpath.Rows | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """(passing names, failed name -> reason). Free = allocatable - requested - reserved (the
-    pod's own reservation excluded); only dimensions the pod requests are compared."""
+    pod's own reservation excluded); only dimensions the pod requests are compared. `rows`:
+    the names' column slots (`fastpath.rows_of`) if the caller has them."""
     if vectorised and objects is None:
-        answer = fastpath.fit_filter(cache, ledger, request, names)
+        answer = fastpath.fit_filter(cache, ledger, request, names, rows)
         if answer is not None:
             return answer
     shape = (memo or ShapeMemo()).shape(request)
@@ -165,9 +167,10 @@ def prioritize(
     memo: ShapeMemo | None = None,
     *,
     vectorised: bool = True,
+    rows: fastpath.Rows | None = None,
 ) -> tuple[list[str], list[int]]:
     if vectorised and objects is None:
-        scores_fast = fastpath.scores(framework, cache, ledger, request, names)
+        scores_fast = fastpath.scores(framework, cache, ledger, request, names, rows)
         if scores_fast is not None:
             return list(names), scores_fast
     memo_scores = (memo or ShapeMemo()).shape(request).scores

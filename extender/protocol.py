@@ -7,7 +7,6 @@ malformed raises `BadRequest`, answered with HTTP 400 and `{"Error": ...}`.
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,15 +91,18 @@ class ExtenderArgs:
         return self.node_objects is None
 
 
-def parse_extender_args(doc: dict[str, Any]) -> ExtenderArgs:
+def parse_extender_args(doc: dict[str, Any], *, check_names: bool = True) -> ExtenderArgs:
+    """`check_names=False` leaves checking that every NodeNames entry is a string to the caller
+    (`check_node_names`): the server skips it when its cache knows every name, which only
+    strings can be."""
     pod = parse_pod(doc)
     names = _field(doc, "NodeNames")
     nodes = _field(doc, "Nodes")
     if names is not None:
-        # One C-level pass over the types instead of an isinstance() call per name (~1 ms at
-        # 10k names on the hot path).
-        if not isinstance(names, list) or not {type(n) for n in names} <= {str}:
+        if not isinstance(names, list):
             raise BadRequest("NodeNames must be a list of strings")
+        if check_names:
+            check_node_names(names)
         return ExtenderArgs(pod, names, None)
     if nodes is not None:
         if not isinstance(nodes, dict):
@@ -119,6 +121,13 @@ def parse_extender_args(doc: dict[str, Any]) -> ExtenderArgs:
         return ExtenderArgs(pod, node_names, items)
     # Neither given: no candidates (kube-scheduler never does this, but it is not malformed).
     return ExtenderArgs(pod, [], None)
+
+
+def check_node_names(names: list[Any]) -> None:
+    # One C-level pass over the types instead of an isinstance() call per name (~1 ms at 10k
+    # names on the hot path).
+    if not {type(n) for n in names} <= {str}:
+        raise BadRequest("NodeNames must be a list of strings")
 
 
 @dataclass(slots=True)
@@ -211,39 +220,42 @@ def filter_result_objects(
     )
 
 
-_SCORE_RANGE = range(11)
-# Per node, its whole `{"Host":...,"Score":n}` fragment for every score 0..10, so an answer is
-# one join over cached bytes (building and encoding 10,000 dicts took longer than scoring).
-_HOST_FRAGMENTS: dict[str, list[bytes]] = {}
-
-
-def _fragments(name: str) -> list[bytes]:
-    fragments = _HOST_FRAGMENTS.get(name)
-    if fragments is None:
-        if len(_HOST_FRAGMENTS) > 100_000:  # bounded: node names churn in autoscaled clusters
-            _HOST_FRAGMENTS.clear()
-        prefix = b'{"Host":' + orjson.dumps(name) + b',"Score":'
-        fragments = _HOST_FRAGMENTS[name] = [prefix + b"%d}" % score for score in _SCORE_RANGE]
-    return fragments
+# What follows a node's name in the answer, by score: the rest of its entry and the start of
+# the next one (or the end of the list). Looked up in a dict so that 5.0 finds 5 (Go refuses a
+# float Score) while anything that is not a whole number in 0..10 misses and takes the plain way.
+_AFTER_NAME = {score: f'","Score":{score}}},{{"Host":"' for score in range(11)}
+_AFTER_LAST = {score: f'","Score":{score}}}]' for score in range(11)}
 
 
 def host_priority_list(names: list[str], scores: list[int]) -> bytes:
     """`[{"Host": ..., "Score": ...}, ...]` with integer scores 0..10 (Go refuses 5.0 for an
-    int64 Score and drops the whole answer)."""
+    int64 Score and drops the whole answer).
+
+    Byte for byte what orjson makes of the list of dicts, but one str join of the names and a
+    few constant fragments: no per-node dict, bytes or cached fragment is built or looked up
+    (each costs a cache miss in a large heap; ~4x faster than orjson at 5,000 names)."""
+    if len(names) != len(scores):
+        raise ValueError(f"{len(names)} names but {len(scores)} scores")
+    if not names:
+        return b"[]"
     try:
-        if scores and (min(scores) < 0 or max(scores) > 10):
-            raise IndexError
-        fragments = list(map(_HOST_FRAGMENTS.get, names))
-        if None in fragments:
-            fragments = [
-                f if f is not None else _fragments(n) for n, f in zip(names, fragments, strict=True)
-            ]
-        # A float score raises TypeError here and takes the plain way below.
-        return b"[" + b",".join(map(operator.getitem, fragments, scores)) + b"]"
-    except (TypeError, IndexError):
-        return orjson.dumps(
-            [{"Host": n, "Score": int(s)} for n, s in zip(names, scores, strict=True)]
-        )
+        after = list(map(_AFTER_NAME.__getitem__, scores))
+        after[-1] = _AFTER_LAST[scores[-1]]
+        # orjson escapes exactly '"', '\\' and control characters; a name needing any of them
+        # takes the plain way. Every other name is its own JSON string body (UTF-8 as orjson).
+        verbatim = b"\\" not in orjson.dumps(names)
+    except (KeyError, TypeError):
+        verbatim = False
+    if not verbatim:
+        return _plain_priority_list(names, scores)
+    parts: list[str] = [""] * (2 * len(names))
+    parts[0::2] = names
+    parts[1::2] = after
+    return ('[{"Host":"' + "".join(parts)).encode()
+
+
+def _plain_priority_list(names: list[str], scores: list[int]) -> bytes:
+    return orjson.dumps([{"Host": n, "Score": int(s)} for n, s in zip(names, scores, strict=True)])
 
 
 def preemption_result(victims: dict[str, tuple[list[str], int]]) -> bytes:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import random
+from typing import Any
+
 import orjson
 import pytest
 
@@ -28,6 +31,25 @@ def test_host_priority_list_is_plain_json(names: list[str], scores: list[int]) -
     assert orjson.loads(encoded) == [
         {"Host": n, "Score": s} for n, s in zip(names, scores, strict=True)
     ]
+
+
+def test_host_priority_list_bytes_equal_orjson_for_any_names_and_scores() -> None:
+    rng = random.Random(7)
+    alphabet = ["a", "z", "0", "-", ".", '"', "\\", "\n", "\x00", "é", "🙂", ","]
+    scores: list[Any] = [*range(11), 11, -1, 5.0, 5.5, True, 100]
+    for size in (1, 2, 3, 10, 200):
+        for _ in range(30):
+            names = [
+                "".join(
+                    rng.choice(alphabet[:5] if rng.random() < 0.9 else alphabet)
+                    for _ in range(rng.randrange(0, 12))
+                )
+                for _ in range(size)
+            ]
+            values = [rng.choice(scores[:11] if rng.random() < 0.9 else scores) for _ in names]
+            assert host_priority_list(names, values) == orjson.dumps(
+                [{"Host": n, "Score": int(s)} for n, s in zip(names, values, strict=True)]
+            )
 
 
 def test_scores_are_always_integers() -> None:
