@@ -34,6 +34,12 @@ def add_up_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--with-controllers", action="store_true", help="run vulcan's controllers")
     parser.add_argument("--extender-config", metavar="FILE", help="Volcano scheduler conf")
+    parser.add_argument(
+        "--gang-backoff",
+        type=parse_duration,
+        default=10.0,
+        help="the extender's --gang-backoff: how long a gang that timed out waits (10s)",
+    )
     parser.add_argument("--port", type=int, default=0, help="API server port (0: any free)")
     parser.add_argument("--extender-port", type=int, default=0, help="extender port (0: any)")
     parser.add_argument(

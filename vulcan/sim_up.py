@@ -191,6 +191,8 @@ class Cluster:
                     "--port",
                     str(args.extender_port),
                     *(["--config", args.extender_config] if args.extender_config else []),
+                    "--gang-backoff",
+                    str(args.gang_backoff),
                     # The bind entry of the configuration written below (sim_config) waits this
                     # long; the extender checks its gang timeout against it.
                     *(["--scheduler-bind-timeout", "90s"] if not args.scheduler_config else []),

@@ -26,27 +26,43 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]:
         "--with-extender",
         "--pod-duration",
         "1s",
+        "--gang-backoff",
+        "1s",
     )
 
 
-def gang(cluster: SimCluster, job: str, workers: int, min_member: int) -> None:
+def gang(
+    cluster: SimCluster,
+    job: str,
+    workers: int,
+    min_member: int,
+    *,
+    min_task_member: dict[str, int] | None = None,
+    annotations: dict[str, str] | None = None,
+) -> None:
+    spec: dict[str, Any] = {"minMember": min_member}
+    if min_task_member:
+        spec["minTaskMember"] = min_task_member
     cluster.apply(
         {
             "apiVersion": "scheduling.volcano.sh/v1beta1",
             "kind": "PodGroup",
-            "metadata": {"name": job},
-            "spec": {"minMember": min_member},
+            "metadata": {"name": job, "annotations": annotations or {}},
+            "spec": spec,
         }
     )
 
 
-def gpu_worker(job: str, index: int, duration: str = "0.5s") -> dict[str, Any]:
+def gpu_worker(
+    job: str, index: int, duration: str = "0.5s", task: str = "worker", **spec: Any
+) -> dict[str, Any]:
     manifest = pod_manifest(
-        f"{job}-worker-{index}",
+        f"{job}-{task}-{index}",
         cpu="1",
         duration=duration,
         labels={"job": job},
-        annotations={"scheduling.k8s.io/group-name": job},
+        annotations={"scheduling.k8s.io/group-name": job, "volcano.sh/task-spec": task},
+        **spec,
     )
     manifest["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "1"
     return manifest
@@ -146,3 +162,54 @@ def test_a_gang_whose_last_member_never_comes_binds_nothing(cluster: SimCluster)
     )
     assert "2/3 members created" in message or "tasks in gang unschedulable" in message
     cluster.kubectl("delete", "pods", "-l", "job in (short,solo)", "--wait=false")
+
+
+def group_condition(cluster: SimCluster, job: str, kind: str) -> dict[str, Any] | None:
+    group = cluster.get(f"/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups/{job}")
+    for condition in (group.get("status") or {}).get("conditions") or ():
+        if condition["type"] == kind:
+            return condition
+    return None
+
+
+def test_workers_alone_do_not_start_a_gang_that_needs_its_master(cluster: SimCluster) -> None:
+    gang(cluster, "mpi", 4, 4, min_task_member={"master": 1, "worker": 3})
+    # Four workers make minMember 4, but the gang needs its master (minTaskMember).
+    cluster.apply([gpu_worker("mpi", i) for i in range(4)])
+    watch = GangWatch(cluster, {"mpi": 4})
+    watch.until("the PodGroup to explain", lambda: group_condition(cluster, "mpi", "Unschedulable"))
+    assert not any(p["spec"].get("nodeName") for p in cluster.pods(selector="job=mpi"))
+    # The master comes (the fourth worker is a spare beyond the gang's minimum).
+    cluster.apply(gpu_worker("mpi", 0, task="master"))
+    watch.until("the gang to complete", lambda: "mpi" in watch.done_at, timeout=60)
+    cluster.kubectl("delete", "pods", "-l", "job=mpi", "--wait=false")
+
+
+def test_a_gang_with_an_unplaceable_member_times_out_whole_and_completes_later(
+    cluster: SimCluster,
+) -> None:
+    """One member asks for a node label no node has: kube-scheduler can never place it, so the
+    other members' held binds time out together (nothing is bound), the reservation is released
+    and the gang backs off; once a node gets the label, the gang is admitted again and runs."""
+    gang(cluster, "late", 3, 3, annotations={"vulcan.sh/gang-timeout": "2s"})
+    members = [gpu_worker("late", i) for i in range(2)]
+    members.append(gpu_worker("late", 2, nodeSelector={"rack": "r7"}))
+    cluster.apply(members)
+    watch = GangWatch(cluster, {"late": 3})
+
+    def timed_out() -> bool:
+        return any(
+            e["reason"] == "FailedScheduling" and "timed out" in e["note"]
+            for name in ("late-worker-0", "late-worker-1")
+            for e in cluster.events(name)
+        )
+
+    watch.until("the held binds to time out", timed_out, timeout=30)
+    assert not any(p["spec"].get("nodeName") for p in cluster.pods(selector="job=late"))
+    cluster.kubectl("label", "node", "hollow-node-3", "rack=r7")
+    try:
+        watch.until("the gang to complete", lambda: "late" in watch.done_at, timeout=60)
+        assert cluster.pod("late-worker-2")["spec"]["nodeName"] == "hollow-node-3"
+    finally:
+        cluster.kubectl("label", "node", "hollow-node-3", "rack-")
+    cluster.kubectl("delete", "pods", "-l", "job=late", "--wait=false")
