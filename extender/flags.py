@@ -28,7 +28,8 @@ def add_extender_flags(parser: argparse.ArgumentParser) -> None:
         default=60.0,
         help="how long a gang's held binds wait for the rest of the gang (default 60s; per "
         "PodGroup with annotation vulcan.sh/gang-timeout); keep it below the bind entry's "
-        "httpTimeout in the KubeSchedulerConfiguration",
+        "httpTimeout and above podMaxBackoffSeconds (10s) in the KubeSchedulerConfiguration: "
+        "members whose binds failed are retried up to that far apart",
     )
     parser.add_argument(
         "--gang-backoff",

@@ -168,8 +168,13 @@ class GangScheduler:
                 continue
             reason = None
             admitted_now = False
-            wants_admission = group.phase in ("Pending", "") or not view.scheduled
-            if group.key not in self.admitted and not view.completed and wants_admission:
+            # Pending, or Inqueue but not (all) placed: e.g. after a restart or a gang timeout.
+            wants_admission = group.phase in ("Pending", "") or view.scheduled < view.min_member
+            if group.key not in self.admitted and not wants_admission and not view.completed:
+                # Placed whole already (e.g. before a restart): later members (an elastic gang
+                # growing, a replacement pod) go through filter as members of an admitted gang.
+                self.admitted.add(group.key)
+            elif group.key not in self.admitted and not view.completed:
                 reason = self.admit(snapshot, group, view, used)
                 admitted_now = reason is None
                 if admitted_now:

@@ -68,6 +68,13 @@ def gpu_worker(
     return manifest
 
 
+def _scheduled_message(pod: dict[str, Any]) -> str:
+    for condition in pod.get("status", {}).get("conditions") or ():
+        if condition.get("type") == "PodScheduled":
+            return str(condition.get("message", ""))
+    return ""
+
+
 class GangWatch:
     """Polls the pods of some gangs until a condition holds, failing if a gang stays partially
     bound too long; remembers when each gang was first fully bound and fully finished."""
@@ -101,8 +108,13 @@ class GangWatch:
             if predicate():
                 return
             time.sleep(0.05)
+        pods = {
+            p["metadata"]["name"]: (p["spec"].get("nodeName"), phase(p), _scheduled_message(p))
+            for job in self.gangs
+            for p in self.cluster.pods(selector=f"job={job}")
+        }
         raise AssertionError(
-            f"timed out waiting for {what}: bound {self.bound_at}, done {self.done_at}"
+            f"timed out waiting for {what}: bound {self.bound_at}, done {self.done_at}, pods {pods}"
         )
 
 
@@ -191,7 +203,9 @@ def test_a_gang_with_an_unplaceable_member_times_out_whole_and_completes_later(
     """One member asks for a node label no node has: kube-scheduler can never place it, so the
     other members' held binds time out together (nothing is bound), the reservation is released
     and the gang backs off; once a node gets the label, the gang is admitted again and runs."""
-    gang(cluster, "late", 3, 3, annotations={"vulcan.sh/gang-timeout": "2s"})
+    # The gang timeout must outlast kube-scheduler's longest pod backoff (podMaxBackoffSeconds,
+    # 10 s): members retried after failed binds come back up to that far apart.
+    gang(cluster, "late", 3, 3, annotations={"vulcan.sh/gang-timeout": "11s"})
     members = [gpu_worker("late", i) for i in range(2)]
     members.append(gpu_worker("late", 2, nodeSelector={"rack": "r7"}))
     cluster.apply(members)
@@ -204,7 +218,7 @@ def test_a_gang_with_an_unplaceable_member_times_out_whole_and_completes_later(
             for e in cluster.events(name)
         )
 
-    watch.until("the held binds to time out", timed_out, timeout=30)
+    watch.until("the held binds to time out", timed_out, timeout=40)
     assert not any(p["spec"].get("nodeName") for p in cluster.pods(selector="job=late"))
     cluster.kubectl("label", "node", "hollow-node-3", "rack=r7")
     try:

@@ -219,3 +219,80 @@ async def test_held_binds_time_out_together_and_release_the_reservation(
     finally:
         await gangs.stop()
         await cache.stop()
+
+
+async def test_a_restarted_extender_completes_a_gang_from_what_the_api_server_knows(
+    client: KubeClient,
+) -> None:
+    """Held binds die with the extender (kube-scheduler's requests are cut; nothing was bound).
+    A new extender rebuilds its view from the informers: the PodGroup is Inqueue, two members
+    were bound before the crash, and the gang completes with the remaining two."""
+    nodes = [f"gpu-{i}" for i in range(4)]
+    for name in nodes:
+        await add_gpu_node(client, name)
+    await client.create(
+        PODGROUPS, {"metadata": {"name": "job", "namespace": "default"}, "spec": {"minMember": 4}}
+    )
+    pods = [await client.create(PODS, worker("job", i)) for i in range(4)]
+    cache, first = await started(client)
+    try:
+        await until(lambda: len(cache.pods) == 4 and len(cache.podgroups) == 1)
+        first.schedule_pass()
+        assert first.admitted == {"default/job"}
+        # Two members hold binds when the extender goes away.
+        held = []
+        for pod in pods[:2]:
+            name = pod["metadata"]["name"]
+            node = first.ledger.reservation_of(f"default/{name}").node
+            held.append(
+                asyncio.create_task(
+                    first.bind(BindingArgs(name, "default", pod["metadata"]["uid"], node))
+                )
+            )
+        await until(lambda: first.barrier.held("default/job") == 2)
+        await first.status_writer.flush()  # type: ignore[union-attr]
+        for task in held:
+            task.cancel()  # the HTTP handlers are cancelled as the process stops
+        await asyncio.gather(*held, return_exceptions=True)
+    finally:
+        await first.stop()
+        await cache.stop()
+    for pod in pods:
+        live = await client.get(PODS, pod["metadata"]["name"], "default")
+        assert not live["spec"].get("nodeName")  # nothing was bound
+    group = await client.get(PODGROUPS, "job", "default")
+    assert group["status"]["phase"] == "Inqueue"
+
+    # Meanwhile kube-scheduler bound two members through another path (e.g. a retry that the
+    # old extender answered just before dying): the new extender must count them.
+    await client.bind_pod("default", "job-worker-0", "gpu-0", uid=pods[0]["metadata"]["uid"])
+    await client.bind_pod("default", "job-worker-1", "gpu-1", uid=pods[1]["metadata"]["uid"])
+    cache, second = await started(client)
+    try:
+        await until(lambda: len(cache.pods) == 4 and cache.pods["default/job-worker-1"].node)
+        second.schedule_pass()
+        assert second.admitted == {"default/job"}
+        assert {second.ledger.reservation_of(f"default/job-worker-{i}").node for i in (2, 3)} == {
+            "gpu-2",
+            "gpu-3",
+        }
+        results = await asyncio.gather(
+            *(
+                second.bind(
+                    BindingArgs(
+                        f"job-worker-{i}",
+                        "default",
+                        pods[i]["metadata"]["uid"],
+                        second.ledger.reservation_of(f"default/job-worker-{i}").node,
+                    )
+                )
+                for i in (2, 3)
+            )
+        )
+        assert results == [True, True]  # two holds + two bound members = quorum
+        for i in range(4):
+            live = await client.get(PODS, f"job-worker-{i}", "default")
+            assert live["spec"]["nodeName"] == f"gpu-{i}"
+    finally:
+        await second.stop()
+        await cache.stop()
