@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
@@ -212,7 +213,12 @@ class GangScheduler:
             need_per_task=gangs.missing_task_members(view),
         )
         if not plan.ok:
-            return self._not_admitted(key, f"gang {key}: waiting for admission: {plan.reason}")
+            preempted = self._preempt_for(
+                snapshot, group, members, need, gangs.missing_task_members(view), reserved
+            )
+            if preempted is None:
+                return self._not_admitted(key, f"gang {key}: waiting for admission: {plan.reason}")
+            plan = preempted
         by_key = {pod.key: pod for pod in members}
         for pod_key, node in plan.slots.items():
             self.ledger.reserve(Reservation(pod_key, node, by_key[pod_key].requests, key))
@@ -230,6 +236,132 @@ class GangScheduler:
         )
         self._ungate(snapshot, view)
         return None
+
+    # ------------------------------------------------------------------ preemption
+
+    def _victim_units(self, snapshot: Snapshot, group: PodGroupRecord, priority: int) -> list[Any]:
+        """What may be preempted for `group`, whole: every running gang of lower priority (all
+        its bound members together — evicting some would leave it hanging) and every
+        lower-priority pod of no gang; only preemptable pods (`volcano.sh/preemptable`)."""
+        units: list[tuple[int, int, str, list[PodRecord]]] = []
+        for other in snapshot.podgroups.values():
+            if other.key == group.key:
+                continue
+            pods = [
+                snapshot.pods[k]
+                for k in snapshot.pods_by_group.get(other.key, ())
+                if k in snapshot.pods
+            ]
+            bound = [p for p in pods if p.occupies_node and not p.deleting]
+            if not bound:
+                continue
+            top = max(p.priority for p in bound)
+            if top < priority and all(p.annotations_preemptable for p in bound):
+                units.append((top, len(bound), other.key, bound))
+        for pod in snapshot.pods.values():
+            if (
+                pod.group is None
+                and pod.occupies_node
+                and not pod.deleting
+                and pod.priority < priority
+                and pod.annotations_preemptable
+            ):
+                units.append((pod.priority, 1, pod.key, [pod]))
+        units.sort(key=lambda u: (u[0], u[1], u[2]))  # lowest priority, then fewest pods first
+        return units
+
+    def _preempt_for(
+        self,
+        snapshot: Snapshot,
+        group: PodGroupRecord,
+        members: list[PodRecord],
+        need: int,
+        per_task: Mapping[str, int],
+        reserved: Mapping[str, ResourceVector],
+    ) -> Any:
+        """Volcano's preempt for a gang that does not fit: evict whole lower-priority units
+        until a placement exists (then give back every unit the placement does not need).
+        Returns the plan, with the victims' evictions started, or None."""
+        priority = self._priority(snapshot, group)
+        units = self._victim_units(snapshot, group, priority)
+        if not units:
+            return None
+
+        def plan_without(chosen: list[Any]) -> Any:
+            requested = dict(snapshot.node_requested)
+            for unit in chosen:
+                for pod in unit[3]:
+                    requested[pod.node] = requested.get(pod.node, _ZERO).saturating_sub(
+                        pod.requests
+                    )
+            trial = dataclasses.replace(snapshot, node_requested=requested)
+            return plan_gang(trial, members, need, reserved, need_per_task=per_task)
+
+        chosen: list[Any] = []
+        plan = None
+        for unit in units:
+            chosen.append(unit)
+            plan = plan_without(chosen)
+            if plan.ok:
+                break
+        if plan is None or not plan.ok:
+            return None
+        for unit in list(reversed(chosen[:-1])):  # reprieve what is not needed after all
+            trial = [u for u in chosen if u is not unit]
+            candidate = plan_without(trial)
+            if candidate.ok:
+                chosen, plan = trial, candidate
+        for unit in chosen:
+            note = (
+                f"preempted (whole) by gang {group.key} of priority {priority}: "
+                f"{len(unit[3])} pod(s) of {unit[2]}"
+            )
+            victim_group = snapshot.podgroups.get(unit[2])
+            if victim_group is not None:
+                self._event(victim_group, WARNING, "Preempted", note)
+            for pod in unit[3]:
+                task = asyncio.create_task(self._evict(pod, note))
+                self._tasks.append(task)
+                task.add_done_callback(self._tasks_done)
+        self._event(
+            group,
+            NORMAL,
+            "Preempting",
+            f"evicting {len(chosen)} lower-priority "
+            f"unit(s) to place the gang: {', '.join(u[2] for u in chosen)}",
+        )
+        return plan
+
+    async def _evict(self, pod: PodRecord, note: str) -> None:
+        """Through the Eviction API (PodDisruptionBudgets apply), retried by the client."""
+        if self.client is None:
+            return
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": pod.name, "namespace": pod.namespace},
+        }
+        try:
+            await self.client.request(
+                "POST", PODS.path(pod.namespace, pod.name, "eviction"), body=body
+            )
+        except ApiError as exc:
+            if not exc.not_found:
+                log.warning("eviction failed", extra={"pod": pod.key, "error": str(exc)})
+            return
+        if self.recorder is not None:
+            self.recorder.record(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "namespace": pod.namespace,
+                    "name": pod.name,
+                    "uid": pod.uid,
+                },
+                WARNING,
+                "Preempted",
+                note,
+            )
 
     def _not_admitted(self, key: str, reason: str) -> str:
         self.reasons[key] = reason

@@ -227,3 +227,37 @@ def test_a_gang_with_an_unplaceable_member_times_out_whole_and_completes_later(
     finally:
         cluster.kubectl("label", "node", "hollow-node-3", "rack-")
     cluster.kubectl("delete", "pods", "-l", "job=late", "--wait=false")
+
+
+def test_a_high_priority_gang_preempts_a_running_gang_as_a_whole(cluster: SimCluster) -> None:
+    cluster.apply(
+        {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": "gang-high"},
+            "value": 1000,
+        }
+    )
+    gang(cluster, "low", 4, 4)
+    cluster.apply([gpu_worker("low", i, duration="forever") for i in range(4)])
+    watch = GangWatch(cluster, {"low": 4, "high": 4, "partial": 4})
+    watch.until("the low gang to run", lambda: "low" in watch.bound_at)
+    # A high-priority gang that is only waiting for a member triggers nothing.
+    gang(cluster, "partial", 4, 4)
+    cluster.apply([gpu_worker("partial", i, priorityClassName="gang-high") for i in range(3)])
+    watch.until(
+        "the waiting gang to explain", lambda: group_condition(cluster, "partial", "Unschedulable")
+    )
+    assert all(phase(p) == "Running" for p in cluster.pods(selector="job=low"))
+    # A complete high-priority gang evicts the whole low gang (not one member per node).
+    gang(cluster, "high", 4, 4)
+    cluster.apply([gpu_worker("high", i, priorityClassName="gang-high") for i in range(4)])
+    watch.until("the high gang to complete", lambda: "high" in watch.done_at, timeout=60)
+    low = cluster.pods(selector="job=low")
+    assert all(p["metadata"].get("deletionTimestamp") or phase(p) != "Running" for p in low) or (
+        not low
+    )
+    events = [e for i in range(4) for e in cluster.events(f"low-worker-{i}")]
+    assert sum(e["reason"] == "Preempted" for e in events) >= 4
+    assert all("default/high" in e["note"] for e in events if e["reason"] == "Preempted")
+    cluster.kubectl("delete", "pods", "-l", "job in (low,high,partial)", "--wait=false")
