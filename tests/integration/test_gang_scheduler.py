@@ -296,3 +296,87 @@ async def test_a_restarted_extender_completes_a_gang_from_what_the_api_server_kn
     finally:
         await second.stop()
         await cache.stop()
+
+
+async def test_a_stolen_slot_or_a_deleted_node_makes_the_member_replan(client: KubeClient) -> None:
+    nodes = [f"gpu-{i}" for i in range(4)]
+    for name in nodes:
+        await add_gpu_node(client, name)
+    await client.create(
+        PODGROUPS, {"metadata": {"name": "job", "namespace": "default"}, "spec": {"minMember": 2}}
+    )
+    pods = [await client.create(PODS, worker("job", i)) for i in range(2)]
+    cache, gangs = await started(client)
+    try:
+        await until(lambda: len(cache.pods) == 2 and len(cache.podgroups) == 1)
+        gangs.schedule_pass()
+        slot0 = gangs.ledger.reservation_of("default/job-worker-0").node
+        slot1 = gangs.ledger.reservation_of("default/job-worker-1").node
+        # Another scheduler binds a plain GPU pod onto worker-0's reserved node.
+        thief = await client.create(
+            PODS,
+            {
+                "metadata": {"name": "thief", "namespace": "default"},
+                "spec": {
+                    "containers": [
+                        {
+                            "name": "c",
+                            "image": "x",
+                            "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                        }
+                    ]
+                },
+            },
+        )
+        await client.bind_pod("default", "thief", slot0, uid=thief["metadata"]["uid"])
+        await until(lambda: (p := cache.pods.get("default/thief")) is not None and p.node)
+        passing, _, _ = gangs.filter(info(pods[0]), nodes)
+        assert len(passing) == 1 and passing[0] not in (slot0, slot1)  # re-planned
+        assert gangs.ledger.reservation_of("default/job-worker-0").node == passing[0]
+        # worker-1's node disappears: it is re-planned onto what is left.
+        await client.delete(NODES, slot1)
+        await until(lambda: slot1 not in cache.nodes)
+        left = [n for n in nodes if n not in (slot0, slot1, passing[0])]
+        passing1, _, _ = gangs.filter(info(pods[1]), left)
+        assert passing1 == left
+        # Both bind together on their new nodes.
+        results = await asyncio.gather(
+            gangs.bind(
+                BindingArgs("job-worker-0", "default", pods[0]["metadata"]["uid"], passing[0])
+            ),
+            gangs.bind(
+                BindingArgs("job-worker-1", "default", pods[1]["metadata"]["uid"], passing1[0])
+            ),
+        )
+        assert results == [True, True]
+    finally:
+        await gangs.stop()
+        await cache.stop()
+
+
+async def test_admission_removes_the_queue_allocation_gate(client: KubeClient) -> None:
+    await add_gpu_node(client, "gpu-0")
+    await client.create(
+        PODGROUPS, {"metadata": {"name": "job", "namespace": "default"}, "spec": {"minMember": 1}}
+    )
+    gated = worker("job", 0)
+    gated["spec"]["schedulingGates"] = [{"name": "scheduling.volcano.sh/queue-allocation-gate"}]
+    await client.create(PODS, gated)
+    cache, gangs = await started(client)
+    try:
+        await until(lambda: len(cache.pods) == 1 and len(cache.podgroups) == 1)
+        gangs.schedule_pass()
+        assert gangs.admitted == {"default/job"}
+
+        async def ungated() -> bool:
+            live = await client.get(PODS, "job-worker-0", "default")
+            return not live["spec"].get("schedulingGates") and bool(
+                live["metadata"]["annotations"].get("vulcan.sh/gang-admitted")
+            )
+
+        async with asyncio.timeout(10):
+            while not await ungated():
+                await asyncio.sleep(0.02)
+    finally:
+        await gangs.stop()
+        await cache.stop()
