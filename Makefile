@@ -38,8 +38,9 @@ bench: $(STAMP)
 crds: $(STAMP)
 	$(BIN)/vulcan crds --out manifests/crds
 
+# Two GPU jobs on the embedded cluster: deadlocked by the scheduler alone, run in turn with vulcan.
 demo: $(STAMP)
-	$(BIN)/vulcan demo
+	$(BIN)/vulcan demo gang
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

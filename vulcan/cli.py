@@ -92,9 +92,15 @@ def build_parser() -> argparse.ArgumentParser:
     extender.set_defaults(func=_cmd_extender)
 
     demo = sub.add_parser(
-        "demo", help="bring up the embedded cluster and schedule a few pods through the extender"
+        "demo",
+        help="show on the embedded cluster what vulcan is for (gang scheduling)",
+        description="gang (the default): two 4-worker GPU jobs on 4 GPUs, first with the "
+        "kube-scheduler stand-in alone (they deadlock half-placed), then with vulcan's extender "
+        "(one runs whole, then the other); exit status 0 when the vulcan run completes both. "
+        "extender: the extender's HTTP verbs called by hand, as kube-scheduler calls them.",
     )
-    demo.set_defaults(func=lambda _args: __import__("vulcan.demo", fromlist=["run"]).run())
+    demo.add_argument("which", nargs="?", choices=("gang", "extender"), default="gang")
+    demo.set_defaults(func=lambda args: __import__("vulcan.demo", fromlist=["run"]).run(args.which))
 
     sim = sub.add_parser("sim", help="the embedded cluster (no real Kubernetes needed)")
     sim_sub = sim.add_subparsers(dest="sim_command", metavar="COMMAND")

@@ -1,0 +1,79 @@
+"""`vulcan demo`: the demo `make demo` runs, as a user runs it."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from tests.helpers import REPO
+from vulcan.cli import build_parser
+
+PROGRESS = re.compile(r"^\s+\d+\.\ds\s+tf-a: (?P<a>[^|]+) \| tf-b: (?P<b>.+)$")
+
+
+def counts(text: str) -> dict[str, int]:
+    """'2 running 2 pending' -> {'running': 2, 'pending': 2}."""
+    return {state: int(n) for n, state in re.findall(r"(\d+) (\w+)", text)}
+
+
+def progress(lines: list[str]) -> list[tuple[dict[str, int], dict[str, int]]]:
+    return [(counts(m["a"]), counts(m["b"])) for line in lines if (m := PROGRESS.match(line))]
+
+
+def test_gang_demo_shows_the_deadlock_then_vulcan_running_the_jobs_in_turn() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "vulcan", "demo", "gang"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    plain, rest = out.split("\n2. kube-scheduler + vulcan", 1)
+    vulcan, summary = rest.split("\nWhat happened:", 1)
+
+    # Without vulcan: both jobs half-placed, and still so after the wait.
+    steps = progress(plain.splitlines())
+    half = {"running": 2, "pending": 2}
+    assert steps[-1] == (half, half), plain
+    assert "deadlock: all 4 GPUs taken" in plain
+    assert "Insufficient nvidia.com/gpu" in plain
+
+    # With vulcan: both complete, one after the other (never both running at once), and the
+    # held job's PodGroup condition was read from the API.
+    steps = progress(vulcan.splitlines())
+    assert steps[-1] == ({"succeeded": 4}, {"succeeded": 4}), vulcan
+    assert not any(a.get("running") and b.get("running") for a, b in steps), vulcan
+    assert any(
+        (a == {"succeeded": 4} and not b.get("succeeded"))
+        or (b == {"succeeded": 4} and not a.get("succeeded"))
+        for a, b in steps
+    ), vulcan
+    assert "held at filter; PodGroup Unschedulable: NotEnoughResources" in vulcan
+    assert "both jobs completed: all 8 workers Succeeded" in vulcan
+
+    lines = [line for line in summary.splitlines() if line.strip()]
+    assert "a deadlock" in lines[0]
+    assert "admitted whole" in lines[1]
+    assert "Unschedulable condition said NotEnoughResources" in lines[2]
+    assert "one after the other" in lines[3]
+    assert "vulcan completed both jobs" in lines[-1]
+
+
+def test_demo_without_argument_is_the_gang_demo() -> None:
+    assert build_parser().parse_args(["demo"]).which == "gang"
+
+
+def test_extender_walkthrough_still_runs() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "vulcan", "demo", "extender"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "web-1 (cpu 3): filter passed" in result.stdout
+    assert "huge (cpu 32): filter passed []" in result.stdout
