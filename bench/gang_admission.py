@@ -1,0 +1,389 @@
+"""Gang admission under load: how long after its last member is created a big gang is bound,
+all or nothing, on a big embedded cluster.
+
+    .venv/bin/python -m bench.gang_admission --nodes 5000 --gang 1000
+
+One `vulcan sim up --nodes N --with-extender --pod-duration forever` cluster (nodes of 32 cpu,
+128Gi, 110 pods). Each repeat creates a PodGroup (`scheduling.volcano.sh/v1beta1`, minMember =
+gang size), then the gang's members (1 cpu, 2Gi, annotated `scheduling.k8s.io/group-name`) as fast
+as the API server takes them from `--concurrency` parallel creators, and records the monotonic
+time when the last create returned. vulcan's extender admits the gang once every member exists
+and the whole gang fits (a ledger reservation), the kube-scheduler stand-in asks the extender's
+filter for each member (steered to its reserved node), and the extender holds each member's bind
+until minMember members hold binds, then creates all Bindings together. A pod informer (a watch,
+as any client would see the cluster) records when every member has `spec.nodeName`. Between
+repeats the gang's pods and PodGroup are deleted and the benchmark waits until they are gone.
+
+What to read:
+- `gang_bound_s` (the last line) is the p50 over repeats of the time from the last member's
+  creation to the last member bound; the target at 5000 nodes and 1000 members is <= 5 s.
+- `baseline` in the BENCH line is the time the same run took to create the members: the ratio
+  says how the wait after the last create compares to the creation itself (the absolute numbers
+  move with the machine and with whatever else runs on it).
+- `longest partial window`: the longest time a gang was seen by the watch with some but not all
+  members bound. Bindings are created together but land (and are watched) one by one, so a short
+  window is expected; a long one would break the all-or-nothing property.
+
+Last line: `gang_bound_s=<X>`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from core.kube.client import PODGROUPS, PODS, ApiError, KubeClient
+from core.kube.flags import ClientOptions
+from core.kube.informer import Informer
+
+NAMESPACE = "default"
+GANG_LABEL = "vulcan.sh/bench-gang"
+GROUP_NAME = "scheduling.k8s.io/group-name"
+_DRAINS: set[asyncio.Task[None]] = set()  # keeps the children's output drained
+
+
+class _Member:
+    __slots__ = ("bound", "gang", "key", "rv")
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        self.key = meta["name"]
+        self.rv = meta.get("resourceVersion", "")
+        self.gang = (meta.get("labels") or {}).get(GANG_LABEL, "")
+        self.bound = bool((obj.get("spec") or {}).get("nodeName"))
+
+
+class GangWatch:
+    """Counts the bound members of the current gang from pod watch events; remembers when the
+    gang was first seen partially bound and when it was fully bound."""
+
+    def __init__(self) -> None:
+        self.gang = ""
+        self.size = 0
+        self.bound: set[str] = set()
+        self.present: set[str] = set()
+        self.first_bound_at: float | None = None
+        self.all_bound_at: float | None = None
+        self.all_bound = asyncio.Event()
+        self.gone = asyncio.Event()
+
+    def start(self, gang: str, size: int) -> None:
+        self.gang = gang
+        self.size = size
+        self.bound = set()
+        self.first_bound_at = None
+        self.all_bound_at = None
+        self.all_bound = asyncio.Event()
+
+    def on_add(self, record: _Member) -> None:
+        self.present.add(record.key)
+        self.gone.clear()
+        if record.gang != self.gang or not record.bound or record.key in self.bound:
+            return
+        now = time.monotonic()
+        self.bound.add(record.key)
+        if self.first_bound_at is None:
+            self.first_bound_at = now
+        if len(self.bound) >= self.size and self.all_bound_at is None:
+            self.all_bound_at = now
+            self.all_bound.set()
+
+    def on_update(self, _old: _Member, new: _Member) -> None:
+        self.on_add(new)
+
+    def on_delete(self, record: _Member) -> None:
+        self.present.discard(record.key)
+        self.bound.discard(record.key)
+        if not self.present:
+            self.gone.set()
+
+    @property
+    def partial_window(self) -> float:
+        """How long the gang has been (or was) seen with some but not all members bound."""
+        if self.first_bound_at is None:
+            return 0.0
+        end = self.all_bound_at if self.all_bound_at is not None else time.monotonic()
+        return end - self.first_bound_at
+
+
+def podgroup_body(name: str, min_member: int) -> bytes:
+    return orjson.dumps(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {"minMember": min_member},
+        }
+    )
+
+
+def member_body(gang: str, index: int) -> bytes:
+    return orjson.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"{gang}-worker-{index:05d}",
+                "namespace": NAMESPACE,
+                "labels": {GANG_LABEL: gang},
+                "annotations": {GROUP_NAME: gang},
+            },
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "registry.example.com/train:1.0",
+                        "command": ["python", "train.py"],
+                        "resources": {
+                            "requests": {"cpu": "1", "memory": "2Gi"},
+                            "limits": {"cpu": "1", "memory": "2Gi"},
+                        },
+                    }
+                ],
+            },
+        }
+    )
+
+
+async def start_cluster(
+    nodes: int, state: Path, start_timeout: float
+) -> asyncio.subprocess.Process:
+    argv = [
+        sys.executable,
+        "-m",
+        "vulcan",
+        "sim",
+        "up",
+        "--nodes",
+        str(nodes),
+        "--node-profile",
+        "cpu=32,memory=128Gi,pods=110",
+        "--with-extender",
+        "--pod-duration",
+        "forever",
+        "--state-dir",
+        str(state),
+        "--kubeconfig-out",
+        str(state / "kubeconfig"),
+        "--start-timeout",
+        str(start_timeout),
+    ]
+    process = await asyncio.create_subprocess_exec(
+        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    assert process.stdout is not None
+    while True:
+        line = await asyncio.wait_for(process.stdout.readline(), start_timeout * 4)
+        if not line:
+            err = await process.stderr.read() if process.stderr else b""
+            raise RuntimeError(f"vulcan sim up failed: {err.decode()[-2000:]}")
+        if line.startswith(b"cluster ready"):
+            break
+    _DRAINS.add(asyncio.create_task(_drain(process)))
+    return process
+
+
+async def _drain(process: asyncio.subprocess.Process) -> None:
+    assert process.stdout is not None and process.stderr is not None
+    await asyncio.gather(process.stdout.read(), process.stderr.read())
+
+
+async def stop_cluster(process: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        process.send_signal(signal.SIGINT)
+    try:
+        await asyncio.wait_for(process.wait(), 60)
+    except TimeoutError:
+        process.kill()
+        await process.wait()
+
+
+async def group_state(client: KubeClient, gang: str) -> str:
+    """The PodGroup's phase and conditions, for a report when a gang does not bind."""
+    try:
+        group = await client.get(PODGROUPS, gang, NAMESPACE)
+    except ApiError as exc:
+        return str(exc)
+    status = group.get("status") or {}
+    conditions = "; ".join(
+        f"{c.get('type')}: {c.get('message', '')}" for c in status.get("conditions") or ()
+    )
+    return f"phase={status.get('phase')} running={status.get('running')} {conditions}"
+
+
+async def run_gang(
+    client: KubeClient,
+    watch: GangWatch,
+    gang: str,
+    size: int,
+    concurrency: int,
+    timeout: float,
+) -> tuple[float, float, float]:
+    """Creates one gang and waits until it is bound; returns (seconds to create the members,
+    seconds from the last create to the last member bound, longest partial window)."""
+    watch.start(gang, size)
+    await client.request("POST", PODGROUPS.path(NAMESPACE), body=podgroup_body(gang, size))
+    bodies = [member_body(gang, i) for i in range(size)]
+    path = PODS.path(NAMESPACE)
+    next_index = 0
+    failed: list[str] = []
+
+    async def creator() -> None:
+        nonlocal next_index
+        while next_index < size:
+            body = bodies[next_index]
+            next_index += 1
+            try:
+                await client.request("POST", path, body=body)
+            except ApiError as exc:
+                failed.append(str(exc))
+
+    start = time.monotonic()
+    await asyncio.gather(*(creator() for _ in range(concurrency)))
+    last_created = time.monotonic()
+    if failed:
+        raise RuntimeError(f"{len(failed)} member creates failed, first: {failed[0]}")
+    created = last_created - start
+    last_report = last_created
+    while not watch.all_bound.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(watch.all_bound.wait(), 5)
+        now = time.monotonic()
+        if watch.all_bound.is_set():
+            break
+        if now - last_created > timeout:
+            raise RuntimeError(
+                f"{gang}: only {len(watch.bound)}/{size} bound {now - last_created:.0f}s after "
+                f"the last create; PodGroup {await group_state(client, gang)}"
+            )
+        if now - last_report >= 10:
+            last_report = now
+            print(
+                f"[{gang}] {len(watch.bound)}/{size} bound {now - last_created:.0f}s after the "
+                f"last create; PodGroup {await group_state(client, gang)}",
+                flush=True,
+            )
+    assert watch.all_bound_at is not None
+    return created, watch.all_bound_at - last_created, watch.partial_window
+
+
+async def delete_gang(client: KubeClient, watch: GangWatch, gang: str, timeout: float) -> float:
+    """Deletes a gang's pods and PodGroup; returns the seconds until the watch saw them gone."""
+    start = time.monotonic()
+    await client.request(
+        "DELETE", PODS.path(NAMESPACE), query={"labelSelector": f"{GANG_LABEL}={gang}"}
+    )
+    with contextlib.suppress(ApiError):
+        await client.delete(PODGROUPS, gang, NAMESPACE)
+    try:
+        await asyncio.wait_for(watch.gone.wait(), timeout)
+    except TimeoutError:
+        raise RuntimeError(
+            f"{gang}: {len(watch.present)} pods still present {timeout:.0f}s after delete"
+        ) from None
+    while True:  # the PodGroup too (it has no finalizers, but be sure before the next gang)
+        try:
+            await client.get(PODGROUPS, gang, NAMESPACE)
+        except ApiError as exc:
+            if exc.not_found:
+                break
+            raise
+        await asyncio.sleep(0.2)
+    return time.monotonic() - start
+
+
+async def main(args: argparse.Namespace) -> None:
+    with tempfile.TemporaryDirectory(prefix="vulcan-bench-") as tmp:
+        state = Path(args.state_dir or tmp)
+        state.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
+        process = await start_cluster(args.nodes, state, args.start_timeout)
+        print(f"cluster of {args.nodes} nodes up in {time.monotonic() - started:.1f}s", flush=True)
+        client = await KubeClient.connect(
+            ClientOptions(kubeconfig=str(state / "kubeconfig"), qps=0, burst=0)
+        )
+        runs: list[tuple[float, float, float]] = []
+        try:
+            watch = GangWatch()
+            informer: Informer[_Member] = Informer(
+                client, PODS, _Member, namespace=NAMESPACE, label_selector=GANG_LABEL
+            )
+            informer.add_handlers(watch.on_add, watch.on_update, watch.on_delete)
+            watcher = asyncio.create_task(informer.run())
+            await informer.wait_synced()
+            for repeat in range(args.repeats):
+                gang = f"gang-{repeat}"
+                created, bound_after, partial = await run_gang(
+                    client, watch, gang, args.gang, args.concurrency, args.timeout
+                )
+                runs.append((created, bound_after, partial))
+                print(
+                    f"[{gang}] {args.gang} members created in {created:.2f}s "
+                    f"({args.gang / created:.0f}/s); first member bound "
+                    f"{bound_after - partial:.2f}s and all bound {bound_after:.2f}s after the "
+                    f"last create; partially bound for {partial:.2f}s",
+                    flush=True,
+                )
+                gone = await delete_gang(client, watch, gang, args.timeout)
+                print(f"[{gang}] deleted and gone in {gone:.1f}s", flush=True)
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
+        finally:
+            await client.close()
+            await stop_cluster(process)
+    bound = [b for _, b, _ in runs]
+    p50 = statistics.median(bound)
+    baseline = statistics.median(c for c, _, _ in runs)  # in-run: creating the members
+    longest_partial = max(p for _, _, p in runs)
+    print(
+        "runs (create s / bound after last create s / partial window s): "
+        + ", ".join(f"{c:.2f}/{b:.2f}/{p:.2f}" for c, b, p in runs)
+    )
+    print(
+        f"longest partial window observed: {longest_partial:.2f}s "
+        f"(some but not all of a gang's members bound, as seen by the watch)"
+    )
+    print(
+        f"BENCH gang.bound_after_last_create value={p50:.3f} unit=s baseline={baseline:.3f} "
+        f"ratio={p50 / baseline:.3f}"
+    )
+    print(f"gang_bound_s={p50:.3f}")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--gang", type=int, default=1000, help="members per gang (= minMember)")
+    parser.add_argument("--repeats", type=int, default=3, help="gangs, one after the other")
+    parser.add_argument("--concurrency", type=int, default=8, help="parallel member creates")
+    parser.add_argument(
+        "--start-timeout", type=float, default=600.0, help="sim up's --start-timeout (seconds)"
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=300.0,
+        help="seconds a gang may take to bind (after its last create) or to be gone after delete",
+    )
+    parser.add_argument(
+        "--state-dir", help="sim up's state directory, kept afterwards (logs/); default: a temp dir"
+    )
+    return parser.parse_args(argv)
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    asyncio.run(main(parse_args()))
