@@ -9,7 +9,10 @@ from core.kube.flags import add_client_flags
 
 
 def add_extender_flags(parser: argparse.ArgumentParser) -> None:
-    add_client_flags(parser)
+    # Volcano's scheduler defaults (2000/2000), not client-go's 50/100: a gang's Bindings and
+    # the admission stamps of its members go out in one burst (a 1,000-member gang at 50/s
+    # stayed partly bound for 18 s in bench/gang_admission.py).
+    add_client_flags(parser, qps=2000.0, burst=2000)
     parser.add_argument(
         "--port",
         type=int,

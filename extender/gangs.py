@@ -349,19 +349,7 @@ class GangScheduler:
             if not exc.not_found:
                 log.warning("eviction failed", extra={"pod": pod.key, "error": str(exc)})
             return
-        if self.recorder is not None:
-            self.recorder.record(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "namespace": pod.namespace,
-                    "name": pod.name,
-                    "uid": pod.uid,
-                },
-                WARNING,
-                "Preempted",
-                note,
-            )
+        self._pod_event(pod, WARNING, "Preempted", note)
 
     def _not_admitted(self, key: str, reason: str) -> str:
         self.reasons[key] = reason
@@ -437,8 +425,24 @@ class GangScheduler:
         with contextlib.suppress(ValueError):
             self._tasks.remove(task)
 
+    def _pod_event(self, pod: PodRecord, type_: str, reason: str, note: str) -> None:
+        if self.recorder is not None:
+            self.recorder.record(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "namespace": pod.namespace,
+                    "name": pod.name,
+                    "uid": pod.uid,
+                },
+                type_,
+                reason,
+                note,
+            )
+
     async def _admit_pod(self, pod: PodRecord, stamp: str) -> None:
         assert self.client is not None
+        self._pod_event(pod, NORMAL, "GangAdmitted", f"gang {pod.group} admitted at {stamp}")
         patch: list[dict[str, Any]] = []
         try:
             if pod.gated:
@@ -516,6 +520,13 @@ class GangScheduler:
             # The hold is gone: so is the placement. Plan again (after the backoff).
             self._forget_group(group_key, message)
             self.poke()
+        if reason in ("TimedOut", "Released", "Committed"):
+            # Each member says it too: `kubectl describe pod` is where a user looks first.
+            type_ = NORMAL if reason == "Committed" else WARNING
+            for pod_key in self.cache.pods_by_group.get(group_key, ()):
+                pod = self.cache.pods.get(pod_key)
+                if pod is not None and not pod.terminal:
+                    self._pod_event(pod, type_, f"Gang{reason}", message)
         if group is not None and reason != "Held":
             self._event(
                 group,

@@ -21,7 +21,7 @@ class ClientOptions:
     retry_max: float = 10.0
 
 
-def add_client_flags(parser: Any) -> None:
+def add_client_flags(parser: Any, *, qps: float = 50.0, burst: int = 100) -> None:
     """`--kubeconfig`, `--master`, `--context`, `--kube-api-qps`, `--kube-api-burst`, as
     Kubernetes components and Volcano name them."""
     parser.add_argument(
@@ -34,11 +34,14 @@ def add_client_flags(parser: Any) -> None:
     parser.add_argument(
         "--kube-api-qps",
         type=float,
-        default=50.0,
-        help="steady requests per second to the API server (0: unlimited)",
+        default=qps,
+        help=f"steady requests per second to the API server (0: unlimited; default {qps:g})",
     )
     parser.add_argument(
-        "--kube-api-burst", type=int, default=100, help="requests allowed in a burst above the QPS"
+        "--kube-api-burst",
+        type=int,
+        default=burst,
+        help=f"requests allowed in a burst above the QPS (default {burst})",
     )
 
 

@@ -219,6 +219,11 @@ def test_a_gang_with_an_unplaceable_member_times_out_whole_and_completes_later(
         )
 
     watch.until("the held binds to time out", timed_out, timeout=40)
+    # vulcan says so on the members too (kubectl describe pod shows it).
+    assert any(
+        e["reason"] == "GangTimedOut" and e["reportingController"] == "vulcan"
+        for e in cluster.events("late-worker-0")
+    )
     assert not any(p["spec"].get("nodeName") for p in cluster.pods(selector="job=late"))
     cluster.kubectl("label", "node", "hollow-node-3", "rack=r7")
     try:
