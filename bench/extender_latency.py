@@ -7,7 +7,7 @@ That process fills an in-process embedded API server directly (no HTTP) with 10,
 nodes (p4d.24xlarge; allocatable memory differs by some KiB from node to node, as kubelets report
 it) and 20,000 Volcano job pods bound to them (every 50th node has all 8 GPUs taken, so ~2% of
 the candidates fail filter), syncs a ClusterCache from it over HTTP exactly as `vulcan extender`
-does (same pod field selector), wires `ExtenderServer` with Volcano's default scheduler
+does (all pods), wires `ExtenderServer` with Volcano's default scheduler
 configuration and serves it. The floor is a second child: a bare aiohttp server whose /v1/filter
 and /v1/prioritize decode the body with orjson and answer a same-shape echo (every name passes /
 scores 0). Both children run on the event loop `vulcan` uses (`vulcan.sim_commands.run_async`:
@@ -314,7 +314,6 @@ async def serve_extender(nodes: int, pods: int) -> None:
     from core.kube.client import ClientOptions, KubeClient
     from extender.binder import Binder
     from extender.ledger import GangLedger
-    from extender.main import ACTIVE_PODS
     from extender.metrics import ExtenderMetrics
     from extender.server import ExtenderServer, serve
     from plugins.config import default_config
@@ -332,7 +331,7 @@ async def serve_extender(nodes: int, pods: int) -> None:
             server = ExtenderServer(
                 cache, Framework(default_config()), binder, ledger=GangLedger(), metrics=metrics
             )
-            cache.start(client, pod_field_selector=ACTIVE_PODS)
+            cache.start(client)
             await cache.wait_synced(STARTUP_TIMEOUT)
             runner, port = await serve(server, "127.0.0.1", 0)
             try:

@@ -23,9 +23,6 @@ from plugins.framework import Framework
 
 log = logging.getLogger("vulcan.extender")
 
-# kube-scheduler's own pod informer leaves finished pods out; they hold no resources.
-ACTIVE_PODS = "status.phase!=Succeeded,status.phase!=Failed"
-
 
 @dataclass(slots=True)
 class Extender:
