@@ -33,9 +33,7 @@ import argparse
 import asyncio
 import contextlib
 import os
-import signal
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -43,6 +41,7 @@ from typing import Any
 
 import orjson
 
+from bench.sim_cluster import start_sim_up, stop_sim_up
 from core.kube.client import PODGROUPS, PODS, ApiError, KubeClient
 from core.kube.flags import ClientOptions
 from core.kube.informer import Informer
@@ -50,7 +49,6 @@ from core.kube.informer import Informer
 NAMESPACE = "default"
 GANG_LABEL = "vulcan.sh/bench-gang"
 GROUP_NAME = "scheduling.k8s.io/group-name"
-_DRAINS: set[asyncio.Task[None]] = set()  # keeps the children's output drained
 
 
 class _Member:
@@ -157,59 +155,6 @@ def member_body(gang: str, index: int) -> bytes:
     )
 
 
-async def start_cluster(
-    nodes: int, state: Path, start_timeout: float
-) -> asyncio.subprocess.Process:
-    argv = [
-        sys.executable,
-        "-m",
-        "vulcan",
-        "sim",
-        "up",
-        "--nodes",
-        str(nodes),
-        "--node-profile",
-        "cpu=32,memory=128Gi,pods=110",
-        "--with-extender",
-        "--pod-duration",
-        "forever",
-        "--state-dir",
-        str(state),
-        "--kubeconfig-out",
-        str(state / "kubeconfig"),
-        "--start-timeout",
-        str(start_timeout),
-    ]
-    process = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-    )
-    assert process.stdout is not None
-    while True:
-        line = await asyncio.wait_for(process.stdout.readline(), start_timeout * 4)
-        if not line:
-            err = await process.stderr.read() if process.stderr else b""
-            raise RuntimeError(f"vulcan sim up failed: {err.decode()[-2000:]}")
-        if line.startswith(b"cluster ready"):
-            break
-    _DRAINS.add(asyncio.create_task(_drain(process)))
-    return process
-
-
-async def _drain(process: asyncio.subprocess.Process) -> None:
-    assert process.stdout is not None and process.stderr is not None
-    await asyncio.gather(process.stdout.read(), process.stderr.read())
-
-
-async def stop_cluster(process: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        process.send_signal(signal.SIGINT)
-    try:
-        await asyncio.wait_for(process.wait(), 60)
-    except TimeoutError:
-        process.kill()
-        await process.wait()
-
-
 async def group_state(client: KubeClient, gang: str) -> str:
     """The PodGroup's phase and conditions, for a report when a gang does not bind."""
     try:
@@ -309,7 +254,9 @@ async def main(args: argparse.Namespace) -> None:
         state = Path(args.state_dir or tmp)
         state.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
-        process = await start_cluster(args.nodes, state, args.start_timeout)
+        process = await start_sim_up(
+            args.nodes, state, "--with-extender", start_timeout=args.start_timeout
+        )
         print(f"cluster of {args.nodes} nodes up in {time.monotonic() - started:.1f}s", flush=True)
         client = await KubeClient.connect(
             ClientOptions(kubeconfig=str(state / "kubeconfig"), qps=0, burst=0)
@@ -343,7 +290,7 @@ async def main(args: argparse.Namespace) -> None:
                 await watcher
         finally:
             await client.close()
-            await stop_cluster(process)
+            await stop_sim_up(process)
     bound = [b for _, b, _ in runs]
     p50 = statistics.median(bound)
     baseline = statistics.median(c for c, _, _ in runs)  # in-run: creating the members

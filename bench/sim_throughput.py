@@ -20,8 +20,6 @@ import argparse
 import asyncio
 import contextlib
 import os
-import signal
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -29,12 +27,12 @@ from typing import Any
 
 import orjson
 
+from bench.sim_cluster import start_sim_up, stop_sim_up
 from core.kube.client import PODS, ApiError, KubeClient
 from core.kube.flags import ClientOptions
 from core.kube.informer import Informer
 
 NAMESPACE = "default"
-_DRAINS: set[asyncio.Task[None]] = set()  # keeps the children's output drained
 
 
 class _Bound:
@@ -75,64 +73,12 @@ def pod_body(index: int) -> bytes:
     )
 
 
-async def start_cluster(nodes: int, with_extender: bool, state: Path) -> asyncio.subprocess.Process:
-    argv = [
-        sys.executable,
-        "-m",
-        "vulcan",
-        "sim",
-        "up",
-        "--nodes",
-        str(nodes),
-        "--node-profile",
-        "cpu=32,memory=128Gi,pods=110",
-        "--pod-duration",
-        "forever",
-        "--state-dir",
-        str(state),
-        "--kubeconfig-out",
-        str(state / "kubeconfig"),
-        "--start-timeout",
-        "300",
-    ]
-    if with_extender:
-        argv.append("--with-extender")
-    process = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-    )
-    assert process.stdout is not None
-    while True:
-        line = await asyncio.wait_for(process.stdout.readline(), 600)
-        if not line:
-            err = await process.stderr.read() if process.stderr else b""
-            raise RuntimeError(f"vulcan sim up failed: {err.decode()[-2000:]}")
-        if line.startswith(b"cluster ready"):
-            break
-    _DRAINS.add(asyncio.create_task(_drain(process)))
-    return process
-
-
-async def _drain(process: asyncio.subprocess.Process) -> None:
-    assert process.stdout is not None and process.stderr is not None
-    await asyncio.gather(process.stdout.read(), process.stderr.read())
-
-
-async def stop_cluster(process: asyncio.subprocess.Process) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        process.send_signal(signal.SIGINT)
-    try:
-        await asyncio.wait_for(process.wait(), 60)
-    except TimeoutError:
-        process.kill()
-        await process.wait()
-
-
 async def run_phase(nodes: int, pods: int, with_extender: bool, concurrency: int) -> float:
     label = "with extender" if with_extender else "stand-in alone"
     with tempfile.TemporaryDirectory(prefix="vulcan-bench-") as tmp:
         state = Path(tmp)
         started = time.monotonic()
-        process = await start_cluster(nodes, with_extender, state)
+        process = await start_sim_up(nodes, state, *(["--with-extender"] if with_extender else []))
         print(
             f"[{label}] cluster of {nodes} nodes up in {time.monotonic() - started:.1f}s",
             flush=True,
@@ -192,7 +138,7 @@ async def run_phase(nodes: int, pods: int, with_extender: bool, concurrency: int
             return rate
         finally:
             await client.close()
-            await stop_cluster(process)
+            await stop_sim_up(process)
 
 
 async def main(args: argparse.Namespace) -> None:

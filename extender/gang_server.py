@@ -11,7 +11,6 @@ from typing import Any
 
 from core.api import keys
 from extender import protocol
-from extender.binder import BindError
 from extender.gangs import GangScheduler
 from extender.server import ExtenderServer
 
@@ -50,14 +49,6 @@ class GangExtenderServer(ExtenderServer):
         args = protocol.parse_preemption_args(protocol.decode(body))
         return protocol.preemption_result(self.gangs.preempt(args.pod, args.victims))
 
-    async def bind(self, body: bytes) -> bytes:
-        args = protocol.parse_binding_args(protocol.decode(body))
-        self.metrics.binds_in_flight.inc()
-        try:
-            if not await self.gangs.bind(args):
-                await self.binder.bind(args)
-        except BindError as exc:
-            return protocol.error_result(str(exc))
-        finally:
-            self.metrics.binds_in_flight.dec()
-        return protocol.BIND_OK
+    async def bind_pod(self, args: protocol.BindingArgs) -> None:
+        if not await self.gangs.bind(args):
+            await super().bind_pod(args)

@@ -231,12 +231,16 @@ class ExtenderServer:
         args = protocol.parse_binding_args(protocol.decode(body))
         self.metrics.binds_in_flight.inc()
         try:
-            await self.binder.bind(args)
+            await self.bind_pod(args)
         except BindError as exc:
             return protocol.error_result(str(exc))
         finally:
             self.metrics.binds_in_flight.dec()
         return protocol.BIND_OK
+
+    async def bind_pod(self, args: protocol.BindingArgs) -> None:
+        """Create the pod's Binding (raises BindError); gang scheduling holds it first."""
+        await self.binder.bind(args)
 
 
 @dataclass(slots=True)
