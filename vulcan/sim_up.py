@@ -32,6 +32,8 @@ from core.kube.client import KubeClient
 from core.kube.flags import ClientOptions
 
 READY_LINE = "cluster ready"
+MAX_RESTARTS = 5  # per part; a part that crashes more often ends the cluster
+RESTART_DELAY = 1.0  # seconds, as a kubelet's first crash-loop back-off is short
 
 
 class StartError(RuntimeError):
@@ -44,6 +46,9 @@ class Child:
     process: asyncio.subprocess.Process
     log_path: Path
     log_file: IO[bytes]
+    args: list[str] = field(default_factory=list)
+    prefix: str = ""
+    restarts: int = 0
     announced: str = ""
     _drain: asyncio.Task[None] | None = field(default=None, repr=False)
 
@@ -57,6 +62,7 @@ class Child:
                 f"{self.name} did not start within {timeout:.0f}s; see {self.log_path}"
             ) from exc
         text = line.decode().strip()
+        self.prefix = prefix
         if not text.startswith(prefix):
             raise StartError(
                 f"{self.name} failed to start: {text or 'exited'}; see {self.log_path}"
@@ -88,10 +94,10 @@ class Child:
         self.log_file.close()
 
 
-async def spawn(name: str, args: list[str], state_dir: Path) -> Child:
+async def spawn(name: str, args: list[str], state_dir: Path, *, append: bool = False) -> Child:
     log_path = state_dir / "logs" / f"{name}.log"
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    log_file = log_path.open("wb")
+    log_file = log_path.open("ab" if append else "wb")
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -104,7 +110,7 @@ async def spawn(name: str, args: list[str], state_dir: Path) -> Child:
         # children in order (scheduler before extender before API server).
         start_new_session=True,
     )
-    return Child(name, process, log_path, log_file)
+    return Child(name, process, log_path, log_file, args=list(args))
 
 
 async def wait_ready(url: str, timeout: float) -> None:
@@ -202,6 +208,8 @@ class Cluster:
             self.children.append(extender)
             line = await extender.read_announcement("vulcan extender listening on", timeout)
             extender_url = line.split()[-1].removesuffix("/v1")
+            # A restarted extender must come back where kube-scheduler's configuration points.
+            extender.args[extender.args.index("--port") + 1] = extender_url.rsplit(":", 1)[1]
             await wait_ready(f"{extender_url}/readyz", timeout)
             print(
                 f"vulcan extender: {extender_url}/v1 (metrics: {extender_url}/metrics)",
@@ -237,24 +245,41 @@ class Cluster:
         print(f"{READY_LINE} (Ctrl-C to stop)", flush=True)
 
     async def wait(self, stop: asyncio.Event) -> int:
-        """Until Ctrl-C/SIGTERM (0) or until a child dies (1)."""
-        waits = {asyncio.create_task(c.process.wait()): c for c in self.children}
+        """Until Ctrl-C/SIGTERM (0) or until the API server dies or a part keeps crashing (1).
+        A crashed extender, scheduler or controller manager is started again, as its
+        Deployment would restart it on a real cluster (up to `MAX_RESTARTS` times each)."""
         stopper = asyncio.create_task(stop.wait())
-        done, _ = await asyncio.wait([stopper, *waits], return_when=asyncio.FIRST_COMPLETED)
-        for task in [stopper, *waits]:
-            task.cancel()
-        if stopper in done:
-            return 0
-        for task in done:
-            child = waits.get(task)  # type: ignore[call-overload]
-            if child is not None:
-                print(
-                    f"{child.name} exited with code {child.process.returncode}; see "
-                    f"{child.log_path}",
-                    file=sys.stderr,
-                    flush=True,
-                )
-        return 1
+        waits = {asyncio.create_task(c.process.wait()): c for c in self.children}
+        try:
+            while True:
+                done, _ = await asyncio.wait([stopper, *waits], return_when=asyncio.FIRST_COMPLETED)
+                if stopper in done:
+                    return 0
+                for task in done:
+                    child = waits.pop(task)
+                    code = child.process.returncode
+                    if child.name == "apiserver" or child.restarts >= MAX_RESTARTS:
+                        print(
+                            f"{child.name} exited with code {code}; see {child.log_path}",
+                            file=sys.stderr,
+                            flush=True,
+                        )
+                        return 1
+                    print(f"{child.name} exited with code {code}; restarting it", flush=True)
+                    replacement = await self._restart(child)
+                    waits[asyncio.create_task(replacement.process.wait())] = replacement
+        finally:
+            for task in [stopper, *waits]:
+                task.cancel()
+
+    async def _restart(self, child: Child) -> Child:
+        await child.stop()
+        await asyncio.sleep(RESTART_DELAY)
+        replacement = await spawn(child.name, child.args, self.state_dir, append=True)
+        replacement.restarts = child.restarts + 1
+        self.children[self.children.index(child)] = replacement
+        await replacement.read_announcement(child.prefix, self.args.start_timeout)
+        return replacement
 
     async def stop(self) -> None:
         # The scheduler first (no new binds), the API server last.

@@ -8,6 +8,7 @@ Waiting is done by polling the API for the awaited state with a deadline (never 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import signal
 import subprocess
@@ -99,6 +100,32 @@ class SimCluster:
         assert self.extender is not None
         with urllib.request.urlopen(self.extender + "/metrics", timeout=10) as response:
             return response.read().decode()
+
+    def component_pid(self, subcommand: str) -> int:
+        """The pid of this cluster's `vulcan <subcommand>` child (found by its kubeconfig)."""
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            words = [a.decode(errors="replace") for a in argv]
+            if subcommand in words and str(self.kubeconfig) in words and "vulcan" in words:
+                return int(entry.name)
+        raise AssertionError(f"no vulcan {subcommand} process of this cluster")
+
+
+def metric(text: str, name: str, **labels: str) -> float:
+    """The sum of a Prometheus metric's samples that carry `labels`."""
+    total = 0.0
+    for line in text.splitlines():
+        if not line.startswith(name):
+            continue
+        match = re.match(rf"{re.escape(name)}(\{{[^}}]*\}})? (\S+)$", line)
+        if match and all(f'{k}="{v}"' in (match.group(1) or "") for k, v in labels.items()):
+            total += float(match.group(2))
+    return total
 
 
 def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 30.0) -> T:

@@ -4,13 +4,15 @@ is ever left partially bound (0 < bound < minMember) for longer than a moment.""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import SimCluster, phase, pod_manifest, start_cluster
+from tests.e2e.conftest import SimCluster, metric, phase, pod_manifest, start_cluster
 
 PARTIAL_LIMIT = 10.0  # seconds a gang may be seen partially bound (Bindings land one by one)
 
@@ -266,3 +268,37 @@ def test_a_high_priority_gang_preempts_a_running_gang_as_a_whole(cluster: SimClu
     assert sum(e["reason"] == "Preempted" for e in events) >= 4
     assert all("default/high" in e["note"] for e in events if e["reason"] == "Preempted")
     cluster.kubectl("delete", "pods", "-l", "job in (low,high,partial)", "--wait=false")
+
+
+def test_an_extender_crash_while_binds_are_held_leaves_no_partial_gang(
+    cluster: SimCluster,
+) -> None:
+    """The extender dies (SIGKILL) holding two of a gang's three binds: kube-scheduler's
+    requests are cut, nothing is bound; the restarted extender rebuilds from the API server and
+    the gang completes once its last member can be placed."""
+    gang(cluster, "crash", 3, 3, annotations={"vulcan.sh/gang-timeout": "30s"})
+    members = [gpu_worker("crash", i) for i in range(2)]
+    members.append(gpu_worker("crash", 2, nodeSelector={"rack": "r9"}))
+    cluster.apply(members)
+    watch = GangWatch(cluster, {"crash": 3})
+    watch.until(
+        "two binds held",
+        lambda: metric(cluster.metrics(), "vulcan_extender_binds_in_flight") == 2,
+    )
+    pid = cluster.component_pid("extender")
+    os.kill(pid, signal.SIGKILL)
+
+    def restarted() -> bool:
+        try:
+            return cluster.component_pid("extender") != pid and bool(cluster.metrics())
+        except (AssertionError, OSError):
+            return False
+
+    watch.until("the extender to be restarted", restarted, timeout=60)
+    assert not any(p["spec"].get("nodeName") for p in cluster.pods(selector="job=crash"))
+    cluster.kubectl("label", "node", "hollow-node-3", "rack=r9")
+    try:
+        watch.until("the gang to complete", lambda: "crash" in watch.done_at, timeout=90)
+    finally:
+        cluster.kubectl("label", "node", "hollow-node-3", "rack-")
+    cluster.kubectl("delete", "pods", "-l", "job=crash", "--wait=false")

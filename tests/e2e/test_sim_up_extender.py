@@ -3,7 +3,6 @@ cluster (scheduling, running, finishing, taints, nodeSelector, priority, node fa
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 
 from tests.e2e.conftest import (
     SimCluster,
+    metric,
     phase,
     pod_manifest,
     scheduled_condition,
@@ -36,17 +36,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]:
         "--pod-eviction-timeout",
         "1",
     )
-
-
-def metric(text: str, name: str, **labels: str) -> float:
-    total = 0.0
-    for line in text.splitlines():
-        if not line.startswith(name):
-            continue
-        match = re.match(rf"{re.escape(name)}(\{{[^}}]*\}})? (\S+)$", line)
-        if match and all(f'{k}="{v}"' in (match.group(1) or "") for k, v in labels.items()):
-            total += float(match.group(2))
-    return total
 
 
 def test_the_cluster_announces_how_to_use_it(cluster: SimCluster) -> None:
