@@ -49,6 +49,7 @@ from core.kube.informer import Informer
 NAMESPACE = "default"
 GANG_LABEL = "vulcan.sh/bench-gang"
 GROUP_NAME = "scheduling.k8s.io/group-name"
+QUEUE_ALLOCATION_GATE = "scheduling.volcano.sh/queue-allocation-gate"
 
 
 class _Member:
@@ -126,7 +127,11 @@ def podgroup_body(name: str, min_member: int) -> bytes:
     )
 
 
-def member_body(gang: str, index: int) -> bytes:
+def member_body(gang: str, index: int, gated: bool = False) -> bytes:
+    # Gated: the member carries Volcano's queue-allocation gate, as pods do where Volcano's
+    # admission webhook adds it; kube-scheduler then never tries it before vulcan admits the
+    # gang (no failed attempts, so no per-pod backoff to wait out afterwards).
+    gates = [{"name": QUEUE_ALLOCATION_GATE}] if gated else []
     return orjson.dumps(
         {
             "apiVersion": "v1",
@@ -139,6 +144,7 @@ def member_body(gang: str, index: int) -> bytes:
             },
             "spec": {
                 "restartPolicy": "Never",
+                "schedulingGates": gates,
                 "containers": [
                     {
                         "name": "main",
@@ -175,12 +181,13 @@ async def run_gang(
     size: int,
     concurrency: int,
     timeout: float,
+    gated: bool = False,
 ) -> tuple[float, float, float]:
     """Creates one gang and waits until it is bound; returns (seconds to create the members,
     seconds from the last create to the last member bound, longest partial window)."""
     watch.start(gang, size)
     await client.request("POST", PODGROUPS.path(NAMESPACE), body=podgroup_body(gang, size))
-    bodies = [member_body(gang, i) for i in range(size)]
+    bodies = [member_body(gang, i, gated) for i in range(size)]
     path = PODS.path(NAMESPACE)
     next_index = 0
     failed: list[str] = []
@@ -273,7 +280,7 @@ async def main(args: argparse.Namespace) -> None:
             for repeat in range(args.repeats):
                 gang = f"gang-{repeat}"
                 created, bound_after, partial = await run_gang(
-                    client, watch, gang, args.gang, args.concurrency, args.timeout
+                    client, watch, gang, args.gang, args.concurrency, args.timeout, args.gated
                 )
                 runs.append((created, bound_after, partial))
                 print(
@@ -316,6 +323,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--gang", type=int, default=1000, help="members per gang (= minMember)")
     parser.add_argument("--repeats", type=int, default=3, help="gangs, one after the other")
     parser.add_argument("--concurrency", type=int, default=8, help="parallel member creates")
+    parser.add_argument(
+        "--gated",
+        action="store_true",
+        help="members carry Volcano's queue-allocation gate (as its webhook adds it)",
+    )
     parser.add_argument(
         "--start-timeout", type=float, default=600.0, help="sim up's --start-timeout (seconds)"
     )
