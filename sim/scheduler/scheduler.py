@@ -253,6 +253,9 @@ class Scheduler:
             except Exception:  # a bug must not stop the scheduler: log, back off, go on
                 log.exception("scheduling attempt crashed", extra={"pod": queued.pod.key})
                 self.queue.requeue_error(queued)
+            # Without extenders a cycle never waits, and a full queue would starve the bind
+            # tasks and the informers (kube-scheduler binds in goroutines beside the cycle).
+            await asyncio.sleep(0)
 
     async def schedule_one(self, queued: QueuedPod) -> None:
         cycle = self.queue.scheduling_cycle
