@@ -41,8 +41,12 @@ class _DryRunNode(SchedNode):
         self.taints = node.taints
         self.unschedulable = node.unschedulable
         self.allocatable = node.allocatable
+        self.alloc = node.alloc
         self.requested = node.requested
         self.nonzero_requested = node.nonzero_requested
+        self.used = node.used  # replaced, never mutated, by add/remove
+        self.nz_cpu = node.nz_cpu
+        self.nz_memory = node.nz_memory
         self.pod_keys = set(node.pod_keys)
 
 
