@@ -3,7 +3,8 @@ cluster (scheduling, running, finishing, taints, nodeSelector, priority, node fa
 
 from __future__ import annotations
 
-import time
+import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -157,26 +158,29 @@ def test_priority_orders_the_queue(cluster: SimCluster) -> None:
     )
     cluster.kubectl("label", "node", "hollow-node-2", "lane=prio")
     lane = {"nodeSelector": {"lane": "prio"}}
-    cluster.apply(pod_manifest("blocker", cpu="4", duration=None, **lane))
-    wait_for("blocker running", lambda: phase(cluster.pod("blocker")) == "Running")
-    # Low priority first, high priority later: both wait for the one node.
-    cluster.apply(pod_manifest("low", cpu="4", duration=None, **lane))
-    wait_for("low unschedulable", lambda: scheduled_condition(cluster.pod("low")))
-    cluster.apply(
-        pod_manifest("high", cpu="4", duration=None, priorityClassName="urgent-no-preempt", **lane)
-    )
-    condition = wait_for("high unschedulable", lambda: scheduled_condition(cluster.pod("high")))
-    assert "preemption: not eligible due to preemptionPolicy=Never" in condition["message"]
-    # A pod moved back by a cluster event first waits out its backoff (1 s after its last
-    # attempt, podInitialBackoffSeconds); past it, both pods meet in activeQ where priority
-    # decides. This is a timer of kube-scheduler's, not an event a client could await.
-    time.sleep(1.2)
-    cluster.kubectl("delete", "pod", "blocker", "--wait=false")
+    # Both pods must be waiting in the queue at once for the order to show (otherwise the first
+    # one created is simply scheduled first, or backoff timers decide, as on a real cluster):
+    # the scheduler is paused (SIGSTOP) while a low-priority pod and then a high-priority one are
+    # created, each alone filling the one node of the lane.
+    scheduler = cluster.component_pid("scheduler")
+    os.kill(scheduler, signal.SIGSTOP)
+    try:
+        cluster.apply(pod_manifest("low", cpu="4", duration=None, **lane))
+        cluster.apply(
+            pod_manifest(
+                "high", cpu="4", duration=None, priorityClassName="urgent-no-preempt", **lane
+            )
+        )
+        wait_for("both created", lambda: cluster.pod("low") and cluster.pod("high"))
+    finally:
+        os.kill(scheduler, signal.SIGCONT)
     node = wait_for(
         "high bound", lambda: (cluster.pod("high") or {}).get("spec", {}).get("nodeName")
     )
     assert node == "hollow-node-2"
+    condition = wait_for("low unschedulable", lambda: scheduled_condition(cluster.pod("low")))
     assert not (cluster.pod("low") or {}).get("spec", {}).get("nodeName")
+    assert condition["reason"] == "Unschedulable"
     cluster.kubectl("delete", "pod", "low", "high", "--wait=false")
     wait_for(
         "lane empty",
