@@ -8,6 +8,7 @@ pod instead of ~16 KB as a dict. Records are immutable by convention (an update 
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from core.api import keys
@@ -23,6 +24,19 @@ def _key(meta: dict[str, Any]) -> str:
 
 _VECTORS: dict[tuple[tuple[str, int], ...], ResourceVector] = {}
 _intern = sys.intern
+
+
+def pod_group_key(namespace: str, meta: Mapping[str, Any], spec: Mapping[str, Any]) -> str | None:
+    """`namespace/name` of the PodGroup a pod belongs to: Volcano's annotation
+    `scheduling.k8s.io/group-name`, else the coscheduling label `scheduling.x-k8s.io/pod-group`;
+    None outside any group, and for pods carrying Kubernetes' native gang fields
+    (`spec.schedulingGroup` / `spec.workloadRef`), which kube-scheduler's own plugin handles."""
+    if spec.get("schedulingGroup") or spec.get("workloadRef"):
+        return None
+    name = (meta.get("annotations") or _NO_LABELS).get(keys.GROUP_NAME) or (
+        meta.get("labels") or _NO_LABELS
+    ).get(keys.COSCHEDULING_POD_GROUP)
+    return f"{namespace}/{name}" if name else None
 
 
 def shared_vector(vector: ResourceVector) -> ResourceVector:
@@ -133,8 +147,8 @@ class PodRecord:
         self.priority = int(spec.get("priority") or 0)
         self.scheduler_name: str = _intern(spec.get("schedulerName") or "default-scheduler")
         self.gated = bool(spec.get("schedulingGates"))
-        group = annotations.get(keys.GROUP_NAME) or labels.get(keys.COSCHEDULING_POD_GROUP)
-        self.group: str | None = _intern(f"{self.namespace}/{group}") if group else None
+        group = pod_group_key(self.namespace, meta, spec)
+        self.group: str | None = _intern(group) if group else None
         self.task: str | None = _opt(annotations.get(keys.TASK_SPEC) or labels.get(keys.TASK_SPEC))
         self.queue_annotation: str | None = _opt(annotations.get(keys.QUEUE_NAME))
         preemptable = annotations.get(keys.PREEMPTABLE, labels.get(keys.PREEMPTABLE))

@@ -33,11 +33,12 @@ from typing import Any
 
 from core.api import keys
 from core.cache import ClusterCache, Snapshot
+from core.durations import parse_duration
 from core.kube.client import JSON_PATCH, PODGROUPS, PODS, ApiError, KubeClient
 from core.kube.events import NORMAL, WARNING, EventRecorder
 from core.kube.status import StatusWriter
-from core.records import PodGroupRecord, PodRecord
-from core.resources import ResourceVector
+from core.records import PodGroupRecord, PodRecord, pod_group_key
+from core.resources import ResourceVector, format_shortfall
 from extender.barrier import BindBarrier, GangRequirement
 from extender.binder import BindError
 from extender.ledger import GangLedger, Reservation
@@ -54,31 +55,14 @@ _ZERO = ResourceVector()
 
 
 def group_of(pod: PodInfo) -> str | None:
-    """The PodGroup key a pod names, or None. Pods carrying Kubernetes' native gang fields
-    (`spec.schedulingGroup` / `spec.workloadRef`) are left to kube-scheduler's own plugin."""
-    spec = pod.spec
-    if spec.get("schedulingGroup") or spec.get("workloadRef"):
-        return None
-    meta = pod.metadata
-    name = (meta.get("annotations") or {}).get(keys.GROUP_NAME) or (meta.get("labels") or {}).get(
-        keys.COSCHEDULING_POD_GROUP
-    )
-    return f"{pod.namespace}/{name}" if name else None
-
-
-def _task_of(pod: PodInfo) -> str | None:
-    meta = pod.metadata
-    return (meta.get("annotations") or {}).get(keys.TASK_SPEC) or (meta.get("labels") or {}).get(
-        keys.TASK_SPEC
-    )
+    """The PodGroup key a pod in a request names (the cache's rule, `pod_group_key`)."""
+    return pod_group_key(pod.namespace, pod.metadata, pod.spec)
 
 
 def _timeout_of(group: PodGroupRecord) -> float | None:
     text = group.annotations.get(GANG_TIMEOUT)
     if not text:
         return None
-    from core.durations import parse_duration
-
     try:
         return parse_duration(text)
     except Exception:
@@ -387,8 +371,6 @@ class GangScheduler:
                 continue
             idle = int(total.get(name, 0) * self.overcommit_factor) - used.get(name, 0)
             if amount > idle:
-                from core.resources import format_shortfall
-
                 return format_shortfall(name, amount, max(idle, 0))
         return ""
 

@@ -8,12 +8,11 @@ import asyncio
 import contextlib
 import logging
 import math
-from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from core.api.keys import COSCHEDULING_POD_GROUP, GROUP_NAME
 from core.durations import parse_duration
+from core.records import pod_group_key
 from sim.kubelet.keys import SIM_DURATION, SIM_EXIT_CODE
 
 log = logging.getLogger("vulcan.sim.kubelet")
@@ -26,15 +25,6 @@ TERMINAL_PHASES = frozenset({SUCCEEDED, FAILED})
 GANG_PRESENT_PHASES = frozenset({RUNNING, SUCCEEDED})
 
 FOREVER_WORDS = frozenset({"inf", "infinity", "forever"})
-
-
-def group_of(namespace: str, meta: Mapping[str, Any]) -> str | None:
-    """`namespace/name` of the pod's PodGroup: Volcano's annotation, else the coscheduling
-    label; None for a pod outside any group."""
-    name = (meta.get("annotations") or {}).get(GROUP_NAME) or (meta.get("labels") or {}).get(
-        COSCHEDULING_POD_GROUP
-    )
-    return f"{namespace}/{name}" if name else None
 
 
 class PodView:
@@ -84,7 +74,7 @@ class PodView:
         )
         self.duration: str | None = annotations.get(SIM_DURATION)
         self.exit_code: str | None = annotations.get(SIM_EXIT_CODE)
-        self.group = group_of(self.namespace, meta)
+        self.group = pod_group_key(self.namespace, meta, spec)
         # What an earlier hollow kubelet reported, so a restarted sim adopts running pods.
         self.pod_ip: str | None = status.get("podIP")
         self.start_time: str | None = status.get("startTime")
