@@ -143,6 +143,7 @@ class GangScheduler:
                 self._forget_group(key, "its PodGroup was deleted")
         allocated = set(self.ledger.pod_keys())
         used = self._used(snapshot)
+        total = self._total(snapshot)
         order = sorted(
             snapshot.podgroups.values(),
             key=lambda g: (-self._priority(snapshot, g), g.key),
@@ -160,7 +161,7 @@ class GangScheduler:
                 # growing, a replacement pod) go through filter as members of an admitted gang.
                 self.admitted.add(group.key)
             elif group.key not in self.admitted and not view.completed:
-                reason = self.admit(snapshot, group, view, used)
+                reason = self.admit(snapshot, group, view, total, used)
                 admitted_now = reason is None
                 if admitted_now:
                     allocated = set(self.ledger.pod_keys())
@@ -173,9 +174,11 @@ class GangScheduler:
         snapshot: Snapshot,
         group: PodGroupRecord,
         view: gangs.GangView,
+        total: Mapping[str, int],
         used: dict[str, int],
     ) -> str | None:
-        """Try to admit `group`; None on success, else why not (kept for filter)."""
+        """Try to admit `group`; None on success, else why not (kept for filter). `total` and
+        `used` are the pass's cluster sums (`used` grows with each group admitted)."""
         key = group.key
         wait = self.barrier.backing_off(key)
         if wait > 0:
@@ -183,7 +186,7 @@ class GangScheduler:
         ok, why = gangs.valid(view)
         if not ok:
             return self._not_admitted(key, why)
-        overcommit = self._overcommit(snapshot, group, used)
+        overcommit = self._overcommit(group, total, used)
         if overcommit:
             return self._not_admitted(key, f"gang {key}: waiting for admission: {overcommit}")
         members = gangs.pending_members(view)
@@ -218,7 +221,7 @@ class GangScheduler:
             f"gang admitted: {len(plan.slots)} members "
             f"reserved on {len(set(plan.slots.values()))} nodes",
         )
-        self._ungate(snapshot, view)
+        self._release_admitted(view)
         return None
 
     # ------------------------------------------------------------------ preemption
@@ -356,16 +359,21 @@ class GangScheduler:
                 used[name] = used.get(name, 0) + amount
         return used
 
-    def _overcommit(
-        self, snapshot: Snapshot, group: PodGroupRecord, used: Mapping[str, int]
-    ) -> str:
-        """Volcano's overcommit enqueue rule: minResources must fit in total × factor − used."""
-        if group.min_resources is None:
-            return ""
+    @staticmethod
+    def _total(snapshot: Snapshot) -> dict[str, int]:
+        """The cluster's allocatable, summed over nodes (once per pass)."""
         total: dict[str, int] = {}
         for node in snapshot.nodes.values():
             for name, amount in node.allocatable.items():
                 total[name] = total.get(name, 0) + amount
+        return total
+
+    def _overcommit(
+        self, group: PodGroupRecord, total: Mapping[str, int], used: Mapping[str, int]
+    ) -> str:
+        """Volcano's overcommit enqueue rule: minResources must fit in total × factor − used."""
+        if group.min_resources is None:
+            return ""
         for name, amount in group.min_resources.items():
             if name == "pods" or amount <= 0:
                 continue
@@ -388,7 +396,7 @@ class GangScheduler:
         self.barrier.release(key, why)
         self._statuses.pop(key, None)
 
-    def _ungate(self, snapshot: Snapshot, view: gangs.GangView) -> None:
+    def _release_admitted(self, view: gangs.GangView) -> None:
         """Tell the admitted members' scheduler they may go: remove the queue-allocation gate
         where there is one, and stamp `vulcan.sh/gang-admitted` on every pending member. Either
         is a pod update, which moves a pod kube-scheduler parked as unschedulable (after our

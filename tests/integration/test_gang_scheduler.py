@@ -380,3 +380,33 @@ async def test_admission_removes_the_queue_allocation_gate(client: KubeClient) -
     finally:
         await gangs.stop()
         await cache.stop()
+
+
+async def test_min_resources_beyond_the_overcommitted_cluster_are_not_admitted(
+    client: KubeClient,
+) -> None:
+    """Volcano's overcommit rule: 4 GPUs × 1.2 leave room for minResources of 4 GPUs, not 5."""
+    for name in ("gpu-0", "gpu-1", "gpu-2", "gpu-3"):
+        await add_gpu_node(client, name)
+    for job, gpus in (("fits", 4), ("too-big", 5)):
+        await client.create(
+            PODGROUPS,
+            {
+                "metadata": {"name": job, "namespace": "default"},
+                "spec": {"minMember": 1, "minResources": {"nvidia.com/gpu": str(gpus)}},
+            },
+        )
+    await client.create(PODS, worker("fits", 0))
+    await client.create(PODS, worker("too-big", 0))
+    cache, gangs = await started(client)
+    try:
+        await until(lambda: len(cache.pods) == 2 and len(cache.podgroups) == 2)
+        gangs.schedule_pass()
+        # Each has one 1-GPU member that would fit; only minResources tells them apart.
+        assert gangs.admitted == {"default/fits"}
+        reason = gangs.reasons["default/too-big"]
+        assert reason.startswith("gang default/too-big: waiting for admission: ")
+        assert "nvidia.com/gpu" in reason
+    finally:
+        await gangs.stop()
+        await cache.stop()
