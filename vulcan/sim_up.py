@@ -23,13 +23,17 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import aiohttp
 import yaml
 
 from core.kube.client import KubeClient
 from core.kube.flags import ClientOptions
+
+if TYPE_CHECKING:  # imported for real in Cluster.start, where they are used
+    from sim.kubelet import HollowKubelets
+    from sim.nodelifecycle import NodeLifecycleController
 
 READY_LINE = "cluster ready"
 MAX_RESTARTS = 5  # per part; a part that crashes more often ends the cluster
@@ -134,8 +138,8 @@ class Cluster:
         self.kubeconfig = Path(args.kubeconfig_out or self.state_dir / "kubeconfig")
         self.children: list[Child] = []
         self.client: KubeClient | None = None
-        self.kubelets: object | None = None
-        self.lifecycle: object | None = None
+        self.kubelets: HollowKubelets | None = None
+        self.lifecycle: NodeLifecycleController | None = None
 
     async def start(self) -> None:
         from sim.kubelet import HollowKubelets
@@ -173,15 +177,15 @@ class Cluster:
         self.lifecycle = NodeLifecycleController(
             self.client, node_monitor_grace_period=args.node_monitor_grace_period
         )
-        await self.lifecycle.start()  # type: ignore[attr-defined]
+        await self.lifecycle.start()
         self.kubelets = HollowKubelets(
             self.client,
             profiles,
             default_duration=args.pod_duration,
             default_exit_code=0,
         )
-        await asyncio.wait_for(self.kubelets.start(), timeout)  # type: ignore[attr-defined]
-        names = self.kubelets.node_names  # type: ignore[attr-defined]
+        await asyncio.wait_for(self.kubelets.start(), timeout)
+        names = self.kubelets.node_names
         print(f"hollow nodes: {len(names)} ({names[0]} .. {names[-1]})", flush=True)
 
         extender_url = None
@@ -287,9 +291,9 @@ class Cluster:
             if child.name != "apiserver":
                 await child.stop()
         if self.kubelets is not None:
-            await self.kubelets.stop()  # type: ignore[attr-defined]
+            await self.kubelets.stop()
         if self.lifecycle is not None:
-            await self.lifecycle.stop()  # type: ignore[attr-defined]
+            await self.lifecycle.stop()
         if self.client is not None:
             await self.client.close()
         for child in self.children:
