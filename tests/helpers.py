@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -38,3 +40,10 @@ def announced_url(process: subprocess.Popen[str], prefix: str) -> str:
     line = process.stdout.readline()
     assert line.startswith(prefix), line
     return line.split()[-1]
+
+
+async def until(predicate: Callable[[], object], timeout: float = 10.0) -> None:
+    """Await a condition on in-process state: poll it every 10 ms, fail after `timeout`."""
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.01)

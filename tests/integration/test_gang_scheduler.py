@@ -17,6 +17,7 @@ from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
 from extender.protocol import BindingArgs, PodInfo
 from sim.apiserver.server import EmbeddedApiServer
+from tests.helpers import until
 
 
 @pytest_asyncio.fixture
@@ -75,12 +76,6 @@ def info(pod: dict[str, Any]) -> PodInfo:
         metadata=pod["metadata"],
         raw=pod,
     )
-
-
-async def until(predicate: Any, timeout: float = 10.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.01)
 
 
 async def started(client: KubeClient) -> tuple[ClusterCache, GangScheduler]:

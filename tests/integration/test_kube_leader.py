@@ -7,7 +7,7 @@ import argparse
 import asyncio
 import contextlib
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -22,6 +22,7 @@ from core.kube.leader import (
     parse_duration,
 )
 from sim.apiserver.server import EmbeddedApiServer
+from tests.helpers import until
 
 NS = "default"
 LEASE = "vulcan-test"
@@ -125,12 +126,6 @@ async def lease(contest: Contest) -> dict[str, Any]:
     return (await client.request("GET", LEASES.path(NS, LEASE), retry=False))["spec"]
 
 
-async def wait_for(condition: Callable[[], bool], timeout: float = 10) -> None:
-    async with asyncio.timeout(timeout):
-        while not condition():
-            await asyncio.sleep(0.01)
-
-
 async def test_one_leads_and_the_other_takes_over_after_a_crash(contest: Contest) -> None:
     contest.add("a", release_on_cancel=False)
     contest.add("b", release_on_cancel=False)
@@ -144,7 +139,7 @@ async def test_one_leads_and_the_other_takes_over_after_a_crash(contest: Contest
     assert spec["leaseTransitions"] == 0
     assert MICRO_TIME.match(spec["renewTime"]) and MICRO_TIME.match(spec["acquireTime"])
     # The leader keeps renewing; the follower does not get in meanwhile.
-    await wait_for(lambda: follower.leader == leader.identity)
+    await until(lambda: follower.leader == leader.identity)
     first_renew = spec["renewTime"]
     await asyncio.sleep(3 * RETRY_PERIOD)
     assert leader.is_leader and not follower.is_leader
@@ -170,7 +165,7 @@ async def test_a_clean_release_hands_over_at_once(contest: Contest) -> None:
     leader = await contest.first_leader()
     contest.start("b")
     follower = contest.electors["b"]
-    await wait_for(lambda: follower.leader == "a")
+    await until(lambda: follower.leader == "a")
     loop = asyncio.get_running_loop()
     released_at = loop.time()
     await contest.crash("a")  # cancel with release_on_cancel=True: a clean shutdown
@@ -201,7 +196,7 @@ async def test_a_leader_that_cannot_renew_steps_down_within_the_renew_deadline(
     contest.start("a")
     await asyncio.wait_for(a.leading.wait(), 10)
     contest.start("b")
-    await wait_for(lambda: b.leader == "a")
+    await until(lambda: b.leader == "a")
 
     async def unavailable(*args: Any, **kwargs: Any) -> Any:
         raise ApiError(503, "ServiceUnavailable", "etcd is down")
@@ -209,7 +204,7 @@ async def test_a_leader_that_cannot_renew_steps_down_within_the_renew_deadline(
     loop = asyncio.get_running_loop()
     monkeypatch.setattr(contest.clients["a"], "request", unavailable)
     broken_at = loop.time()
-    await wait_for(lambda: "stop:a" in contest.log, 5)
+    await until(lambda: "stop:a" in contest.log, 5)
     assert not a.is_leader
     # The last good renewal was before the breakage, so the deadline had passed by then.
     assert loop.time() - broken_at <= RENEW_DEADLINE + 0.5
@@ -232,7 +227,7 @@ async def test_a_renewal_that_hangs_counts_as_failed(
         await asyncio.Event().wait()
 
     monkeypatch.setattr(contest.clients["a"], "request", hang)
-    await wait_for(lambda: "stop:a" in contest.log, 5)
+    await until(lambda: "stop:a" in contest.log, 5)
     assert not a.is_leader
 
 
