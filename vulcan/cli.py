@@ -59,6 +59,20 @@ def _cmd_extender(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_controllers(args: argparse.Namespace) -> int:
+    from podgroup_controller.main import run
+    from podgroup_controller.selection import SelectionError
+    from vulcan.logs import setup_logging
+    from vulcan.sim_commands import run_async
+
+    setup_logging(args.log_format)
+    try:
+        return int(run_async(run(args)))
+    except SelectionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vulcan",
@@ -90,6 +104,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_extender_flags(extender)
     extender.set_defaults(func=_cmd_extender)
+
+    controllers = sub.add_parser(
+        "controllers",
+        help="the controllers: PodGroups for annotated workloads, Queue lifecycle",
+        description="Run vulcan's controllers under leader election (Lease vulcan-controllers): "
+        "pg-controller makes PodGroups for pods of --scheduler-name that are in no group "
+        "(one per ReplicaSet/StatefulSet/DaemonSet/Job, minMember from the owner's "
+        "scheduling.volcano.sh/group-min-member) and annotates the pods; queue-controller "
+        "creates the root and default queues and runs the Open/Closing/Closed state machine "
+        "driven by bus.volcano.sh Commands. GET /healthz, /readyz, /metrics on --port.",
+    )
+    from podgroup_controller.flags import add_controllers_flags
+
+    add_controllers_flags(controllers)
+    controllers.set_defaults(func=_cmd_controllers)
 
     demo = sub.add_parser(
         "demo",

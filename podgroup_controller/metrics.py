@@ -1,0 +1,70 @@
+"""Prometheus metrics of `vulcan controllers`, in a registry of their own (several controller
+managers in one test process must not collide).
+
+Volcano's controller-manager names where Volcano has one (the per-queue PodGroup counts,
+`volcano_queue_pod_group_<phase>_count{queue_name}`); vulcan's own under `vulcan_controller_`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+# PodGroup phases Volcano counts per queue (the Queue status fields of the same names).
+QUEUE_PHASES = ("Inqueue", "Pending", "Running", "Unknown", "Completed")
+
+_SYNC_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+
+class ControllerMetrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.queue_podgroups = {
+            phase: Gauge(
+                f"volcano_queue_pod_group_{phase.lower()}_count",
+                f"PodGroups in phase {phase} per queue.",
+                ["queue_name"],
+                registry=self.registry,
+            )
+            for phase in QUEUE_PHASES
+        }
+        self.syncs = Counter(
+            "vulcan_controller_syncs_total",
+            "Reconciles by controller and result (success, error: retried, dropped: gave up).",
+            ["controller", "result"],
+            registry=self.registry,
+        )
+        self.sync_seconds = Histogram(
+            "vulcan_controller_sync_duration_seconds",
+            "Time of one reconcile, API calls included.",
+            ["controller"],
+            buckets=_SYNC_BUCKETS,
+            registry=self.registry,
+        )
+        self.changes = Counter(
+            "vulcan_controller_object_changes_total",
+            "Objects the controllers wrote, by kind and operation.",
+            ["kind", "operation"],
+            registry=self.registry,
+        )
+        self.queue_depth = Gauge(
+            "vulcan_controller_workqueue_depth",
+            "Keys waiting in a controller's work queue.",
+            ["controller"],
+            registry=self.registry,
+        )
+        self.leader = Gauge(
+            "vulcan_controller_leader",
+            "1 while this instance holds the controllers' Lease (or runs without election).",
+            registry=self.registry,
+        )
+
+    def set_queue_counts(self, queue: str, counts: dict[str, int]) -> None:
+        for phase, gauge in self.queue_podgroups.items():
+            gauge.labels(queue).set(counts.get(phase, 0))
+
+    def forget_queue(self, queue: str) -> None:
+        for gauge in self.queue_podgroups.values():
+            with contextlib.suppress(KeyError):
+                gauge.remove(queue)

@@ -1,0 +1,357 @@
+"""The Queue controller (Volcano's `queue-controller`, spec/volcano.md §4.12).
+
+- Creates the built-in `root` and `default` queues when they are missing.
+- SyncQueue: `spec.parent: root` for a queue without a parent; PodGroups counted per phase
+  (metrics); the state machine (`queue_state.transition`) applied to the pending actions and a
+  sync, `status.state` written through the status subresource only when it changes; children
+  follow their parent (parent Closing/Closed ⇒ open children are annotated
+  `volcano.sh/closed-by-parent: "true"` and closed; parent Open ⇒ those are reopened, and the
+  annotation becomes "false").
+- Commands (`bus.volcano.sh/v1alpha1`, target kind Queue, action OpenQueue/CloseQueue) are
+  deleted first, then applied: at most once, even across restarts.
+
+The work queue is keyed by queue name, so one queue is never reconciled by two workers at once;
+actions wait in `_actions` in arrival order. Each reconcile reads the queue itself from the API
+server (queues are few): a decision taken on a state the informer has not caught up with could
+be lost (a CloseQueue right after an OpenQueue would see the old Closed and do nothing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter
+
+from core.api import keys
+from core.kube.client import COMMANDS, PODGROUPS, QUEUES, ApiError, KubeClient
+from core.kube.events import NORMAL, WARNING, EventRecorder
+from core.kube.workqueue import WorkQueue
+from podgroup_controller.informers import SharedInformers
+from podgroup_controller.metrics import ControllerMetrics
+from podgroup_controller.queue_state import (
+    CLOSE_QUEUE,
+    CLOSING,
+    OPEN,
+    OPEN_QUEUE,
+    SYNC_QUEUE,
+    TransitionRefused,
+    is_closed,
+    normalize,
+    transition,
+)
+from podgroup_controller.reconcile import ControllerOptions, run_reconciler, warn_given_up
+from podgroup_controller.records import CommandRecord, PodGroupRecord, QueueRecord
+from podgroup_controller.selection import QUEUE
+
+log = logging.getLogger("vulcan.controllers.queue")
+
+BUILTIN_QUEUES = (
+    # root first: default's parent is root.
+    (keys.ROOT_QUEUE, {"weight": 1, "reclaimable": False}),
+    (keys.DEFAULT_QUEUE, {"weight": 1, "reclaimable": True}),
+)
+QUEUE_ACTIONS = (OPEN_QUEUE, CLOSE_QUEUE)
+
+
+def _is_queue_target(command: CommandRecord) -> bool:
+    target = command.target
+    return target.get("kind") == QUEUES.kind and (
+        target.get("apiVersion") in (None, "", QUEUES.api_version)
+    )
+
+
+class QueueController:
+    name = QUEUE
+
+    def __init__(
+        self,
+        client: KubeClient,
+        informers: SharedInformers,
+        recorder: EventRecorder,
+        metrics: ControllerMetrics,
+        options: ControllerOptions,
+    ) -> None:
+        self.client = client
+        self.recorder = recorder
+        self.metrics = metrics
+        self.options = options
+        self.queues = informers.get(QUEUES, QueueRecord)
+        self.podgroups = informers.get(PODGROUPS, PodGroupRecord)
+        self.commands = informers.get(COMMANDS, CommandRecord)
+        self.work: WorkQueue[str] = WorkQueue(
+            "queues", base_delay=options.retry_base, max_delay=options.retry_max
+        )
+        self.command_work: WorkQueue[str] = WorkQueue(
+            "commands", base_delay=options.retry_base, max_delay=options.retry_max
+        )
+        self._actions: dict[str, list[str]] = {}
+        self._groups: dict[str, dict[str, str]] = {}  # queue -> PodGroup key -> phase
+        self.queues.add_handlers(self._queue_added, self._queue_updated, self._queue_deleted)
+        self.podgroups.add_handlers(self._group_added, self._group_updated, self._group_deleted)
+        self.commands.add_handlers(self._command_added)
+
+    # ------------------------------------------------------------------ requests
+
+    def request(self, queue: str, action: str = SYNC_QUEUE) -> None:
+        if action != SYNC_QUEUE:
+            pending = self._actions.setdefault(queue, [])
+            if not pending or pending[-1] != action:  # the same action twice in a row is once
+                pending.append(action)
+        self.work.add(queue)
+
+    # ------------------------------------------------------------------ event handlers
+
+    def _queue_added(self, queue: QueueRecord) -> None:
+        self.request(queue.name)
+
+    def _queue_updated(self, old: QueueRecord, new: QueueRecord) -> None:
+        # Our own status and annotation writes come back here too; a sync after them is a
+        # no-op, and it catches a Closing queue whose last PodGroup left meanwhile.
+        if (old.parent, old.state, old.closed_by_parent) == (
+            new.parent,
+            new.state,
+            new.closed_by_parent,
+        ):
+            return
+        self.request(new.name)
+        if old.parent != new.parent and new.parent:
+            self.request(new.parent)  # its new parent decides whether it must close
+
+    def _queue_deleted(self, queue: QueueRecord) -> None:
+        self._actions.pop(queue.name, None)
+        self.metrics.forget_queue(queue.name)
+
+    def _group_added(self, group: PodGroupRecord) -> None:
+        self._groups.setdefault(group.queue, {})[group.key] = group.phase
+        self.request(group.queue)
+
+    def _group_updated(self, old: PodGroupRecord, new: PodGroupRecord) -> None:
+        if (old.queue, old.phase) == (new.queue, new.phase):
+            return
+        self._group_deleted(old)
+        self._group_added(new)
+
+    def _group_deleted(self, group: PodGroupRecord) -> None:
+        members = self._groups.get(group.queue)
+        if members is not None:
+            members.pop(group.key, None)
+            if not members:
+                del self._groups[group.queue]
+        self.request(group.queue)
+
+    def _command_added(self, command: CommandRecord) -> None:
+        if _is_queue_target(command):
+            self.command_work.add(command.key)
+
+    # ------------------------------------------------------------------ the loops
+
+    async def run(self) -> None:
+        await self.ensure_builtin_queues()
+        async with asyncio.TaskGroup() as group:
+            group.create_task(
+                run_reconciler(
+                    self.work,
+                    self.name,
+                    self.options.queue_workers,
+                    self.sync,
+                    self.metrics,
+                    self.options,
+                    self._give_up,
+                )
+            )
+            group.create_task(
+                run_reconciler(
+                    self.command_work,
+                    "command",
+                    1,
+                    self.handle_command,
+                    self.metrics,
+                    self.options,
+                    self._command_given_up,
+                )
+            )
+
+    async def ensure_builtin_queues(self) -> None:
+        """`root` and `default`, as Volcano's scheduler creates them at start when missing."""
+        for name, spec in BUILTIN_QUEUES:
+            if name in self.queues.items:
+                continue
+            body = {
+                "apiVersion": QUEUES.api_version,
+                "kind": QUEUES.kind,
+                "metadata": {"name": name},
+                "spec": spec,
+            }
+            try:
+                await self.client.create(QUEUES, body)
+            except ApiError as exc:
+                if not exc.conflict:
+                    raise
+                continue
+            self.metrics.changes.labels("Queue", "created").inc()
+            log.info("created built-in queue", extra={"queue": name})
+
+    def _ref(self, name: str, uid: str = "") -> dict[str, str]:
+        record = self.queues.items.get(name)
+        return {
+            "apiVersion": QUEUES.api_version,
+            "kind": QUEUES.kind,
+            "name": name,
+            "uid": uid or (record.uid if record else ""),
+        }
+
+    def _give_up(self, name: str, exc: BaseException) -> None:
+        self._actions.pop(name, None)
+        warn_given_up(self.recorder, self._ref(name), f"queue {name}", exc)
+
+    def _command_given_up(self, key: str, exc: BaseException) -> None:
+        log.warning("could not consume a command", extra={"command": key, "error": str(exc)})
+
+    # ------------------------------------------------------------------ commands
+
+    async def handle_command(self, key: str) -> None:
+        command = self.commands.items.get(key)
+        if command is None:
+            return
+        try:
+            # Deleted first, with its UID as precondition: whoever deletes it executes it.
+            await self.client.delete(COMMANDS, command.name, command.namespace, uid=command.uid)
+        except ApiError as exc:
+            if exc.not_found or exc.conflict:
+                return  # consumed already (or replaced by a new object of the same name)
+            raise
+        self.metrics.changes.labels("Command", "deleted").inc()
+        target = str(command.target.get("name") or "")
+        ref = self._ref(target, str(command.target.get("uid") or ""))
+        if command.action not in QUEUE_ACTIONS:
+            self.recorder.record(
+                ref,
+                WARNING,
+                "UnknownCommand",
+                f"command {command.name}: action {command.action!r} is not one of "
+                f"{', '.join(QUEUE_ACTIONS)}",
+            )
+            return
+        self.recorder.record(
+            ref,
+            NORMAL,
+            command.action,
+            f"Start to execute command {command.name}, and clean it up to make sure executed "
+            "not more than once.",
+        )
+        self.request(target, command.action)
+
+    # ------------------------------------------------------------------ SyncQueue
+
+    def counts(self, queue: str) -> dict[str, int]:
+        return dict(Counter(self._groups.get(queue, {}).values()))
+
+    async def sync(self, name: str) -> None:
+        actions = self._actions.pop(name, [])
+        try:
+            obj = await self.client.get(QUEUES, name)
+        except ApiError as exc:
+            if exc.not_found:
+                if actions:
+                    log.info("actions for a missing queue dropped", extra={"queue": name})
+                return
+            self._requeue(name, actions)
+            raise
+        await self._sync(QueueRecord(obj), actions)
+
+    def _requeue(self, name: str, actions: list[str]) -> None:
+        """Put back actions not applied yet, ahead of any that arrived meanwhile."""
+        if actions:
+            self._actions[name] = actions + self._actions.get(name, [])
+
+    async def _sync(self, queue: QueueRecord, actions: list[str]) -> None:
+        name = queue.name
+        counts = self.counts(name)
+        self.metrics.set_queue_counts(name, counts)
+        refused: tuple[int, TransitionRefused] | None = None
+        state = queue.state
+        try:
+            if not queue.parent and name != keys.ROOT_QUEUE:
+                await self.client.patch(QUEUES, name, {"spec": {"parent": keys.ROOT_QUEUE}})
+                queue.parent = keys.ROOT_QUEUE
+            for index, action in enumerate([*actions, SYNC_QUEUE]):
+                if action == CLOSE_QUEUE and name == keys.ROOT_QUEUE:
+                    self.recorder.record(
+                        self._ref(name, queue.uid),
+                        WARNING,
+                        "CloseQueueRefused",
+                        "the root queue cannot be closed",
+                    )
+                    continue
+                parent_state = await self._parent_state(queue) if action == OPEN_QUEUE else None
+                try:
+                    state = transition(
+                        state,
+                        action,
+                        has_podgroups=bool(self._groups.get(name)),
+                        parent_state=parent_state,
+                    )
+                except TransitionRefused as exc:
+                    refused = (index, exc)
+                    break
+                if action == OPEN_QUEUE and queue.closed_by_parent == "true":
+                    await self._mark_closed_by_parent(name, False)
+                    queue.closed_by_parent = "false"
+            if state != queue.state:
+                await self._write_state(queue, state, sum(counts.values()))
+        except ApiError:
+            # Nothing decided here is stored: the actions are applied again on the retry.
+            self._requeue(name, actions)
+            raise
+        await self._propagate(name, state)
+        if refused is not None:
+            index, exc = refused
+            action = actions[index]
+            self._requeue(name, actions[index:])
+            self.recorder.record(
+                self._ref(name, queue.uid), WARNING, f"{action}Refused", f"{action}: {exc}"
+            )
+            raise exc
+
+    async def _parent_state(self, queue: QueueRecord) -> str | None:
+        if not queue.parent or queue.name == keys.ROOT_QUEUE:
+            return None
+        try:
+            parent = await self.client.get(QUEUES, queue.parent)
+        except ApiError as exc:
+            if exc.not_found:
+                return None
+            raise
+        return QueueRecord(parent).state
+
+    async def _write_state(self, queue: QueueRecord, state: str, groups: int) -> None:
+        await self.client.patch(
+            QUEUES, queue.name, {"status": {"state": state}}, subresource="status"
+        )
+        self.metrics.changes.labels("Queue", "state").inc()
+        before = normalize(queue.state)
+        if before != state:  # writing "Open" over a never-written state is no news
+            note = f"queue state {before} -> {state}"
+            if state == CLOSING:
+                note += f" until its {groups} PodGroups are gone"
+            self.recorder.record(self._ref(queue.name, queue.uid), NORMAL, "StateChanged", note)
+        log.info("queue state", extra={"queue": queue.name, "state": state})
+
+    async def _mark_closed_by_parent(self, name: str, closed: bool) -> None:
+        value = "true" if closed else "false"
+        await self.client.patch(
+            QUEUES, name, {"metadata": {"annotations": {keys.CLOSED_BY_PARENT: value}}}
+        )
+
+    async def _propagate(self, name: str, state: str) -> None:
+        """Children follow a closing parent, and come back with it when it reopens — only those
+        it closed (a child closed by its own Command stays closed)."""
+        for child in list(self.queues.items.values()):
+            if child.parent != name or child.name == name:
+                continue
+            if is_closed(state) and not is_closed(child.state):
+                if child.closed_by_parent != "true":
+                    await self._mark_closed_by_parent(child.name, True)
+                self.request(child.name, CLOSE_QUEUE)
+            elif state == OPEN and child.closed_by_parent == "true" and is_closed(child.state):
+                self.request(child.name, OPEN_QUEUE)
