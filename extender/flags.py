@@ -6,6 +6,7 @@ import argparse
 
 from core.durations import parse_duration
 from core.kube.flags import add_client_flags
+from extender.webhook_flags import add_webhook_flags
 
 
 def add_extender_flags(parser: argparse.ArgumentParser) -> None:
@@ -53,3 +54,4 @@ def add_extender_flags(parser: argparse.ArgumentParser) -> None:
         help="Volcano's overcommit enqueue rule: minResources must fit in total x factor - used",
     )
     parser.add_argument("--log-format", choices=("text", "json"), default="text")
+    add_webhook_flags(parser)

@@ -18,6 +18,7 @@ from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
 from extender.metrics import ExtenderMetrics
 from extender.server import ExtenderServer, serve
+from extender.webhooks import WebhookServing
 from plugins.config import load_scheduler_config
 from plugins.framework import Framework
 
@@ -58,6 +59,7 @@ class Extender:
 
 
 async def run(args: argparse.Namespace) -> None:
+    webhooks = WebhookServing.from_args(args)  # bad webhook flags or certificate: fail first
     extender = await Extender.build(args)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -69,11 +71,13 @@ async def run(args: argparse.Namespace) -> None:
     extender.gangs.start()
     runner, port = await serve(extender.server, args.bind_address, args.port)
     print(f"vulcan extender listening on http://{args.bind_address}:{port}/v1", flush=True)
+    await webhooks.start(extender.client, extender.cache)
     try:
         await stop.wait()
     finally:
         # Drain in-flight requests (binds) before going away.
         await runner.cleanup()
+        await webhooks.stop()
         await extender.gangs.stop()
         await extender.cache.stop()
         await extender.client.close()

@@ -43,6 +43,12 @@ def add_up_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=0, help="API server port (0: any free)")
     parser.add_argument("--extender-port", type=int, default=0, help="extender port (0: any)")
     parser.add_argument(
+        "--webhook-port",
+        type=int,
+        default=0,
+        help="HTTPS port of the extender's admission webhooks (0: any)",
+    )
+    parser.add_argument(
         "--pod-duration",
         type=_duration_or_forever,
         default=10.0,

@@ -5,7 +5,9 @@ Processes, as in a real cluster, each talking to the API server over HTTP:
 - this process: the hollow kubelets (`sim.kubelet`) and the node lifecycle controller
   (`sim.nodelifecycle`, the part of kube-controller-manager that taints NotReady nodes and
   evicts their pods);
-- `vulcan extender` (child, with `--with-extender`): vulcan's scheduler extender;
+- `vulcan extender` (child, with `--with-extender`): vulcan's scheduler extender, which also
+  serves vulcan's admission webhooks over HTTPS (a CA and certificate are made in the state
+  directory, and the webhook configurations registered, as an installer does on a real cluster);
 - `vulcan sim scheduler` (child): the kube-scheduler stand-in, configured by a real
   KubeSchedulerConfiguration (`--scheduler-config`, or one written here that points at the
   extender the way ARCHITECTURE.md prescribes).
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import importlib.util
 import signal
@@ -28,14 +31,21 @@ from typing import IO, TYPE_CHECKING
 import aiohttp
 import yaml
 
-from core.kube.client import KubeClient
+from core.kube.client import QUEUES, ApiError, KubeClient
 from core.kube.flags import ClientOptions
+from vulcan.certs import write_serving_certs
 
 if TYPE_CHECKING:  # imported for real in Cluster.start, where they are used
     from sim.kubelet import HollowKubelets
     from sim.nodelifecycle import NodeLifecycleController
 
 READY_LINE = "cluster ready"
+WEBHOOKS_LINE = "vulcan admission webhooks listening on"
+# Volcano's built-in queues, as its scheduler creates them (spec/volcano.md §1.2).
+BUILTIN_QUEUES = (
+    ("root", {"weight": 1, "reclaimable": False}),
+    ("default", {"weight": 1, "reclaimable": True}),
+)
 MAX_RESTARTS = 5  # per part; a part that crashes more often ends the cluster
 RESTART_DELAY = 1.0  # seconds, as a kubelet's first crash-loop back-off is short
 
@@ -54,10 +64,21 @@ class Child:
     prefix: str = ""
     restarts: int = 0
     announced: str = ""
+    then: str = ""  # the prefix of a second announced line, if the component prints one
+    announced_then: str = ""
     _drain: asyncio.Task[None] | None = field(default=None, repr=False)
 
-    async def read_announcement(self, prefix: str, timeout: float) -> str:
-        """The first stdout line (which the component prints once it serves)."""
+    async def read_announcement(self, prefix: str, timeout: float, then: str = "") -> str:
+        """The first stdout line (which the component prints once it serves), and the second
+        when `then` is given (the extender announces its webhook port there)."""
+        self.prefix, self.then = prefix, then
+        self.announced = await self._read_line(prefix, timeout)
+        if then:
+            self.announced_then = await self._read_line(then, timeout)
+        self._drain = asyncio.create_task(self._drain_stdout())
+        return self.announced
+
+    async def _read_line(self, prefix: str, timeout: float) -> str:
         assert self.process.stdout is not None
         try:
             line = await asyncio.wait_for(self.process.stdout.readline(), timeout)
@@ -66,13 +87,10 @@ class Child:
                 f"{self.name} did not start within {timeout:.0f}s; see {self.log_path}"
             ) from exc
         text = line.decode().strip()
-        self.prefix = prefix
         if not text.startswith(prefix):
             raise StartError(
                 f"{self.name} failed to start: {text or 'exited'}; see {self.log_path}"
             )
-        self.announced = text
-        self._drain = asyncio.create_task(self._drain_stdout())
         return text
 
     async def _drain_stdout(self) -> None:
@@ -190,6 +208,7 @@ class Cluster:
 
         extender_url = None
         if args.with_extender:
+            certs = write_serving_certs(self.state_dir / "webhook-certs")
             extender = await spawn(
                 "extender",
                 [
@@ -206,17 +225,34 @@ class Cluster:
                     # The bind entry of the configuration written below (sim_config) waits this
                     # long; the extender checks its gang timeout against it.
                     *(["--scheduler-bind-timeout", "90s"] if not args.scheduler_config else []),
+                    "--webhook-port",
+                    str(args.webhook_port),
+                    "--tls-cert-file",
+                    str(certs.cert_file),
+                    "--tls-private-key-file",
+                    str(certs.key_file),
                 ],
                 self.state_dir,
             )
             self.children.append(extender)
-            line = await extender.read_announcement("vulcan extender listening on", timeout)
+            line = await extender.read_announcement(
+                "vulcan extender listening on", timeout, then=WEBHOOKS_LINE
+            )
             extender_url = line.split()[-1].removesuffix("/v1")
-            # A restarted extender must come back where kube-scheduler's configuration points.
+            webhook_url = extender.announced_then.split()[-1]
+            # A restarted extender must come back where kube-scheduler's configuration and the
+            # webhook configurations point.
             extender.args[extender.args.index("--port") + 1] = extender_url.rsplit(":", 1)[1]
+            extender.args[extender.args.index("--webhook-port") + 1] = webhook_url.rsplit(":", 1)[1]
             await wait_ready(f"{extender_url}/readyz", timeout)
             print(
                 f"vulcan extender: {extender_url}/v1 (metrics: {extender_url}/metrics)",
+                flush=True,
+            )
+            await self._register_webhooks(webhook_url, certs.ca_pem)
+            print(
+                f"vulcan admission webhooks: {webhook_url} (queues, podgroups, jobs, jobflows; "
+                f"configurations in {self.state_dir / 'webhooks.yaml'})",
                 flush=True,
             )
         if args.with_controllers:
@@ -247,6 +283,31 @@ class Cluster:
         print(f"  export KUBECONFIG={self.kubeconfig}", flush=True)
         print("  kubectl get nodes", flush=True)
         print(f"{READY_LINE} (Ctrl-C to stop)", flush=True)
+
+    async def _register_webhooks(self, url: str, ca_pem: bytes) -> None:
+        """The built-in queues, then vulcan's webhook configurations (pointing at `url`,
+        trusting the CA that signed the extender's certificate)."""
+        from extender.webhook_configs import webhook_configurations
+
+        assert self.client is not None
+        # Volcano's scheduler creates `root` and `default` at start; so does `vulcan
+        # controllers`. The extender alone does not, and without `default` the PodGroup webhook
+        # would refuse every PodGroup that names no queue.
+        for name, spec in BUILTIN_QUEUES:
+            await self._create(QUEUES.path(), {"metadata": {"name": name}, "spec": spec})
+        configs = webhook_configurations(url=url, ca_bundle=base64.b64encode(ca_pem).decode())
+        (self.state_dir / "webhooks.yaml").write_text(yaml.safe_dump_all(configs, sort_keys=False))
+        for config in configs:
+            plural = config["kind"].lower() + "s"
+            await self._create(f"/apis/admissionregistration.k8s.io/v1/{plural}", config)
+
+    async def _create(self, path: str, body: dict[str, object]) -> None:
+        assert self.client is not None
+        try:
+            await self.client.request("POST", path, body=body)
+        except ApiError as exc:
+            if not exc.conflict:  # already there: a restarted part got here first
+                raise
 
     async def wait(self, stop: asyncio.Event) -> int:
         """Until Ctrl-C/SIGTERM (0) or until the API server dies or a part keeps crashing (1).
@@ -282,7 +343,7 @@ class Cluster:
         replacement = await spawn(child.name, child.args, self.state_dir, append=True)
         replacement.restarts = child.restarts + 1
         self.children[self.children.index(child)] = replacement
-        await replacement.read_announcement(child.prefix, self.args.start_timeout)
+        await replacement.read_announcement(child.prefix, self.args.start_timeout, child.then)
         return replacement
 
     async def stop(self) -> None:

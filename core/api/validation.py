@@ -10,7 +10,7 @@ API-server side admission.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from core.api import keys
@@ -58,6 +58,8 @@ class ClusterView:
     scheduler_names: tuple[str, ...] = (keys.DEFAULT_SCHEDULER_NAME,)
     max_queue_depth: int = 5
     allocated_pods: Mapping[str, int] = field(default_factory=dict)
+    podgroups_by_queue: Mapping[str, Sequence[str]] | None = None
+    """`namespace/name` of the PodGroups in each queue; None means "unknown": skip the check."""
 
 
 # --------------------------------------------------------------------------------- helpers
@@ -847,9 +849,9 @@ def validate_queue_delete(queue: Queue, view: ClusterView | None = None) -> list
         return [FieldError("metadata.name", "`default` queue can not be deleted")]
     if name == keys.ROOT_QUEUE:
         return [FieldError("metadata.name", "`root` queue can not be deleted")]
-    if view is None or view.queues is None:
+    if view is None:
         return []
-    children = sorted(n for n, q in view.queues.items() if q.spec.parent == name)
+    children = sorted(n for n, q in (view.queues or {}).items() if q.spec.parent == name)
     if children:
         return [
             FieldError(
@@ -858,7 +860,24 @@ def validate_queue_delete(queue: Queue, view: ClusterView | None = None) -> list
                 f"{', '.join(children)}",
             )
         ]
-    return []
+    return _queue_podgroup_errors(name, view)
+
+
+def _queue_podgroup_errors(name: str, view: ClusterView) -> list[FieldError]:
+    """A queue that still has PodGroups cannot go: its jobs would be left without a queue (the
+    scheduler would hold them forever). Not a Volcano rule; Volcano only optionally checks
+    allocated pods."""
+    groups = sorted((view.podgroups_by_queue or {}).get(name) or ())
+    if not groups:
+        return []
+    noun = "PodGroup" if len(groups) == 1 else "PodGroups"
+    return [
+        FieldError(
+            "metadata.name",
+            f"queue {name} can not be deleted because it has {len(groups)} {noun}: "
+            f"{', '.join(groups)}",
+        )
+    ]
 
 
 # --------------------------------------------------------------------------- JobFlow & co

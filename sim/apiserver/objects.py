@@ -80,6 +80,18 @@ def field_values(rtype: ResourceType, obj: dict[str, Any]) -> dict[str, str]:
     return out
 
 
+# ------------------------------------------------------------------------------ namespaces
+
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+
+
+def label_namespace(namespace: dict[str, Any]) -> None:
+    """Every namespace carries `kubernetes.io/metadata.name: <name>` (the namespace strategy
+    sets it on create and update), so webhooks' namespaceSelectors can name namespaces."""
+    meta = namespace["metadata"]
+    meta["labels"] = {**(meta.get("labels") or {}), NAMESPACE_NAME_LABEL: meta["name"]}
+
+
 # ------------------------------------------------------------------------------------ pods
 
 

@@ -163,6 +163,23 @@ BUILTINS: tuple[ResourceType, ...] = (
     _builtin(
         "resource.k8s.io", "v1", "deviceclasses", "DeviceClass", namespaced=False, subresources=()
     ),
+    # Admission webhooks (sim/apiserver/admission.py calls them on writes, as kube-apiserver).
+    _builtin(
+        "admissionregistration.k8s.io",
+        "v1",
+        "mutatingwebhookconfigurations",
+        "MutatingWebhookConfiguration",
+        namespaced=False,
+        subresources=(),
+    ),
+    _builtin(
+        "admissionregistration.k8s.io",
+        "v1",
+        "validatingwebhookconfigurations",
+        "ValidatingWebhookConfiguration",
+        namespaced=False,
+        subresources=(),
+    ),
     _builtin(
         "apiextensions.k8s.io",
         "v1",

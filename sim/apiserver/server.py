@@ -24,6 +24,7 @@ from aiohttp import web
 
 from core.serving import start_app
 from sim.apiserver import discovery, errors
+from sim.apiserver.admission import WebhookAdmission
 from sim.apiserver.objects import DEFAULT_TOLERATION_SECONDS
 from sim.apiserver.openapi import OpenApiDocuments
 from sim.apiserver.patch import PatchError, UnsupportedPatchType, apply_patch
@@ -40,8 +41,9 @@ from sim.apiserver.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
-from sim.apiserver.store import Matcher, Store, bind_pod, evict_pod, now_rfc3339
+from sim.apiserver.store import Matcher, Store, Stored, bind_pod, evict_pod, now_rfc3339
 from sim.apiserver.tables import table, wants_table
+from sim.apiserver.writes import Writes, dry_run_of
 
 log = logging.getLogger("vulcan.sim.apiserver")
 
@@ -86,6 +88,8 @@ class ApiServer:
         self.registry = store.registry
         self.bookmark_interval = bookmark_interval
         self.server_address = "127.0.0.1"
+        self.admission = WebhookAdmission(store)
+        self.writes = Writes(store, self.admission)
         self.app = web.Application(client_max_size=64 * 1024 * 1024)
         self.app.router.add_get("/version", self._version)
         self.app.router.add_get("/version/", self._version)
@@ -199,41 +203,48 @@ class ApiServer:
         if method == "POST":
             body = await self._body(request)
             if t.name is None:
-                stored, warnings = self.store.create(
-                    t.rtype, ns, body, field_validation=request.query.get("fieldValidation", "")
+                raw, warnings = await self.writes.create(
+                    t.rtype,
+                    ns,
+                    body,
+                    dry_run=dry_run_of(request.query.getall("dryRun", []), "CreateOptions"),
+                    field_validation=request.query.get("fieldValidation", ""),
                 )
-                return _json_response(stored.raw, 201, warnings)
+                return _json_response(raw, 201, warnings)
             if t.subresource == "binding":
+                body, warnings = await self.writes.admit_connect(
+                    t.rtype, ns, t.name, "binding", body, ("", "v1", "Binding")
+                )
                 bind_pod(self.store, t.rtype, ns, t.name, body)
-                return _json_response(orjson.dumps(_success()), 201)
+                return _json_response(orjson.dumps(_success()), 201, warnings)
             if t.subresource == "eviction":
+                body, warnings = await self.writes.admit_connect(
+                    t.rtype, ns, t.name, "eviction", body, ("policy", "v1", "Eviction")
+                )
                 evict_pod(self.store, t.rtype, ns, t.name, body, self._pdb_blocks)
-                return _json_response(orjson.dumps(_success()), 201)
+                return _json_response(orjson.dumps(_success()), 201, warnings)
             raise errors.ApiError(405, "MethodNotAllowed", "method POST is not supported")
         if t.name is None:
             if method == "DELETE":
-                return self._delete_collection(request, t)
+                return await self._delete_collection(request, t)
             raise errors.ApiError(405, "MethodNotAllowed", f"method {method} is not supported")
         if method == "PUT":
             body = await self._body(request)
-            stored, warnings = self.store.update(
+            raw, warnings = await self.writes.update(
                 t.rtype,
                 ns,
                 t.name,
-                body,
-                subresource=t.subresource,
+                t.subresource,
+                lambda _stored: body,
+                dry_run=dry_run_of(request.query.getall("dryRun", []), "UpdateOptions"),
                 field_validation=request.query.get("fieldValidation", ""),
             )
-            return _json_response(self._current_raw(t, stored.raw), 200, warnings)
+            return _json_response(raw, 200, warnings)
         if method == "PATCH":
             return await self._patch(request, t)
         if method == "DELETE":
             return await self._delete(request, t)
         raise errors.ApiError(405, "MethodNotAllowed", f"method {method} is not supported")
-
-    def _current_raw(self, t: Target, fallback: bytes) -> bytes:
-        stored = self.store.find(t.rtype, t.namespace or "", t.name or "")
-        return stored.raw if stored is not None else fallback
 
     async def _body(self, request: web.Request) -> Any:
         raw = await request.read()
@@ -421,31 +432,32 @@ class ApiServer:
                 "include: application/json-patch+json, application/merge-patch+json, "
                 "application/apply-patch+yaml",
             )
-        ns = t.namespace or ""
-        stored = self.store.get(t.rtype, ns, t.name or "")
-        current = stored.decode()
         raw = await request.read()
-        try:
-            patched = apply_patch(current, content_type, raw, t.rtype.kind)
-        except UnsupportedPatchType as exc:
-            raise errors.ApiError(415, "UnsupportedMediaType", str(exc)) from None
-        except PatchError as exc:
-            raise errors.ApiError(422, "Invalid", str(exc)) from None
-        if not isinstance(patched, dict):
-            raise errors.bad_request("the patch did not produce an object")
-        patched_meta = patched.setdefault("metadata", {})
-        if patched_meta.get("resourceVersion") == str(stored.rv):
-            patched_meta.pop("resourceVersion")  # unchanged: no precondition
-        new, warnings = self.store.update(
+
+        def patched(stored: Stored) -> dict[str, Any]:
+            try:
+                result = apply_patch(stored.decode(), content_type, raw, t.rtype.kind)
+            except UnsupportedPatchType as exc:
+                raise errors.ApiError(415, "UnsupportedMediaType", str(exc)) from None
+            except PatchError as exc:
+                raise errors.ApiError(422, "Invalid", str(exc)) from None
+            if not isinstance(result, dict):
+                raise errors.bad_request("the patch did not produce an object")
+            meta = result.setdefault("metadata", {})
+            if meta.get("resourceVersion") == str(stored.rv):
+                meta.pop("resourceVersion")  # unchanged: no precondition
+            return result
+
+        body, warnings = await self.writes.update(
             t.rtype,
-            ns,
+            t.namespace or "",
             t.name or "",
+            t.subresource,
             patched,
-            subresource=t.subresource,
+            dry_run=dry_run_of(request.query.getall("dryRun", []), "PatchOptions"),
             field_validation=request.query.get("fieldValidation", ""),
-            current=stored,
         )
-        return _json_response(self._current_raw(t, new.raw), 200, warnings)
+        return _json_response(body, 200, warnings)
 
     async def _delete_options(self, request: web.Request) -> dict[str, Any]:
         body = await self._body(request) if request.can_read_body else {}
@@ -460,29 +472,36 @@ class ApiServer:
 
     async def _delete(self, request: web.Request, t: Target) -> web.Response:
         options = await self._delete_options(request)
-        obj, finished = self.store.delete(
+        body, finished, warnings = await self.writes.delete(
             t.rtype,
             t.namespace or "",
             t.name or "",
-            grace_period=options.get("gracePeriodSeconds"),
-            propagation=options.get("propagationPolicy"),
-            preconditions=options.get("preconditions"),
+            options,
+            dry_run=dry_run_of(request.query.getall("dryRun", []), "DeleteOptions"),
         )
-        return _json_response(orjson.dumps(obj), 200 if finished else 202)
+        return _json_response(body, 200 if finished else 202, warnings)
 
-    def _delete_collection(self, request: web.Request, t: Target) -> web.Response:
+    async def _delete_collection(self, request: web.Request, t: Target) -> web.Response:
         _, items = self.store.list(t.rtype, t.namespace, self._matcher(request, t.rtype))
         grace = request.query.get("gracePeriodSeconds")
+        dry_run = dry_run_of(request.query.getall("dryRun", []), "DeleteOptions")
+        options = {"gracePeriodSeconds": int(grace)} if grace else {}
         deleted = []
+        denied: errors.ApiError | None = None
         for stored in items:
-            with contextlib.suppress(errors.ApiError):
-                obj, _ = self.store.delete(
-                    t.rtype,
-                    stored.key[0],
-                    stored.key[1],
-                    grace_period=int(grace) if grace else None,
+            try:
+                raw, _, _ = await self.writes.delete(
+                    t.rtype, stored.key[0], stored.key[1], options, dry_run=dry_run
                 )
-                deleted.append(obj)
+            except errors.ApiError as exc:
+                # Gone meanwhile is fine; an admission denial is reported (the rest still go,
+                # as kube-apiserver deletes the items independently).
+                if exc.code != 404 and denied is None:
+                    denied = exc
+                continue
+            deleted.append(orjson.loads(raw))
+        if denied is not None:
+            raise denied
         head = orjson.dumps(
             {
                 "kind": t.rtype.list_kind,
@@ -743,6 +762,7 @@ class EmbeddedApiServer:
                 watcher.close()
         if self._runner is not None:
             await self._runner.cleanup()
+        await self.api.admission.close()
 
     async def __aenter__(self) -> EmbeddedApiServer:
         return await self.start()

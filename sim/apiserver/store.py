@@ -23,12 +23,13 @@ from typing import Any
 
 import orjson
 
-from sim.apiserver import errors
+from sim.apiserver import errors, webhook_config
 from sim.apiserver.objects import (
     DEFAULT_TOLERATION_SECONDS,
     default_node,
     default_pod,
     field_values,
+    label_namespace,
     pod_is_terminal,
     validate_pod,
 )
@@ -410,6 +411,18 @@ class Store:
         field_validation: str = "",
     ) -> tuple[Stored, list[str]]:
         """Create `obj` in `namespace`. Returns the stored object and warnings."""
+        self.begin_create(rtype, namespace, obj)
+        warnings = self.finish_create(rtype, obj, field_validation)
+        return self.commit_create(rtype, obj), warnings
+
+    # A create runs in three steps so that admission webhooks fit where kube-apiserver calls
+    # them: mutating webhooks after `begin_create` (the built-in admission plugins), validating
+    # webhooks after `finish_create` (the registry's own defaulting and validation), and
+    # `commit_create` last. `create` runs them back to back.
+
+    def begin_create(self, rtype: ResourceType, namespace: str, obj: dict[str, Any]) -> None:
+        """Decoding checks and the built-in mutating admission plugins (NamespaceLifecycle,
+        Priority, DefaultTolerationSeconds, TaintNodesByCondition), in place."""
         if not isinstance(obj, dict):
             raise errors.bad_request("the body of the request was not a JSON object")
         meta = obj.get("metadata")
@@ -431,6 +444,19 @@ class Store:
                 raise errors.not_found("namespaces", namespace)
         else:
             meta.pop("namespace", None)
+        if rtype.status_on_create == "drop":
+            obj.pop("status", None)
+        elif rtype.status_on_create == "pod":
+            self._default_new_pod(obj)
+        if rtype.kind == "Node" and rtype.group == "":
+            default_node(obj)
+
+    def finish_create(
+        self, rtype: ResourceType, obj: dict[str, Any], field_validation: str = ""
+    ) -> list[str]:
+        """The registry's BeforeCreate: name (generateName), system metadata, defaulting and
+        validation. Raises 422 for an invalid object; returns warnings."""
+        meta = obj["metadata"]
         if not meta.get("name"):
             prefix = meta.get("generateName")
             if not prefix:
@@ -447,24 +473,34 @@ class Store:
                     ],
                 )
             meta["name"] = prefix + "".join(secrets.choice(_NAME_ALPHABET) for _ in range(5))
-        name = meta["name"]
-        _check_name(rtype, name)
-        coll = self.collection(rtype)
-        if (namespace if rtype.namespaced else "", name) in coll.objects:
-            raise errors.already_exists(rtype.plural, name, rtype.group)
+        _check_name(rtype, meta["name"])
         for server_field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(server_field, None)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = now_rfc3339()
         meta["generation"] = 1
-        if rtype.status_on_create == "drop":
-            obj.pop("status", None)
-        elif rtype.status_on_create == "pod":
-            self._default_new_pod(obj)
-        if rtype.kind == "Node" and rtype.group == "":
-            default_node(obj)
-        warnings = self._admit(rtype, obj, field_validation)
-        return self._put(rtype, obj, ADDED, None), warnings
+        if rtype.kind == "Namespace" and rtype.group == "":
+            label_namespace(obj)
+        return self._admit(rtype, obj, field_validation)
+
+    def commit_create(self, rtype: ResourceType, obj: dict[str, Any]) -> Stored:
+        """Store a prepared object: 409 AlreadyExists when the name is taken."""
+        meta = obj["metadata"]
+        key = ((meta.get("namespace") or "") if rtype.namespaced else "", meta["name"])
+        if key in self.collection(rtype).objects:
+            raise errors.already_exists(rtype.plural, key[1], rtype.group)
+        return self._put(rtype, obj, ADDED, None)
+
+    def decode_defaults(
+        self, rtype: ResourceType, obj: dict[str, Any], field_validation: str = ""
+    ) -> list[str]:
+        """What decoding a request does before admission: a custom resource gets its schema's
+        defaults and loses unknown fields (warned about, or refused with Strict). Used only
+        when webhooks are called, so they see the object as kube-apiserver would show it."""
+        if not rtype.custom:
+            return []
+        result = apply_schema(obj, rtype.schema)
+        return _unknown_field_warnings(result.unknown, field_validation)
 
     def _admit(self, rtype: ResourceType, obj: dict[str, Any], field_validation: str) -> list[str]:
         """Defaulting and validation on every write (schema for CRs, strategy for built-ins)."""
@@ -472,16 +508,16 @@ class Store:
         warnings: list[str] = []
         if rtype.custom:
             result = apply_schema(obj, rtype.schema)
-            if result.unknown:
-                if field_validation == "Strict":
-                    joined = ", ".join(f'unknown field "{path}"' for path in result.unknown)
-                    raise errors.bad_request(f"strict decoding error: {joined}")
-                if field_validation != "Ignore":
-                    warnings += [f'unknown field "{path}"' for path in result.unknown]
+            warnings += _unknown_field_warnings(result.unknown, field_validation)
             if result.causes:
                 raise errors.invalid(rtype.kind, name, rtype.group, result.causes)
         elif rtype.kind == "Pod" and rtype.group == "":
             causes = validate_pod(obj)
+            if causes:
+                raise errors.invalid(rtype.kind, name, rtype.group, causes)
+        elif rtype.group == webhook_config.GROUP:
+            webhook_config.set_defaults(obj)
+            causes = webhook_config.validate(obj)
             if causes:
                 raise errors.invalid(rtype.kind, name, rtype.group, causes)
         return warnings
@@ -517,6 +553,26 @@ class Store:
     ) -> tuple[Stored, list[str]]:
         """PUT semantics (also the last step of PATCH): resourceVersion precondition, status
         subresource split, no-op detection, deletion once the last finalizer is gone."""
+        stored, old, new = self.begin_update(
+            rtype, namespace, name, obj, subresource=subresource, current=current
+        )
+        warnings = self.finish_update(rtype, old, new, subresource, field_validation)
+        return self.commit_update(rtype, stored, old, new, subresource), warnings
+
+    # Like a create, an update runs in steps (see create): mutating webhooks see the merged
+    # object after `begin_update`, validating ones after `finish_update`.
+
+    def begin_update(
+        self,
+        rtype: ResourceType,
+        namespace: str,
+        name: str,
+        obj: dict[str, Any],
+        *,
+        subresource: str | None = None,
+        current: Stored | None = None,
+    ) -> tuple[Stored, dict[str, Any], dict[str, Any]]:
+        """Preconditions and the merge with the stored object: (stored, old, new)."""
         if not isinstance(obj, dict) or not isinstance(obj.get("metadata", {}), dict):
             raise errors.bad_request("the body of the request was not a JSON object")
         stored = current or self.get(rtype, namespace, name)
@@ -531,10 +587,41 @@ class Store:
         if wanted_rv and wanted_rv != str(stored.rv):
             raise errors.conflict(rtype.plural, name, rtype.group)
         check_uid(rtype, name, meta.get("uid"), stored)
-        new = self._merge_for_update(rtype, old, obj, subresource)
-        warnings = self._admit(rtype, new, field_validation) if subresource is None else []
+        return stored, old, self._merge_for_update(rtype, old, obj, subresource)
+
+    def finish_update(
+        self,
+        rtype: ResourceType,
+        old: dict[str, Any],
+        new: dict[str, Any],
+        subresource: str | None,
+        field_validation: str = "",
+    ) -> list[str]:
+        """Defaulting and validation of the merged object (in place); returns warnings."""
+        if rtype.kind == "Namespace" and rtype.group == "" and subresource is None:
+            label_namespace(new)
+        return self._admit(rtype, new, field_validation) if subresource is None else []
+
+    def remerge(
+        self, rtype: ResourceType, old: dict[str, Any], new: dict[str, Any], subresource: str | None
+    ) -> dict[str, Any]:
+        """Re-apply what an update may not change (after mutating webhooks patched `new`)."""
+        return self._merge_for_update(rtype, old, new, subresource)
+
+    def commit_update(
+        self,
+        rtype: ResourceType,
+        stored: Stored,
+        old: dict[str, Any],
+        new: dict[str, Any],
+        subresource: str | None,
+    ) -> Stored:
+        """Write a prepared update. 409 Conflict when the object changed since `stored` was
+        read (possible only when webhooks were awaited in between)."""
+        if self.collection(rtype).objects.get(stored.key) is not stored:
+            raise errors.conflict(rtype.plural, stored.key[1], rtype.group)
         if _same_object(new, old):
-            return stored, warnings  # a no-op write creates no version and no event
+            return stored  # a no-op write creates no version and no event
         new_meta = new["metadata"]
         if subresource is None and new.get("spec") != old.get("spec"):
             new_meta["generation"] = int(old["metadata"].get("generation") or 1) + 1
@@ -546,8 +633,8 @@ class Store:
             and not new_meta.get("finalizers")
             and not old_meta.get("deletionGracePeriodSeconds")
         ):
-            return self._remove(rtype, stored, new), warnings
-        return self._put(rtype, new, MODIFIED, stored), warnings
+            return self._remove(rtype, stored, new)
+        return self._put(rtype, new, MODIFIED, stored)
 
     def _merge_for_update(
         self, rtype: ResourceType, old: dict[str, Any], obj: dict[str, Any], subresource: str | None
@@ -812,6 +899,19 @@ class Store:
             meta["annotations"] = {INITIAL_EVENTS_END: "true"}
         obj = {"kind": rtype.kind, "apiVersion": rtype.api_version, "metadata": meta}
         return b'{"type":"BOOKMARK","object":' + orjson.dumps(obj) + b"}\n"
+
+
+def _unknown_field_warnings(unknown: list[str], field_validation: str) -> list[str]:
+    """fieldValidation for pruned unknown fields: Strict refuses, Ignore is silent, Warn (the
+    default) warns."""
+    if not unknown:
+        return []
+    if field_validation == "Strict":
+        joined = ", ".join(f'unknown field "{path}"' for path in unknown)
+        raise errors.bad_request(f"strict decoding error: {joined}")
+    if field_validation == "Ignore":
+        return []
+    return [f'unknown field "{path}"' for path in unknown]
 
 
 def check_uid(rtype: ResourceType, name: str, wanted: str | None, stored: Stored) -> None:

@@ -129,6 +129,14 @@ _BUILTIN_COLUMNS: dict[tuple[str, str], list[Column]] = {
         ("Status", "string", lambda o: (o.get("status") or {}).get("phase"), 0),
         _AGE,
     ],
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): [
+        ("Webhooks", "integer", lambda o: len(o.get("webhooks") or ()), 0),
+        _AGE,
+    ],
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): [
+        ("Webhooks", "integer", lambda o: len(o.get("webhooks") or ()), 0),
+        _AGE,
+    ],
 }
 
 

@@ -1,0 +1,172 @@
+"""The Mutating/ValidatingWebhookConfiguration that register vulcan's webhooks (`webhooks.py`).
+
+Volcano's set and defaults (spec/volcano.md §6): queues mutate (CREATE) and validate (CREATE,
+UPDATE, DELETE), podgroups mutate and validate (CREATE), jobs mutate (CREATE) and validate
+(CREATE, UPDATE), jobflows validate (CREATE, UPDATE); `failurePolicy: Fail`, `timeoutSeconds:
+10`, `sideEffects: None`, and a namespaceSelector that leaves `kube-system` (and vulcan's own
+namespace) alone. No pod webhooks: pod creation never waits for vulcan.
+
+`failurePolicy: Fail` is deliberate: a Queue deleted, or a Job admitted to a closed queue, while
+the webhook is down cannot be undone afterwards, whereas a refused write is retried. The price
+is that Volcano objects cannot be written while no extender replica serves.
+
+Used by `vulcan sim up` (url clientConfig, generated CA) and rendered into
+`manifests/deploy/webhooks.yaml` for real clusters (Service clientConfig, CA placeholder).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+GROUP_SCHEDULING = ("scheduling.volcano.sh", "v1beta1")
+GROUP_BATCH = ("batch.volcano.sh", "v1alpha1")
+GROUP_FLOW = ("flow.volcano.sh", "v1alpha1")
+CONFIGURATION_NAME = "vulcan-admission"
+TIMEOUT_SECONDS = 10
+
+# (webhook name, path, group/version, resource, operations); Volcano's webhook names.
+MUTATING: tuple[tuple[str, str, tuple[str, str], str, tuple[str, ...]], ...] = (
+    ("mutatequeue.volcano.sh", "/queues/mutate", GROUP_SCHEDULING, "queues", ("CREATE",)),
+    ("mutatepodgroup.volcano.sh", "/podgroups/mutate", GROUP_SCHEDULING, "podgroups", ("CREATE",)),
+    ("mutatejob.volcano.sh", "/jobs/mutate", GROUP_BATCH, "jobs", ("CREATE",)),
+)
+VALIDATING: tuple[tuple[str, str, tuple[str, str], str, tuple[str, ...]], ...] = (
+    (
+        "validatequeue.volcano.sh",
+        "/queues/validate",
+        GROUP_SCHEDULING,
+        "queues",
+        ("CREATE", "UPDATE", "DELETE"),
+    ),
+    (
+        "validatepodgroup.volcano.sh",
+        "/podgroups/validate",
+        GROUP_SCHEDULING,
+        "podgroups",
+        ("CREATE",),
+    ),
+    ("validatejob.volcano.sh", "/jobs/validate", GROUP_BATCH, "jobs", ("CREATE", "UPDATE")),
+    (
+        "validatejobflow.volcano.sh",
+        "/jobflows/validate",
+        GROUP_FLOW,
+        "jobflows",
+        ("CREATE", "UPDATE"),
+    ),
+)
+
+
+def _client_config(
+    path: str, url: str | None, service: dict[str, Any] | None, ca_bundle: str
+) -> dict[str, Any]:
+    config: dict[str, Any] = (
+        {"url": url.rstrip("/") + path}
+        if url is not None
+        else {"service": {**(service or {}), "path": path}}
+    )
+    config["caBundle"] = ca_bundle
+    return config
+
+
+def _webhook(
+    entry: tuple[str, str, tuple[str, str], str, tuple[str, ...]],
+    *,
+    url: str | None,
+    service: dict[str, Any] | None,
+    ca_bundle: str,
+    excluded_namespaces: tuple[str, ...],
+) -> dict[str, Any]:
+    name, path, (group, version), resource, operations = entry
+    return {
+        "name": name,
+        "admissionReviewVersions": ["v1"],
+        "clientConfig": _client_config(path, url, service, ca_bundle),
+        "rules": [
+            {
+                "operations": list(operations),
+                "apiGroups": [group],
+                "apiVersions": [version],
+                "resources": [resource],
+                "scope": "*",
+            }
+        ],
+        "failurePolicy": "Fail",
+        "sideEffects": "None",
+        "timeoutSeconds": TIMEOUT_SECONDS,
+        "namespaceSelector": {
+            "matchExpressions": [
+                {
+                    "key": "kubernetes.io/metadata.name",
+                    "operator": "NotIn",
+                    "values": list(excluded_namespaces),
+                }
+            ]
+        },
+    }
+
+
+def webhook_configurations(
+    *,
+    ca_bundle: str,
+    url: str | None = None,
+    service: dict[str, Any] | None = None,
+    excluded_namespaces: tuple[str, ...] = ("kube-system",),
+) -> list[dict[str, Any]]:
+    """[MutatingWebhookConfiguration, ValidatingWebhookConfiguration]; give the webhook
+    server's base `url` (https://HOST:PORT) or a `service` ({namespace, name, port})."""
+    if (url is None) == (service is None):
+        raise ValueError("give exactly one of url or service")
+    options = {
+        "url": url,
+        "service": service,
+        "ca_bundle": ca_bundle,
+        "excluded_namespaces": excluded_namespaces,
+    }
+    return [
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": CONFIGURATION_NAME},
+            "webhooks": [
+                {**_webhook(entry, **options), "reinvocationPolicy": "Never"} for entry in MUTATING
+            ],
+        },
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration",
+            "metadata": {"name": CONFIGURATION_NAME},
+            "webhooks": [_webhook(entry, **options) for entry in VALIDATING],
+        },
+    ]
+
+
+_DEPLOY_HEADER = """\
+# vulcan's admission webhooks (Volcano's: queues, podgroups, jobs, jobflows; no pod webhooks),
+# for a real cluster. The extender serves them over HTTPS when started with --tls-cert-file and
+# --tls-private-key-file (port --webhook-port, default 8443); a Service `vulcan-webhooks` in
+# `vulcan-system` (port 443 -> 8443) points at the extender pods.
+#
+# Before applying, replace every caBundle with the base64 PEM of the CA that signed the
+# extender's serving certificate (issued for vulcan-webhooks.vulcan-system.svc), e.g.
+#   sed "s|REPLACE_WITH_BASE64_CA_PEM|$(base64 -w0 ca.crt)|" webhooks.yaml | kubectl apply -f -
+# or let cert-manager inject it: annotate both configurations with
+#   cert-manager.io/inject-ca-from: vulcan-system/<Certificate name>
+#
+# failurePolicy Fail is deliberate: while no extender serves, Volcano objects cannot be
+# written (and are retried) rather than admitted unchecked. `vulcan sim up --with-extender`
+# registers the same configurations with a url clientConfig (see <state dir>/webhooks.yaml).
+# Generated by extender/webhook_configs.py (deploy_manifest); a test keeps the two equal.
+"""
+
+
+def deploy_manifest() -> str:
+    """`manifests/deploy/webhooks.yaml`: the configurations for a real cluster (Service
+    clientConfig, a caBundle placeholder to replace)."""
+    docs = webhook_configurations(
+        service={"namespace": "vulcan-system", "name": "vulcan-webhooks", "port": 443},
+        ca_bundle="REPLACE_WITH_BASE64_CA_PEM",
+        excluded_namespaces=("kube-system", "vulcan-system"),
+    )
+    return _DEPLOY_HEADER + "---\n" + yaml.safe_dump_all(docs, sort_keys=False)
