@@ -102,6 +102,10 @@ class Snapshot:
     queues: dict[str, QueueRecord]
     node_requested: dict[str, ResourceVector]
     queue_allocated: dict[str, ResourceVector]
+    total_allocatable: ResourceVector = _ZERO
+    """Σ allocatable of Ready nodes (what Volcano divides among queues)."""
+    total_requested: ResourceVector = _ZERO
+    """Σ requests of the pods that occupy a node."""
 
     def node_free(self, name: str) -> ResourceVector:
         return _free(self.nodes, self.node_requested, name)
@@ -127,6 +131,10 @@ class ClusterCache:
         self.groups_by_queue: dict[str, set[str]] = {}
         self.node_requested: dict[str, ResourceVector] = {}
         self.queue_allocated: dict[str, ResourceVector] = {}
+        # Cluster sums kept with every event, so a scheduling pass never walks all nodes for
+        # them (at 5,000 nodes that walk was a fifth of the extender's gang pass).
+        self.total_allocatable = _ZERO
+        self.total_requested = _ZERO
         # What each pod currently contributes, so any event can take it back exactly.
         self._node_share: dict[str, tuple[str, ResourceVector]] = {}
         self._queue_share: dict[str, tuple[str, ResourceVector]] = {}
@@ -151,20 +159,27 @@ class ClusterCache:
         for listener in self.node_listeners:
             listener(name)
 
-    def on_node_add(self, node: NodeRecord) -> None:
-        self.nodes[node.name] = node
-        self.bump_node(node.name)
+    def _set_node(self, name: str, node: NodeRecord | None) -> None:
+        old = self.nodes.get(name)
+        if old is not None and old.ready:
+            self.total_allocatable = self.total_allocatable - old.allocatable
+        if node is None:
+            self.nodes.pop(name, None)
+        else:
+            self.nodes[name] = node
+            if node.ready:
+                self.total_allocatable = self.total_allocatable + node.allocatable
+        self.bump_node(name)
         self.changed.set()
+
+    def on_node_add(self, node: NodeRecord) -> None:
+        self._set_node(node.name, node)
 
     def on_node_update(self, old: NodeRecord, new: NodeRecord) -> None:
-        self.nodes[new.name] = new
-        self.bump_node(new.name)
-        self.changed.set()
+        self._set_node(new.name, new)
 
     def on_node_delete(self, node: NodeRecord) -> None:
-        self.nodes.pop(node.name, None)
-        self.bump_node(node.name)
-        self.changed.set()
+        self._set_node(node.name, None)
 
     # ----------------------------------------------------------------------- pods
 
@@ -179,6 +194,7 @@ class ClusterCache:
         old_node = self._node_share.pop(key, None)
         if old_node is not None:
             _sub(self.node_requested, old_node[0], old_node[1])
+            self.total_requested = self.total_requested - old_node[1]
             self.bump_node(old_node[0])
         old_queue = self._queue_share.pop(key, None)
         if old_queue is not None:
@@ -188,6 +204,7 @@ class ClusterCache:
         assert pod.node is not None
         self._node_share[key] = (pod.node, pod.requests)
         _add(self.node_requested, pod.node, pod.requests)
+        self.total_requested = self.total_requested + pod.requests
         self.bump_node(pod.node)
         queue = self._queue_of(pod)
         if queue is not None:
@@ -286,6 +303,8 @@ class ClusterCache:
             queues=dict(self.queues),
             node_requested=dict(self.node_requested),
             queue_allocated=dict(self.queue_allocated),
+            total_allocatable=self.total_allocatable,
+            total_requested=self.total_requested,
         )
 
     def recompute(self) -> tuple[dict[str, ResourceVector], dict[str, ResourceVector]]:

@@ -110,7 +110,7 @@ class PodRecord:
         "annotations_preemptable",
         "created",
         "deleting",
-        "gated",
+        "gates",
         "group",
         "key",
         "name",
@@ -146,7 +146,9 @@ class PodRecord:
         self.phase: str = _intern(status.get("phase") or "Pending")
         self.priority = int(spec.get("priority") or 0)
         self.scheduler_name: str = _intern(spec.get("schedulerName") or "default-scheduler")
-        self.gated = bool(spec.get("schedulingGates"))
+        self.gates: tuple[str, ...] = tuple(
+            _intern(str(g.get("name", ""))) for g in spec.get("schedulingGates") or ()
+        )
         group = pod_group_key(self.namespace, meta, spec)
         self.group: str | None = _intern(group) if group else None
         self.task: str | None = _opt(annotations.get(keys.TASK_SPEC) or labels.get(keys.TASK_SPEC))
@@ -164,6 +166,11 @@ class PodRecord:
             self.requests = shared_vector(pod_requests(spec))
         except (ValueError, TypeError):
             self.requests = shared_vector(ResourceVector({"pods": 1}))
+
+    @property
+    def gated(self) -> bool:
+        """Held back from scheduling by a scheduling gate."""
+        return bool(self.gates)
 
     @property
     def terminal(self) -> bool:

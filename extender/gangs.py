@@ -34,7 +34,7 @@ from typing import Any
 from core.api import keys
 from core.cache import ClusterCache, Snapshot
 from core.durations import parse_duration
-from core.kube.client import JSON_PATCH, PODGROUPS, PODS, ApiError, KubeClient
+from core.kube.client import PODGROUPS, PODS, ApiError, KubeClient
 from core.kube.events import NORMAL, WARNING, EventRecorder
 from core.kube.status import StatusWriter
 from core.records import PodGroupRecord, PodRecord, pod_group_key
@@ -350,10 +350,7 @@ class GangScheduler:
         """What the overcommit rule counts as taken: admitted groups' minResources (Inqueue
         and beyond, Volcano's `inqueue` + allocated) — approximated by the requests of bound
         pods plus the ledger's reservations."""
-        used: dict[str, int] = {}
-        for requested in snapshot.node_requested.values():
-            for name, amount in requested.items():
-                used[name] = used.get(name, 0) + amount
+        used = snapshot.total_requested.as_dict()
         for reserved in self.ledger.by_node.values():
             for name, amount in reserved.items():
                 used[name] = used.get(name, 0) + amount
@@ -361,12 +358,8 @@ class GangScheduler:
 
     @staticmethod
     def _total(snapshot: Snapshot) -> dict[str, int]:
-        """The cluster's allocatable, summed over nodes (once per pass)."""
-        total: dict[str, int] = {}
-        for node in snapshot.nodes.values():
-            for name, amount in node.allocatable.items():
-                total[name] = total.get(name, 0) + amount
-        return total
+        """The cluster's allocatable (Ready nodes; kept by the cache with every event)."""
+        return snapshot.total_allocatable.as_dict()
 
     def _overcommit(
         self, group: PodGroupRecord, total: Mapping[str, int], used: Mapping[str, int]
@@ -431,39 +424,47 @@ class GangScheduler:
             )
 
     async def _admit_pod(self, pod: PodRecord, stamp: str) -> None:
+        """One write per member: the admission stamp and, when the member carries it, the
+        removal of the queue-allocation gate, in one merge patch made conditional on the
+        resourceVersion the cache saw (the gate list is rewritten whole, so a pod changed
+        since is re-read and the patch recomputed)."""
         assert self.client is not None
         self._pod_event(pod, NORMAL, "GangAdmitted", f"gang {pod.group} admitted at {stamp}")
-        patch: list[dict[str, Any]] = []
-        try:
-            if pod.gated:
-                live = await self.client.get(PODS, pod.name, pod.namespace)
-                gates = (live.get("spec") or {}).get("schedulingGates") or []
-                index = next(
-                    (i for i, g in enumerate(gates) if g.get("name") == keys.QUEUE_ALLOCATION_GATE),
-                    None,
-                )
-                if index is not None:
-                    path = f"/spec/schedulingGates/{index}"
-                    patch += [
-                        {"op": "test", "path": f"{path}/name", "value": keys.QUEUE_ALLOCATION_GATE},
-                        {"op": "remove", "path": path},
+        gates, rv = pod.gates, pod.rv
+        for _attempt in range(5):
+            patch: dict[str, Any] = {"metadata": {"annotations": {GANG_ADMITTED: stamp}}}
+            if keys.QUEUE_ALLOCATION_GATE in gates:
+                patch["metadata"]["resourceVersion"] = rv
+                patch["spec"] = {
+                    "schedulingGates": [
+                        {"name": g} for g in gates if g != keys.QUEUE_ALLOCATION_GATE
                     ]
-            await self.client.patch(
-                PODS,
-                pod.name,
-                {"metadata": {"annotations": {GANG_ADMITTED: stamp}}},
-                pod.namespace,
-            )
-            if patch:
-                await self.client.patch(
-                    PODS, pod.name, patch, pod.namespace, content_type=JSON_PATCH
-                )
-        except ApiError as exc:
-            if not exc.not_found:
-                log.warning(
-                    "could not release an admitted member",
-                    extra={"pod": pod.key, "error": str(exc)},
-                )
+                }
+            try:
+                await self.client.patch(PODS, pod.name, patch, pod.namespace)
+                return
+            except ApiError as exc:
+                if exc.not_found:
+                    return
+                if not exc.conflict:
+                    log.warning(
+                        "could not release an admitted member",
+                        extra={"pod": pod.key, "error": str(exc)},
+                    )
+                    return
+            try:  # changed since the cache saw it: read it again
+                live = await self.client.get(PODS, pod.name, pod.namespace)
+            except ApiError as exc:
+                if not exc.not_found:
+                    log.warning(
+                        "could not re-read an admitted member",
+                        extra={"pod": pod.key, "error": str(exc)},
+                    )
+                return
+            meta = live.get("metadata") or {}
+            rv = meta.get("resourceVersion", "")
+            live_gates = (live.get("spec") or {}).get("schedulingGates") or ()
+            gates = tuple(str(g.get("name", "")) for g in live_gates)
 
     # ------------------------------------------------------------------ status and events
 
