@@ -251,3 +251,16 @@ class QueueRecord:
 
 def decode_key(obj: dict[str, Any]) -> str:
     return _key(obj["metadata"])
+
+
+class NamespaceRecord:
+    """A namespace as queue selection reads it: its `scheduling.volcano.sh/queue-name`."""
+
+    __slots__ = ("key", "name", "queue", "rv")
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        self.name: str = meta["name"]
+        self.key = self.name
+        self.rv: str = meta.get("resourceVersion", "")
+        self.queue: str | None = _opt((meta.get("annotations") or _NO_LABELS).get(keys.QUEUE_NAME))

@@ -214,6 +214,11 @@ async def assert_accounting_exact(client: KubeClient, cache: ClusterCache) -> No
         f"{g['metadata']['namespace']}/{g['metadata']['name']}": PodGroupRecord(g)
         for g in (await client.list(PODGROUPS))["items"]
     }
+    namespace_queues = {
+        n["metadata"]["name"]: q
+        for n in (await client.list(NAMESPACE_RESOURCE))["items"]
+        if (q := (n["metadata"].get("annotations") or {}).get("scheduling.volcano.sh/queue-name"))
+    }
     expected_nodes: dict[str, ResourceVector] = {}
     expected_queues: dict[str, ResourceVector] = {}
     for raw in (await client.list(PODS))["items"]:
@@ -223,11 +228,17 @@ async def assert_accounting_exact(client: KubeClient, cache: ClusterCache) -> No
         expected_nodes[record.node] = (
             expected_nodes.get(record.node, ResourceVector()) + record.requests
         )
-        group = groups.get(record.group or "")
-        if group is not None:
-            expected_queues[group.queue] = (
-                expected_queues.get(group.queue, ResourceVector()) + record.requests
+        # A group's pods count against the group's queue; a pod outside any group against
+        # its own queue annotation, else its namespace's, else `default`.
+        if record.group is None:
+            queue: str | None = (
+                record.queue_annotation or namespace_queues.get(record.namespace) or "default"
             )
+        else:
+            group = groups.get(record.group)
+            queue = group.queue if group is not None else None
+        if queue is not None:
+            expected_queues[queue] = expected_queues.get(queue, ResourceVector()) + record.requests
     assert cache.node_requested == expected_nodes
     assert cache.queue_allocated == expected_queues
     for name, record in cache.nodes.items():
