@@ -4,8 +4,8 @@
 Controllers run only while this instance leads (Lease `vulcan-controllers`). Each leadership
 term builds everything afresh from the API server — informers, work queues, event recorder — and
 tears it down when the term ends, so a new leader (or a restarted process) starts from what is
-stored, never from memory. /readyz: a standby is ready; a leader is ready once its informers
-have synced.
+stored, never from memory. /readyz: a leader is ready once its informers have synced, a standby
+once it has seen who leads.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import signal
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from core.kube.client import KubeClient
+from core.kube.client import NAMESPACES, ApiError, KubeClient
 from core.kube.events import EventRecorder
 from core.kube.flags import options_from_args
-from core.kube.leader import LeaderElectionConfig, default_identity
+from core.kube.leader import LeaderElectionConfig, LeaderElector, default_identity
 from core.serving import start_app
 from podgroup_controller.flags import scheduler_names
 from podgroup_controller.health import build_app
@@ -66,9 +66,8 @@ class ControllerManager:
         self.controllers: dict[str, Any] = {}
 
     def ready(self) -> tuple[bool, str]:
-        if not self.leading:
-            return True, "standby"
-        if self.informers is None or not self.informers.synced:
+        """Ready while leading once the informers have synced."""
+        if not self.leading or self.informers is None or not self.informers.synced:
             return False, "informers not synced"
         return True, "ok"
 
@@ -96,6 +95,22 @@ class ControllerManager:
             await informers.stop()
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(recorder.flush(), 2.0)
+
+
+async def _check_lease_namespace(client: KubeClient, namespace: str) -> None:
+    """A Lease cannot be created in a namespace that does not exist: say so, or this instance
+    would wait forever without a word (the elector only logs at debug level)."""
+    try:
+        await client.get(NAMESPACES, namespace)
+    except ApiError as exc:
+        if exc.not_found:
+            log.warning(
+                "the leader-election namespace does not exist: this instance cannot lead "
+                "until it does (--leader-elect-resource-namespace)",
+                extra={"namespace": namespace},
+            )
+        else:
+            log.warning("could not read the leader-election namespace", extra={"error": str(exc)})
 
 
 def options_of(args: argparse.Namespace) -> ControllerOptions:
@@ -131,13 +146,24 @@ async def run(args: argparse.Namespace) -> int:
             stop.set()
 
     election = LeaderElectionConfig.from_args(args)
+    elector: LeaderElector | None = None
     if election.leader_elect:
+        await _check_lease_namespace(client, election.resource_namespace)
         elector = election.elector(client, manager.identity, on_started_leading=term)
         main = asyncio.create_task(elector.run(), name="leader-election")
     else:
         main = asyncio.create_task(term(), name="controllers")
+
+    def ready() -> tuple[bool, str]:
+        if manager.leading or elector is None:
+            return manager.ready()
+        holder = elector.leader
+        if holder and holder != manager.identity:
+            return True, f"standby (leader: {holder})"
+        return False, "not leading yet"
+
     runner, port = await start_app(
-        build_app(manager.ready, manager.metrics.registry),
+        build_app(ready, manager.metrics.registry),
         args.bind_address,
         args.port,
         shutdown_timeout=2.0,

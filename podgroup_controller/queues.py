@@ -84,6 +84,7 @@ class QueueController:
         self.command_work: WorkQueue[str] = WorkQueue(
             "commands", base_delay=options.retry_base, max_delay=options.retry_max
         )
+        self.started = asyncio.Event()  # the built-in queues exist; the loops run
         self._actions: dict[str, list[str]] = {}
         self._groups: dict[str, dict[str, str]] = {}  # queue -> PodGroup key -> phase
         self.queues.add_handlers(self._queue_added, self._queue_updated, self._queue_deleted)
@@ -147,6 +148,7 @@ class QueueController:
 
     async def run(self) -> None:
         await self.ensure_builtin_queues()
+        self.started.set()
         async with asyncio.TaskGroup() as group:
             group.create_task(
                 run_reconciler(

@@ -257,11 +257,29 @@ class Cluster:
             )
         if args.with_controllers:
             controllers = await spawn(
-                "controllers", ["controllers", "--kubeconfig", str(self.kubeconfig)], self.state_dir
+                "controllers",
+                [
+                    "controllers",
+                    "--kubeconfig",
+                    str(self.kubeconfig),
+                    "--bind-address",
+                    "127.0.0.1",
+                    "--port",
+                    "0",
+                    # The embedded cluster has no volcano-system namespace to hold the Lease.
+                    "--leader-elect-resource-namespace",
+                    "kube-system",
+                ],
+                self.state_dir,
             )
             self.children.append(controllers)
-            await controllers.read_announcement("vulcan controllers", timeout)
-            print("vulcan controllers: running", flush=True)
+            line = await controllers.read_announcement("vulcan controllers", timeout)
+            controllers_url = line.split()[-1]
+            await wait_ready(f"{controllers_url}/readyz", timeout)
+            print(
+                f"vulcan controllers: {controllers_url} (metrics: {controllers_url}/metrics)",
+                flush=True,
+            )
 
         config_path = args.scheduler_config
         if config_path is None:
