@@ -1,0 +1,315 @@
+"""vulcan's admission webhooks for real: `vulcan sim apiserver` calls a `vulcan extender` process
+over HTTPS (certificates from vulcan.certs, configurations from extender.webhook_configs), and
+clients see what they would see on a cluster with Volcano's admission installed."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from extender.webhook_configs import webhook_configurations
+from tests.helpers import announced_url, vulcan_process
+from vulcan.certs import ServingCerts, write_serving_certs
+
+KUBECTL = shutil.which("kubectl")
+QUEUES = "/apis/scheduling.volcano.sh/v1beta1/queues"
+WEBHOOK_LINE = "vulcan admission webhooks listening on "
+
+
+def podgroups(namespace: str) -> str:
+    return f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{namespace}/podgroups"
+
+
+@dataclass
+class Cluster:
+    api: str
+    kubeconfig: Path
+    certs: ServingCerts
+    webhooks: str
+    tmp: Path
+
+    def call(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json"
+    ) -> tuple[int, dict[str, Any]]:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.api + path, data=data, method=method)
+        request.add_header("Content-Type", content_type)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read())
+
+    def register(self, webhook_url: str, name: str = "vulcan-admission", **changes: Any) -> None:
+        ca = base64.b64encode(self.certs.ca_pem).decode()
+        for config in webhook_configurations(url=webhook_url, ca_bundle=ca):
+            config["metadata"]["name"] = name
+            for hook in config["webhooks"]:
+                hook.update(changes)
+            plural = config["kind"].lower() + "s"
+            status, body = self.call(
+                "POST", f"/apis/admissionregistration.k8s.io/v1/{plural}", config
+            )
+            assert status == 201, body
+
+
+def start_extender(
+    kubeconfig: Path, certs: ServingCerts, log: Path
+) -> tuple[subprocess.Popen[str], str]:
+    with log.open("w") as handle:  # the child keeps its own copy of the descriptor
+        process = vulcan_process(
+            "extender",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--port",
+            "0",
+            "--bind-address",
+            "127.0.0.1",
+            "--webhook-port",
+            "0",
+            "--tls-cert-file",
+            str(certs.cert_file),
+            "--tls-private-key-file",
+            str(certs.key_file),
+            stderr=handle.fileno(),
+        )
+    announced_url(process, "vulcan extender listening on http://127.0.0.1:")
+    assert process.stdout is not None
+    line = process.stdout.readline()
+    assert line.startswith(WEBHOOK_LINE), line
+    return process, line.split()[-1]
+
+
+def stop(process: subprocess.Popen[str]) -> None:
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    tmp = tmp_path_factory.mktemp("webhooks")
+    kubeconfig = tmp / "kubeconfig"
+    apiserver = vulcan_process(
+        "sim",
+        "apiserver",
+        "--port",
+        "0",
+        "--kubeconfig-out",
+        str(kubeconfig),
+        stderr=subprocess.DEVNULL,
+    )
+    extender = None
+    try:
+        api = announced_url(apiserver, "embedded API server listening on http://127.0.0.1:")
+        certs = write_serving_certs(tmp / "certs")
+        extender, webhooks = start_extender(kubeconfig, certs, tmp / "extender.log")
+        cluster = Cluster(api, kubeconfig, certs, webhooks, tmp)
+        for name, reclaimable in (("root", False), ("default", True)):
+            body = {"metadata": {"name": name}, "spec": {"weight": 1, "reclaimable": reclaimable}}
+            assert cluster.call("POST", QUEUES, body)[0] == 201
+        cluster.register(webhooks)
+        for namespace in ("team-a", "team-b"):
+            assert (
+                cluster.call("POST", "/api/v1/namespaces", {"metadata": {"name": namespace}})[0]
+                == 201
+            )
+        yield cluster
+    finally:
+        if extender is not None:
+            stop(extender)
+        stop(apiserver)
+
+
+def eventually(what: str, check: Callable[[], bool], timeout: float = 15.0) -> None:
+    """Poll the API until `check` holds (the extender's cache follows by watch)."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+# ----------------------------------------------------------------------------------- queues
+
+
+@pytest.mark.parametrize("name", ["default", "root"])
+def test_builtin_queues_cannot_be_deleted(cluster: Cluster, name: str) -> None:
+    status, body = cluster.call("DELETE", f"{QUEUES}/{name}")
+    assert status == 403, body
+    assert body["reason"] == "Forbidden"
+    assert body["message"] == (
+        f'queues.scheduling.volcano.sh "{name}" is forbidden: admission webhook '
+        f'"validatequeue.volcano.sh" denied the request: `{name}` queue can not be deleted'
+    )
+    assert cluster.call("GET", f"{QUEUES}/{name}")[0] == 200
+
+
+@pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
+def test_kubectl_delete_queue_default_is_refused(cluster: Cluster) -> None:
+    result = subprocess.run(
+        [
+            KUBECTL or "kubectl",
+            "--kubeconfig",
+            str(cluster.kubeconfig),
+            "--cache-dir",
+            str(cluster.tmp / "kubectl-cache"),
+            "delete",
+            "queue",
+            "default",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert result.stderr.strip() == (
+        'Error from server (Forbidden): queues.scheduling.volcano.sh "default" is forbidden: '
+        'admission webhook "validatequeue.volcano.sh" denied the request: `default` queue can '
+        "not be deleted"
+    )
+
+
+def test_a_queue_with_podgroups_cannot_be_deleted_until_they_are_gone(cluster: Cluster) -> None:
+    assert cluster.call("POST", QUEUES, {"metadata": {"name": "research"}})[0] == 201
+    for namespace, name in (("team-a", "train"), ("team-b", "eval")):
+        group = {"metadata": {"name": name}, "spec": {"minMember": 1, "queue": "research"}}
+        status, body = cluster.call("POST", podgroups(namespace), group)
+        assert status == 201, body
+    expected = (
+        'queues.scheduling.volcano.sh "research" is forbidden: admission webhook '
+        '"validatequeue.volcano.sh" denied the request: queue research can not be deleted '
+        "because it has 2 PodGroups: team-a/train, team-b/eval"
+    )
+    # A dry run asks the webhook without deleting: wait until the extender has seen both.
+    eventually(
+        "the webhook to know both PodGroups",
+        lambda: (
+            cluster.call("DELETE", f"{QUEUES}/research?dryRun=All")[1].get("message") == expected
+        ),
+    )
+    status, body = cluster.call("DELETE", f"{QUEUES}/research")
+    assert (status, body["message"]) == (403, expected)
+    for namespace, name in (("team-a", "train"), ("team-b", "eval")):
+        assert cluster.call("DELETE", f"{podgroups(namespace)}/{name}")[0] == 200
+    eventually(
+        "the webhook to see the PodGroups go",
+        lambda: cluster.call("DELETE", f"{QUEUES}/research?dryRun=All")[0] == 200,
+    )
+    assert cluster.call("DELETE", f"{QUEUES}/research")[0] == 200
+    assert cluster.call("GET", f"{QUEUES}/research")[0] == 404
+
+
+def test_an_invalid_queue_is_refused_with_volcanos_message(cluster: Cluster) -> None:
+    queue = {
+        "metadata": {"name": "greedy"},
+        "spec": {"guarantee": {"resource": {"cpu": "2"}}, "deserved": {"cpu": "1"}},
+    }
+    status, body = cluster.call("POST", QUEUES, queue)
+    assert status == 403
+    assert body["message"] == (
+        'queues.scheduling.volcano.sh "greedy" is forbidden: admission webhook '
+        '"validatequeue.volcano.sh" denied the request: spec.deserved[cpu]: deserved[cpu]=1 '
+        "must be >= guarantee[cpu]=2"
+    )
+
+
+def test_a_new_queue_gets_volcanos_defaults(cluster: Cluster) -> None:
+    # weight 0 would fail the CRD's minimum of 1: the mutating webhook runs first and sets 1.
+    status, body = cluster.call(
+        "POST", QUEUES, {"metadata": {"name": "fresh"}, "spec": {"weight": 0}}
+    )
+    assert status == 201, body
+    assert body["spec"]["weight"] == 1
+    assert body["spec"]["reclaimable"] is True
+
+
+# ------------------------------------------------------------------------- jobs, podgroups
+
+
+def test_jobs_are_defaulted_and_checked_against_their_queue(cluster: Cluster) -> None:
+    task = {
+        "replicas": 2,
+        "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}},
+    }
+    jobs = "/apis/batch.volcano.sh/v1alpha1/namespaces/team-a/jobs"
+    status, body = cluster.call(
+        "POST", jobs, {"metadata": {"name": "train"}, "spec": {"tasks": [task]}}
+    )
+    assert status == 201, body
+    spec = body["spec"]
+    assert (spec["queue"], spec["schedulerName"], spec["maxRetry"]) == ("default", "volcano", 3)
+    assert spec["minAvailable"] == 2 and spec["tasks"][0]["name"] == "default0"
+    lost = {"metadata": {"name": "lost"}, "spec": {"queue": "nope", "tasks": [task]}}
+    status, body = cluster.call("POST", jobs, lost)
+    assert status == 403
+    assert body["message"].endswith(
+        "denied the request: spec.queue: unable to find job queue: queues.scheduling.volcano.sh "
+        '"nope" not found'
+    )
+
+
+def test_a_podgroup_in_a_missing_queue_is_refused(cluster: Cluster) -> None:
+    group = {"metadata": {"name": "orphan"}, "spec": {"minMember": 1, "queue": "nope"}}
+    status, body = cluster.call("POST", podgroups("team-a"), group)
+    assert status == 403
+    assert body["message"] == (
+        'podgroups.scheduling.volcano.sh "orphan" is forbidden: admission webhook '
+        '"validatepodgroup.volcano.sh" denied the request: spec.queue: unable to find queue: '
+        'queues.scheduling.volcano.sh "nope" not found'
+    )
+
+
+# --------------------------------------------------------------------- the webhook is down
+
+
+def test_failure_policy_when_vulcan_is_down_and_pods_never_wait(cluster: Cluster) -> None:
+    extender, url = start_extender(cluster.kubeconfig, cluster.certs, cluster.tmp / "down.log")
+    try:
+        cluster.register(url, name="vulcan-down")
+    finally:
+        stop(extender)
+    status, body = cluster.call("POST", QUEUES, {"metadata": {"name": "blocked"}})
+    assert status == 500 and body["reason"] == "InternalError"
+    port = url.rsplit(":", 1)[1]
+    assert body["message"] == (
+        'Internal error occurred: failed calling webhook "mutatequeue.volcano.sh": failed to '
+        f'call webhook: Post "{url}/queues/mutate?timeout=10s": dial tcp 127.0.0.1:{port}: '
+        "connect: connection refused"
+    )
+    # Pods are covered by no webhook: creating one does not depend on vulcan at all.
+    pod = {
+        "metadata": {"name": "plain"},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+    assert cluster.call("POST", "/api/v1/namespaces/team-a/pods", pod)[0] == 201
+    # With failurePolicy Ignore the dead webhook is skipped (the live one still decides).
+    for kind in ("mutating", "validating"):
+        path = f"/apis/admissionregistration.k8s.io/v1/{kind}webhookconfigurations/vulcan-down"
+        status, config = cluster.call("GET", path)
+        patch = [
+            {"op": "replace", "path": f"/webhooks/{i}/failurePolicy", "value": "Ignore"}
+            for i in range(len(config["webhooks"]))
+        ]
+        assert cluster.call("PATCH", path, patch, "application/json-patch+json")[0] == 200
+    status, body = cluster.call("POST", QUEUES, {"metadata": {"name": "blocked"}})
+    assert status == 201, body
+    status, body = cluster.call("DELETE", f"{QUEUES}/default")
+    assert status == 403 and "`default` queue can not be deleted" in body["message"]
+    for kind in ("mutating", "validating"):
+        path = f"/apis/admissionregistration.k8s.io/v1/{kind}webhookconfigurations/vulcan-down"
+        assert cluster.call("DELETE", path)[0] == 200
