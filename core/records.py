@@ -55,6 +55,18 @@ def _opt(value: Any) -> str | None:
     return _intern(value) if isinstance(value, str) and value else None
 
 
+# ResourceQuota names that Volcano's controllers write into a PodGroup's minResources besides
+# the resource names (a pod's quota usage: `count/pods`, `requests.cpu`, `limits.memory`, ...;
+# spec/volcano.md §4.5). Volcano's scheduler reads only resource names, and so does vulcan.
+_QUOTA_ONLY_PREFIXES = ("requests.", "limits.", "count/")
+
+
+def _scheduling_names(resource_list: Any) -> Any:
+    if not isinstance(resource_list, Mapping):
+        return resource_list
+    return {k: v for k, v in resource_list.items() if not k.startswith(_QUOTA_ONLY_PREFIXES)}
+
+
 def _resources(resource_list: Any) -> ResourceVector | None:
     if not resource_list:
         return None
@@ -210,7 +222,7 @@ class PodGroupRecord:
         self.annotations: dict[str, str] = meta.get("annotations") or _NO_LABELS
         self.min_member = int(spec.get("minMember") or 0)
         self.min_task_member: dict[str, int] = dict(spec.get("minTaskMember") or {})
-        self.min_resources = _resources(spec.get("minResources"))
+        self.min_resources = _resources(_scheduling_names(spec.get("minResources")))
         self.queue: str = spec.get("queue") or keys.DEFAULT_QUEUE
         self.priority_class: str | None = spec.get("priorityClassName") or None
         self.phase: str = (obj.get("status") or {}).get("phase") or "Pending"

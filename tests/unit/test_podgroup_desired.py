@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.records import PodGroupRecord as SchedulingRecord
 from podgroup_controller.desired import (
     desired_podgroup,
     handled,
@@ -242,3 +243,20 @@ def test_update_patch() -> None:
     stored["metadata"]["annotations"] = {"user": "mine"}
     stored["spec"] = {**stored["spec"], "queue": "elsewhere"}
     assert update_patch(PodGroupRecord(stored), desired) is None
+
+
+def test_scheduling_reads_resource_names_only() -> None:
+    """The quota names in a controller-made minResources (count/pods, requests.*, limits.*)
+    are not resources: the scheduling side's PodGroup record leaves them out, as Volcano's
+    scheduler does, or no node could ever offer them."""
+    usage = pod_quota_usage(
+        {"containers": [{"name": "c", "resources": {"limits": {"cpu": "1", "x.io/gpu": "1"}}}]}
+    )
+    group = SchedulingRecord(
+        {
+            "metadata": {"name": "g", "namespace": "ns"},
+            "spec": {"minMember": 2, "minResources": min_resources(usage, 2)},
+        }
+    )
+    assert group.min_resources is not None
+    assert group.min_resources.as_dict() == {"cpu": 2000, "pods": 2, "x.io/gpu": 2}
