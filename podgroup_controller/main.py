@@ -16,7 +16,7 @@ import contextlib
 import logging
 import signal
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any
 
 from core.kube.client import NAMESPACES, ApiError, KubeClient
 from core.kube.events import EventRecorder
@@ -37,12 +37,6 @@ log = logging.getLogger("vulcan.controllers")
 COMPONENT = "vulcan-controllers"  # reportingController of our Events
 CONTROLLERS = {PODGROUP: PodGroupController, QUEUE: QueueController}
 AVAILABLE = tuple(CONTROLLERS)
-
-
-class Controller(Protocol):
-    name: str
-
-    async def run(self) -> None: ...
 
 
 class ControllerManager:
@@ -82,9 +76,9 @@ class ControllerManager:
         self.informers, self.controllers, self.leading = informers, controllers, True
         self.metrics.leader.set(1)
         informers.start()
+        events = asyncio.create_task(recorder.run(), name="events")
         try:
             async with asyncio.TaskGroup() as group:
-                group.create_task(recorder.run(), name="events")
                 await informers.wait_synced()
                 log.info("informers synced", extra={"controllers": list(controllers)})
                 for name, controller in controllers.items():
@@ -93,8 +87,12 @@ class ControllerManager:
             self.leading = False
             self.metrics.leader.set(0)
             await informers.stop()
+            # The events of the last reconciles still go out (briefly: we may be shutting down).
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(recorder.flush(), 2.0)
+            events.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await events
 
 
 async def _check_lease_namespace(client: KubeClient, namespace: str) -> None:

@@ -4,6 +4,8 @@ controllers` as a process (announcement, probes, metrics, Lease, clean stop)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import signal
 import subprocess
@@ -13,10 +15,16 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from core.kube.client import LEASES, NAMESPACES, PODGROUPS, PODS, QUEUES, KubeClient
+from kubernetes_asyncio.client import Configuration
+
+from core.kube.client import LEASES, NAMESPACES, PODGROUPS, PODS, QUEUES, ClientOptions, KubeClient
+from core.kube.leader import LeaderElectionConfig
+from podgroup_controller.main import ControllerManager
 from podgroup_controller.podgroups import BATCH_JOBS, REPLICASETS, STATEFULSETS
+from podgroup_controller.reconcile import ControllerOptions
 from podgroup_controller.selection import PODGROUP
-from tests.helpers import announced_url, vulcan_process
+from sim.apiserver.server import EmbeddedApiServer
+from tests.helpers import announced_url, until, vulcan_process
 from tests.integration.controller_harness import (
     events_about,
     eventually,
@@ -420,3 +428,51 @@ def test_controllers_process(tmp_path: Path) -> None:
             if process is not None and process.poll() is None:
                 process.send_signal(signal.SIGTERM)
                 process.wait(timeout=20)
+
+
+async def test_only_the_leader_acts_and_a_standby_takes_over() -> None:
+    async with EmbeddedApiServer() as server:
+        client = KubeClient(Configuration(host=server.url), ClientOptions(qps=0))
+        config = LeaderElectionConfig(
+            lease_duration=2.0,
+            renew_deadline=1.0,
+            retry_period=0.1,
+            resource_name="vulcan-controllers",
+            resource_namespace="kube-system",
+        )
+        managers = {
+            name: ControllerManager(client, [PODGROUP], ControllerOptions(), identity=name)
+            for name in ("a", "b")
+        }
+        electors = {
+            name: config.elector(client, name, on_started_leading=manager.run)
+            for name, manager in managers.items()
+        }
+        tasks = {"a": asyncio.create_task(electors["a"].run())}
+        await until(lambda: managers["a"].ready() == (True, "ok"))
+        tasks["b"] = asyncio.create_task(electors["b"].run())
+        await until(lambda: electors["b"].leader == "a")
+        await client.create(PODS, pod_body("first"))
+        assert await eventually(lambda: annotation(client, "first"))
+        assert not managers["b"].leading
+        assert (
+            managers["b"].metrics.registry.get_sample_value(
+                "vulcan_controller_object_changes_total", {"kind": "Pod", "operation": "annotated"}
+            )
+            is None
+        )
+        await electors["a"].release()  # a clean stop hands over at once
+        await tasks.pop("a")
+        await until(lambda: managers["b"].ready() == (True, "ok"))
+        await client.create(PODS, pod_body("second"))
+        assert await eventually(lambda: annotation(client, "second"))
+        assert (
+            managers["b"].metrics.registry.get_sample_value(
+                "vulcan_controller_object_changes_total", {"kind": "Pod", "operation": "annotated"}
+            )
+            == 1.0
+        )
+        tasks["b"].cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await tasks["b"]
+        await client.close()
