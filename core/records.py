@@ -198,6 +198,7 @@ class PodRecord:
 class PodGroupRecord:
     __slots__ = (
         "annotations",
+        "created",
         "key",
         "min_member",
         "min_resources",
@@ -220,6 +221,7 @@ class PodGroupRecord:
         self.uid: str = meta.get("uid", "")
         self.rv: str = meta.get("resourceVersion", "")
         self.annotations: dict[str, str] = meta.get("annotations") or _NO_LABELS
+        self.created: str = meta.get("creationTimestamp", "")
         self.min_member = int(spec.get("minMember") or 0)
         self.min_task_member: dict[str, int] = dict(spec.get("minTaskMember") or {})
         self.min_resources = _resources(_scheduling_names(spec.get("minResources")))
@@ -231,6 +233,7 @@ class PodGroupRecord:
 class QueueRecord:
     __slots__ = (
         "capability",
+        "created",
         "deserved",
         "guarantee",
         "key",
@@ -251,6 +254,7 @@ class QueueRecord:
         self.key = self.name
         self.uid: str = meta.get("uid", "")
         self.rv: str = meta.get("resourceVersion", "")
+        self.created: str = meta.get("creationTimestamp", "")
         self.weight = int(spec.get("weight") or 1)
         self.capability = _resources(spec.get("capability"))
         self.deserved = _resources(spec.get("deserved"))

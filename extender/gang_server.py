@@ -29,9 +29,15 @@ class GangExtenderServer(ExtenderServer):
 
     async def filter(self, body: bytes) -> bytes:
         if not _may_be_member(body):
-            return await super().filter(body)
-        args = protocol.parse_extender_args(protocol.decode(body))
-        decision = self.gangs.filter(args.pod, args.node_names)
+            if not self.gangs.queues_contended():
+                return await super().filter(body)  # no queue can refuse anyone: hot path
+            args = protocol.parse_extender_args(protocol.decode(body))
+            decision = self.gangs.queue_gate(args.pod, args.node_names)
+        else:
+            args = protocol.parse_extender_args(protocol.decode(body))
+            decision = self.gangs.filter(args.pod, args.node_names)
+            if decision is None:
+                decision = self.gangs.queue_gate(args.pod, args.node_names)
         if decision is None:
             return await super().filter(body)
         passed, failed, unresolvable = decision

@@ -34,7 +34,7 @@ from typing import Any
 from core.api import keys
 from core.cache import ClusterCache, Snapshot
 from core.durations import parse_duration
-from core.kube.client import PODGROUPS, PODS, ApiError, KubeClient
+from core.kube.client import PODGROUPS, PODS, QUEUES, ApiError, KubeClient
 from core.kube.events import NORMAL, WARNING, EventRecorder
 from core.kube.status import StatusWriter
 from core.records import PodGroupRecord, PodRecord, pod_group_key
@@ -43,15 +43,20 @@ from extender.barrier import BindBarrier, GangRequirement
 from extender.binder import BindError
 from extender.ledger import GangLedger, Reservation
 from extender.protocol import BindingArgs, PodInfo
+from extender.queues import QueuePass, QueuePolicy, queue_status
 from plugins import gang as gangs
+from plugins.job_order import JobInput, job_order_key
 from plugins.placement import plan_gang
 from plugins.podgroup_status import podgroup_status, status_changed
+from plugins.victims import VictimUnit, victim_order_key
 
 log = logging.getLogger("vulcan.extender.gang")
 
 GANG_TIMEOUT = "vulcan.sh/gang-timeout"
 GANG_ADMITTED = "vulcan.sh/gang-admitted"
 _ZERO = ResourceVector()
+# Pods of the system-*-critical priority classes (and above) are never evicted (conformance).
+_CRITICAL_PRIORITY = 2_000_000_000
 
 
 def group_of(pod: PodInfo) -> str | None:
@@ -59,14 +64,19 @@ def group_of(pod: PodInfo) -> str | None:
     return pod_group_key(pod.namespace, pod.metadata, pod.spec)
 
 
+def _duration_annotation(group: PodGroupRecord, *names: str) -> float | None:
+    for name in names:
+        text = group.annotations.get(name)
+        if text:
+            try:
+                return parse_duration(text)
+            except Exception:
+                return None
+    return None
+
+
 def _timeout_of(group: PodGroupRecord) -> float | None:
-    text = group.annotations.get(GANG_TIMEOUT)
-    if not text:
-        return None
-    try:
-        return parse_duration(text)
-    except Exception:
-        return None
+    return _duration_annotation(group, GANG_TIMEOUT)
 
 
 class GangScheduler:
@@ -82,6 +92,7 @@ class GangScheduler:
         period: float = 1.0,
         overcommit_factor: float = 1.2,
         status_interval: float = 0.5,
+        queue_policy: QueuePolicy | None = None,
     ) -> None:
         self.cache = cache
         self.ledger = ledger
@@ -93,7 +104,10 @@ class GangScheduler:
         )
         self.admitted: set[str] = set()
         self.reasons: dict[str, str] = {}  # group -> why it is not admitted (for filter)
+        self.queue_policy = queue_policy or QueuePolicy()
+        self.queue_pass: QueuePass | None = None  # the queues as the last pass saw them
         self._statuses: dict[str, dict[str, Any]] = {}
+        self._queue_statuses: dict[str, dict[str, Any]] = {}
         self._wake = asyncio.Event()
         self.status_writer = StatusWriter(client, interval=status_interval) if client else None
         self.recorder = EventRecorder(client, "vulcan", "vulcan-extender") if client else None
@@ -141,14 +155,12 @@ class GangScheduler:
         for key in list(self.admitted):
             if key not in snapshot.podgroups:
                 self._forget_group(key, "its PodGroup was deleted")
+        queue_pass = self.queue_policy.build(snapshot, self.ledger.by_group())
+        self.queue_pass = queue_pass
         allocated = set(self.ledger.pod_keys())
         used = self._used(snapshot)
         total = self._total(snapshot)
-        order = sorted(
-            snapshot.podgroups.values(),
-            key=lambda g: (-self._priority(snapshot, g), g.key),
-        )
-        for group in order:
+        for group in self._admission_order(snapshot, queue_pass):
             view = gangs.gang_view(snapshot, group.key, allocated=allocated)
             if view is None:
                 continue
@@ -168,6 +180,49 @@ class GangScheduler:
                     view = gangs.gang_view(snapshot, group.key, allocated=allocated)
                     assert view is not None
             self._write_status(group, view, admitted_now or group.key in self.admitted, reason)
+        self._write_queue_statuses(snapshot, queue_pass)
+
+    def _admission_order(self, snapshot: Snapshot, queue_pass: QueuePass) -> list[PodGroupRecord]:
+        """Queues in Volcano's queue order (priority, then share), and within a queue jobs in
+        job order (priority, gang not ready first, DRF share, SLA deadline, creation). Every
+        group is visited — a head-of-line gang that cannot be admitted never stops the ones
+        behind it, in its queue or in another (Volcano's `traverse`); the order decides who
+        gets contested room first."""
+        total = snapshot.total_allocatable
+        ordered: list[PodGroupRecord] = []
+        queues = queue_pass.model.queue_order()
+        seen = set(queues)
+        queues += sorted(q for q in queue_pass.groups_by_queue if q not in seen)
+        for queue in queues:
+            groups = queue_pass.groups_by_queue.get(queue)
+            if not groups:
+                continue
+            jobs = sorted(
+                ((job_order_key(self._job_input(snapshot, g), total), g) for g in groups),
+                key=lambda pair: pair[0],
+            )
+            ordered.extend(g for _, g in jobs)
+        return ordered
+
+    def _job_input(self, snapshot: Snapshot, group: PodGroupRecord) -> JobInput:
+        placed = _ZERO
+        for key in snapshot.pods_by_group.get(group.key, ()):
+            pod = snapshot.pods.get(key)
+            if pod is not None and pod.occupies_node:
+                placed = placed + pod.requests
+        return JobInput(
+            key=group.key,
+            queue=group.queue,
+            priority=self._priority(snapshot, group),
+            min_member=group.min_member,
+            ready=group.phase in ("Running", "Completed"),
+            allocated=placed,
+            creation=group.created,
+            uid=group.uid,
+            sla_waiting_seconds=_duration_annotation(
+                group, keys.SLA_WAITING_TIME, keys.SLA_WAITING_TIME_LEGACY
+            ),
+        )
 
     def admit(
         self,
@@ -186,29 +241,43 @@ class GangScheduler:
         ok, why = gangs.valid(view)
         if not ok:
             return self._not_admitted(key, why)
+        members = gangs.pending_members(view)
+        need = gangs.members_needed(view)
+        queue_pass = self.queue_pass
+        demand = _demand(group, members, need)
+        over_share = None
+        if queue_pass is not None:
+            # The queue first (spec §3.4, §3.9–3.10): its state and capability (enqueue), then
+            # its share (what Volcano's allocate checks per task; here once for the gang, as
+            # the whole gang is reserved at once). A queue at its share may still make room
+            # by preempting its own lower-priority work (what it frees counts for it).
+            refused = queue_pass.model.enqueueable(group.queue, group.min_resources)
+            if refused:
+                return self._not_admitted(key, f"gang {key}: waiting for admission: {refused}")
+            over_share = queue_pass.model.allocatable(group.queue, demand)
         overcommit = self._overcommit(group, total, used)
         if overcommit:
             return self._not_admitted(key, f"gang {key}: waiting for admission: {overcommit}")
-        members = gangs.pending_members(view)
-        need = gangs.members_needed(view)
         reserved = {n: r for n, r in self.ledger.by_node.items()}
-        plan = plan_gang(
-            snapshot,
-            members,
-            need,
-            reserved,
-            need_per_task=gangs.missing_task_members(view),
-        )
-        if not plan.ok:
+        per_task = gangs.missing_task_members(view)
+        plan = None
+        if over_share is None:
+            plan = plan_gang(snapshot, members, need, reserved, need_per_task=per_task)
+        if plan is None or not plan.ok:
             preempted = self._preempt_for(
-                snapshot, group, members, need, gangs.missing_task_members(view), reserved
+                snapshot, group, members, need, per_task, reserved, demand, over_share
             )
             if preempted is None:
-                return self._not_admitted(key, f"gang {key}: waiting for admission: {plan.reason}")
+                why = over_share or (plan.reason if plan is not None else "")
+                return self._not_admitted(key, f"gang {key}: waiting for admission: {why}")
             plan = preempted
         by_key = {pod.key: pod for pod in members}
+        held = _ZERO
         for pod_key, node in plan.slots.items():
             self.ledger.reserve(Reservation(pod_key, node, by_key[pod_key].requests, key))
+            held = held + by_key[pod_key].requests
+        if queue_pass is not None:
+            queue_pass.model.on_allocated(group.queue, held)
         self.admitted.add(key)
         self.reasons.pop(key, None)
         if group.min_resources is not None:
@@ -226,35 +295,26 @@ class GangScheduler:
 
     # ------------------------------------------------------------------ preemption
 
-    def _victim_units(self, snapshot: Snapshot, group: PodGroupRecord, priority: int) -> list[Any]:
-        """What may be preempted for `group`, whole: every running gang of lower priority (all
-        its bound members together — evicting some would leave it hanging) and every
-        lower-priority pod of no gang; only preemptable pods (`volcano.sh/preemptable`)."""
-        units: list[tuple[int, int, str, list[PodRecord]]] = []
+    def _victim_units(self, snapshot: Snapshot, group: PodGroupRecord) -> list[VictimUnit]:
+        """Everything that could be evicted, as whole units: each running gang with all its
+        bound members (evicting some would leave it hanging) and each bound pod of no gang."""
+        units: list[VictimUnit] = []
         for other in snapshot.podgroups.values():
             if other.key == group.key:
                 continue
-            pods = [
-                snapshot.pods[k]
+            bound = [
+                pod
                 for k in snapshot.pods_by_group.get(other.key, ())
-                if k in snapshot.pods
-            ]
-            bound = [p for p in pods if p.occupies_node and not p.deleting]
-            if not bound:
-                continue
-            top = max(p.priority for p in bound)
-            if top < priority and all(p.annotations_preemptable for p in bound):
-                units.append((top, len(bound), other.key, bound))
-        for pod in snapshot.pods.values():
-            if (
-                pod.group is None
+                if (pod := snapshot.pods.get(k)) is not None
                 and pod.occupies_node
                 and not pod.deleting
-                and pod.priority < priority
-                and pod.annotations_preemptable
-            ):
-                units.append((pod.priority, 1, pod.key, [pod]))
-        units.sort(key=lambda u: (u[0], u[1], u[2]))  # lowest priority, then fewest pods first
+            ]
+            if bound:
+                units.append(_unit(other.key, other.queue, other.created, bound))
+        for pod in snapshot.pods.values():
+            if pod.group is None and pod.occupies_node and not pod.deleting:
+                queue = self.cache.queue_of(pod) or keys.DEFAULT_QUEUE
+                units.append(_unit(None, queue, pod.created, [pod]))
         return units
 
     def _preempt_for(
@@ -265,59 +325,134 @@ class GangScheduler:
         need: int,
         per_task: Mapping[str, int],
         reserved: Mapping[str, ResourceVector],
+        demand: ResourceVector,
+        over_share: str | None = None,
     ) -> Any:
-        """Volcano's preempt for a gang that does not fit: evict whole lower-priority units
-        until a placement exists (then give back every unit the placement does not need).
-        Returns the plan, with the victims' evictions started, or None."""
+        """A gang that passed its queue's checks but does not fit. **Reclaim** first (spec
+        §3.8): when its queue may still grow (`preemptive`: below its deserved share), evict
+        whole units of other, reclaimable queues that hold more than they deserve (never below
+        a guarantee). Else **preempt** (§3.7): whole lower-priority units of its own queue.
+        Preemptable pods only (`volcano.sh/preemptable`), never critical ones; victims in
+        victim order (lowest priority, no broken gang, youngest first), taken until a placement
+        exists, then every unit the placement does not need is given back. A gang whose queue
+        is at its share (`over_share`) may only preempt within its queue, and only if what the
+        victims free brings the queue back within its share. Returns the plan with the
+        evictions started, or None."""
         priority = self._priority(snapshot, group)
-        units = self._victim_units(snapshot, group, priority)
+        units = sorted(self._victim_units(snapshot, group), key=victim_order_key)
         if not units:
             return None
+        queue_pass = self.queue_pass
+        attempts: list[tuple[str, Any, Any]] = []
+        if (
+            over_share is None
+            and queue_pass is not None
+            and queue_pass.model.preemptive(group.queue, demand)
+        ):
+            inputs = queue_pass.inputs
 
-        def plan_without(chosen: list[Any]) -> Any:
+            def reclaimable(unit: VictimUnit) -> bool:
+                source = inputs.get(unit.queue)
+                return (
+                    unit.queue != group.queue
+                    and source is not None
+                    and source.reclaimable
+                    and unit.preemptable
+                    and not unit.critical
+                )
+
+            attempts.append(("reclaim", reclaimable, queue_pass.model.victim_judge(group.queue)))
+
+        def preemptable(unit: VictimUnit) -> bool:
+            return (
+                unit.queue == group.queue
+                and unit.priority < priority
+                and unit.preemptable
+                and not unit.critical
+            )
+
+        attempts.append(("preempt", preemptable, None))
+
+        def plan_without(chosen: list[VictimUnit]) -> Any:
             requested = dict(snapshot.node_requested)
             for unit in chosen:
-                for pod in unit[3]:
+                for pod_key in unit.pods:
+                    pod = snapshot.pods[pod_key]
+                    assert pod.node is not None
                     requested[pod.node] = requested.get(pod.node, _ZERO).saturating_sub(
                         pod.requests
                     )
             trial = dataclasses.replace(snapshot, node_requested=requested)
             return plan_gang(trial, members, need, reserved, need_per_task=per_task)
 
-        chosen: list[Any] = []
-        plan = None
-        for unit in units:
-            chosen.append(unit)
-            plan = plan_without(chosen)
-            if plan.ok:
-                break
-        if plan is None or not plan.ok:
-            return None
-        for unit in list(reversed(chosen[:-1])):  # reprieve what is not needed after all
-            trial = [u for u in chosen if u is not unit]
-            candidate = plan_without(trial)
-            if candidate.ok:
-                chosen, plan = trial, candidate
+        for action, eligible, judge in attempts:
+            chosen: list[VictimUnit] = []
+            plan = None
+            for unit in units:
+                if not eligible(unit):
+                    continue
+                if judge is not None and not judge.take(unit.queue, unit.freed):
+                    continue
+                chosen.append(unit)
+                plan = plan_without(chosen)
+                if plan.ok:
+                    break
+            if plan is None or not plan.ok:
+                continue
+            for unit in list(reversed(chosen[:-1])):  # reprieve what is not needed after all
+                trial = [u for u in chosen if u is not unit]
+                candidate = plan_without(trial)
+                if candidate.ok:
+                    chosen, plan = trial, candidate
+            if over_share is not None and queue_pass is not None:
+                freed = _ZERO
+                for unit in chosen:
+                    freed = freed + unit.freed
+                queue_pass.model.on_released(group.queue, freed)
+                if queue_pass.model.allocatable(group.queue, demand) is not None:
+                    queue_pass.model.on_allocated(group.queue, freed)  # undo: still over
+                    return None
+            self._evict_units(snapshot, group, priority, action, chosen)
+            return plan
+        return None
+
+    def _evict_units(
+        self,
+        snapshot: Snapshot,
+        group: PodGroupRecord,
+        priority: int,
+        action: str,
+        chosen: list[VictimUnit],
+    ) -> None:
+        names = ", ".join(u.group or u.pods[0] for u in chosen)
         for unit in chosen:
-            note = (
-                f"preempted (whole) by gang {group.key} of priority {priority}: "
-                f"{len(unit[3])} pod(s) of {unit[2]}"
-            )
-            victim_group = snapshot.podgroups.get(unit[2])
+            if action == "reclaim":
+                note = (
+                    f"reclaimed (whole) by queue {group.queue} for gang {group.key}: queue "
+                    f"{unit.queue} holds more than it deserves; {len(unit.pods)} pod(s) of "
+                    f"{unit.group or unit.pods[0]}"
+                )
+            else:
+                note = (
+                    f"preempted (whole) by gang {group.key} of priority {priority}: "
+                    f"{len(unit.pods)} pod(s) of {unit.group or unit.pods[0]}"
+                )
+            victim_group = snapshot.podgroups.get(unit.group) if unit.group else None
             if victim_group is not None:
-                self._event(victim_group, WARNING, "Preempted", note)
-            for pod in unit[3]:
-                task = asyncio.create_task(self._evict(pod, note))
+                self._event(
+                    victim_group, WARNING, "Reclaimed" if action == "reclaim" else "Preempted", note
+                )
+            for pod_key in unit.pods:
+                task = asyncio.create_task(self._evict(snapshot.pods[pod_key], note))
                 self._tasks.append(task)
                 task.add_done_callback(self._tasks_done)
+        what = "over-share" if action == "reclaim" else "lower-priority"
         self._event(
             group,
             NORMAL,
-            "Preempting",
-            f"evicting {len(chosen)} lower-priority "
-            f"unit(s) to place the gang: {', '.join(u[2] for u in chosen)}",
+            "Reclaiming" if action == "reclaim" else "Preempting",
+            f"evicting {len(chosen)} {what} unit(s) to place the gang: {names}",
         )
-        return plan
 
     async def _evict(self, pod: PodRecord, note: str) -> None:
         """Through the Eviction API (PodDisruptionBudgets apply), retried by the client."""
@@ -468,6 +603,18 @@ class GangScheduler:
 
     # ------------------------------------------------------------------ status and events
 
+    def _write_queue_statuses(self, snapshot: Snapshot, queue_pass: QueuePass) -> None:
+        """`status.allocated` and the PodGroup counts of every Queue, written only when they
+        changed (and then coalesced by the status writer)."""
+        if self.status_writer is None:
+            return
+        for name in snapshot.queues:
+            status = queue_status(queue_pass, name)
+            if self._queue_statuses.get(name) == status:
+                continue
+            self._queue_statuses[name] = status
+            self.status_writer.submit(QUEUES, None, name, status, subresource=True)
+
     def _write_status(
         self, group: PodGroupRecord, view: gangs.GangView, admitted: bool, reason: str | None
     ) -> None:
@@ -566,6 +713,34 @@ class GangScheduler:
         reason = f"gang {key}: no candidate node has room for this member"
         return [], {}, dict.fromkeys(candidates, reason)
 
+    def queues_contended(self) -> bool:
+        """Whether some queue may refuse a pod now (closed, or holding its deserved share):
+        until then plain pods skip the queue check entirely."""
+        return self.queue_pass is not None and bool(self.queue_pass.contended)
+
+    def queue_gate(
+        self, pod: PodInfo, candidates: list[str]
+    ) -> tuple[list[str], dict[str, str], dict[str, str]] | None:
+        """Volcano's allocate check for a pod outside any gang (spec §3.9 Allocatable): its
+        queue must be Open and able to hold it within its deserved share. A refusal names
+        the queue and the numbers, on every candidate (unresolvable: no preemption helps);
+        None lets the pod through, counted against its queue until the next pass."""
+        queue_pass = self.queue_pass
+        record = self.cache.pods.get(pod.key)
+        if queue_pass is None or record is None or record.node is not None:
+            return None
+        if record.group is not None or record.key in queue_pass.tentative:
+            return None
+        queue = self.cache.queue_of(record)
+        if queue is None:
+            return None
+        refused = queue_pass.model.allocatable(queue, record.requests)
+        if refused:
+            return [], {}, dict.fromkeys(candidates, refused)
+        queue_pass.model.on_allocated(queue, record.requests)
+        queue_pass.tentative.add(record.key)
+        return None
+
     def _fits(self, pod_key: str, node: str, request: ResourceVector) -> bool:
         record = self.cache.nodes.get(node)
         if record is None:
@@ -628,3 +803,33 @@ class GangScheduler:
                 continue  # evicting one member would break a running gang
             kept[node] = (uids, pdb)
         return kept
+
+
+def _demand(group: PodGroupRecord, members: list[PodRecord], need: int) -> ResourceVector:
+    """What admitting the gang takes from its queue: `minResources` when set, else the
+    requests of the members it needs (the first `need`, in placement order)."""
+    if group.min_resources is not None:
+        return group.min_resources
+    total = _ZERO
+    for pod in members[:need]:
+        total = total + pod.requests
+    return total
+
+
+def _unit(group: str | None, queue: str, created: str, pods: list[PodRecord]) -> VictimUnit:
+    freed = _ZERO
+    for pod in pods:
+        freed = freed + pod.requests
+    return VictimUnit(
+        group=group,
+        queue=queue,
+        priority=max(pod.priority for pod in pods),
+        pods=tuple(pod.key for pod in pods),
+        freed=freed,
+        preemptable=all(pod.annotations_preemptable for pod in pods),
+        critical=any(
+            pod.priority >= _CRITICAL_PRIORITY or pod.namespace == "kube-system" for pod in pods
+        ),
+        breaks_gang=group is not None,
+        creation=created,
+    )

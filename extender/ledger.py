@@ -69,6 +69,16 @@ class GangLedger:
         """The members of `group` holding a reservation."""
         return [key for key, r in self._by_pod.items() if r.group == group]
 
+    def by_group(self) -> dict[str, ResourceVector]:
+        """Reserved capacity per group (what each gang holds before its pods are bound)."""
+        totals: dict[str, ResourceVector] = {}
+        for reservation in self._by_pod.values():
+            held = totals.get(reservation.group)
+            totals[reservation.group] = (
+                reservation.request if held is None else held + reservation.request
+            )
+        return totals
+
     @property
     def by_node(self) -> dict[str, ResourceVector]:
         """Reserved capacity per node (read-only; for hot loops)."""

@@ -17,6 +17,7 @@ from extender.gang_server import GangExtenderServer
 from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
 from extender.metrics import ExtenderMetrics
+from extender.queues import QueueCollector, QueuePolicy
 from extender.server import ExtenderServer, serve
 from extender.webhooks import WebhookServing
 from plugins.config import load_scheduler_config
@@ -48,7 +49,9 @@ class Extender:
             gang_timeout=args.gang_timeout,
             backoff=args.gang_backoff,
             overcommit_factor=args.overcommit_factor,
+            queue_policy=QueuePolicy(config),
         )
+        metrics.registry.register(QueueCollector(lambda: gangs.queue_pass))
         warning = check_timeouts(args.gang_timeout, args.scheduler_bind_timeout)
         if warning:
             log.warning(warning)

@@ -103,11 +103,13 @@ def sla_expired(job: JobInput, now: float) -> bool:
 
 def job_order_key(
     job: JobInput, total: ResourceVector, now: float | None = None
-) -> tuple[int, int, float, tuple[int, float], float, str]:
+) -> tuple[int, int, float, tuple[int, float], float, str, str]:
     """A sort key: `sorted(jobs, key=lambda j: job_order_key(j, total, now))` is JobOrder.
 
     `now` (POSIX seconds) is accepted for symmetry with `sla_expired` but cannot change the
-    order (see the module docstring).
+    order (see the module docstring). Timestamps have whole seconds, so jobs created together
+    tie often: vulcan then orders them by `namespace/name` (Volcano by UID, i.e. at random),
+    so that what users see is predictable; the UID still separates a re-created job.
     """
     deadline = sla_deadline(job)
     sla = (0, deadline) if deadline is not None else (1, 0.0)
@@ -117,6 +119,7 @@ def job_order_key(
         drf_share(job.allocated, total),
         sla,
         parse_time(job.creation),
+        job.key,
         job.uid,
     )
 

@@ -1,0 +1,265 @@
+"""Queues in the extender: one share model per scheduling pass, built from the cache and the
+gang ledger (spec/volcano.md §3.9–3.10), plus the queue status and gauges it implies.
+
+`QueuePolicy.build(snapshot, ledger)` turns the cluster into `plugins.queue_share.QueueInput`s
+and hands them to the configured plugin: `capacity` when the scheduler configuration enables it
+without `proportion` (with `enableHierarchy` for `spec.parent` trees), else `proportion`
+(Volcano's default). What each queue holds:
+
+- `allocated`: requests of its bound, unfinished pods (the cache's `queue_allocated`) plus the
+  ledger's live reservations for its gangs — a reserved slot is capacity the gang holds, and
+  counting it keeps one pass from admitting past a queue's share.
+- `request`: allocated + what its pending pods request + for each waiting PodGroup the part of
+  its `minResources` no pod asks for yet (a Volcano Job's pods only exist after admission, and a
+  queue whose only work is such a group must still be given a share).
+- `inqueue`: for admitted (Inqueue) groups with `minResources`, what they have not placed yet.
+
+A queue that does not exist (yet) is not invented, except `default`: Volcano's scheduler creates
+it at start, so a cluster without it behaves as if it existed (weight 1, reclaimable).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from prometheus_client.core import GaugeMetricFamily
+
+from core.api import keys
+from core.cache import Snapshot
+from core.records import PodGroupRecord, QueueRecord
+from core.resources import ResourceVector, format_quantity
+from plugins.capacity import capacity_shares
+from plugins.config import SchedulerConfig
+from plugins.proportion import proportion_shares
+from plugins.queue_share import QueueInput, ShareModel
+
+_ZERO = ResourceVector()
+_WAITING_PHASES = ("", "Pending")
+
+
+@dataclasses.dataclass(slots=True)
+class QueuePass:
+    """The queues as one scheduling pass sees them."""
+
+    model: ShareModel
+    inputs: dict[str, QueueInput]
+    groups_by_queue: dict[str, list[PodGroupRecord]]
+    phases: dict[str, dict[str, int]]  # queue -> PodGroup phase -> count
+    tentative: set[str] = dataclasses.field(default_factory=set)
+    """Pods filter let through since the pass (counted once in the model's allocated)."""
+    contended: frozenset[str] = frozenset()
+    """Queues that may refuse a pod now: not Open, or holding their deserved share or more."""
+
+    def queue_known(self, name: str) -> bool:
+        return name in self.inputs
+
+
+class QueuePolicy:
+    def __init__(self, config: SchedulerConfig | None = None) -> None:
+        capacity = config.plugin("capacity") if config is not None else None
+        proportion = config.plugin("proportion") if config is not None else None
+        self.kind = "capacity" if capacity is not None and proportion is None else "proportion"
+        self.hierarchical = bool(capacity is not None and capacity.is_enabled("enableHierarchy"))
+
+    def build(
+        self,
+        snapshot: Snapshot,
+        reserved_by_group: Mapping[str, ResourceVector],
+    ) -> QueuePass:
+        records: dict[str, QueueRecord | None] = dict(snapshot.queues)
+        if keys.DEFAULT_QUEUE not in records:
+            records[keys.DEFAULT_QUEUE] = None
+        groups_by_queue: dict[str, list[PodGroupRecord]] = {}
+        phases: dict[str, dict[str, int]] = {}
+        reserved: dict[str, ResourceVector] = {}
+        inqueue: dict[str, ResourceVector] = {}
+        unasked: dict[str, ResourceVector] = {}
+        for group in snapshot.podgroups.values():
+            groups_by_queue.setdefault(group.queue, []).append(group)
+            counts = phases.setdefault(group.queue, {})
+            counts[group.phase or "Pending"] = counts.get(group.phase or "Pending", 0) + 1
+            held = reserved_by_group.get(group.key)
+            if held is not None:
+                reserved[group.queue] = reserved.get(group.queue, _ZERO) + held
+            if group.min_resources is None:
+                continue
+            if group.phase in _WAITING_PHASES:
+                asked = _members_request(snapshot, group)
+                missing = group.min_resources.saturating_sub(asked)
+                if not missing.is_zero():
+                    unasked[group.queue] = unasked.get(group.queue, _ZERO) + missing
+            elif group.phase == "Inqueue":
+                placed = _members_request(snapshot, group, placed=True) + (held or _ZERO)
+                missing = group.min_resources.saturating_sub(placed)
+                if not missing.is_zero():
+                    inqueue[group.queue] = inqueue.get(group.queue, _ZERO) + missing
+        inputs: dict[str, QueueInput] = {}
+        for name, record in records.items():
+            bound = snapshot.queue_allocated.get(name, _ZERO)
+            allocated = bound + reserved.get(name, _ZERO)
+            request = bound + snapshot.queue_pending.get(name, _ZERO) + unasked.get(name, _ZERO)
+            inputs[name] = QueueInput(
+                name=name,
+                weight=record.weight if record is not None else 1,
+                capability=record.capability if record is not None else None,
+                deserved=record.deserved if record is not None else None,
+                guarantee=record.guarantee if record is not None else None,
+                parent=record.parent if record is not None else None,
+                priority=record.priority if record is not None else 0,
+                reclaimable=record.reclaimable if record is not None else True,
+                open=(record.state if record is not None else "Open") == "Open",
+                allocated=allocated,
+                request=request.elementwise_max(allocated),
+                inqueue=inqueue.get(name, _ZERO),
+                has_jobs=bool(groups_by_queue.get(name)) or not request.is_zero(),
+                creation=record.created if record is not None else "",
+                state=record.state if record is not None else "Open",
+            )
+        total = snapshot.total_allocatable
+        model: ShareModel
+        if self.kind == "capacity":
+            model = capacity_shares(total, list(inputs.values()), hierarchical=self.hierarchical)
+        else:
+            model = proportion_shares(total, list(inputs.values()))
+        contended = frozenset(
+            name
+            for name, source in inputs.items()
+            if not source.open or _at_share(model, name, source)
+        )
+        return QueuePass(model, inputs, groups_by_queue, phases, contended=contended)
+
+
+def _at_share(model: ShareModel, name: str, source: QueueInput) -> bool:
+    """Some dimension the queue asks for is allocated up to its deserved amount already."""
+    share = model.shares.get(name)
+    if share is None:
+        return False
+    return any(
+        amount > 0 and source.allocated.get(dim) >= share.deserved.get(dim)
+        for dim, amount in source.request.items()
+        if dim != "pods" and amount > source.allocated.get(dim)
+    )
+
+
+def _members_request(snapshot: Snapshot, group: PodGroupRecord, *, placed: bool = False) -> Any:
+    """Σ requests of the group's unfinished members: bound ones (`placed`) or waiting ones."""
+    total = _ZERO
+    for key in snapshot.pods_by_group.get(group.key, ()):
+        pod = snapshot.pods.get(key)
+        if pod is None or pod.terminal or (pod.node is not None) != placed:
+            continue
+        total = total + pod.requests
+    return total
+
+
+# ------------------------------------------------------------------------------ status
+
+
+def queue_status(queue_pass: QueuePass, name: str) -> dict[str, Any]:
+    """What vulcan writes into a Queue's status: `allocated` (Volcano's scheduler field) and
+    the PodGroup counts per phase that vcctl and `kubectl get queue` show."""
+    share = queue_pass.model.shares.get(name)
+    allocated = share.allocated if share is not None else _ZERO
+    counts = queue_pass.phases.get(name, {})
+    status: dict[str, Any] = {
+        "allocated": {
+            n: format_quantity(n, amount) for n, amount in allocated.items() if amount > 0
+        },
+    }
+    for phase, field in (
+        ("Pending", "pending"),
+        ("Inqueue", "inqueue"),
+        ("Running", "running"),
+        ("Unknown", "unknown"),
+        ("Completed", "completed"),
+    ):
+        status[field] = counts.get(phase, 0)
+    return status
+
+
+# ----------------------------------------------------------------------------- metrics
+
+_VECTOR_GAUGES = (
+    ("allocated", "volcano_queue_allocated", "what the queue's pods hold (and its reservations)"),
+    ("request", "volcano_queue_request", "allocated plus what the queue's waiting work asks"),
+    ("deserved", "volcano_queue_deserved", "the queue's fair share (proportion or capacity)"),
+    ("capability", "volcano_queue_capacity", "spec.capability (hard limit)"),
+    ("real_capability", "volcano_queue_real_capacity", "the most the queue may hold now"),
+    ("inqueue", "volcano_queue_inqueue", "admitted minResources not placed yet"),
+    ("guarantee", "vulcan_queue_guarantee", "spec.guarantee.resource"),
+)
+
+
+def _unit(resource: str) -> str:
+    if resource == "cpu":
+        return "milli_cpu"
+    if resource == "memory":
+        return "memory_bytes"
+    return "scalar_resources"
+
+
+class QueueCollector:
+    """Prometheus gauges per queue, read from the latest pass at scrape time (nothing is
+    updated on the scheduling path). Names follow Volcano's scheduler metrics (spec §7.1)."""
+
+    def __init__(self, latest: Any) -> None:
+        self._latest = latest  # () -> QueuePass | None
+
+    def describe(self) -> Iterable[GaugeMetricFamily]:
+        return []
+
+    def collect(self) -> Iterable[GaugeMetricFamily]:
+        queue_pass: QueuePass | None = self._latest()
+        if queue_pass is None:
+            return
+        shares = queue_pass.model.shares
+        for attribute, prefix, doc in _VECTOR_GAUGES:
+            families = {
+                unit: GaugeMetricFamily(
+                    f"{prefix}_{unit}",
+                    doc,
+                    labels=["queue_name", "resource"]
+                    if unit == "scalar_resources"
+                    else ["queue_name"],
+                )
+                for unit in ("milli_cpu", "memory_bytes", "scalar_resources")
+            }
+            for name, share in shares.items():
+                vector = getattr(share, attribute)
+                if attribute == "capability" and vector.is_zero():
+                    continue  # no capability set: unbounded, nothing to report
+                for resource, amount in vector.items():
+                    unit = _unit(resource)
+                    labels = [name, resource] if unit == "scalar_resources" else [name]
+                    families[unit].add_metric(labels, float(amount))
+            yield from families.values()
+        share_family = GaugeMetricFamily(
+            "volcano_queue_share", "max allocated/deserved", labels=["queue_name"]
+        )
+        weight_family = GaugeMetricFamily(
+            "volcano_queue_weight", "spec.weight", labels=["queue_name"]
+        )
+        overused_family = GaugeMetricFamily(
+            "volcano_queue_overused",
+            "1 when the queue holds its deserved share or more",
+            labels=["queue_name"],
+        )
+        groups_family = GaugeMetricFamily(
+            "vulcan_queue_podgroups",
+            "PodGroups of the queue per phase",
+            labels=["queue_name", "phase"],
+        )
+        for name, share in shares.items():
+            share_family.add_metric([name], share.share)
+            source = queue_pass.inputs.get(name)
+            weight_family.add_metric([name], float(source.weight if source else 1))
+            overused_family.add_metric([name], 1.0 if queue_pass.model.overused(name) else 0.0)
+            counts = queue_pass.phases.get(name, {})
+            for phase in ("Pending", "Inqueue", "Running", "Unknown", "Completed"):
+                groups_family.add_metric([name, phase], float(counts.get(phase, 0)))
+        yield share_family
+        yield weight_family
+        yield overused_family
+        yield groups_family
