@@ -41,6 +41,12 @@ INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
 _NAME_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' generateName alphabet
+_GENERATED_SUFFIX = 5
+_GENERATE_NAME_TRIES = 8
+
+
+def _generate_name(prefix: str) -> str:
+    return prefix + "".join(secrets.choice(_NAME_ALPHABET) for _ in range(_GENERATED_SUFFIX))
 
 Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped
 
@@ -472,7 +478,7 @@ class Store:
                         }
                     ],
                 )
-            meta["name"] = prefix + "".join(secrets.choice(_NAME_ALPHABET) for _ in range(5))
+            meta["name"] = _generate_name(prefix)
         _check_name(rtype, meta["name"])
         for server_field in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(server_field, None)
@@ -484,12 +490,19 @@ class Store:
         return self._admit(rtype, obj, field_validation)
 
     def commit_create(self, rtype: ResourceType, obj: dict[str, Any]) -> Stored:
-        """Store a prepared object: 409 AlreadyExists when the name is taken."""
+        """Store a prepared object: 409 AlreadyExists when the name is taken. A generated name
+        that collides is generated again (kube-apiserver's RetryGenerateName, up to 8 tries)."""
         meta = obj["metadata"]
-        key = ((meta.get("namespace") or "") if rtype.namespaced else "", meta["name"])
-        if key in self.collection(rtype).objects:
-            raise errors.already_exists(rtype.plural, key[1], rtype.group)
-        return self._put(rtype, obj, ADDED, None)
+        objects = self.collection(rtype).objects
+        namespace = (meta.get("namespace") or "") if rtype.namespaced else ""
+        prefix = meta.get("generateName")
+        generated = bool(prefix) and meta["name"][: -_GENERATED_SUFFIX] == prefix
+        for _ in range(_GENERATE_NAME_TRIES if generated else 1):
+            if (namespace, meta["name"]) not in objects:
+                return self._put(rtype, obj, ADDED, None)
+            if generated:
+                meta["name"] = _generate_name(prefix)
+        raise errors.already_exists(rtype.plural, meta["name"], rtype.group)
 
     def decode_defaults(
         self, rtype: ResourceType, obj: dict[str, Any], field_validation: str = ""
