@@ -97,9 +97,7 @@ class PodGroupController:
         self._pods_by_owner: dict[str, set[str]] = {}  # controller owner UID -> pod keys
         self.pods.add_handlers(self._pod_added, self._pod_updated, self._pod_deleted)
         for informer in (self.replicasets, self.statefulsets):
-            informer.add_handlers(
-                self._workload_changed, lambda _, new: self._workload_changed(new)
-            )
+            informer.add_handlers(self._workload_changed, self._workload_updated)
 
     # ------------------------------------------------------------------ event handlers
 
@@ -133,6 +131,17 @@ class PodGroupController:
     def _workload_changed(self, workload: WorkloadRecord) -> None:
         self.queue.add((workload.kind, workload.key))
 
+    def _workload_updated(self, old: WorkloadRecord, new: WorkloadRecord) -> None:
+        # Most updates are the workload controller's status writes: only what the group is
+        # made of matters (a new pod template shows as a new StatefulSet update revision).
+        if (old.annotations, old.replicas, old.revision, old.uid) != (
+            new.annotations,
+            new.replicas,
+            new.revision,
+            new.uid,
+        ):
+            self._workload_changed(new)
+
     # ------------------------------------------------------------------ the loop
 
     async def run(self) -> None:
@@ -147,14 +156,14 @@ class PodGroupController:
         )
 
     def _give_up(self, key: Key, exc: BaseException) -> None:
-        kind, name = key
-        namespace, name = _split(name)
+        kind, object_key = key
+        namespace, name = _split(object_key)
         api_version = "v1" if kind == "Pod" else "apps/v1"
         ref = {"apiVersion": api_version, "kind": kind, "namespace": namespace, "name": name}
-        record = (self.pods if kind == "Pod" else self._workloads(kind)).items.get(key[1])
+        record = (self.pods if kind == "Pod" else self._workloads(kind)).items.get(object_key)
         if record is not None:
             ref["uid"] = record.uid
-        warn_given_up(self.recorder, ref, f"the PodGroup of {kind} {key[1]}", exc)
+        warn_given_up(self.recorder, ref, f"the PodGroup of {kind} {object_key}", exc)
 
     def _workloads(self, kind: str) -> Any:
         return self.statefulsets if kind == "StatefulSet" else self.replicasets

@@ -271,11 +271,16 @@ class QueueController:
         counts = self.counts(name)
         self.metrics.set_queue_counts(name, counts)
         refused: tuple[int, TransitionRefused] | None = None
+        explicit = actions
         state = queue.state
         try:
             if not queue.parent and name != keys.ROOT_QUEUE:
                 await self.client.patch(QUEUES, name, {"spec": {"parent": keys.ROOT_QUEUE}})
                 queue.parent = keys.ROOT_QUEUE
+            if not explicit:
+                # Recomputed on every sync, so never queued again: a parent the informer
+                # showed Open but that has closed since just makes this a no-op.
+                actions = await self._follow_parent(queue)
             for index, action in enumerate([*actions, SYNC_QUEUE]):
                 if action == CLOSE_QUEUE and name == keys.ROOT_QUEUE:
                     self.recorder.record(
@@ -303,10 +308,10 @@ class QueueController:
                 await self._write_state(queue, state, sum(counts.values()))
         except ApiError:
             # Nothing decided here is stored: the actions are applied again on the retry.
-            self._requeue(name, actions)
+            self._requeue(name, explicit)
             raise
         await self._propagate(name, state)
-        if refused is not None:
+        if refused is not None and explicit:
             index, exc = refused
             action = actions[index]
             self._requeue(name, actions[index:])
@@ -314,6 +319,22 @@ class QueueController:
                 self._ref(name, queue.uid), WARNING, f"{action}Refused", f"{action}: {exc}"
             )
             raise exc
+
+    async def _follow_parent(self, queue: QueueRecord) -> list[str]:
+        """The child's side of following its parent: the parent's sync asks its children to
+        close or reopen, but may have looked at a child the informer had not caught up with
+        (a parent closed and reopened quickly); so each queue also checks its parent itself."""
+        parent = self.queues.items.get(queue.parent) if queue.name != keys.ROOT_QUEUE else None
+        if parent is None:
+            return []
+        if is_closed(parent.state) and not is_closed(queue.state):
+            if queue.closed_by_parent != "true":
+                await self._mark_closed_by_parent(queue.name, True)
+                queue.closed_by_parent = "true"
+            return [CLOSE_QUEUE]
+        if normalize(parent.state) == OPEN and queue.closed_by_parent == "true":
+            return [OPEN_QUEUE] if is_closed(queue.state) else []
+        return []
 
     async def _parent_state(self, queue: QueueRecord) -> str | None:
         if not queue.parent or queue.name == keys.ROOT_QUEUE:

@@ -227,3 +227,23 @@ async def test_refusals_closing_root_and_opening_under_a_closed_parent() -> None
         )
         assert "OpenQueueRefused" in got
         assert await state_of(client, "c") == "Closed"
+
+
+async def test_a_parent_closed_and_reopened_at_once_leaves_its_children_open() -> None:
+    async with running([QUEUE]) as (client, _):
+        parent = await make_queue(client, "lab")
+        for i in range(3):
+            await make_queue(client, f"lab-{i}", parent="lab")
+        for i in range(3):
+            await eventually(lambda i=i: queue_in(client, f"lab-{i}", "Open"))
+        await command(client, parent, "CloseQueue")
+        await command(client, parent, "OpenQueue")
+        await eventually(lambda: queue_in(client, "lab", "Open"))
+        for i in range(3):
+            await eventually(lambda i=i: _settled_open(client, f"lab-{i}"))
+
+
+async def _settled_open(client: KubeClient, name: str) -> bool:
+    queue = await client.get(QUEUES, name)
+    annotation = (queue["metadata"].get("annotations") or {}).get(CLOSED_BY_PARENT)
+    return queue.get("status", {}).get("state") == "Open" and annotation in (None, "false")
