@@ -48,6 +48,7 @@ _GENERATE_NAME_TRIES = 8
 def _generate_name(prefix: str) -> str:
     return prefix + "".join(secrets.choice(_NAME_ALPHABET) for _ in range(_GENERATED_SUFFIX))
 
+
 Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped
 
 
@@ -496,7 +497,7 @@ class Store:
         objects = self.collection(rtype).objects
         namespace = (meta.get("namespace") or "") if rtype.namespaced else ""
         prefix = meta.get("generateName")
-        generated = bool(prefix) and meta["name"][: -_GENERATED_SUFFIX] == prefix
+        generated = bool(prefix) and meta["name"][:-_GENERATED_SUFFIX] == prefix
         for _ in range(_GENERATE_NAME_TRIES if generated else 1):
             if (namespace, meta["name"]) not in objects:
                 return self._put(rtype, obj, ADDED, None)
