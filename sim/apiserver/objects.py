@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sim.apiserver.events import field_aliases
 from sim.apiserver.registry import ResourceType
 
 COMMON_FIELDS = ("metadata.name", "metadata.namespace")
@@ -43,6 +44,8 @@ _SELECTABLE: dict[tuple[str, str], tuple[str, ...]] = {
         "regarding.name",
         "regarding.uid",
         "regarding.apiVersion",
+        "regarding.resourceVersion",
+        "regarding.fieldPath",
         "reason",
         "reportingController",
         "type",
@@ -75,8 +78,10 @@ def field_values(rtype: ResourceType, obj: dict[str, Any]) -> dict[str, str]:
             out[path] = "true" if value else "false"
         else:
             out[path] = str(value)
-    if rtype.kind == "Event" and rtype.group == "" and isinstance(obj.get("source"), dict):
-        out["source"] = str(obj["source"].get("component") or "")
+    if rtype.kind == "Event" and rtype.group == "":
+        if isinstance(obj.get("source"), dict):
+            out["source"] = str(obj["source"].get("component") or "")
+        field_aliases(out)  # the events.k8s.io/v1 API selects on the same stored objects
     return out
 
 

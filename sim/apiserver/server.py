@@ -25,6 +25,7 @@ from aiohttp import web
 from core.serving import start_app
 from sim.apiserver import discovery, errors
 from sim.apiserver.admission import WebhookAdmission
+from sim.apiserver.events import StorageView, storage_views
 from sim.apiserver.objects import DEFAULT_TOLERATION_SECONDS
 from sim.apiserver.openapi import OpenApiDocuments
 from sim.apiserver.patch import PatchError, UnsupportedPatchType, apply_patch
@@ -65,6 +66,21 @@ class Target:
     namespace: str | None
     name: str | None
     subresource: str | None
+    # Set when the resource is served from another one's storage (events.k8s.io/v1 events).
+    view: StorageView | None = None
+
+    @property
+    def storage(self) -> ResourceType:
+        """The resource type whose storage holds the objects."""
+        return self.view.storage if self.view is not None else self.rtype
+
+    def out(self, raw: bytes) -> bytes:
+        """A stored object's JSON as this API serves it."""
+        return self.view.out_raw(raw) if self.view is not None else raw
+
+    def into(self, body: Any) -> Any:
+        """A request body in the storage's format."""
+        return self.view.into(body) if self.view is not None else body
 
 
 def _json_response(
@@ -89,6 +105,7 @@ class ApiServer:
         self.bookmark_interval = bookmark_interval
         self.server_address = "127.0.0.1"
         self.admission = WebhookAdmission(store)
+        self.views = storage_views(self.registry)
         self.writes = Writes(store, self.admission)
         self.app = web.Application(client_max_size=64 * 1024 * 1024)
         self.app.router.add_get("/version", self._version)
@@ -173,7 +190,7 @@ class ApiServer:
             raise errors.ApiError(
                 404, "NotFound", "the server could not find the requested resource"
             )
-        return Target(rtype, namespace, name, sub)
+        return Target(rtype, namespace, name, sub, self.views.get(rtype))
 
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         try:
@@ -194,23 +211,24 @@ class ApiServer:
                 if _flag(request, "watch"):
                     return await self._watch(request, t)
                 return await self._list(request, t)
-            stored = self.store.get(t.rtype, ns, t.name)
+            stored = self.store.get(t.storage, ns, t.name)
             if wants_table(request.headers.get("Accept", "")):
+                # Table columns read the stored format (a view's columns are its storage's).
                 return _json_response(
                     orjson.dumps(table(t.rtype, [stored.decode()], str(stored.rv)))
                 )
-            return _json_response(stored.raw)
+            return _json_response(t.out(stored.raw))
         if method == "POST":
             body = await self._body(request)
             if t.name is None:
                 raw, warnings = await self.writes.create(
-                    t.rtype,
+                    t.storage,
                     ns,
-                    body,
+                    t.into(body),
                     dry_run=dry_run_of(request.query.getall("dryRun", []), "CreateOptions"),
                     field_validation=request.query.get("fieldValidation", ""),
                 )
-                return _json_response(raw, 201, warnings)
+                return _json_response(t.out(raw), 201, warnings)
             if t.subresource == "binding":
                 body, warnings = await self.writes.admit_connect(
                     t.rtype, ns, t.name, "binding", body, ("", "v1", "Binding")
@@ -229,9 +247,9 @@ class ApiServer:
                 return await self._delete_collection(request, t)
             raise errors.ApiError(405, "MethodNotAllowed", f"method {method} is not supported")
         if method == "PUT":
-            body = await self._body(request)
+            body = t.into(await self._body(request))
             raw, warnings = await self.writes.update(
-                t.rtype,
+                t.storage,
                 ns,
                 t.name,
                 t.subresource,
@@ -239,7 +257,7 @@ class ApiServer:
                 dry_run=dry_run_of(request.query.getall("dryRun", []), "UpdateOptions"),
                 field_validation=request.query.get("fieldValidation", ""),
             )
-            return _json_response(raw, 200, warnings)
+            return _json_response(t.out(raw), 200, warnings)
         if method == "PATCH":
             return await self._patch(request, t)
         if method == "DELETE":
@@ -297,7 +315,7 @@ class ApiServer:
             except ValueError:
                 raise errors.bad_request(f"invalid limit: {limit_text}") from None
             return self._list_page(request, t, matcher, limit)
-        rv, items = self.store.list(t.rtype, t.namespace, matcher)
+        rv, items = self.store.list(t.storage, t.namespace, matcher)
         if wants_table(request.headers.get("Accept", "")):
             return _json_response(
                 orjson.dumps(table(t.rtype, (s.decode() for s in items), str(rv)))
@@ -312,16 +330,17 @@ class ApiServer:
             }
         )
         opening = head[:-1] + b',"items":['
-        if len(items) <= _LIST_CHUNK:
-            return _json_response(opening + b",".join(s.raw for s in items) + b"]}")
+        raws = [t.out(s.raw) for s in items] if t.view is not None else [s.raw for s in items]
+        if len(raws) <= _LIST_CHUNK:
+            return _json_response(opening + b",".join(raws) + b"]}")
         # A big list (100,000 pods is ~200 MB) is streamed in chunks from the snapshot taken
         # above, so the event loop keeps serving other clients and no second copy is built.
         response = web.StreamResponse(headers={"Content-Type": JSON})
-        response.content_length = len(opening) + sum(len(s.raw) for s in items) + len(items) - 1 + 2
+        response.content_length = len(opening) + sum(len(r) for r in raws) + len(raws) - 1 + 2
         await response.prepare(request)
         await response.write(opening)
-        for start in range(0, len(items), _LIST_CHUNK):
-            chunk = b",".join(s.raw for s in items[start : start + _LIST_CHUNK])
+        for start in range(0, len(raws), _LIST_CHUNK):
+            chunk = b",".join(raws[start : start + _LIST_CHUNK])
             await response.write(chunk if start == 0 else b"," + chunk)
         await response.write(b"]}")
         await response.write_eof()
@@ -339,7 +358,7 @@ class ApiServer:
         except ValueError:
             raise errors.bad_request(f"invalid continue token: {token}") from None
         list_rv, items, next_key = self.store.list_page(
-            t.rtype,
+            t.storage,
             t.namespace,
             matcher,
             limit,
@@ -356,7 +375,9 @@ class ApiServer:
         head = orjson.dumps(
             {"kind": t.rtype.list_kind, "apiVersion": t.rtype.api_version, "metadata": meta}
         )
-        return _json_response(head[:-1] + b',"items":[' + b",".join(s.raw for s in items) + b"]}")
+        return _json_response(
+            head[:-1] + b',"items":[' + b",".join(t.out(s.raw) for s in items) + b"]}"
+        )
 
     # --------------------------------------------------------------------------- watch
 
@@ -373,7 +394,7 @@ class ApiServer:
         response.enable_chunked_encoding()
         try:
             watcher, first = self.store.watch(
-                t.rtype,
+                t.storage,
                 t.namespace,
                 matcher,
                 request.query.get("resourceVersion"),
@@ -391,7 +412,9 @@ class ApiServer:
         as_table = wants_table(request.headers.get("Accept", ""))
 
         def encode(chunk: bytes) -> bytes:
-            return _table_events(t.rtype, chunk) if as_table else chunk
+            if as_table:
+                return _table_events(t.rtype, chunk)
+            return t.view.out_lines(chunk) if t.view is not None else chunk
 
         try:
             await response.prepare(request)
@@ -415,7 +438,7 @@ class ApiServer:
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         finally:
-            self.store.unwatch(t.rtype, watcher)
+            self.store.unwatch(t.storage, watcher)
         with contextlib.suppress(ConnectionResetError):
             await response.write_eof()
         return response
@@ -435,8 +458,11 @@ class ApiServer:
         raw = await request.read()
 
         def patched(stored: Stored) -> dict[str, Any]:
+            current = stored.decode()
+            if t.view is not None:
+                current = t.view.out(current)  # the patch is written against this API's format
             try:
-                result = apply_patch(stored.decode(), content_type, raw, t.rtype.kind)
+                result = t.into(apply_patch(current, content_type, raw, t.rtype.kind))
             except UnsupportedPatchType as exc:
                 raise errors.ApiError(415, "UnsupportedMediaType", str(exc)) from None
             except PatchError as exc:
@@ -449,7 +475,7 @@ class ApiServer:
             return result
 
         body, warnings = await self.writes.update(
-            t.rtype,
+            t.storage,
             t.namespace or "",
             t.name or "",
             t.subresource,
@@ -457,7 +483,7 @@ class ApiServer:
             dry_run=dry_run_of(request.query.getall("dryRun", []), "PatchOptions"),
             field_validation=request.query.get("fieldValidation", ""),
         )
-        return _json_response(body, 200, warnings)
+        return _json_response(t.out(body), 200, warnings)
 
     async def _delete_options(self, request: web.Request) -> dict[str, Any]:
         body = await self._body(request) if request.can_read_body else {}
@@ -473,16 +499,16 @@ class ApiServer:
     async def _delete(self, request: web.Request, t: Target) -> web.Response:
         options = await self._delete_options(request)
         body, finished, warnings = await self.writes.delete(
-            t.rtype,
+            t.storage,
             t.namespace or "",
             t.name or "",
             options,
             dry_run=dry_run_of(request.query.getall("dryRun", []), "DeleteOptions"),
         )
-        return _json_response(body, 200 if finished else 202, warnings)
+        return _json_response(t.out(body), 200 if finished else 202, warnings)
 
     async def _delete_collection(self, request: web.Request, t: Target) -> web.Response:
-        _, items = self.store.list(t.rtype, t.namespace, self._matcher(request, t.rtype))
+        _, items = self.store.list(t.storage, t.namespace, self._matcher(request, t.rtype))
         grace = request.query.get("gracePeriodSeconds")
         dry_run = dry_run_of(request.query.getall("dryRun", []), "DeleteOptions")
         options = {"gracePeriodSeconds": int(grace)} if grace else {}
@@ -491,7 +517,7 @@ class ApiServer:
         for stored in items:
             try:
                 raw, _, _ = await self.writes.delete(
-                    t.rtype, stored.key[0], stored.key[1], options, dry_run=dry_run
+                    t.storage, stored.key[0], stored.key[1], options, dry_run=dry_run
                 )
             except errors.ApiError as exc:
                 # Gone meanwhile is fine; an admission denial is reported (the rest still go,
@@ -499,7 +525,7 @@ class ApiServer:
                 if exc.code != 404 and denied is None:
                     denied = exc
                 continue
-            deleted.append(orjson.loads(raw))
+            deleted.append(orjson.loads(t.out(raw)))
         if denied is not None:
             raise denied
         head = orjson.dumps(

@@ -99,6 +99,62 @@ def _node_roles(node: dict[str, Any]) -> str:
 
 _AGE: Column = ("Age", "string", lambda o: age(o["metadata"].get("creationTimestamp")), 0)
 
+
+def _since(timestamp: str | None) -> str:
+    """An age for a Time or a MicroTime (`2006-01-02T15:04:05.000000Z`); `<unknown>` if unset."""
+    if timestamp and "." in timestamp:
+        timestamp = timestamp.split(".", 1)[0] + "Z"
+    return age(timestamp)
+
+
+def _event_first(e: dict[str, Any]) -> str:
+    return _since(e.get("firstTimestamp") or e.get("eventTime"))
+
+
+def _event_last(e: dict[str, Any]) -> str:
+    series = e.get("series")
+    if isinstance(series, dict) and series.get("lastObservedTime"):
+        return _since(series["lastObservedTime"])
+    return _since(e["lastTimestamp"]) if e.get("lastTimestamp") else _event_first(e)
+
+
+def _event_count(e: dict[str, Any]) -> int:
+    series = e.get("series")
+    if isinstance(series, dict) and series.get("count"):
+        return int(series["count"])
+    return int(e.get("count") or 1)  # a singleton of the new API has no count
+
+
+def _event_object(e: dict[str, Any]) -> str:
+    ref = e.get("involvedObject") or {}
+    kind = str(ref.get("kind") or "").lower()
+    return f"{kind}/{ref['name']}" if ref.get("name") else kind
+
+
+def _event_source(e: dict[str, Any]) -> str:
+    """kubectl's formatEventSource: component (or reporting controller), then host/instance."""
+    source = e.get("source") or {}
+    component = source.get("component") or e.get("reportingComponent") or ""
+    host = source.get("host") or e.get("reportingInstance") or ""
+    return f"{component}, {host}" if host else component
+
+
+# What kube-apiserver's event printer shows (no Name column first: kubectl get events shows
+# LAST SEEN, TYPE, REASON, OBJECT, MESSAGE; -o wide adds the rest). Both event APIs print the
+# stored (core/v1) object.
+_EVENT_COLUMNS: list[Column] = [
+    ("Last Seen", "string", _event_last, 0),
+    ("Type", "string", lambda e: e.get("type") or "", 0),
+    ("Reason", "string", lambda e: e.get("reason") or "", 0),
+    ("Object", "string", _event_object, 0),
+    ("Subobject", "string", lambda e: (e.get("involvedObject") or {}).get("fieldPath") or "", 1),
+    ("Source", "string", _event_source, 1),
+    ("Message", "string", lambda e: str(e.get("message") or "").strip(), 0),
+    ("First Seen", "string", _event_first, 1),
+    ("Count", "integer", _event_count, 1),
+    ("Name", "string", lambda e: e["metadata"]["name"], 1),
+]
+
 _BUILTIN_COLUMNS: dict[tuple[str, str], list[Column]] = {
     ("", "Pod"): [
         ("Ready", "string", _pod_ready, 0),
@@ -129,6 +185,8 @@ _BUILTIN_COLUMNS: dict[tuple[str, str], list[Column]] = {
         ("Status", "string", lambda o: (o.get("status") or {}).get("phase"), 0),
         _AGE,
     ],
+    ("", "Event"): _EVENT_COLUMNS,
+    ("events.k8s.io", "Event"): _EVENT_COLUMNS,
     ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): [
         ("Webhooks", "integer", lambda o: len(o.get("webhooks") or ()), 0),
         _AGE,
@@ -163,7 +221,9 @@ def _columns(rtype: ResourceType) -> list[Column]:
 
 
 def table(rtype: ResourceType, objects: Iterable[dict[str, Any]], resource_version: str) -> dict:
-    columns = [("Name", "string", lambda o: o["metadata"]["name"], 0), *_columns(rtype)]
+    columns = _columns(rtype)
+    if rtype.kind != "Event":  # the event printer has its own Name column, last
+        columns = [("Name", "string", lambda o: o["metadata"]["name"], 0), *columns]
     rows = []
     for obj in objects:
         cells = []
