@@ -107,6 +107,7 @@ class GangScheduler:
         self.queue_policy = queue_policy or QueuePolicy()
         self.queue_pass: QueuePass | None = None  # the queues as the last pass saw them
         self._statuses: dict[str, dict[str, Any]] = {}
+        self._generations: dict[str, str] = {}  # group key -> the UID decisions were made for
         self._queue_statuses: dict[str, dict[str, Any]] = {}
         self._wake = asyncio.Event()
         self.status_writer = StatusWriter(client, interval=status_interval) if client else None
@@ -152,15 +153,18 @@ class GangScheduler:
     def schedule_pass(self) -> None:
         snapshot = self.cache.snapshot()
         self._release_bound(snapshot)
-        for key in list(self.admitted):
+        for key in list(self.admitted | self._generations.keys()):
             if key not in snapshot.podgroups:
                 self._forget_group(key, "its PodGroup was deleted")
+                self.barrier.forget(key)
+                self._generations.pop(key, None)
         queue_pass = self.queue_policy.build(snapshot, self.ledger.by_group())
         self.queue_pass = queue_pass
         allocated = set(self.ledger.pod_keys())
         used = self._used(snapshot)
         total = self._total(snapshot)
         for group in self._admission_order(snapshot, queue_pass):
+            self._same_generation(group)
             view = gangs.gang_view(snapshot, group.key, allocated=allocated)
             if view is None:
                 continue
@@ -517,6 +521,16 @@ class GangScheduler:
             if pod is None or pod.node is not None or pod.terminal:
                 self.ledger.release(pod_key)
 
+    def _same_generation(self, group: PodGroupRecord) -> None:
+        """A PodGroup deleted and created again under the same name is a new gang: nothing
+        decided for the old one (admission, reservations, a committed bind barrier) carries
+        over, even when the deletion fell between two passes."""
+        known = self._generations.get(group.key)
+        if known is not None and known != group.uid:
+            self._forget_group(group.key, "its PodGroup was re-created")
+            self.barrier.forget(group.key)
+        self._generations[group.key] = group.uid
+
     def _forget_group(self, key: str, why: str) -> None:
         self.admitted.discard(key)
         for pod_key in self.ledger.of_group(key):
@@ -686,6 +700,7 @@ class GangScheduler:
         if group is None:
             reason = f"podgroup {key} not found"
             return [], {}, dict.fromkeys(candidates, reason)
+        self._same_generation(group)
         if key not in self.admitted:
             self.poke()
             reason = self.reasons.get(key) or f"gang {key}: waiting for admission"
@@ -760,6 +775,7 @@ class GangScheduler:
         group = self.cache.podgroups.get(record.group)
         if group is None:
             raise BindError(f"podgroup {record.group} not found")
+        self._same_generation(group)
         members = self.cache.pods_by_group.get(record.group, ())
         bound = 0
         per_task: dict[str, int] = {}

@@ -1,0 +1,228 @@
+"""Queues end to end: `vulcan sim up --with-extender` with the queues of
+shared/fixtures/volcano/queues.yaml (research weight 3, prod weight 1 with a capability), jobs
+as PodGroups + pods created with kubectl, the kube-scheduler stand-in calling vulcan.
+
+64 cpu in all (4 nodes x 16 cpu); every job here is a gang whose pods run until deleted."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e.conftest import SimCluster, metric, pod_manifest, start_cluster, wait_for
+from tests.helpers import SHARED
+
+NODE_CPU = 16
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]:
+    for sim in start_cluster(
+        tmp_path_factory.mktemp("sim-queues"),
+        "--nodes",
+        "4",
+        "--node-profile",
+        f"cpu={NODE_CPU},memory=64Gi,pods=110",
+        "--with-extender",
+        "--pod-duration",
+        "forever",
+        "--gang-backoff",
+        "1s",
+    ):
+        fixture = (SHARED / "fixtures" / "volcano" / "queues.yaml").read_text()
+        sim.apply(list(yaml.safe_load_all(fixture)))
+        yield sim
+
+
+@pytest.fixture(autouse=True)
+def clean(cluster: SimCluster) -> Iterator[None]:
+    yield
+    cluster.kubectl("delete", "pods", "-l", "e2e=queues", "--wait=false")
+    cluster.kubectl("delete", "podgroups", "-l", "e2e=queues", "--wait=false")
+    wait_for("the jobs to be gone", lambda: not cluster.pods(selector="e2e=queues") or None, 60)
+
+
+def job(
+    cluster: SimCluster,
+    name: str,
+    queue: str,
+    members: int,
+    cpu: int,
+    *,
+    pods_too: bool = True,
+    **pod_spec: Any,
+) -> None:
+    """A gang of `members` pods of `cpu` cpu each in `queue` (`pods_too=False`: only the
+    PodGroup; `members()` creates the pods later)."""
+    labels = {"e2e": "queues", "job": name, "queue": queue}
+    group = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "minMember": members,
+            "queue": queue,
+            "minResources": {"cpu": str(cpu * members)},
+        },
+    }
+    pods = [
+        pod_manifest(
+            f"{name}-{index}",
+            cpu=str(cpu),
+            duration=None,
+            labels=labels,
+            annotations={"scheduling.k8s.io/group-name": name},
+            **pod_spec,
+        )
+        for index in range(members)
+    ]
+    cluster.apply([group, *pods] if pods_too else [group])
+
+
+def members(cluster: SimCluster, name: str, queue: str, count: int, cpu: int) -> None:
+    labels = {"e2e": "queues", "job": name, "queue": queue}
+    cluster.apply(
+        [
+            pod_manifest(
+                f"{name}-{index}",
+                cpu=str(cpu),
+                duration=None,
+                labels=labels,
+                annotations={"scheduling.k8s.io/group-name": name},
+            )
+            for index in range(count)
+        ]
+    )
+
+
+def bound_cpu(cluster: SimCluster, queue: str) -> int:
+    return sum(
+        int(p["spec"]["containers"][0]["resources"]["requests"]["cpu"])
+        for p in cluster.pods(selector=f"e2e=queues,queue={queue}")
+        if p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp")
+    )
+
+
+def settled(cluster: SimCluster, probe: Any, quiet: float = 3.0, timeout: float = 90.0) -> Any:
+    """Wait until `probe()` stops changing for `quiet` seconds; return its last value."""
+    deadline = time.monotonic() + timeout
+    last, since = probe(), time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.25)
+        now = probe()
+        if now != last:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= quiet:
+            return last
+    raise AssertionError(f"never settled; last {last}")
+
+
+def group_message(cluster: SimCluster, name: str) -> str:
+    group = cluster.get(f"/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups/{name}")
+    return " ".join(c.get("message", "") for c in group.get("status", {}).get("conditions") or ())
+
+
+def test_two_saturated_queues_converge_to_three_to_one(cluster: SimCluster) -> None:
+    for index in range(20):
+        job(cluster, f"r-{index:02d}", "research", 1, 4)
+        job(cluster, f"p-{index:02d}", "prod", 1, 4)
+
+    def agreed() -> tuple[int, int] | None:
+        # Settled, and the Queue status (which counts reserved gangs too) says the same.
+        shares = (bound_cpu(cluster, "research"), bound_cpu(cluster, "prod"))
+        queue = cluster.get("/apis/scheduling.volcano.sh/v1beta1/queues/research")
+        held = queue.get("status", {}).get("allocated", {}).get("cpu")
+        return shares if held == str(shares[0]) else None
+
+    settled(cluster, lambda: (bound_cpu(cluster, "research"), bound_cpu(cluster, "prod")))
+    shares = wait_for("the queue status to agree", agreed, 30)
+    # 75/25 of 64 cpu is 48/16: within one pod's size (4 cpu).
+    assert abs(shares[0] - 48) <= 4 and abs(shares[1] - 16) <= 4, shares
+    assert sum(shares) >= 60  # and the cluster is used
+    waiting = [f"p-{i:02d}" for i in range(20)]
+    messages = " ".join(group_message(cluster, name) for name in waiting)
+    assert "queue prod over its share" in messages
+
+
+def test_an_idle_queues_share_is_borrowed_then_reclaimed_whole(cluster: SimCluster) -> None:
+    for index in range(16):  # research alone: 16 gangs of 2 x 2 cpu take all 64 cpu
+        job(cluster, f"r-{index:02d}", "research", 2, 2)
+    try:
+        wait_for("research to borrow all", lambda: bound_cpu(cluster, "research") == 64 or None)
+    except AssertionError as exc:
+        raise AssertionError(
+            f"{exc}; bound {bound_cpu(cluster, 'research')}; "
+            + " | ".join(
+                f"{p['metadata']['name']}: {p.get('status', {}).get('conditions')} "
+                f"{p['metadata'].get('annotations')} {p['metadata'].get('creationTimestamp')}"
+                for p in cluster.pods(selector="e2e=queues")
+                if not p["spec"].get("nodeName")
+            )
+            + " held: "
+            + str(metric(cluster.metrics(), "vulcan_extender_binds_in_flight"))
+        ) from None
+    job(cluster, "p-00", "prod", 2, 4)  # 8 cpu: prod deserves 16 now
+    wait_for("prod's gang to run", lambda: bound_cpu(cluster, "prod") == 8 or None, 60)
+    research = cluster.pods(selector="e2e=queues,queue=research")
+    gone = {p["metadata"]["name"] for p in research if p["metadata"].get("deletionTimestamp")}
+    gone |= {f"r-{i:02d}-{m}" for i in range(16) for m in range(2)} - {
+        p["metadata"]["name"] for p in research
+    }
+    # Whole gangs only (both members of every reclaimed gang), and only what prod needed.
+    jobs = {name.rsplit("-", 1)[0] for name in gone}
+    assert gone == {f"{j}-{m}" for j in jobs for m in range(2)}
+    assert len(jobs) == 2, jobs
+    events = [e for name in sorted(gone) for e in cluster.events(name)]
+    assert any(e["reason"] == "Preempted" and "queue prod" in e["note"] for e in events)
+
+
+def test_a_closed_queue_admits_nothing_and_a_capability_is_never_exceeded(
+    cluster: SimCluster,
+) -> None:
+    cluster.apply(
+        [
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "Queue",
+                "metadata": {"name": "capped"},
+                "spec": {"weight": 8, "capability": {"cpu": "8"}},
+            },
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "Queue",
+                "metadata": {"name": "shut"},
+                "spec": {"weight": 1},
+            },
+        ]
+    )
+    # The PodGroup exists before the queue closes (Volcano's webhook refuses new ones into a
+    # closed queue); its pod arrives after.
+    job(cluster, "s-0", "shut", 1, 1, pods_too=False)
+    cluster.kubectl(
+        "patch",
+        "queue",
+        "shut",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        '{"status":{"state":"Closed"}}',
+    )
+    members(cluster, "s-0", "shut", 1, 1)
+    for index in range(6):
+        job(cluster, f"c-{index}", "capped", 1, 2)
+    peak = settled(cluster, lambda: bound_cpu(cluster, "capped"))
+    assert peak == 8
+    assert bound_cpu(cluster, "shut") == 0
+    assert "queue shut is Closed" in group_message(cluster, "s-0")
+
+
+def test_a_stuck_head_of_line_gang_does_not_stop_another_queue(cluster: SimCluster) -> None:
+    job(cluster, "huge", "research", 20, 4)  # 80 cpu: can never fit in 64
+    for index in range(3):
+        job(cluster, f"p-{index}", "prod", 1, 2)
+    wait_for("prod's jobs to run", lambda: bound_cpu(cluster, "prod") == 6 or None, 60)
+    assert bound_cpu(cluster, "research") == 0
