@@ -1,0 +1,150 @@
+"""What the extender feeds the queue plugins each pass (extender/queues.py): allocated with the
+ledger's reservations, request with the unasked part of waiting PodGroups' minResources, the
+implicit `default` queue, the plugin chosen by the scheduler configuration, Queue status."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.cache import Snapshot
+from core.records import PodGroupRecord, PodRecord, QueueRecord
+from core.resources import ResourceVector
+from extender.queues import QueuePolicy, queue_status
+from plugins.capacity import CapacityShares
+from plugins.config import parse_scheduler_config
+from plugins.proportion import ProportionShares
+
+
+def cpu(amount: int) -> ResourceVector:
+    return ResourceVector({"cpu": amount * 1000})
+
+
+def group(name: str, queue: str, phase: str = "Pending", min_cpu: int | None = None) -> Any:
+    spec: dict[str, Any] = {"minMember": 1, "queue": queue}
+    if min_cpu is not None:
+        spec["minResources"] = {"cpu": str(min_cpu)}
+    return PodGroupRecord(
+        {
+            "metadata": {"name": name, "namespace": "ns", "uid": name},
+            "spec": spec,
+            "status": {"phase": phase},
+        }
+    )
+
+
+def queue(name: str, **spec: Any) -> QueueRecord:
+    return QueueRecord({"metadata": {"name": name}, "spec": {"weight": 1, **spec}})
+
+
+def pod(name: str, group_name: str, cpu_text: str, node: str | None = None) -> PodRecord:
+    return PodRecord(
+        {
+            "metadata": {
+                "name": name,
+                "namespace": "ns",
+                "annotations": {"scheduling.k8s.io/group-name": group_name},
+            },
+            "spec": {
+                "nodeName": node,
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu_text}}}],
+            },
+        }
+    )
+
+
+def snapshot(
+    groups: list[Any], queues: list[QueueRecord], pods: list[PodRecord] = (), **extra: Any
+) -> Snapshot:
+    by_group: dict[str, set[str]] = {}
+    for p in pods:
+        by_group.setdefault(p.group or "", set()).add(p.key)
+    return Snapshot(
+        nodes={},
+        pods={p.key: p for p in pods},
+        pods_by_node={},
+        pods_by_group={k: frozenset(v) for k, v in by_group.items()},
+        podgroups={g.key: g for g in groups},
+        queues={q.name: q for q in queues},
+        node_requested={},
+        queue_allocated=extra.get("allocated", {}),
+        queue_pending=extra.get("pending", {}),
+        total_allocatable=extra.get("total", cpu(40)),
+    )
+
+
+def test_reservations_count_as_allocated_and_waiting_groups_ask_their_min_resources() -> None:
+    snap = snapshot(
+        [
+            group("admitted", "a", "Inqueue", min_cpu=4),
+            group("empty", "b", "Pending", min_cpu=6),  # a Volcano Job's pods come later
+            group("half", "b", "Pending", min_cpu=6),
+        ],
+        [queue("a"), queue("b")],
+        [pod("half-0", "half", "2")],
+        allocated={"a": cpu(10)},
+        pending={"b": cpu(2)},
+    )
+    built = QueuePolicy().build(snap, {"ns/admitted": cpu(3)})
+    a, b = built.inputs["a"], built.inputs["b"]
+    assert a.allocated == cpu(10) + cpu(3)  # bound pods + the ledger's reservation
+    assert a.inqueue == cpu(1)  # minResources 4 - 3 reserved
+    # b: 2 cpu of pending pods + 6 (empty's minResources) + 4 (half asks 2 of its 6).
+    assert b.request == cpu(12)
+    assert isinstance(built.model, ProportionShares)
+    # 40 cpu between two queues of weight 1 (and the implicit, idle default queue).
+    assert built.model.shares["b"].deserved == cpu(12)
+    assert built.model.shares["a"].deserved == cpu(13)
+
+
+def test_default_exists_implicitly_and_unknown_queues_are_refused() -> None:
+    snap = snapshot([group("g", "default"), group("lost", "nowhere")], [])
+    built = QueuePolicy().build(snap, {})
+    assert "default" in built.inputs and built.inputs["default"].open
+    assert built.model.enqueueable("default", cpu(1)) is None
+    refusal = built.model.enqueueable("nowhere", cpu(1))
+    assert refusal is not None and "nowhere" in refusal and "not exist" in refusal
+
+
+def test_a_closed_queue_is_contended_and_refuses_everything() -> None:
+    closed = QueueRecord(
+        {"metadata": {"name": "shut"}, "spec": {"weight": 1}, "status": {"state": "Closed"}}
+    )
+    built = QueuePolicy().build(snapshot([group("g", "shut")], [closed]), {})
+    assert "shut" in built.contended
+    assert built.model.allocatable("shut", cpu(1)) is not None
+
+
+def test_the_scheduler_configuration_chooses_capacity() -> None:
+    config = parse_scheduler_config(
+        """
+actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: gang
+- plugins:
+  - name: capacity
+    enableHierarchy: true
+"""
+    )
+    policy = QueuePolicy(config)
+    assert policy.kind == "capacity" and policy.hierarchical
+    built = policy.build(
+        snapshot([group("g", "a")], [queue("a", deserved={"cpu": "8"}, parent="root")]), {}
+    )
+    assert isinstance(built.model, CapacityShares)
+    assert built.model.shares["a"].deserved == cpu(8)
+    assert QueuePolicy(parse_scheduler_config("actions: enqueue\ntiers: []\n")).kind == (
+        "proportion"
+    )
+
+
+def test_queue_status_reports_allocated_and_phase_counts() -> None:
+    snap = snapshot(
+        [group("r", "a", "Running"), group("p", "a"), group("q", "a")],
+        [queue("a")],
+        allocated={"a": cpu(3)},
+    )
+    built = QueuePolicy().build(snap, {})
+    status = queue_status(built, "a")
+    assert status["allocated"] == {"cpu": "3"}
+    assert (status["pending"], status["running"], status["inqueue"]) == (2, 1, 0)
