@@ -78,7 +78,9 @@ async def running(
             await client.close()
 
 
-async def get_or_none(client: KubeClient, resource: Any, name: str, namespace: str | None = None):
+async def get_or_none(
+    client: KubeClient, resource: Any, name: str, namespace: str | None = None
+) -> Any:
     try:
         return await client.get(resource, name, namespace)
     except ApiError as exc:
