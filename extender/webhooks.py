@@ -40,7 +40,7 @@ from core.api.validation import (
     validate_queue_delete,
 )
 from core.cache import ClusterCache
-from core.kube.client import NAMESPACES, ApiError, KubeClient
+from core.kube.client import KubeClient
 from extender.webhook_flags import DEFAULT_WEBHOOK_PORT, webhook_flag_errors
 from extender.webhook_view import WebhookView
 
@@ -219,19 +219,16 @@ class AdmissionWebhooks:
         spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
         if (spec.get("queue") or keys.DEFAULT_QUEUE) != keys.DEFAULT_QUEUE:
             return Verdict()
-        namespace = req.get("namespace") or (obj.get("metadata") or {}).get("namespace")
-        if not namespace:
-            return Verdict()
-        try:
-            ns = await self.client.get(NAMESPACES, namespace)
-        except ApiError:
-            return Verdict()
-        queue = ((ns.get("metadata") or {}).get("annotations") or {}).get(keys.QUEUE_NAME)
+        namespace = req.get("namespace") or (obj.get("metadata") or {}).get("namespace") or ""
+        if await self._synced() is not None:
+            return Verdict()  # not known yet: leave the queue as it is rather than refuse
+        # The extender's cache follows the namespaces' queue annotation (a lister, as Volcano).
+        queue = self.view.cache.namespace_queues.get(namespace)
         if not queue or queue == keys.DEFAULT_QUEUE:
             return Verdict()
-        op = "replace" if "queue" in spec else "add"
         if "spec" not in obj:
             return Verdict(patch=[{"op": "add", "path": "/spec", "value": {"queue": queue}}])
+        op = "replace" if "queue" in spec else "add"
         return Verdict(patch=[{"op": op, "path": "/spec/queue", "value": queue}])
 
     # -------------------------------------------------------------------- validating

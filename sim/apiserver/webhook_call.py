@@ -182,9 +182,8 @@ class WebhookClient:
     def _context(self, hook: Webhook) -> ssl.SSLContext:
         context = self._contexts.get(hook.ca_bundle)
         if context is None:
+            # Without a caBundle the system's trusted roots verify the webhook, as in Kubernetes.
             context = ssl.create_default_context(cadata=hook.ca_bundle or None)
-            if not hook.ca_bundle:
-                context.load_default_certs()
             self._contexts[hook.ca_bundle] = context
         return context
 

@@ -274,6 +274,25 @@ def test_a_podgroup_in_a_missing_queue_is_refused(cluster: Cluster) -> None:
     )
 
 
+def test_a_podgroup_in_the_default_queue_moves_to_its_namespaces_queue(cluster: Cluster) -> None:
+    assert cluster.call("POST", QUEUES, {"metadata": {"name": "science"}})[0] == 201
+    namespace = {
+        "metadata": {"name": "lab", "annotations": {"scheduling.volcano.sh/queue-name": "science"}}
+    }
+    assert cluster.call("POST", "/api/v1/namespaces", namespace)[0] == 201
+    group = {"metadata": {"name": "g"}, "spec": {"minMember": 1}}
+    # A dry run shows the mutation without storing: wait until the extender knows the namespace.
+    eventually(
+        "the webhook to know the namespace's queue",
+        lambda: (
+            cluster.call("POST", podgroups("lab") + "?dryRun=All", group)[1]["spec"]["queue"]
+            == "science"
+        ),
+    )
+    status, body = cluster.call("POST", podgroups("lab"), group)
+    assert status == 201 and body["spec"]["queue"] == "science"
+
+
 # --------------------------------------------------------------------- the webhook is down
 
 
