@@ -9,6 +9,10 @@ matchConditions, and called: mutating ones one after another in configuration-na
 seeing the previous one's patch; validating ones all at once, the first denial winning. Webhook
 configurations themselves are never subject to webhooks (so a broken webhook cannot lock its own
 configuration), as in Kubernetes.
+
+Not done: `reinvocationPolicy: IfNeeded` is accepted but a mutating webhook is not called a
+second time; `matchPolicy: Equivalent` matches only the requested version (every resource here
+is served in one version); audit annotations are dropped (there is no audit log).
 """
 
 from __future__ import annotations
