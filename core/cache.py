@@ -146,6 +146,11 @@ class ClusterCache:
         self._node_share: dict[str, tuple[str, ResourceVector]] = {}
         self._queue_share: dict[str, tuple[str, ResourceVector]] = {}
         self._pending_share: dict[str, tuple[str, ResourceVector]] = {}
+        # Bumped whenever a PodGroup or one of its pods changes: a scheduling pass can tell a
+        # group it decided before and that nothing has touched since (and skip it).
+        self.group_versions: dict[str, int] = {}
+        self._version = 0
+        self._dirty_groups: set[str] = set()
         # Told the name of a node whenever its capacity or load changes (node added, updated or
         # deleted, a pod's contribution moved, a ledger reservation made or freed), so memos of
         # per-node answers on the hot path can forget it.
@@ -231,7 +236,21 @@ class ClusterCache:
             self._queue_share[key] = (queue, pod.requests)
             _add(self.queue_allocated, queue, pod.requests)
 
+    def _touch_group(self, key: str | None) -> None:
+        if key is not None:
+            self._version += 1
+            self.group_versions[key] = self._version
+            self._dirty_groups.add(key)
+
+    def take_dirty_groups(self) -> set[str]:
+        """The groups touched since the last call (for one consumer: the scheduling loop)."""
+        dirty, self._dirty_groups = self._dirty_groups, set()
+        return dirty
+
     def _index_pod(self, pod: PodRecord, old: PodRecord | None) -> None:
+        self._touch_group(pod.group)
+        if old is not None and old.group != pod.group:
+            self._touch_group(old.group)
         if old is not None:
             if old.node and old.node != pod.node:
                 self._discard(self.pods_by_node, old.node, old.key)
@@ -262,10 +281,13 @@ class ClusterCache:
 
     def on_pod_delete(self, pod: PodRecord) -> None:
         known = self.pods.pop(pod.key, None) or pod
+        self._touch_group(known.group)
         if known.node:
             self._discard(self.pods_by_node, known.node, known.key)
         if known.group:
             self._discard(self.pods_by_group, known.group, known.key)
+            if known.group not in self.podgroups and known.group not in self.pods_by_group:
+                self.group_versions.pop(known.group, None)
         self._account(None, pod.key)
         self.changed.set()
 
@@ -278,6 +300,7 @@ class ClusterCache:
     def on_podgroup_add(self, group: PodGroupRecord) -> None:
         old = self.podgroups.get(group.key)
         self.podgroups[group.key] = group
+        self._touch_group(group.key)
         if old is not None and old.queue != group.queue:
             self._discard(self.groups_by_queue, old.queue, group.key)
         self.groups_by_queue.setdefault(group.queue, set()).add(group.key)
@@ -290,6 +313,9 @@ class ClusterCache:
 
     def on_podgroup_delete(self, group: PodGroupRecord) -> None:
         known = self.podgroups.pop(group.key, None) or group
+        self._touch_group(group.key)
+        if group.key not in self.pods_by_group:
+            self.group_versions.pop(group.key, None)
         self._discard(self.groups_by_queue, known.queue, known.key)
         self._reaccount_group(group.key)
         self.changed.set()

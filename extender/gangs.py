@@ -27,7 +27,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -108,6 +108,18 @@ class GangScheduler:
         self.queue_pass: QueuePass | None = None  # the queues as the last pass saw them
         self._statuses: dict[str, dict[str, Any]] = {}
         self._generations: dict[str, str] = {}  # group key -> the UID decisions were made for
+        # group -> the inputs of its last decision, when that decision cannot change unless
+        # they do (see `schedule_pass`); job-order keys by group version; queue checks per pass.
+        self._verdicts: dict[str, tuple[Any, ...]] = {}
+        self._order_keys: dict[str, tuple[int | None, ResourceVector, tuple[Any, ...]]] = {}
+        self._queue_checks: dict[tuple[Any, ...], tuple[str | None, str | None]] = {}
+        self._volatile = False
+        # Per queue: its numbers when the last pass looked at it, and its groups whose last
+        # decision may change without them (no verdict); groups changed by the extender itself.
+        self._queue_seen: dict[str, tuple[Any, ...] | None] = {}
+        self._unsettled: dict[str, set[str]] = {}
+        self._touched: set[str] = set()
+        self._pass_allocated: set[str] = set()
         self._queue_statuses: dict[str, dict[str, Any]] = {}
         self._wake = asyncio.Event()
         self.status_writer = StatusWriter(client, interval=status_interval) if client else None
@@ -151,6 +163,12 @@ class GangScheduler:
     # ------------------------------------------------------------------ enqueue
 
     def schedule_pass(self) -> None:
+        """One pass over every PodGroup in admission order. A group whose last decision can
+        only change with its inputs — its PodGroup and pods (the cache's group version), whether
+        it is admitted, what it holds in the ledger and, while it waits, its queue's numbers — is
+        skipped while those are unchanged: with thousands of waiting groups a pass then costs
+        what changed, not what exists. Refusals that depend on the rest of the cluster (the
+        placement, the overcommit rule) or on time (backoff) are always decided again."""
         snapshot = self.cache.snapshot()
         self._release_bound(snapshot)
         for key in list(self.admitted | self._generations.keys()):
@@ -158,42 +176,108 @@ class GangScheduler:
                 self._forget_group(key, "its PodGroup was deleted")
                 self.barrier.forget(key)
                 self._generations.pop(key, None)
-        queue_pass = self.queue_policy.build(snapshot, self.ledger.by_group())
+                self._verdicts.pop(key, None)
+                self._order_keys.pop(key, None)
+        reserved_by_group = self.ledger.by_group()
+        queue_pass = self.queue_policy.build(snapshot, reserved_by_group, self.cache.group_versions)
         self.queue_pass = queue_pass
-        allocated = set(self.ledger.pod_keys())
+        self._queue_checks = {}
+        self._pass_allocated = self.ledger.pod_keys_set()  # members holding a slot
         used = self._used(snapshot)
         total = self._total(snapshot)
-        for group in self._admission_order(snapshot, queue_pass):
-            self._same_generation(group)
-            view = gangs.gang_view(snapshot, group.key, allocated=allocated)
-            if view is None:
-                continue
-            reason = None
-            admitted_now = False
-            # Pending, or Inqueue but not (all) placed: e.g. after a restart or a gang timeout.
-            wants_admission = group.phase in ("Pending", "") or view.scheduled < view.min_member
-            if group.key not in self.admitted and not wants_admission and not view.completed:
-                # Placed whole already (e.g. before a restart): later members (an elastic gang
-                # growing, a replacement pod) go through filter as members of an admitted gang.
-                self.admitted.add(group.key)
-            elif group.key not in self.admitted and not view.completed:
-                reason = self.admit(snapshot, group, view, total, used)
-                admitted_now = reason is None
-                if admitted_now:
-                    allocated = set(self.ledger.pod_keys())
-                    view = gangs.gang_view(snapshot, group.key, allocated=allocated)
-                    assert view is not None
-            self._write_status(group, view, admitted_now or group.key in self.admitted, reason)
+        touched = self.cache.take_dirty_groups() | self._touched
+        self._touched = set()
+        dirty_queues = {snapshot.podgroups[k].queue for k in touched if k in snapshot.podgroups}
+        for queue, groups in self._admission_order(snapshot, queue_pass):
+            numbers = _queue_numbers(queue_pass, queue)
+            if (
+                queue not in dirty_queues
+                and queue in self._queue_seen
+                and self._queue_seen[queue] == numbers
+                and not self._unsettled.get(queue)
+            ):
+                continue  # nothing a decision here reads has changed since the last pass
+            self._queue_seen[queue] = numbers
+            unsettled: set[str] = set()
+            for group in groups:
+                key = group.key
+                if not self._decide(snapshot, queue_pass, group, reserved_by_group, total, used):
+                    unsettled.add(key)
+            self._unsettled[queue] = unsettled
+        for queue in list(self._queue_seen):
+            if queue not in queue_pass.groups_by_queue:
+                self._queue_seen.pop(queue, None)
+                self._unsettled.pop(queue, None)
         self._write_queue_statuses(snapshot, queue_pass)
 
-    def _admission_order(self, snapshot: Snapshot, queue_pass: QueuePass) -> list[PodGroupRecord]:
-        """Queues in Volcano's queue order (priority, then share), and within a queue jobs in
-        job order (priority, gang not ready first, DRF share, SLA deadline, creation). Every
-        group is visited — a head-of-line gang that cannot be admitted never stops the ones
-        behind it, in its queue or in another (Volcano's `traverse`); the order decides who
-        gets contested room first."""
+    def _decide(
+        self,
+        snapshot: Snapshot,
+        queue_pass: QueuePass,
+        group: PodGroupRecord,
+        reserved_by_group: Mapping[str, ResourceVector],
+        total: Mapping[str, int],
+        used: dict[str, int],
+    ) -> bool:
+        """Admit (or not) one group and write its status; True when the decision stands until
+        its inputs change (it then has a verdict), False when it must be taken again."""
+        self._same_generation(group)
+        key = group.key
+        inputs = self._decision_inputs(key, queue_pass, reserved_by_group.get(key))
+        if self._verdicts.get(key) == inputs:
+            return True
+        self._verdicts.pop(key, None)
+        view = gangs.gang_view(snapshot, key, allocated=self._pass_allocated)
+        if view is None:
+            return True
+        reason = None
+        admitted_now = False
+        self._volatile = False
+        # Pending, or Inqueue but not (all) placed: e.g. after a restart or a gang timeout.
+        wants_admission = group.phase in ("Pending", "") or view.scheduled < view.min_member
+        if key not in self.admitted and not wants_admission and not view.completed:
+            # Placed whole already (e.g. before a restart): later members (an elastic gang
+            # growing, a replacement pod) go through filter as members of an admitted gang.
+            self.admitted.add(key)
+        elif key not in self.admitted and not view.completed:
+            reason = self.admit(snapshot, group, view, total, used)
+            admitted_now = reason is None
+            if admitted_now:
+                self._pass_allocated = self.ledger.pod_keys_set()
+                view = gangs.gang_view(snapshot, key, allocated=self._pass_allocated)
+                assert view is not None
+        self._write_status(group, view, admitted_now or key in self.admitted, reason)
+        if self._volatile or self.cache.group_versions.get(key) is None:
+            return False
+        held = reserved_by_group.get(key) if not admitted_now else self._held(key)
+        self._verdicts[key] = self._decision_inputs(key, queue_pass, held)
+        return True
+
+    def _decision_inputs(
+        self, key: str, queue_pass: QueuePass, held: ResourceVector | None
+    ) -> tuple[Any, ...]:
+        admitted = key in self.admitted
+        group = self.cache.podgroups.get(key)
+        queue = None if admitted or group is None else _queue_numbers(queue_pass, group.queue)
+        return (self.cache.group_versions.get(key), admitted, held, queue)
+
+    def _held(self, key: str) -> ResourceVector | None:
+        held = None
+        for pod_key in self.ledger.of_group(key):
+            reservation = self.ledger.reservation_of(pod_key)
+            if reservation is not None:
+                held = reservation.request if held is None else held + reservation.request
+        return held
+
+    def _admission_order(
+        self, snapshot: Snapshot, queue_pass: QueuePass
+    ) -> Iterator[tuple[str, list[PodGroupRecord]]]:
+        """Queues in Volcano's queue order (priority, then share), each with its jobs in job
+        order (priority, gang not ready first, DRF share, SLA deadline, creation), sorted only
+        when the pass looks at that queue. Every group is visited — a head-of-line gang that
+        cannot be admitted never stops the ones behind it, in its queue or in another
+        (Volcano's `traverse`); the order decides who gets contested room first."""
         total = snapshot.total_allocatable
-        ordered: list[PodGroupRecord] = []
         queues = queue_pass.model.queue_order()
         seen = set(queues)
         queues += sorted(q for q in queue_pass.groups_by_queue if q not in seen)
@@ -201,12 +285,20 @@ class GangScheduler:
             groups = queue_pass.groups_by_queue.get(queue)
             if not groups:
                 continue
-            jobs = sorted(
-                ((job_order_key(self._job_input(snapshot, g), total), g) for g in groups),
-                key=lambda pair: pair[0],
-            )
-            ordered.extend(g for _, g in jobs)
-        return ordered
+            yield queue, _LazyOrder(groups, lambda g: self._order_key(snapshot, g, total))
+
+    def _order_key(
+        self, snapshot: Snapshot, group: PodGroupRecord, total: ResourceVector
+    ) -> tuple[Any, ...]:
+        """The group's job-order key, recomputed only when the group (or the cluster total its
+        DRF share divides by) changed."""
+        version = self.cache.group_versions.get(group.key)
+        cached = self._order_keys.get(group.key)
+        if cached is not None and cached[0] == version and cached[1] == total:
+            return cached[2]
+        order = job_order_key(self._job_input(snapshot, group), total)
+        self._order_keys[group.key] = (version, total, order)
+        return order
 
     def _job_input(self, snapshot: Snapshot, group: PodGroupRecord) -> JobInput:
         placed = _ZERO
@@ -241,6 +333,7 @@ class GangScheduler:
         key = group.key
         wait = self.barrier.backing_off(key)
         if wait > 0:
+            self._volatile = True
             return self._not_admitted(key, f"backing off for {wait:.0f}s after a gang timeout")
         ok, why = gangs.valid(view)
         if not ok:
@@ -255,10 +348,24 @@ class GangScheduler:
             # its share (what Volcano's allocate checks per task; here once for the gang, as
             # the whole gang is reserved at once). A queue at its share may still make room
             # by preempting its own lower-priority work (what it frees counts for it).
-            refused = queue_pass.model.enqueueable(group.queue, group.min_resources)
+            # Many waiting groups of a queue ask the same: judge (and word) it once per state.
+            memo = (
+                group.queue,
+                _queue_numbers(queue_pass, group.queue),
+                group.min_resources,
+                demand,
+            )
+            checked = self._queue_checks.get(memo)
+            if checked is None:
+                checked = (
+                    queue_pass.model.enqueueable(group.queue, group.min_resources),
+                    queue_pass.model.allocatable(group.queue, demand),
+                )
+                self._queue_checks[memo] = checked
+            refused, over_share = checked
             if refused:
                 return self._not_admitted(key, f"gang {key}: waiting for admission: {refused}")
-            over_share = queue_pass.model.allocatable(group.queue, demand)
+        self._volatile = True  # from here on the answer depends on the rest of the cluster
         overcommit = self._overcommit(group, total, used)
         if overcommit:
             return self._not_admitted(key, f"gang {key}: waiting for admission: {overcommit}")
@@ -531,7 +638,13 @@ class GangScheduler:
             self.barrier.forget(group.key)
         self._generations[group.key] = group.uid
 
+    def _touch(self, key: str) -> None:
+        """The extender itself changed something a decision about `key` reads."""
+        self._touched.add(key)
+        self._verdicts.pop(key, None)
+
     def _forget_group(self, key: str, why: str) -> None:
+        self._touch(key)
         self.admitted.discard(key)
         for pod_key in self.ledger.of_group(key):
             self.ledger.release(pod_key)
@@ -668,6 +781,7 @@ class GangScheduler:
 
     def _barrier_event(self, group_key: str, reason: str, message: str) -> None:
         group = self.cache.podgroups.get(group_key)
+        self._touch(group_key)
         if reason in ("TimedOut", "Released"):
             # The hold is gone: so is the placement. Plan again (after the backoff).
             self._forget_group(group_key, message)
@@ -723,6 +837,7 @@ class GangScheduler:
         for name in candidates:
             if self._fits(pod.key, name, request):
                 self.ledger.reserve(Reservation(pod.key, name, request, key))
+                self._touch(key)
                 others = f"gang {key}: member reserved on node {name}"
                 return [name], {}, {n: others for n in candidates if n != name}
         reason = f"gang {key}: no candidate node has room for this member"
@@ -848,4 +963,42 @@ def _unit(group: str | None, queue: str, created: str, pods: list[PodRecord]) ->
         ),
         breaks_gang=group is not None,
         creation=created,
+    )
+
+
+def _first(pair: tuple[Any, Any]) -> Any:
+    return pair[0]
+
+
+class _LazyOrder(list):  # type: ignore[type-arg]
+    """A queue's groups, sorted into job order the first time they are iterated (a pass that
+    skips the queue never pays for the sort)."""
+
+    def __init__(self, groups: list[PodGroupRecord], key: Callable[[PodGroupRecord], Any]) -> None:
+        super().__init__()
+        self._groups = groups
+        self._key = key
+
+    def __iter__(self) -> Iterator[PodGroupRecord]:
+        if self._groups is not None:
+            ranked = sorted(((self._key(g), g) for g in self._groups), key=_first)
+            self.extend(g for _, g in ranked)
+            self._groups = None
+        return super().__iter__()
+
+
+def _queue_numbers(queue_pass: QueuePass, name: str) -> tuple[Any, ...] | None:
+    """What a waiting group's queue checks read of its queue, comparable across passes."""
+    share = queue_pass.model.shares.get(name)
+    source = queue_pass.inputs.get(name)
+    if share is None or source is None:
+        return None
+    return (
+        share.deserved,
+        share.allocated,
+        share.inqueue,
+        share.elastic,
+        share.real_capability,
+        share.capability,
+        source.open,
     )

@@ -65,6 +65,10 @@ class GangLedger:
         """Every member holding a reservation (a copy: callers release while iterating)."""
         return list(self._by_pod)
 
+    def pod_keys_set(self) -> set[str]:
+        """Every member holding a reservation, as a set (a copy)."""
+        return set(self._by_pod)
+
     def of_group(self, group: str) -> list[str]:
         """The members of `group` holding a reservation."""
         return [key for key, r in self._by_pod.items() if r.group == group]

@@ -62,12 +62,17 @@ class QueuePolicy:
         proportion = config.plugin("proportion") if config is not None else None
         self.kind = "capacity" if capacity is not None and proportion is None else "proportion"
         self.hierarchical = bool(capacity is not None and capacity.is_enabled("enableHierarchy"))
+        # group -> (its cache version, what it adds to its queue's request or inqueue): with
+        # thousands of waiting groups, only the changed ones are summed again.
+        self._parts: dict[str, tuple[int, ResourceVector | None, ResourceVector | None]] = {}
 
     def build(
         self,
         snapshot: Snapshot,
         reserved_by_group: Mapping[str, ResourceVector],
+        versions: Mapping[str, int] | None = None,
     ) -> QueuePass:
+        """`versions` (the cache's group versions) lets unchanged groups reuse their sums."""
         records: dict[str, QueueRecord | None] = dict(snapshot.queues)
         if keys.DEFAULT_QUEUE not in records:
             records[keys.DEFAULT_QUEUE] = None
@@ -85,16 +90,29 @@ class QueuePolicy:
                 reserved[group.queue] = reserved.get(group.queue, _ZERO) + held
             if group.min_resources is None:
                 continue
-            if group.phase in _WAITING_PHASES:
-                asked = _members_request(snapshot, group)
-                missing = group.min_resources.saturating_sub(asked)
-                if not missing.is_zero():
-                    unasked[group.queue] = unasked.get(group.queue, _ZERO) + missing
-            elif group.phase == "Inqueue":
-                placed = _members_request(snapshot, group, placed=True) + (held or _ZERO)
-                missing = group.min_resources.saturating_sub(placed)
-                if not missing.is_zero():
-                    inqueue[group.queue] = inqueue.get(group.queue, _ZERO) + missing
+            waiting = group.phase in _WAITING_PHASES
+            if not waiting and group.phase != "Inqueue":
+                continue
+            version = versions.get(group.key) if versions is not None else None
+            known = self._parts.get(group.key)
+            if held is None and version is not None and known is not None and known[0] == version:
+                missing_ask, missing_place = known[1], known[2]
+            else:
+                missing_ask = missing_place = None
+                if waiting:
+                    asked = _members_request(snapshot, group)
+                    missing_ask = group.min_resources.saturating_sub(asked)
+                else:
+                    placed = _members_request(snapshot, group, placed=True) + (held or _ZERO)
+                    missing_place = group.min_resources.saturating_sub(placed)
+                if held is None and version is not None:
+                    self._parts[group.key] = (version, missing_ask, missing_place)
+            if missing_ask is not None and not missing_ask.is_zero():
+                unasked[group.queue] = unasked.get(group.queue, _ZERO) + missing_ask
+            if missing_place is not None and not missing_place.is_zero():
+                inqueue[group.queue] = inqueue.get(group.queue, _ZERO) + missing_place
+        if len(self._parts) > 2 * len(snapshot.podgroups) + 1024:
+            self._parts = {k: v for k, v in self._parts.items() if k in snapshot.podgroups}
         inputs: dict[str, QueueInput] = {}
         for name, record in records.items():
             bound = snapshot.queue_allocated.get(name, _ZERO)
