@@ -9,7 +9,9 @@
   `max_unschedulable` (5 min) — kube-scheduler's podMaxInUnschedulablePodsDuration.
 - A cluster event that arrives while a pod is being scheduled makes that pod, if it turns out
   unschedulable, go to backoffQ instead of the pool (kube-scheduler's moveRequestCycle), so an
-  event that raced the attempt is never lost.
+  event that raced the attempt is never lost. The same holds for an update of the pod itself
+  that arrives during its attempt (kube-scheduler records in-flight events and re-examines the
+  pod when the attempt fails; before QueueingHints, the update put the pod in activeQ at once).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ class QueuedPod:
     unschedulable_since: float = 0.0
     backoff_until: float = 0.0
     token: int = 0  # which heap entry is current (older entries are stale)
+    updated_in_flight: bool = False  # a relevant update arrived during the attempt
 
 
 class SchedulingQueue:
@@ -97,6 +100,7 @@ class SchedulingQueue:
         queued = self._in_flight.get(pod.key)
         if queued is not None:
             queued.pod = pod  # the attempt in flight finishes with the old view
+            queued.updated_in_flight = queued.updated_in_flight or relevant
             return
         queued = self._pods.get(pod.key)
         if queued is None:
@@ -141,6 +145,7 @@ class SchedulingQueue:
                     continue  # stale entry
                 del self._where[key]
                 del self._pods[key]
+                queued.updated_in_flight = False
                 self._in_flight[key] = queued
                 queued.attempts += 1
                 self.scheduling_cycle += 1
@@ -161,7 +166,8 @@ class SchedulingQueue:
         queued.unschedulable_since = self._clock()
         # Moved back by an event, it still waits out its backoff (isPodBackingoff).
         queued.backoff_until = queued.unschedulable_since + self.backoff_duration(queued.attempts)
-        if self._move_request_cycle >= cycle:
+        raced, queued.updated_in_flight = queued.updated_in_flight, False
+        if self._move_request_cycle >= cycle or raced:
             self._push_backoff(queued)
         else:
             self._where[queued.pod.key] = UNSCHEDULABLE

@@ -370,6 +370,24 @@ async def test_event_during_the_attempt_sends_the_pod_to_backoff_not_the_pool() 
     assert q.location("default/a") == BACKOFF
 
 
+async def test_an_update_of_the_pod_during_its_attempt_is_not_lost() -> None:
+    q = SchedulingQueue()
+    q.add(pod("a"))
+    q.add(pod("b"))
+    first = await q.pop()
+    second = await q.pop()
+    assert first is not None and second is not None
+    # e.g. vulcan stamped the pod's gang as admitted while the filter was rejecting it.
+    q.update(first.pod, relevant=True)
+    q.update(second.pod, relevant=False)  # a status write changes nothing
+    cycle = q.scheduling_cycle
+    q.requeue_unschedulable(first, cycle)
+    q.requeue_unschedulable(second, cycle)
+    assert q.location(first.pod.key) == BACKOFF
+    assert q.location(second.pod.key) == POOL
+    q.close()
+
+
 async def test_errors_back_off_then_return_to_active() -> None:
     q = SchedulingQueue(initial_backoff=0.05, max_backoff=0.05)
     q.add(pod("a"))
