@@ -363,7 +363,27 @@ class ClusterCache:
     def node_free(self, name: str) -> ResourceVector:
         return _free(self.nodes, self.node_requested, name)
 
+    def live_view(self) -> Snapshot:
+        """The cache itself seen as a Snapshot, without copying anything: valid only until
+        the next event is applied, i.e. for synchronous code that does not await (a
+        scheduling pass). Copying 10,000 groups' member sets cost a quarter of a pass."""
+        return Snapshot(
+            nodes=self.nodes,
+            pods=self.pods,
+            pods_by_node=self.pods_by_node,  # type: ignore[arg-type]
+            pods_by_group=self.pods_by_group,  # type: ignore[arg-type]
+            podgroups=self.podgroups,
+            queues=self.queues,
+            node_requested=self.node_requested,
+            queue_allocated=self.queue_allocated,
+            queue_pending=self.queue_pending,
+            namespace_queues=self.namespace_queues,
+            total_allocatable=self.total_allocatable,
+            total_requested=self.total_requested,
+        )
+
     def snapshot(self) -> Snapshot:
+        """A copy that stays consistent across awaits."""
         return Snapshot(
             nodes=dict(self.nodes),
             pods=dict(self.pods),

@@ -169,7 +169,8 @@ class GangScheduler:
         skipped while those are unchanged: with thousands of waiting groups a pass then costs
         what changed, not what exists. Refusals that depend on the rest of the cluster (the
         placement, the overcommit rule) or on time (backoff) are always decided again."""
-        snapshot = self.cache.snapshot()
+        # The pass never awaits, so no event can change the cache under it: read it in place.
+        snapshot = self.cache.live_view()
         self._release_bound(snapshot)
         for key in list(self.admitted | self._generations.keys()):
             if key not in snapshot.podgroups:
