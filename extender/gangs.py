@@ -760,8 +760,16 @@ class GangScheduler:
             return
         self._statuses[group.key] = status
         if self.status_writer is not None:
+            # A new phase is written at once (others act on it); counts and conditions of the
+            # same phase are coalesced.
+            phase_changed = status.get("phase") != ((previous or {}).get("phase") or group.phase)
             self.status_writer.submit(
-                PODGROUPS, group.namespace, group.name, status, subresource=False
+                PODGROUPS,
+                group.namespace,
+                group.name,
+                status,
+                subresource=False,
+                urgent=phase_changed,
             )
 
     def _event(self, group: PodGroupRecord, type_: str, reason: str, note: str) -> None:

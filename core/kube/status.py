@@ -50,6 +50,7 @@ class _Pending:
     status: dict[str, Any]
     encoded: bytes
     subresource: bool
+    urgent: bool = False
 
 
 @dataclass(slots=True)
@@ -113,13 +114,18 @@ class StatusWriter:
         status: Mapping[str, Any],
         *,
         subresource: bool,
+        urgent: bool = False,
     ) -> None:
-        """Make `status` the object's desired status; it is written within `interval`."""
+        """Make `status` the object's desired status; it is written within `interval`, or as
+        soon as a worker is free when `urgent` (a change others act on, such as a phase: a
+        Job controller creates pods when its PodGroup turns Inqueue)."""
         key: Key = (resource, namespace or "", name)
         encoded = _canonical(status)
         self.stats.submitted += 1
-        if self._pending.pop(key, None) is not None:
+        replaced = self._pending.pop(key, None)
+        if replaced is not None:
             self.stats.coalesced += 1
+            urgent = urgent or replaced.urgent
         last = self._written.get(key)
         if last is not None and last.encoded == encoded and key not in self._queue.in_flight:
             # Already stored (as far as we know). While a write is in flight the stored status
@@ -128,9 +134,12 @@ class StatusWriter:
             return
         # A private copy: the caller may keep mutating its dict.
         self._pending[key] = _Pending(
-            resource, namespace or "", name, orjson.loads(encoded), encoded, subresource
+            resource, namespace or "", name, orjson.loads(encoded), encoded, subresource, urgent
         )
-        self._schedule(key)
+        if urgent:
+            self._queue.add_after(key, 0)
+        else:
+            self._schedule(key)
 
     def forget(self, resource: Resource, namespace: str | None, name: str) -> None:
         """The object was deleted: drop what is pending and what we remember about it."""
@@ -185,7 +194,7 @@ class StatusWriter:
         if entry is None:
             return
         wait = self._wait(key)
-        if wait > 0 and not self._flushing:
+        if wait > 0 and not self._flushing and not entry.urgent:
             self._queue.add_after(key, wait)  # woken early (e.g. by a submit during a write)
             return
         del self._pending[key]

@@ -16,6 +16,7 @@ from core.kube.client import EVENTS, PODGROUPS, QUEUES, ApiError, KubeClient
 from core.kube.events import EventRecorder, micro_time, object_reference
 from core.kube.status import StatusWriter
 from sim.apiserver.server import EmbeddedApiServer
+from tests.helpers import until
 
 NS = "default"
 MICRO_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
@@ -237,6 +238,27 @@ async def test_writes_wait_for_the_interval_without_flush(
     assert len(patch_times) == 2
     assert patch_times[1] - patch_times[0] >= writer.interval  # but only after the interval
     assert (await real("GET", PODGROUPS.path(NS, "pg")))["status"] == {"phase": "Inqueue"}
+
+
+async def test_an_urgent_status_does_not_wait_for_the_interval(client: KubeClient) -> None:
+    await make_podgroup(client, "pg")
+    slow = StatusWriter(client, interval=3600, retry_base=0.01)  # coalesced writes: an hour
+    task = asyncio.create_task(slow.run())
+    try:
+        slow.submit(PODGROUPS, NS, "pg", {"phase": "Pending", "running": 0}, subresource=False)
+        await until(lambda: slow.stats.writes >= 1)
+        slow.submit(PODGROUPS, NS, "pg", {"phase": "Pending", "running": 1}, subresource=False)
+        # A phase change goes out at once, carrying the latest status (the coalesced count).
+        slow.submit(
+            PODGROUPS, NS, "pg", {"phase": "Inqueue", "running": 1}, subresource=False, urgent=True
+        )
+        await until(lambda: slow.stats.writes >= 2, timeout=5)  # far less than the hour
+        status = (await client.get(PODGROUPS, "pg", NS))["status"]
+        assert status == {"phase": "Inqueue", "running": 1}
+        assert slow.pending == 0
+    finally:
+        await asyncio.wait_for(slow.close(), 5)
+        await asyncio.wait_for(task, 5)
 
 
 async def test_objects_are_written_independently(client: KubeClient, writer: StatusWriter) -> None:
