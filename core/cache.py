@@ -125,6 +125,25 @@ def _free(
     return node.allocatable - requested.get(name, _ZERO)
 
 
+def _same_for_scheduling(old: PodRecord, new: PodRecord) -> bool:
+    return (
+        old.uid == new.uid
+        and old.node == new.node
+        and old.phase == new.phase
+        and old.deleting == new.deleting
+        and old.gates == new.gates
+        and old.group == new.group
+        and old.requests is new.requests  # shared vectors: equal requests are one object
+        and old.priority == new.priority
+        and old.task == new.task
+        and old.nominated_node == new.nominated_node
+        and old.queue_annotation == new.queue_annotation
+        and old.annotations_preemptable == new.annotations_preemptable
+        and old.owner == new.owner
+        and old.scheduler_name == new.scheduler_name
+    )
+
+
 class ClusterCache:
     def __init__(self) -> None:
         self.nodes: dict[str, NodeRecord] = {}
@@ -272,6 +291,10 @@ class ClusterCache:
     def on_pod_add(self, pod: PodRecord) -> None:
         old = self.pods.get(pod.key)
         self.pods[pod.key] = pod
+        if old is not None and _same_for_scheduling(old, pod):
+            # A status write (conditions, container states) or an annotation: nothing any
+            # decision reads changed, so no group is touched and no pass has work to redo.
+            return
         self._index_pod(pod, old)
         self._account(pod, pod.key)
         self.changed.set()
