@@ -178,7 +178,14 @@ class ClusterCache:
         self.informers: list[Informer] = []  # type: ignore[type-arg]
         self._tasks: list[asyncio.Task[None]] = []
         self.synced = asyncio.Event()
-        self.changed = asyncio.Event()  # set on every change; the scheduling loop waits on it
+        self.changed = asyncio.Event()  # set on every change
+        # Called on every change (the scheduling loop wakes on them).
+        self.change_listeners: list[Callable[[], None]] = []
+
+    def _changed(self) -> None:
+        self.changed.set()
+        for listener in self.change_listeners:
+            listener()
 
     # ---------------------------------------------------------------------- nodes
 
@@ -202,7 +209,7 @@ class ClusterCache:
             if node.ready:
                 self.total_allocatable = self.total_allocatable + node.allocatable
         self.bump_node(name)
-        self.changed.set()
+        self._changed()
 
     def on_node_add(self, node: NodeRecord) -> None:
         self._set_node(node.name, node)
@@ -297,7 +304,7 @@ class ClusterCache:
             return
         self._index_pod(pod, old)
         self._account(pod, pod.key)
-        self.changed.set()
+        self._changed()
 
     def on_pod_update(self, old: PodRecord, new: PodRecord) -> None:
         self.on_pod_add(new)
@@ -312,7 +319,7 @@ class ClusterCache:
             if known.group not in self.podgroups and known.group not in self.pods_by_group:
                 self.group_versions.pop(known.group, None)
         self._account(None, pod.key)
-        self.changed.set()
+        self._changed()
 
     # ------------------------------------------------------------------ podgroups
 
@@ -329,7 +336,7 @@ class ClusterCache:
         self.groups_by_queue.setdefault(group.queue, set()).add(group.key)
         if old is None or old.queue != group.queue:
             self._reaccount_group(group.key)
-        self.changed.set()
+        self._changed()
 
     def on_podgroup_update(self, old: PodGroupRecord, new: PodGroupRecord) -> None:
         self.on_podgroup_add(new)
@@ -341,21 +348,21 @@ class ClusterCache:
             self.group_versions.pop(group.key, None)
         self._discard(self.groups_by_queue, known.queue, known.key)
         self._reaccount_group(group.key)
-        self.changed.set()
+        self._changed()
 
     # --------------------------------------------------------------------- queues
 
     def on_queue_add(self, queue: QueueRecord) -> None:
         self.queues[queue.name] = queue
-        self.changed.set()
+        self._changed()
 
     def on_queue_update(self, old: QueueRecord, new: QueueRecord) -> None:
         self.queues[new.name] = new
-        self.changed.set()
+        self._changed()
 
     def on_queue_delete(self, queue: QueueRecord) -> None:
         self.queues.pop(queue.name, None)
-        self.changed.set()
+        self._changed()
 
     # ----------------------------------------------------------------- namespaces
 
@@ -370,7 +377,7 @@ class ClusterCache:
         for key, pod in self.pods.items():
             if pod.namespace == name and pod.group is None:
                 self._account(pod, key)
-        self.changed.set()
+        self._changed()
 
     def on_namespace_add(self, namespace: NamespaceRecord) -> None:
         self._set_namespace_queue(namespace.name, namespace.queue)

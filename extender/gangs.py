@@ -126,6 +126,7 @@ class GangScheduler:
         self.recorder = EventRecorder(client, "vulcan", "vulcan-extender") if client else None
         self._tasks: list[asyncio.Task[Any]] = []
         cache.node_listeners.append(lambda _name: self._wake.set())
+        cache.change_listeners.append(self._wake.set)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -825,7 +826,8 @@ class GangScheduler:
             return [], {}, dict.fromkeys(candidates, reason)
         self._same_generation(group)
         if key not in self.admitted:
-            self.poke()
+            if key not in self.reasons:
+                self.poke()  # not judged yet (the pass will have seen every later change)
             reason = self.reasons.get(key) or f"gang {key}: waiting for admission"
             return [], {}, dict.fromkeys(candidates, reason)
         reservation = self.ledger.reservation_of(pod.key)

@@ -149,10 +149,23 @@ def test_two_saturated_queues_converge_to_three_to_one(cluster: SimCluster) -> N
 
 
 def test_an_idle_queues_share_is_borrowed_then_reclaimed_whole(cluster: SimCluster) -> None:
-    for index in range(16):  # research alone: 16 gangs of 2 x 2 cpu take all 64 cpu
+    cluster.apply(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": "keeper"},
+            "spec": {
+                "weight": 1,
+                "guarantee": {"resource": {"cpu": "8"}},
+                "deserved": {"cpu": "8"},
+            },
+        }
+    )
+    job(cluster, "k-00", "keeper", 2, 4)  # keeper holds exactly its guarantee
+    for index in range(14):  # research alone borrows the rest: 14 gangs of 2 x 2 cpu
         job(cluster, f"r-{index:02d}", "research", 2, 2)
     try:
-        wait_for("research to borrow all", lambda: bound_cpu(cluster, "research") == 64 or None)
+        wait_for("research to borrow all", lambda: bound_cpu(cluster, "research") == 56 or None)
     except AssertionError as exc:
         raise AssertionError(
             f"{exc}; bound {bound_cpu(cluster, 'research')}; "
@@ -165,17 +178,22 @@ def test_an_idle_queues_share_is_borrowed_then_reclaimed_whole(cluster: SimClust
             + " held: "
             + str(metric(cluster.metrics(), "vulcan_extender_binds_in_flight"))
         ) from None
-    job(cluster, "p-00", "prod", 2, 4)  # 8 cpu: prod deserves 16 now
+    assert bound_cpu(cluster, "keeper") == 8
+    # prod gets work: 8 cpu. Deserved now (64 cpu, weights 3:1:1, keeper asking only its 8):
+    # research 42, prod 14, keeper 8 — research gives back 8 cpu, keeper nothing.
+    job(cluster, "p-00", "prod", 2, 4)
     wait_for("prod's gang to run", lambda: bound_cpu(cluster, "prod") == 8 or None, 60)
     research = cluster.pods(selector="e2e=queues,queue=research")
     gone = {p["metadata"]["name"] for p in research if p["metadata"].get("deletionTimestamp")}
-    gone |= {f"r-{i:02d}-{m}" for i in range(16) for m in range(2)} - {
+    gone |= {f"r-{i:02d}-{m}" for i in range(14) for m in range(2)} - {
         p["metadata"]["name"] for p in research
     }
     # Whole gangs only (both members of every reclaimed gang), and only what prod needed.
     jobs = {name.rsplit("-", 1)[0] for name in gone}
     assert gone == {f"{j}-{m}" for j in jobs for m in range(2)}
     assert len(jobs) == 2, jobs
+    keeper = cluster.pods(selector="e2e=queues,queue=keeper")
+    assert len(keeper) == 2 and not any(p["metadata"].get("deletionTimestamp") for p in keeper)
     events = [e for name in sorted(gone) for e in cluster.events(name)]
     assert any(e["reason"] == "Preempted" and "queue prod" in e["note"] for e in events)
 
