@@ -125,6 +125,17 @@ def _free(
     return node.allocatable - requested.get(name, _ZERO)
 
 
+def _same_node(old: NodeRecord, new: NodeRecord) -> bool:
+    return (
+        old.uid == new.uid
+        and old.ready == new.ready
+        and old.unschedulable == new.unschedulable
+        and old.allocatable == new.allocatable
+        and old.taints == new.taints
+        and old.labels == new.labels
+    )
+
+
 def _same_for_scheduling(old: PodRecord, new: PodRecord) -> bool:
     return (
         old.uid == new.uid
@@ -200,6 +211,10 @@ class ClusterCache:
 
     def _set_node(self, name: str, node: NodeRecord | None) -> None:
         old = self.nodes.get(name)
+        if old is not None and node is not None and _same_node(old, node):
+            # A heartbeat (conditions' times, images, ...): nothing scheduling reads changed.
+            self.nodes[name] = node
+            return
         if old is not None and old.ready:
             self.total_allocatable = self.total_allocatable - old.allocatable
         if node is None:
