@@ -173,22 +173,24 @@ class GangScheduler:
         # The pass never awaits, so no event can change the cache under it: read it in place.
         snapshot = self.cache.live_view()
         self._release_bound(snapshot)
-        for key in list(self.admitted | self._generations.keys()):
+        touched = self.cache.take_dirty_groups() | self._touched
+        self._touched = set()
+        # A deleted group is touched by its deletion: only those need looking for.
+        for key in touched:
             if key not in snapshot.podgroups:
                 self._forget_group(key, "its PodGroup was deleted")
                 self.barrier.forget(key)
                 self._generations.pop(key, None)
                 self._verdicts.pop(key, None)
                 self._order_keys.pop(key, None)
+        self._touched.clear()  # what _forget_group just noted is in `touched` already
         reserved_by_group = self.ledger.by_group()
-        queue_pass = self.queue_policy.build(snapshot, reserved_by_group, self.cache.group_versions)
+        queue_pass = self.queue_policy.build(snapshot, reserved_by_group, touched)
         self.queue_pass = queue_pass
         self._queue_checks = {}
         self._pass_allocated = self.ledger.pod_keys_set()  # members holding a slot
         used = self._used(snapshot)
         total = self._total(snapshot)
-        touched = self.cache.take_dirty_groups() | self._touched
-        self._touched = set()
         dirty_queues = {snapshot.podgroups[k].queue for k in touched if k in snapshot.podgroups}
         for queue, groups in self._admission_order(snapshot, queue_pass):
             numbers = _queue_numbers(queue_pass, queue)
@@ -283,11 +285,18 @@ class GangScheduler:
         queues = queue_pass.model.queue_order()
         seen = set(queues)
         queues += sorted(q for q in queue_pass.groups_by_queue if q not in seen)
+        podgroups = snapshot.podgroups
         for queue in queues:
-            groups = queue_pass.groups_by_queue.get(queue)
-            if not groups:
+            members = queue_pass.groups_by_queue.get(queue)
+            if not members:
                 continue
-            yield queue, _LazyOrder(groups, lambda g: self._order_key(snapshot, g, total))
+            yield (
+                queue,
+                _LazyOrder(
+                    [podgroups[k] for k in members if k in podgroups],
+                    lambda g: self._order_key(snapshot, g, total),
+                ),
+            )
 
     def _order_key(
         self, snapshot: Snapshot, group: PodGroupRecord, total: ResourceVector

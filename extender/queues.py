@@ -45,8 +45,8 @@ class QueuePass:
 
     model: ShareModel
     inputs: dict[str, QueueInput]
-    groups_by_queue: dict[str, list[PodGroupRecord]]
-    phases: dict[str, dict[str, int]]  # queue -> PodGroup phase -> count
+    groups_by_queue: Mapping[str, set[str]]  # queue -> keys of its PodGroups
+    phases: Mapping[str, Mapping[str, int]]  # queue -> PodGroup phase -> count
     tentative: set[str] = dataclasses.field(default_factory=set)
     """Pods filter let through since the pass (counted once in the model's allocated)."""
     contended: frozenset[str] = frozenset()
@@ -62,57 +62,48 @@ class QueuePolicy:
         proportion = config.plugin("proportion") if config is not None else None
         self.kind = "capacity" if capacity is not None and proportion is None else "proportion"
         self.hierarchical = bool(capacity is not None and capacity.is_enabled("enableHierarchy"))
-        # group -> (its cache version, what it adds to its queue's request or inqueue): with
-        # thousands of waiting groups, only the changed ones are summed again.
-        self._parts: dict[str, tuple[int, ResourceVector | None, ResourceVector | None]] = {}
+        # What each PodGroup adds to its queue (membership, phase count, the unasked part of
+        # a waiting group's minResources, the unplaced part of an admitted one), and the
+        # per-queue sums of those, kept across passes: a pass refreshes only the groups the
+        # cache says were touched (and those holding reservations), so its cost follows what
+        # changed, not how many groups wait.
+        self._contrib: dict[str, _Contribution] = {}
+        self._members: dict[str, set[str]] = {}
+        self._phases: dict[str, dict[str, int]] = {}
+        self._unasked: dict[str, dict[str, int]] = {}
+        self._inqueue: dict[str, dict[str, int]] = {}
+        self._held_before: set[str] = set()
+        self._primed = False
 
     def build(
         self,
         snapshot: Snapshot,
         reserved_by_group: Mapping[str, ResourceVector],
-        versions: Mapping[str, int] | None = None,
+        touched: Iterable[str] | None = None,
     ) -> QueuePass:
-        """`versions` (the cache's group versions) lets unchanged groups reuse their sums."""
+        """The queues for one pass. `touched`: the groups changed since the previous call (the
+        cache's `take_dirty_groups()`); None recomputes everything."""
         records: dict[str, QueueRecord | None] = dict(snapshot.queues)
         if keys.DEFAULT_QUEUE not in records:
             records[keys.DEFAULT_QUEUE] = None
-        groups_by_queue: dict[str, list[PodGroupRecord]] = {}
-        phases: dict[str, dict[str, int]] = {}
+        if touched is None or not self._primed:
+            self._reset()
+            redo: Iterable[str] = snapshot.podgroups.keys()
+            self._primed = touched is not None
+        else:
+            redo = set(touched) | self._held_before | reserved_by_group.keys()
+        for key in redo:
+            self._refresh(snapshot, key, reserved_by_group.get(key))
+        self._held_before = set(reserved_by_group)
         reserved: dict[str, ResourceVector] = {}
-        inqueue: dict[str, ResourceVector] = {}
-        unasked: dict[str, ResourceVector] = {}
-        for group in snapshot.podgroups.values():
-            groups_by_queue.setdefault(group.queue, []).append(group)
-            counts = phases.setdefault(group.queue, {})
-            counts[group.phase or "Pending"] = counts.get(group.phase or "Pending", 0) + 1
-            held = reserved_by_group.get(group.key)
-            if held is not None:
+        for key, held in reserved_by_group.items():
+            group = snapshot.podgroups.get(key)
+            if group is not None:
                 reserved[group.queue] = reserved.get(group.queue, _ZERO) + held
-            if group.min_resources is None:
-                continue
-            waiting = group.phase in _WAITING_PHASES
-            if not waiting and group.phase != "Inqueue":
-                continue
-            version = versions.get(group.key) if versions is not None else None
-            known = self._parts.get(group.key)
-            if held is None and version is not None and known is not None and known[0] == version:
-                missing_ask, missing_place = known[1], known[2]
-            else:
-                missing_ask = missing_place = None
-                if waiting:
-                    asked = _members_request(snapshot, group)
-                    missing_ask = group.min_resources.saturating_sub(asked)
-                else:
-                    placed = _members_request(snapshot, group, placed=True) + (held or _ZERO)
-                    missing_place = group.min_resources.saturating_sub(placed)
-                if held is None and version is not None:
-                    self._parts[group.key] = (version, missing_ask, missing_place)
-            if missing_ask is not None and not missing_ask.is_zero():
-                unasked[group.queue] = unasked.get(group.queue, _ZERO) + missing_ask
-            if missing_place is not None and not missing_place.is_zero():
-                inqueue[group.queue] = inqueue.get(group.queue, _ZERO) + missing_place
-        if len(self._parts) > 2 * len(snapshot.podgroups) + 1024:
-            self._parts = {k: v for k, v in self._parts.items() if k in snapshot.podgroups}
+        groups_by_queue = {q: keys_ for q, keys_ in self._members.items() if keys_}
+        phases = self._phases
+        unasked = {q: ResourceVector._of(dict(v)) for q, v in self._unasked.items() if v}
+        inqueue = {q: ResourceVector._of(dict(v)) for q, v in self._inqueue.items() if v}
         inputs: dict[str, QueueInput] = {}
         for name, record in records.items():
             bound = snapshot.queue_allocated.get(name, _ZERO)
@@ -147,6 +138,86 @@ class QueuePolicy:
             if not source.open or _at_share(model, name, source)
         )
         return QueuePass(model, inputs, groups_by_queue, phases, contended=contended)
+
+    def _reset(self) -> None:
+        self._contrib = {}
+        self._members = {}
+        self._phases = {}
+        self._unasked = {}
+        self._inqueue = {}
+        self._held_before = set()
+
+    def _refresh(self, snapshot: Snapshot, key: str, held: ResourceVector | None) -> None:
+        old = self._contrib.pop(key, None)
+        if old is not None:
+            members = self._members.get(old.queue)
+            if members is not None:
+                members.discard(key)
+            counts = self._phases.get(old.queue)
+            if counts is not None:
+                counts[old.phase] -= 1
+                if not counts[old.phase]:
+                    del counts[old.phase]
+            if old.unasked is not None:
+                _take_from(self._unasked, old.queue, old.unasked)
+            if old.inqueue is not None:
+                _take_from(self._inqueue, old.queue, old.inqueue)
+        group = snapshot.podgroups.get(key)
+        if group is None:
+            return
+        new = _contribution(snapshot, group, held)
+        self._contrib[key] = new
+        self._members.setdefault(new.queue, set()).add(key)
+        counts = self._phases.setdefault(new.queue, {})
+        counts[new.phase] = counts.get(new.phase, 0) + 1
+        if new.unasked is not None:
+            _add_into(self._unasked, new.queue, new.unasked)
+        if new.inqueue is not None:
+            _add_into(self._inqueue, new.queue, new.inqueue)
+
+
+@dataclasses.dataclass(slots=True, frozen=True)
+class _Contribution:
+    queue: str
+    phase: str
+    unasked: ResourceVector | None
+    inqueue: ResourceVector | None
+
+
+def _add_into(totals: dict[str, dict[str, int]], queue: str, amount: ResourceVector) -> None:
+    into = totals.setdefault(queue, {})
+    for name, value in amount.items():
+        into[name] = into.get(name, 0) + value
+
+
+def _take_from(totals: dict[str, dict[str, int]], queue: str, amount: ResourceVector) -> None:
+    into = totals.get(queue)
+    if into is None:
+        return
+    for name, value in amount.items():
+        left = into.get(name, 0) - value
+        if left:
+            into[name] = left
+        else:
+            into.pop(name, None)
+    if not into:
+        totals.pop(queue, None)
+
+
+def _contribution(
+    snapshot: Snapshot, group: PodGroupRecord, held: ResourceVector | None
+) -> _Contribution:
+    phase = group.phase or "Pending"
+    unasked = inqueue = None
+    if group.min_resources is not None:
+        if group.phase in _WAITING_PHASES:
+            missing = group.min_resources.saturating_sub(_members_request(snapshot, group))
+            unasked = None if missing.is_zero() else missing
+        elif group.phase == "Inqueue":
+            placed = _members_request(snapshot, group, placed=True) + (held or _ZERO)
+            missing = group.min_resources.saturating_sub(placed)
+            inqueue = None if missing.is_zero() else missing
+    return _Contribution(group.queue, phase, unasked, inqueue)
 
 
 def _at_share(model: ShareModel, name: str, source: QueueInput) -> bool:
