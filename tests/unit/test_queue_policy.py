@@ -148,3 +148,48 @@ def test_queue_status_reports_allocated_and_phase_counts() -> None:
     status = queue_status(built, "a")
     assert status["allocated"] == {"cpu": "3"}
     assert (status["pending"], status["running"], status["inqueue"]) == (2, 1, 0)
+
+
+def test_incremental_sums_equal_a_full_rebuild_after_every_change() -> None:
+    from core.cache import ClusterCache
+
+    cache = ClusterCache()
+    cache.on_queue_add(queue("a"))
+    cache.on_queue_add(queue("b"))
+    policy = QueuePolicy()
+
+    def check(reserved: dict[str, ResourceVector] | None = None) -> None:
+        held = reserved or {}
+        incremental = policy.build(cache.live_view(), held, cache.take_dirty_groups())
+        full = QueuePolicy().build(cache.live_view(), held)
+        for name in full.inputs:
+            mine, truth = incremental.inputs[name], full.inputs[name]
+            assert (mine.request, mine.inqueue, mine.allocated, mine.has_jobs) == (
+                truth.request,
+                truth.inqueue,
+                truth.allocated,
+                truth.has_jobs,
+            ), name
+        assert {q: set(k) for q, k in incremental.groups_by_queue.items()} == {
+            q: set(k) for q, k in full.groups_by_queue.items()
+        }
+        assert {q: dict(c) for q, c in incremental.phases.items() if c} == {
+            q: dict(c) for q, c in full.phases.items() if c
+        }
+
+    check()
+    cache.on_podgroup_add(group("g1", "a", min_cpu=4))
+    cache.on_podgroup_add(group("g2", "b", min_cpu=6))
+    check()
+    cache.on_pod_add(pod("g1-0", "g1", "1"))
+    check()
+    cache.on_podgroup_update(group("g1", "a", min_cpu=4), group("g1", "a", "Inqueue", min_cpu=4))
+    check({"ns/g1": cpu(1)})  # admitted: its member holds a reservation
+    cache.on_pod_update(pod("g1-0", "g1", "1"), pod("g1-0", "g1", "1", node="n1"))
+    check()  # bound: the reservation is gone
+    cache.on_podgroup_update(group("g2", "b", min_cpu=6), group("g2", "a", min_cpu=6))
+    check()  # moved to another queue
+    cache.on_podgroup_delete(group("g1", "a", "Inqueue", min_cpu=4))
+    check()
+    cache.on_pod_delete(pod("g1-0", "g1", "1", node="n1"))
+    check()
