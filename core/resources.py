@@ -23,6 +23,8 @@ from collections.abc import Iterator, Mapping
 from fractions import Fraction
 from typing import Any, Literal
 
+import orjson
+
 __all__ = [
     "DEFAULT_MEMORY_REQUEST",
     "DEFAULT_MILLI_CPU_REQUEST",
@@ -766,6 +768,10 @@ def pod_requests(
     )
 
 
+# kube-scheduler's NonMissingContainerRequests defaults (one object: the memo relies on it).
+_NON_MISSING: Mapping[str, int] = {CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST}
+
+
 def pod_nonzero_requests(
     spec: Mapping[str, Any],
     *,
@@ -783,8 +789,32 @@ def pod_nonzero_requests(
         count_pod=count_pod,
         from_limits=default_requests_from_limits,
         pod_level=pod_level_resources,
-        non_missing={CPU: DEFAULT_MILLI_CPU_REQUEST, MEMORY: DEFAULT_MEMORY_REQUEST},
+        non_missing=_NON_MISSING,
     )
+
+
+# Pods of one workload ask the same, and every watch event of a pod (a status write) would
+# parse its quantities again: answers are remembered by what they are computed from.
+_REQUESTS_MEMO: dict[bytes, ResourceVector] = {}
+_REQUESTS_MEMO_SIZE = 4096
+
+
+def _requests_key(spec: Mapping[str, Any], flags: tuple[bool, bool, bool, bool]) -> bytes | None:
+    try:
+        return orjson.dumps(
+            (
+                flags,
+                [c.get("resources") for c in spec.get("containers") or ()],
+                [
+                    (c.get("resources"), c.get("restartPolicy"))
+                    for c in spec.get("initContainers") or ()
+                ],
+                spec.get("overhead"),
+                spec.get("resources"),
+            )
+        )
+    except (AttributeError, TypeError, orjson.JSONEncodeError):
+        return None  # not plain JSON: compute (and report errors) without the memo
 
 
 def _pod_requests(
@@ -799,6 +829,34 @@ def _pod_requests(
         raise TypeError("pod_requests needs the pod spec as a mapping")
     if "containers" not in spec and "spec" in spec:
         raise TypeError("pod_requests needs pod['spec'], not the whole pod")
+    flags = (count_pod, from_limits, pod_level, non_missing is None)
+    key = _requests_key(spec, flags) if non_missing is None or non_missing is _NON_MISSING else None
+    if key is not None:
+        known = _REQUESTS_MEMO.get(key)
+        if known is not None:
+            return known
+    total = _compute_pod_requests(
+        spec,
+        count_pod=count_pod,
+        from_limits=from_limits,
+        pod_level=pod_level,
+        non_missing=non_missing,
+    )
+    if key is not None:
+        if len(_REQUESTS_MEMO) >= _REQUESTS_MEMO_SIZE:
+            _REQUESTS_MEMO.clear()
+        _REQUESTS_MEMO[key] = total
+    return total
+
+
+def _compute_pod_requests(
+    spec: Mapping[str, Any],
+    *,
+    count_pod: bool,
+    from_limits: bool,
+    pod_level: bool,
+    non_missing: Mapping[str, int] | None,
+) -> ResourceVector:
 
     def requests_of(container: object, path: str) -> ResourceVector:
         return _container_requests(container, path, from_limits, non_missing)
