@@ -93,11 +93,13 @@ class GangScheduler:
         overcommit_factor: float = 1.2,
         status_interval: float = 0.5,
         queue_policy: QueuePolicy | None = None,
+        coalesce: float = 0.01,
     ) -> None:
         self.cache = cache
         self.ledger = ledger
         self.client = client
         self.period = period
+        self.coalesce = coalesce
         self.overcommit_factor = overcommit_factor
         self.barrier = BindBarrier(
             commit, default_timeout=gang_timeout, backoff=backoff, on_event=self._barrier_event
@@ -155,6 +157,10 @@ class GangScheduler:
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.period)
+            # While pods stream in (a big gang binding), every event wakes the loop: a short
+            # pause lets a burst of them into one pass and keeps the loop free for filter and
+            # bind requests in between.
+            await asyncio.sleep(self.coalesce)
             self._wake.clear()
             try:
                 self.schedule_pass()

@@ -27,6 +27,8 @@ class GangLedger:
     def __init__(self, on_node_change: Callable[[str], None] | None = None) -> None:
         self._by_pod: dict[str, Reservation] = {}
         self._by_node: dict[str, ResourceVector] = {}
+        self._by_group: dict[str, ResourceVector] = {}
+        self._members: dict[str, set[str]] = {}  # group -> members holding a reservation
         # Tells the cache a node's reserved capacity changed (its memos forget that node).
         self._on_node_change = on_node_change or (lambda _node: None)
 
@@ -36,6 +38,9 @@ class GangLedger:
         self._by_node[reservation.node] = (
             self._by_node.get(reservation.node, _ZERO) + reservation.request
         )
+        group = reservation.group
+        self._by_group[group] = self._by_group.get(group, _ZERO) + reservation.request
+        self._members.setdefault(group, set()).add(reservation.pod_key)
         self._on_node_change(reservation.node)
 
     def release(self, pod_key: str) -> Reservation | None:
@@ -46,6 +51,15 @@ class GangLedger:
                 self._by_node.pop(reservation.node, None)
             else:
                 self._by_node[reservation.node] = left
+            group = reservation.group
+            members = self._members.get(group)
+            if members is not None:
+                members.discard(pod_key)
+            if not members:
+                self._members.pop(group, None)
+                self._by_group.pop(group, None)
+            else:
+                self._by_group[group] = self._by_group.get(group, _ZERO) - reservation.request
             self._on_node_change(reservation.node)
         return reservation
 
@@ -71,17 +85,12 @@ class GangLedger:
 
     def of_group(self, group: str) -> list[str]:
         """The members of `group` holding a reservation."""
-        return [key for key, r in self._by_pod.items() if r.group == group]
+        return list(self._members.get(group, ()))
 
     def by_group(self) -> dict[str, ResourceVector]:
-        """Reserved capacity per group (what each gang holds before its pods are bound)."""
-        totals: dict[str, ResourceVector] = {}
-        for reservation in self._by_pod.values():
-            held = totals.get(reservation.group)
-            totals[reservation.group] = (
-                reservation.request if held is None else held + reservation.request
-            )
-        return totals
+        """Reserved capacity per group (what each gang holds before its pods are bound); a
+        copy, kept with every reserve and release."""
+        return dict(self._by_group)
 
     @property
     def by_node(self) -> dict[str, ResourceVector]:
