@@ -157,10 +157,12 @@ class GangScheduler:
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), self.period)
-            # While pods stream in (a big gang binding), every event wakes the loop: a short
-            # pause lets a burst of them into one pass and keeps the loop free for filter and
-            # bind requests in between.
-            await asyncio.sleep(self.coalesce)
+            # While a gang's binds are held its members' events stream in and each would wake
+            # a pass: a short pause lets a burst of them into one pass and keeps the loop free
+            # for the filter and bind requests of the other members. Otherwise a wake is
+            # served at once (admission latency).
+            if self.barrier.holding():
+                await asyncio.sleep(self.coalesce)
             self._wake.clear()
             try:
                 self.schedule_pass()
