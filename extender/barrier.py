@@ -155,6 +155,10 @@ class BindBarrier:
         group = self._groups.get(group_key)
         return len(group.members) if group else 0
 
+    def holding(self) -> bool:
+        """Whether any bind is held right now."""
+        return any(group.members for group in self._groups.values())
+
     def holds(self) -> dict[str, int]:
         return {key: len(g.members) for key, g in self._groups.items() if g.members}
 
