@@ -191,6 +191,7 @@ class GangScheduler:
                 self._generations.pop(key, None)
                 self._verdicts.pop(key, None)
                 self._order_keys.pop(key, None)
+                self.reasons.pop(key, None)
         self._touched.clear()  # what _forget_group just noted is in `touched` already
         reserved_by_group = self.ledger.by_group()
         queue_pass = self.queue_policy.build(snapshot, reserved_by_group, touched)
