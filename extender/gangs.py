@@ -43,11 +43,12 @@ from extender.barrier import BindBarrier, GangRequirement
 from extender.binder import BindError
 from extender.ledger import GangLedger, Reservation
 from extender.protocol import BindingArgs, PodInfo
-from extender.queues import QueuePass, QueuePolicy, queue_status
+from extender.queues import QueuePass, QueuePolicy, members_request, queue_status
 from plugins import gang as gangs
 from plugins.job_order import JobInput, job_order_key
 from plugins.placement import plan_gang
 from plugins.podgroup_status import podgroup_status, status_changed
+from plugins.queue_share import sum_vectors
 from plugins.victims import VictimUnit, victim_order_key
 
 log = logging.getLogger("vulcan.extender.gang")
@@ -262,7 +263,7 @@ class GangScheduler:
         self._write_status(group, view, admitted_now or key in self.admitted, reason)
         if self._volatile or self.cache.group_versions.get(key) is None:
             return False
-        held = reserved_by_group.get(key) if not admitted_now else self._held(key)
+        held = reserved_by_group.get(key) if not admitted_now else self.ledger.held_by(key)
         self._verdicts[key] = self._decision_inputs(key, queue_pass, held)
         return True
 
@@ -273,14 +274,6 @@ class GangScheduler:
         group = self.cache.podgroups.get(key)
         queue = None if admitted or group is None else _queue_numbers(queue_pass, group.queue)
         return (self.cache.group_versions.get(key), admitted, held, queue)
-
-    def _held(self, key: str) -> ResourceVector | None:
-        held = None
-        for pod_key in self.ledger.of_group(key):
-            reservation = self.ledger.reservation_of(pod_key)
-            if reservation is not None:
-                held = reservation.request if held is None else held + reservation.request
-        return held
 
     def _admission_order(
         self, snapshot: Snapshot, queue_pass: QueuePass
@@ -321,11 +314,7 @@ class GangScheduler:
         return order
 
     def _job_input(self, snapshot: Snapshot, group: PodGroupRecord) -> JobInput:
-        placed = _ZERO
-        for key in snapshot.pods_by_group.get(group.key, ()):
-            pod = snapshot.pods.get(key)
-            if pod is not None and pod.occupies_node:
-                placed = placed + pod.requests
+        placed = members_request(snapshot, group, placed=True)
         return JobInput(
             key=group.key,
             queue=group.queue,
@@ -403,10 +392,9 @@ class GangScheduler:
                 return self._not_admitted(key, f"gang {key}: waiting for admission: {why}")
             plan = preempted
         by_key = {pod.key: pod for pod in members}
-        held = _ZERO
         for pod_key, node in plan.slots.items():
             self.ledger.reserve(Reservation(pod_key, node, by_key[pod_key].requests, key))
-            held = held + by_key[pod_key].requests
+        held = sum_vectors(by_key[pod_key].requests for pod_key in plan.slots)
         if queue_pass is not None:
             queue_pass.model.on_allocated(group.queue, held)
         self.admitted.add(key)
@@ -536,9 +524,7 @@ class GangScheduler:
                 if candidate.ok:
                     chosen, plan = trial, candidate
             if over_share is not None and queue_pass is not None:
-                freed = _ZERO
-                for unit in chosen:
-                    freed = freed + unit.freed
+                freed = sum_vectors(unit.freed for unit in chosen)
                 queue_pass.model.on_released(group.queue, freed)
                 if queue_pass.model.allocatable(group.queue, demand) is not None:
                     queue_pass.model.on_allocated(group.queue, freed)  # undo: still over
@@ -970,22 +956,16 @@ def _demand(group: PodGroupRecord, members: list[PodRecord], need: int) -> Resou
     requests of the members it needs (the first `need`, in placement order)."""
     if group.min_resources is not None:
         return group.min_resources
-    total = _ZERO
-    for pod in members[:need]:
-        total = total + pod.requests
-    return total
+    return sum_vectors(pod.requests for pod in members[:need])
 
 
 def _unit(group: str | None, queue: str, created: str, pods: list[PodRecord]) -> VictimUnit:
-    freed = _ZERO
-    for pod in pods:
-        freed = freed + pod.requests
     return VictimUnit(
         group=group,
         queue=queue,
         priority=max(pod.priority for pod in pods),
         pods=tuple(pod.key for pod in pods),
-        freed=freed,
+        freed=sum_vectors(pod.requests for pod in pods),
         preemptable=all(pod.annotations_preemptable for pod in pods),
         critical=any(
             pod.priority >= _CRITICAL_PRIORITY or pod.namespace == "kube-system" for pod in pods

@@ -87,6 +87,10 @@ class GangLedger:
         """The members of `group` holding a reservation."""
         return list(self._members.get(group, ()))
 
+    def held_by(self, group: str) -> ResourceVector | None:
+        """What `group`'s members hold reserved (None: nothing)."""
+        return self._by_group.get(group)
+
     def by_group(self) -> dict[str, ResourceVector]:
         """Reserved capacity per group (what each gang holds before its pods are bound); a
         copy, kept with every reserve and release."""

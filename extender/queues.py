@@ -211,10 +211,10 @@ def _contribution(
     unasked = inqueue = None
     if group.min_resources is not None:
         if group.phase in _WAITING_PHASES:
-            missing = group.min_resources.saturating_sub(_members_request(snapshot, group))
+            missing = group.min_resources.saturating_sub(members_request(snapshot, group))
             unasked = None if missing.is_zero() else missing
         elif group.phase == "Inqueue":
-            placed = _members_request(snapshot, group, placed=True) + (held or _ZERO)
+            placed = members_request(snapshot, group, placed=True) + (held or _ZERO)
             missing = group.min_resources.saturating_sub(placed)
             inqueue = None if missing.is_zero() else missing
     return _Contribution(group.queue, phase, unasked, inqueue)
@@ -232,7 +232,9 @@ def _at_share(model: ShareModel, name: str, source: QueueInput) -> bool:
     )
 
 
-def _members_request(snapshot: Snapshot, group: PodGroupRecord, *, placed: bool = False) -> Any:
+def members_request(
+    snapshot: Snapshot, group: PodGroupRecord, *, placed: bool = False
+) -> ResourceVector:
     """Σ requests of the group's unfinished members: bound ones (`placed`) or waiting ones."""
     total = _ZERO
     for key in snapshot.pods_by_group.get(group.key, ()):

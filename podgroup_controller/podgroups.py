@@ -19,7 +19,7 @@ from typing import Any
 
 from core.api import keys
 from core.kube.client import NAMESPACES, PODGROUPS, PODS, ApiError, KubeClient, Resource
-from core.kube.events import NORMAL, EventRecorder
+from core.kube.events import NORMAL, EventRecorder, object_reference
 from core.kube.workqueue import WorkQueue
 from podgroup_controller.desired import (
     NAME_PREFIX,
@@ -55,17 +55,6 @@ Key = tuple[str, str]  # (kind: Pod | ReplicaSet | StatefulSet, namespace/name)
 def _split(key: str) -> tuple[str, str]:
     namespace, _, name = key.partition("/")
     return namespace, name
-
-
-def _ref(obj: dict[str, Any]) -> dict[str, str]:
-    meta = obj.get("metadata") or {}
-    return {
-        "apiVersion": obj.get("apiVersion", ""),
-        "kind": obj.get("kind", ""),
-        "namespace": meta.get("namespace", ""),
-        "name": meta.get("name", ""),
-        "uid": meta.get("uid", ""),
-    }
 
 
 class PodGroupController:
@@ -301,7 +290,7 @@ class PodGroupController:
     def _changed(self, obj: dict[str, Any], operation: str, note: str) -> None:
         self.metrics.changes.labels("PodGroup", operation).inc()
         reason = "PodGroupCreated" if operation == "created" else "PodGroupUpdated"
-        self.recorder.record(_ref(obj), NORMAL, reason, note)
+        self.recorder.record(object_reference(obj), NORMAL, reason, note)
         log.info(
             f"podgroup {operation}",
             extra={"podgroup": f"{obj['metadata'].get('namespace')}/{obj['metadata']['name']}"},
