@@ -8,6 +8,9 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+from core.kube.client import NODES
 
 REPO = Path(__file__).resolve().parents[1]
 # CI clones main with shared/ beside it; VULCAN_SHARED points elsewhere when needed.
@@ -47,3 +50,20 @@ async def until(predicate: Callable[[], object], timeout: float = 10.0) -> None:
     async with asyncio.timeout(timeout):
         while not predicate():
             await asyncio.sleep(0.01)
+
+
+async def add_ready_node(client: Any, name: str, allocatable: dict[str, str]) -> None:
+    """A Ready node as a kubelet registers it, with the not-ready taint the API server adds
+    at creation removed, as the node lifecycle controller does once the node is Ready."""
+    await client.create(
+        NODES,
+        {
+            "metadata": {"name": name},
+            "status": {
+                "allocatable": allocatable,
+                "capacity": allocatable,
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        },
+    )
+    await client.patch(NODES, name, {"spec": {"taints": None}})

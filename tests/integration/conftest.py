@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 import pytest_asyncio
 from kubernetes_asyncio.client import ApiClient, Configuration
 
+from core.kube.client import ClientOptions, KubeClient
 from sim.apiserver.server import EmbeddedApiServer
 
 
@@ -22,3 +23,12 @@ async def api(apiserver: EmbeddedApiServer) -> AsyncIterator[ApiClient]:
     config = Configuration(host=apiserver.url)
     async with ApiClient(config) as client:
         yield client
+
+
+@pytest_asyncio.fixture
+async def client() -> AsyncIterator[KubeClient]:
+    """vulcan's own client against a fresh embedded API server (modules may override)."""
+    async with EmbeddedApiServer() as server:
+        kube = await KubeClient.connect(ClientOptions(master=server.url, qps=0))
+        yield kube
+        await kube.close()

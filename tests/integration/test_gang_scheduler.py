@@ -5,44 +5,21 @@ API server; the cache fed by informers)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest_asyncio
-
 from core.cache import ClusterCache
-from core.kube.client import NODES, PODGROUPS, PODS, ClientOptions, KubeClient
+from core.kube.client import NODES, PODGROUPS, PODS, KubeClient
 from extender.binder import Binder, BindError
 from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
 from extender.protocol import BindingArgs, PodInfo
-from sim.apiserver.server import EmbeddedApiServer
-from tests.helpers import until
-
-
-@pytest_asyncio.fixture
-async def client() -> AsyncIterator[KubeClient]:
-    async with EmbeddedApiServer() as api:
-        kube = await KubeClient.connect(ClientOptions(master=api.url, qps=0))
-        yield kube
-        await kube.close()
+from tests.helpers import add_ready_node, until
 
 
 async def add_gpu_node(client: KubeClient, name: str) -> None:
-    allocatable = {"cpu": "8", "memory": "32Gi", "pods": "110", "nvidia.com/gpu": "1"}
-    await client.create(
-        NODES,
-        {
-            "metadata": {"name": name},
-            "status": {
-                "allocatable": allocatable,
-                "capacity": allocatable,
-                "conditions": [{"type": "Ready", "status": "True"}],
-            },
-        },
+    await add_ready_node(
+        client, name, {"cpu": "8", "memory": "32Gi", "pods": "110", "nvidia.com/gpu": "1"}
     )
-    # What the node lifecycle controller does once the node is Ready.
-    await client.patch(NODES, name, {"spec": {"taints": None}})
 
 
 def worker(job: str, index: int, task: str = "worker") -> dict[str, Any]:

@@ -7,49 +7,23 @@ steered each admitted member to its slot (a Binding per member)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest_asyncio
-
 from core.cache import ClusterCache
-from core.kube.client import NODES, PODGROUPS, PODS, QUEUES, ClientOptions, KubeClient
+from core.kube.client import PODGROUPS, PODS, QUEUES, KubeClient
 from extender.binder import Binder
 from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
 from extender.protocol import PodInfo
-from sim.apiserver.server import EmbeddedApiServer
-from tests.helpers import until
+from tests.helpers import add_ready_node, until
 
 NODE_CPU = 4
 
 
-@pytest_asyncio.fixture
-async def client() -> AsyncIterator[KubeClient]:
-    async with EmbeddedApiServer() as api:
-        kube = await KubeClient.connect(ClientOptions(master=api.url, qps=0))
-        yield kube
-        await kube.close()
-
-
 async def add_nodes(client: KubeClient, count: int) -> list[str]:
-    names = []
-    for index in range(count):
-        name = f"node-{index}"
-        allocatable = {"cpu": str(NODE_CPU), "memory": "16Gi", "pods": "110"}
-        await client.create(
-            NODES,
-            {
-                "metadata": {"name": name},
-                "status": {
-                    "allocatable": allocatable,
-                    "capacity": allocatable,
-                    "conditions": [{"type": "Ready", "status": "True"}],
-                },
-            },
-        )
-        await client.patch(NODES, name, {"spec": {"taints": None}})
-        names.append(name)
+    names = [f"node-{index}" for index in range(count)]
+    for name in names:
+        await add_ready_node(client, name, {"cpu": str(NODE_CPU), "memory": "16Gi", "pods": "110"})
     return names
 
 
