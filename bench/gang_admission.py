@@ -34,16 +34,13 @@ import asyncio
 import contextlib
 import os
 import statistics
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import orjson
 
-from bench.sim_cluster import start_sim_up, stop_sim_up
+from bench.sim_cluster import running_cluster
 from core.kube.client import PODGROUPS, PODS, ApiError, KubeClient
-from core.kube.flags import ClientOptions
 from core.kube.informer import Informer
 
 NAMESPACE = "default"
@@ -288,47 +285,35 @@ async def delete_gang(client: KubeClient, watch: GangWatch, gang: str, timeout: 
 
 
 async def main(args: argparse.Namespace) -> None:
-    with tempfile.TemporaryDirectory(prefix="vulcan-bench-") as tmp:
-        state = Path(args.state_dir or tmp)
-        state.mkdir(parents=True, exist_ok=True)
-        started = time.monotonic()
-        process = await start_sim_up(
-            args.nodes, state, "--with-extender", start_timeout=args.start_timeout
+    runs: list[tuple[float, float, float]] = []
+    async with running_cluster(
+        args.nodes, args.state_dir, args.start_timeout, "--with-extender"
+    ) as client:
+        watch = GangWatch()
+        informer: Informer[_Member] = Informer(
+            client, PODS, _Member, namespace=NAMESPACE, label_selector=GANG_LABEL
         )
-        print(f"cluster of {args.nodes} nodes up in {time.monotonic() - started:.1f}s", flush=True)
-        client = await KubeClient.connect(
-            ClientOptions(kubeconfig=str(state / "kubeconfig"), qps=0, burst=0)
-        )
-        runs: list[tuple[float, float, float]] = []
-        try:
-            watch = GangWatch()
-            informer: Informer[_Member] = Informer(
-                client, PODS, _Member, namespace=NAMESPACE, label_selector=GANG_LABEL
+        informer.add_handlers(watch.on_add, watch.on_update, watch.on_delete)
+        watcher = asyncio.create_task(informer.run())
+        await informer.wait_synced()
+        for repeat in range(args.repeats):
+            gang = f"gang-{repeat}"
+            created, bound_after, partial = await run_gang(
+                client, watch, gang, args.gang, args.concurrency, args.timeout, args.gated
             )
-            informer.add_handlers(watch.on_add, watch.on_update, watch.on_delete)
-            watcher = asyncio.create_task(informer.run())
-            await informer.wait_synced()
-            for repeat in range(args.repeats):
-                gang = f"gang-{repeat}"
-                created, bound_after, partial = await run_gang(
-                    client, watch, gang, args.gang, args.concurrency, args.timeout, args.gated
-                )
-                runs.append((created, bound_after, partial))
-                print(
-                    f"[{gang}] {args.gang} members created in {created:.2f}s "
-                    f"({args.gang / created:.0f}/s); first member bound "
-                    f"{bound_after - partial:.2f}s and all bound {bound_after:.2f}s after the "
-                    f"last create; partially bound for {partial:.2f}s",
-                    flush=True,
-                )
-                gone = await delete_gang(client, watch, gang, args.timeout)
-                print(f"[{gang}] deleted and gone in {gone:.1f}s", flush=True)
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
-        finally:
-            await client.close()
-            await stop_sim_up(process)
+            runs.append((created, bound_after, partial))
+            print(
+                f"[{gang}] {args.gang} members created in {created:.2f}s "
+                f"({args.gang / created:.0f}/s); first member bound "
+                f"{bound_after - partial:.2f}s and all bound {bound_after:.2f}s after the "
+                f"last create; partially bound for {partial:.2f}s",
+                flush=True,
+            )
+            gone = await delete_gang(client, watch, gang, args.timeout)
+            print(f"[{gang}] deleted and gone in {gone:.1f}s", flush=True)
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
     bound = [b for _, b, _ in runs]
     p50 = statistics.median(bound)
     baseline = statistics.median(c for c, _, _ in runs)  # in-run: creating the members

@@ -27,16 +27,13 @@ import argparse
 import asyncio
 import contextlib
 import statistics
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import orjson
 
-from bench.sim_cluster import start_sim_up, stop_sim_up
+from bench.sim_cluster import running_cluster
 from core.kube.client import PODGROUPS, PODS, QUEUES, KubeClient
-from core.kube.flags import ClientOptions
 from core.kube.informer import Informer
 
 NAMESPACE = "default"
@@ -154,80 +151,67 @@ async def trigger(client: KubeClient, watch: InqueueWatch, name: str, timeout: f
 
 
 async def main(args: argparse.Namespace) -> None:
-    with tempfile.TemporaryDirectory(prefix="vulcan-bench-") as tmp:
-        state = Path(args.state_dir or tmp)
-        state.mkdir(parents=True, exist_ok=True)
-        started = time.monotonic()
-        process = await start_sim_up(
-            args.nodes, state, "--with-extender", start_timeout=args.start_timeout
-        )
-        print(f"cluster of {args.nodes} nodes up in {time.monotonic() - started:.1f}s", flush=True)
-        client = await KubeClient.connect(
-            ClientOptions(kubeconfig=str(state / "kubeconfig"), qps=0, burst=0)
-        )
-        try:
-            watch = InqueueWatch()
-            informer: Informer[_Group] = Informer(client, PODGROUPS, _Group, namespace=NAMESPACE)
-            informer.add_handlers(watch.on_add, watch.on_update, watch.on_delete)
-            watcher = asyncio.create_task(informer.run())
-            await informer.wait_synced()
+    async with running_cluster(
+        args.nodes, args.state_dir, args.start_timeout, "--with-extender"
+    ) as client:
+        watch = InqueueWatch()
+        informer: Informer[_Group] = Informer(client, PODGROUPS, _Group, namespace=NAMESPACE)
+        informer.add_handlers(watch.on_add, watch.on_update, watch.on_delete)
+        watcher = asyncio.create_task(informer.run())
+        await informer.wait_synced()
 
-            baseline = [
-                await trigger(client, watch, f"base-{i:03d}", args.timeout)
-                for i in range(args.baseline_samples)
-            ]
-            print(
-                f"without a backlog: p50 {statistics.median(baseline) * 1000:.1f} ms "
-                f"max {max(baseline) * 1000:.1f} ms",
-                flush=True,
-            )
+        baseline = [
+            await trigger(client, watch, f"base-{i:03d}", args.timeout)
+            for i in range(args.baseline_samples)
+        ]
+        print(
+            f"without a backlog: p50 {statistics.median(baseline) * 1000:.1f} ms "
+            f"max {max(baseline) * 1000:.1f} ms",
+            flush=True,
+        )
 
-            queues = [f"q-{i:03d}" for i in range(args.queues)]
-            await create_all(
-                client,
-                [(QUEUES.path(), queue_body(q, args.queue_cpu)) for q in queues],
-                args.concurrency,
-            )
-            calls: list[tuple[str, bytes]] = []
-            for index in range(args.queue_cpu * args.queues):  # the running gangs
-                queue = queues[index % len(queues)]
-                name = f"run-{index:05d}"
-                calls.append((PODGROUPS.path(NAMESPACE), group_body(name, queue)))
-                calls.append((PODS.path(NAMESPACE), pod_body(name, name)))
-            begin = time.monotonic()
-            await create_all(client, calls, args.concurrency)
-            running = args.queue_cpu * args.queues
-            while len([k for k in watch.admitted_at if k.startswith("run-")]) < running:
-                watch.changed.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(watch.changed.wait(), 5)
-                if time.monotonic() - begin > args.timeout * 10:
-                    raise RuntimeError("the running gangs were not all admitted")
-            print(f"{running} running gangs admitted in {time.monotonic() - begin:.1f}s")
-            calls = []
-            for index in range(args.pending):
-                queue = queues[index % len(queues)]
-                name = f"wait-{index:05d}"
-                calls.append((PODGROUPS.path(NAMESPACE), group_body(name, queue)))
-                calls.append((PODS.path(NAMESPACE), pod_body(name, name)))
-            begin = time.monotonic()
-            await create_all(client, calls, args.concurrency)
-            print(
-                f"{args.pending} pending PodGroups (+ pods) created in "
-                f"{time.monotonic() - begin:.1f}s",
-                flush=True,
-            )
-            await asyncio.sleep(args.settle)  # let the backlog's first passes and writes pass
-            samples = []
-            for i in range(args.samples):
-                samples.append(await trigger(client, watch, f"t-{i:03d}", args.timeout))
-            admitted_wait = [k for k in watch.admitted_at if k.startswith("wait-")]
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
-        finally:
-            await client.close()
-            await stop_sim_up(process)
+        queues = [f"q-{i:03d}" for i in range(args.queues)]
+        await create_all(
+            client,
+            [(QUEUES.path(), queue_body(q, args.queue_cpu)) for q in queues],
+            args.concurrency,
+        )
+        calls: list[tuple[str, bytes]] = []
+        for index in range(args.queue_cpu * args.queues):  # the running gangs
+            queue = queues[index % len(queues)]
+            name = f"run-{index:05d}"
+            calls.append((PODGROUPS.path(NAMESPACE), group_body(name, queue)))
+            calls.append((PODS.path(NAMESPACE), pod_body(name, name)))
+        begin = time.monotonic()
+        await create_all(client, calls, args.concurrency)
+        running = args.queue_cpu * args.queues
+        while len([k for k in watch.admitted_at if k.startswith("run-")]) < running:
+            watch.changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(watch.changed.wait(), 5)
+            if time.monotonic() - begin > args.timeout * 10:
+                raise RuntimeError("the running gangs were not all admitted")
+        print(f"{running} running gangs admitted in {time.monotonic() - begin:.1f}s")
+        calls = []
+        for index in range(args.pending):
+            queue = queues[index % len(queues)]
+            name = f"wait-{index:05d}"
+            calls.append((PODGROUPS.path(NAMESPACE), group_body(name, queue)))
+            calls.append((PODS.path(NAMESPACE), pod_body(name, name)))
+        begin = time.monotonic()
+        await create_all(client, calls, args.concurrency)
+        print(
+            f"{args.pending} pending PodGroups (+ pods) created in {time.monotonic() - begin:.1f}s",
+            flush=True,
+        )
+        await asyncio.sleep(args.settle)  # let the backlog's first passes and writes pass
+        samples = []
+        for i in range(args.samples):
+            samples.append(await trigger(client, watch, f"t-{i:03d}", args.timeout))
+        admitted_wait = [k for k in watch.admitted_at if k.startswith("wait-")]
+        watcher.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await watcher
     samples.sort()
     p50 = statistics.median(samples)
     p99 = samples[min(len(samples) - 1, round(0.99 * (len(samples) - 1)))]

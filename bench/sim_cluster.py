@@ -7,7 +7,13 @@ import asyncio
 import contextlib
 import signal
 import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator
 from pathlib import Path
+
+from core.kube.client import KubeClient
+from core.kube.flags import ClientOptions
 
 _DRAINS: set[asyncio.Task[None]] = set()  # keeps the children's output drained
 
@@ -65,3 +71,25 @@ async def stop_sim_up(process: asyncio.subprocess.Process) -> None:
     except TimeoutError:
         process.kill()
         await process.wait()
+
+
+@contextlib.asynccontextmanager
+async def running_cluster(
+    nodes: int, state_dir: str | None, start_timeout: float, *extra: str
+) -> AsyncIterator[KubeClient]:
+    """`vulcan sim up` (in `state_dir`, else a temporary directory) with a client on it for the
+    benchmark; says how long the start took; stops everything on the way out."""
+    with tempfile.TemporaryDirectory(prefix="vulcan-bench-") as tmp:
+        state = Path(state_dir or tmp)
+        state.mkdir(parents=True, exist_ok=True)
+        started = time.monotonic()
+        process = await start_sim_up(nodes, state, *extra, start_timeout=start_timeout)
+        print(f"cluster of {nodes} nodes up in {time.monotonic() - started:.1f}s", flush=True)
+        client = await KubeClient.connect(
+            ClientOptions(kubeconfig=str(state / "kubeconfig"), qps=0, burst=0)
+        )
+        try:
+            yield client
+        finally:
+            await client.close()
+            await stop_sim_up(process)
