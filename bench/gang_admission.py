@@ -288,7 +288,8 @@ async def main(args: argparse.Namespace) -> None:
     runs: list[tuple[float, float, float]] = []
     async with running_cluster(
         args.nodes, args.state_dir, args.start_timeout, "--with-extender"
-    ) as client:
+    ) as cluster:
+        client = cluster.client
         watch = GangWatch()
         informer: Informer[_Member] = Informer(
             client, PODS, _Member, namespace=NAMESPACE, label_selector=GANG_LABEL

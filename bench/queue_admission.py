@@ -32,7 +32,7 @@ from typing import Any
 
 import orjson
 
-from bench.sim_cluster import running_cluster
+from bench.sim_cluster import describe_totals, running_cluster
 from core.kube.client import PODGROUPS, PODS, QUEUES, KubeClient
 from core.kube.informer import Informer
 
@@ -153,7 +153,8 @@ async def trigger(client: KubeClient, watch: InqueueWatch, name: str, timeout: f
 async def main(args: argparse.Namespace) -> None:
     async with running_cluster(
         args.nodes, args.state_dir, args.start_timeout, "--with-extender"
-    ) as client:
+    ) as cluster:
+        client = cluster.client
         watch = InqueueWatch()
         informer: Informer[_Group] = Informer(client, PODGROUPS, _Group, namespace=NAMESPACE)
         informer.add_handlers(watch.on_add, watch.on_update, watch.on_delete)
@@ -205,13 +206,18 @@ async def main(args: argparse.Namespace) -> None:
             flush=True,
         )
         await asyncio.sleep(args.settle)  # let the backlog's first passes and writes pass
+        before = await cluster.extender_totals()
         samples = []
         for i in range(args.samples):
             samples.append(await trigger(client, watch, f"t-{i:03d}", args.timeout))
+        spent = describe_totals(before, await cluster.extender_totals())
+        print(f"extender during the triggers: {spent}")
         admitted_wait = [k for k in watch.admitted_at if k.startswith("wait-")]
         watcher.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await watcher
+    if args.show_samples:
+        print("triggers (ms, in order): " + " ".join(f"{s * 1000:.0f}" for s in samples))
     samples.sort()
     p50 = statistics.median(samples)
     p99 = samples[min(len(samples) - 1, round(0.99 * (len(samples) - 1)))]
@@ -241,6 +247,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--start-timeout", type=float, default=300.0)
     parser.add_argument("--state-dir", default=None)
+    parser.add_argument(
+        "--show-samples", action="store_true", help="print every trigger's latency, in order"
+    )
     return parser.parse_args(argv)
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from core.api import keys
+from core.gc_pauses import freeze_on_growth
 from core.kube.client import NAMESPACES, NODES, PODGROUPS, PODS, QUEUES, KubeClient
 from core.kube.informer import Informer
 from core.records import NamespaceRecord, NodeRecord, PodGroupRecord, PodRecord, QueueRecord
@@ -484,10 +485,17 @@ class ClusterCache:
             for i in self.informers
         ]
         self._tasks.append(asyncio.create_task(self._mark_synced(), name="cache-synced"))
+        self._tasks.append(
+            asyncio.create_task(freeze_on_growth(self.object_count), name="cache-gc-freeze")
+        )
+
+    def object_count(self) -> int:
+        return len(self.nodes) + len(self.pods) + len(self.podgroups) + len(self.queues)
 
     async def _mark_synced(self) -> None:
         await asyncio.gather(*(i.synced.wait() for i in self.informers))
-        # Everything loaded so far lives long: keep the cyclic GC from walking it again.
+        # Everything loaded so far lives long: keep the cyclic GC from walking it again
+        # (and, as the cache grows, `freeze_on_growth` does the same for what comes later).
         gc.collect()
         gc.freeze()
         self.synced.set()

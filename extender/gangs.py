@@ -27,7 +27,8 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Callable, Iterator, Mapping
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -95,12 +96,14 @@ class GangScheduler:
         status_interval: float = 0.5,
         queue_policy: QueuePolicy | None = None,
         coalesce: float = 0.01,
+        observe_pass: Callable[[float], None] | None = None,
     ) -> None:
         self.cache = cache
         self.ledger = ledger
         self.client = client
         self.period = period
         self.coalesce = coalesce
+        self.observe_pass = observe_pass
         self.overcommit_factor = overcommit_factor
         self.barrier = BindBarrier(
             commit, default_timeout=gang_timeout, backoff=backoff, on_event=self._barrier_event
@@ -165,10 +168,13 @@ class GangScheduler:
             if self.barrier.holding():
                 await asyncio.sleep(self.coalesce)
             self._wake.clear()
+            started = time.perf_counter()
             try:
                 self.schedule_pass()
             except Exception:  # never let a bug stop admission; it is retried next pass
                 log.exception("gang scheduling pass failed")
+            if self.observe_pass is not None:
+                self.observe_pass(time.perf_counter() - started)
 
     # ------------------------------------------------------------------ enqueue
 
@@ -294,10 +300,7 @@ class GangScheduler:
                 continue
             yield (
                 queue,
-                _LazyOrder(
-                    [podgroups[k] for k in members if k in podgroups],
-                    lambda g: self._order_key(snapshot, g, total),
-                ),
+                _LazyOrder(members, podgroups, lambda g: self._order_key(snapshot, g, total)),
             )
 
     def _order_key(
@@ -983,16 +986,24 @@ class _LazyOrder(list):  # type: ignore[type-arg]
     """A queue's groups, sorted into job order the first time they are iterated (a pass that
     skips the queue never pays for the sort)."""
 
-    def __init__(self, groups: list[PodGroupRecord], key: Callable[[PodGroupRecord], Any]) -> None:
+    def __init__(
+        self,
+        members: Iterable[str],
+        podgroups: Mapping[str, PodGroupRecord],
+        key: Callable[[PodGroupRecord], Any],
+    ) -> None:
         super().__init__()
-        self._groups = groups
+        self._members: Iterable[str] | None = members
+        self._podgroups = podgroups
         self._key = key
 
     def __iter__(self) -> Iterator[PodGroupRecord]:
-        if self._groups is not None:
-            ranked = sorted(((self._key(g), g) for g in self._groups), key=_first)
+        if self._members is not None:
+            podgroups = self._podgroups
+            groups = [podgroups[k] for k in self._members if k in podgroups]
+            ranked = sorted(((self._key(g), g) for g in groups), key=_first)
             self.extend(g for _, g in ranked)
-            self._groups = None
+            self._members = None
         return super().__iter__()
 
 

@@ -50,6 +50,7 @@ class Extender:
             backoff=args.gang_backoff,
             overcommit_factor=args.overcommit_factor,
             queue_policy=QueuePolicy(config),
+            observe_pass=metrics.schedule_pass_duration.observe,
         )
         metrics.registry.register(QueueCollector(lambda: gangs.queue_pass))
         warning = check_timeouts(args.gang_timeout, args.scheduler_bind_timeout)
@@ -70,6 +71,7 @@ async def run(args: argparse.Namespace) -> None:
         loop.add_signal_handler(sig, stop.set)
     # All pods, finished ones too (as Volcano's cache): PodGroup status counts Succeeded and
     # Failed members; finished pods hold no node capacity (PodRecord.occupies_node).
+    extender.server.metrics.gc_pauses.install()
     extender.cache.start(extender.client)
     extender.gangs.start()
     runner, port = await serve(extender.server, args.bind_address, args.port)
@@ -84,3 +86,4 @@ async def run(args: argparse.Namespace) -> None:
         await extender.gangs.stop()
         await extender.cache.stop()
         await extender.client.close()
+        extender.server.metrics.gc_pauses.uninstall()

@@ -10,6 +10,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from core.gc_pauses import GcPauseTimer
+
 # Filter and prioritize are sub-millisecond to a few ms; binds may be held for a gang.
 _LATENCY_BUCKETS = (
     0.0001,
@@ -89,6 +91,14 @@ class ExtenderMetrics:
         self.binds_in_flight = Gauge(
             "vulcan_extender_binds_in_flight", "Bind calls being worked on.", registry=self.registry
         )
+        self.schedule_pass_duration = Histogram(
+            "vulcan_schedule_pass_duration_seconds",
+            "Time of one pass of the gang/queue scheduling loop (admission, reclaim, statuses).",
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        # Installed by the process (gc callbacks are process-wide), not by every server.
+        self.gc_pauses = GcPauseTimer(self.registry)
 
     def watch_cache(
         self, counts: Callable[[], dict[str, int]], last_events: Callable[[], dict[str, float]]

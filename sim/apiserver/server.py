@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import gc
 import logging
 import os
 from collections.abc import AsyncIterator, Callable
@@ -22,6 +21,7 @@ import orjson
 import yaml
 from aiohttp import web
 
+from core.gc_pauses import freeze_on_growth
 from core.serving import start_app
 from sim.apiserver import discovery, errors
 from sim.apiserver.admission import WebhookAdmission
@@ -743,25 +743,19 @@ class EmbeddedApiServer:
         )
         self.url = f"http://{self.host}:{self.port}"
         self.api.server_address = f"{self.host}:{self.port}"
-        self._freeze_task = asyncio.create_task(self._freeze_long_lived(), name="apiserver-freeze")
+        # A full GC over 100k stored pods otherwise pauses the event loop for ~250 ms.
+        self._freeze_task = asyncio.create_task(
+            freeze_on_growth(self._stored_count, growth=_FREEZE_AFTER_GROWTH),
+            name="apiserver-freeze",
+        )
         self._gc_task = asyncio.create_task(self.store.run_garbage_collector(), name="apiserver-gc")
         if self.kubeconfig_out:
             write_kubeconfig(self.kubeconfig_out, self.url)
         log.info("embedded API server serving", extra={"url": self.url})
         return self
 
-    async def _freeze_long_lived(self) -> None:
-        """Keep Python's cyclic GC off the stored objects: after the store has grown, move
-        everything alive into the permanent generation (gc.freeze). A full collection over 100k
-        stored pods otherwise pauses the event loop for ~250 ms (measured in bench/)."""
-        frozen_at = 0
-        while True:
-            await asyncio.sleep(1.0)
-            size = sum(len(c.objects) for c in self.store.collections.values())
-            if size - frozen_at >= _FREEZE_AFTER_GROWTH:
-                gc.collect(1)  # young garbage first, so it is not pinned
-                gc.freeze()
-                frozen_at = size
+    def _stored_count(self) -> int:
+        return sum(len(c.objects) for c in self.store.collections.values())
 
     async def restart(self, while_down: Callable[[Store], None] | None = None) -> None:
         """Stop serving and serve the same objects again on the same port, as a kube-apiserver
