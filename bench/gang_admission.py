@@ -39,7 +39,7 @@ from typing import Any
 
 import orjson
 
-from bench.sim_cluster import running_cluster
+from bench.sim_cluster import describe_totals, running_cluster
 from core.kube.client import PODGROUPS, PODS, ApiError, KubeClient
 from core.kube.informer import Informer
 
@@ -299,6 +299,7 @@ async def main(args: argparse.Namespace) -> None:
         await informer.wait_synced()
         for repeat in range(args.repeats):
             gang = f"gang-{repeat}"
+            before = await cluster.extender_totals()
             created, bound_after, partial = await run_gang(
                 client, watch, gang, args.gang, args.concurrency, args.timeout, args.gated
             )
@@ -310,6 +311,8 @@ async def main(args: argparse.Namespace) -> None:
                 f"last create; partially bound for {partial:.2f}s",
                 flush=True,
             )
+            spent = describe_totals(before, await cluster.extender_totals())
+            print(f"[{gang}] extender, create to bound: {spent}", flush=True)
             gone = await delete_gang(client, watch, gang, args.timeout)
             print(f"[{gang}] deleted and gone in {gone:.1f}s", flush=True)
         watcher.cancel()

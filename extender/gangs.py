@@ -131,7 +131,9 @@ class GangScheduler:
         self.status_writer = StatusWriter(client, interval=status_interval) if client else None
         self.recorder = EventRecorder(client, "vulcan", "vulcan-extender") if client else None
         self._tasks: list[asyncio.Task[Any]] = []
-        cache.node_listeners.append(lambda _name: self._wake.set())
+        # Every change the cache hears of (a node, a pod, a group) wakes the loop. Changes to
+        # the ledger do not: they are the loop's own (admission), or a member's slot moving
+        # within its admitted gang (filter), which no decision reads.
         cache.change_listeners.append(self._wake.set)
 
     # ------------------------------------------------------------------ lifecycle
@@ -798,7 +800,8 @@ class GangScheduler:
 
     def _barrier_event(self, group_key: str, reason: str, message: str) -> None:
         group = self.cache.podgroups.get(group_key)
-        self._touch(group_key)
+        if reason != "Held":  # a hold changes nothing a decision or the status reads
+            self._touch(group_key)
         if reason in ("TimedOut", "Released"):
             # The hold is gone: so is the placement. Plan again (after the backoff).
             self._forget_group(group_key, message)
@@ -854,8 +857,9 @@ class GangScheduler:
         request = record.requests if record is not None else _ZERO
         for name in candidates:
             if self._fits(pod.key, name, request):
+                # The group's held sum is a decision input: a new slot (a member beyond
+                # minMember) changes it and so re-decides the group; a moved slot does not.
                 self.ledger.reserve(Reservation(pod.key, name, request, key))
-                self._touch(key)
                 others = f"gang {key}: member reserved on node {name}"
                 return [name], {}, {n: others for n in candidates if n != name}
         reason = f"gang {key}: no candidate node has room for this member"
