@@ -40,6 +40,7 @@ class SchedNode:
         "nonzero_requested",
         "nz_cpu",
         "nz_memory",
+        "open",
         "pod_keys",
         "raw",
         "requested",
@@ -69,6 +70,8 @@ class SchedNode:
         self.labels: Mapping[str, str] = meta.get("labels") or _NO_LABELS
         self.taints: list[dict[str, Any]] = list(spec.get("taints") or ())
         self.unschedulable = bool(spec.get("unschedulable"))
+        # Neither NodeUnschedulable nor TaintToleration can fail on this node, for any pod.
+        self.open = not self.unschedulable and not self.taints
         try:
             self.allocatable = ResourceVector.from_resource_list(
                 status.get("allocatable") or status.get("capacity") or {}
@@ -118,6 +121,7 @@ class SchedPod:
         "nz_cpu",
         "nz_memory",
         "phase",
+        "placeable_anywhere",
         "preemption_policy",
         "priority",
         "raw",
@@ -162,6 +166,8 @@ class SchedPod:
             list(affinity.get("nodeSelectorTerms") or ()) if affinity is not None else None
         )
         self.tolerations: list[dict[str, Any]] = list(spec.get("tolerations") or ())
+        # NodeAffinity cannot fail for this pod: on an `open` node only NodeResourcesFit can.
+        self.placeable_anywhere = not self.node_selector and self.node_affinity is None
         self.limits_names = frozenset(_resource_names(spec))
         # What an update must change to count as one for scheduling (kube-scheduler ignores
         # updates of status, resourceVersion and managedFields, e.g. its own condition writes).
@@ -260,6 +266,18 @@ def insufficient(
         if used.get(name, 0) + amount > alloc.get(name, 0) and name not in ignored:
             reasons.append(f"Insufficient {name}")
     return reasons
+
+
+def fits(pod: SchedPod, node: SchedNode, ignored: frozenset[str] = frozenset()) -> bool:
+    """NodeResourcesFit alone, without building reasons: the common case of the filter loop
+    (`insufficient` says why when this is False)."""
+    alloc, used = node.alloc, node.used
+    if used.get(PODS, 0) + 1 > alloc.get(PODS, 0):
+        return False
+    for name, amount in pod.fit_items:
+        if used.get(name, 0) + amount > alloc.get(name, 0) and name not in ignored:
+            return False
+    return True
 
 
 def run_filters(

@@ -36,6 +36,7 @@ from sim.scheduler.framework import (
     SchedNode,
     SchedPod,
     fit_error_message,
+    fits,
     least_allocated,
     num_feasible_nodes_to_find,
     run_filters,
@@ -313,9 +314,17 @@ class Scheduler:
         order = self.node_order
         nodes = self.nodes
         processed = 0
+        anywhere = pod.placeable_anywhere
         for i in range(total):
             node = nodes[order[(start + i) % total]]
             processed += 1
+            if anywhere and node.open and fits(pod, node, ignored):
+                # Only NodeResourcesFit could have failed here, and it did not: the in-tree
+                # filters pass without running each one (the reasons are only for failures).
+                feasible.append(node)
+                if len(feasible) >= to_find:
+                    break
+                continue
             failure = run_filters(pod, node, ignored)
             if failure is None:
                 feasible.append(node)

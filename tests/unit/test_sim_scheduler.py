@@ -14,6 +14,7 @@ from sim.scheduler.framework import (
     SchedNode,
     SchedPod,
     fit_error_message,
+    fits,
     least_allocated,
     num_feasible_nodes_to_find,
     run_filters,
@@ -183,6 +184,45 @@ def test_extended_resource_missing_on_node_is_insufficient_unless_ignored() -> N
     assert run_filters(gpu_pod, node()) == (UNSCHEDULABLE, ["Insufficient nvidia.com/gpu"])
     assert run_filters(gpu_pod, node(**{"nvidia.com/gpu": "1"})) is None
     assert run_filters(gpu_pod, node(), frozenset({"nvidia.com/gpu"})) is None
+
+
+def test_fast_path_agrees_with_the_filters() -> None:
+    """The filter loop's shortcut (`open` node, `placeable_anywhere` pod, `fits`) passes a
+    node exactly when every in-tree filter does."""
+    taint = {"key": "a", "value": "b", "effect": "NoSchedule"}
+    nodes = [
+        node(cpu="2", pods="2"),
+        node(cpu="1"),
+        node(taints=[taint]),
+        node(unschedulable=True),
+        node(labels={"zone": "a"}),
+        node(**{"nvidia.com/gpu": "1"}),
+    ]
+    nodes[0].add(pod("a", cpu="1", node_name="n1"))
+    nodes[0].add(pod("b", cpu="500m", node_name="n1"))  # pod slots full
+    assert [n.open for n in nodes] == [True, True, False, False, True, True]
+    pods = [
+        pod(cpu="1"),
+        pod(cpu="2"),
+        pod(nodeSelector={"zone": "a"}),
+        pod(tolerations=[{"key": "a", "operator": "Exists"}]),
+        SchedPod(
+            {
+                "metadata": {"name": "g", "namespace": "default"},
+                "spec": {
+                    "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]
+                },
+            }
+        ),
+    ]
+    assert [p.placeable_anywhere for p in pods] == [True, True, False, True, True]
+    for p in pods:
+        for n in nodes:
+            shortcut = p.placeable_anywhere and n.open and fits(p, n)
+            if shortcut:
+                assert run_filters(p, n) is None
+            if p.placeable_anywhere and n.open:
+                assert shortcut == (run_filters(p, n) is None)
 
 
 def test_taints_and_tolerations() -> None:
