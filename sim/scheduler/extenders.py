@@ -108,10 +108,10 @@ class HTTPExtender:
             raise ExtenderError("extender filter answer is not a JSON object")
         if result.get("error"):
             raise ExtenderError(str(result["error"]))
-        by_name = {n.name: n for n in nodes}
         passing: list[SchedNode] = []
         names = result.get("nodenames")
         if self.config.node_cache_capable and names is not None:
+            by_name = _index(nodes, names)
             for name in names:
                 node = by_name.get(name)
                 if node is None:
@@ -121,6 +121,7 @@ class HTTPExtender:
                     )
                 passing.append(node)
         elif result.get("nodes") is not None:
+            by_name = {n.name: n for n in nodes}
             for item in _fold(result["nodes"]).get("items") or ():
                 name = ((item or {}).get("metadata") or {}).get("name")
                 node = by_name.get(name)
@@ -197,9 +198,22 @@ class HTTPExtender:
             raise ExtenderError(str(result["error"]))
 
 
+def _index(nodes: Sequence[SchedNode], names: Sequence[Any]) -> dict[str, SchedNode]:
+    """The input nodes by name, or only those named when they are few (an extender that
+    steers a pod keeps one node of hundreds: no need to index all of them)."""
+    if len(names) > 4:
+        return {n.name: n for n in nodes}
+    wanted = set(names)
+    return {n.name: n for n in nodes if n.name in wanted}
+
+
 def _reasons(value: Any) -> dict[str, str]:
+    """A failure map as sent. Go decodes it into map[string]string: keys are strings in any
+    JSON object; a value that is not a string fails the whole answer there, and here."""
     if not value:
         return {}
     if not isinstance(value, dict):
         raise ExtenderError("extender failure map is not an object")
-    return {str(k): str(v) for k, v in value.items()}
+    if not all(type(v) is str for v in value.values()):
+        raise ExtenderError("extender failure map has a reason that is not a string")
+    return value

@@ -345,7 +345,7 @@ class Scheduler:
     async def _extender_filter(
         self, pod: SchedPod, nodes: list[SchedNode]
     ) -> tuple[list[SchedNode], Statuses]:
-        statuses: Statuses = {}
+        answers: list[tuple[dict[str, str], dict[str, str]]] = []
         for extender in self.extenders:
             if not nodes:
                 break
@@ -358,12 +358,19 @@ class Scheduler:
                     log.info("skipping ignorable extender", extra={"error": str(exc)})
                     continue
                 raise SchedulingError(str(exc)) from exc
+            answers.append((failed, unresolvable))
+            nodes = passing
+        statuses: Statuses = {}
+        if nodes:
+            # Statuses only ever serve a FitError; with a node left there is none, so the
+            # (often hundreds of) reasons are not turned into statuses for nothing.
+            return nodes, statuses
+        for failed, unresolvable in answers:
             for name, reason in unresolvable.items():
                 statuses[name] = (UNRESOLVABLE, [reason])
             for name, reason in failed.items():
                 if name not in unresolvable:
                     statuses[name] = (UNSCHEDULABLE, [reason])
-            nodes = passing
         return nodes, statuses
 
     async def _prioritize(self, pod: SchedPod, nodes: list[SchedNode]) -> SchedNode:
