@@ -127,6 +127,7 @@ class GangScheduler:
         self._touched: set[str] = set()
         self._pass_allocated: set[str] = set()
         self._queue_statuses: dict[str, dict[str, Any]] = {}
+        self._bound_counts: dict[str, tuple[Any, int, dict[str, int]]] = {}
         self._wake = asyncio.Event()
         self.status_writer = StatusWriter(client, interval=status_interval) if client else None
         self.recorder = EventRecorder(client, "vulcan", "vulcan-extender") if client else None
@@ -200,6 +201,7 @@ class GangScheduler:
                 self._generations.pop(key, None)
                 self._verdicts.pop(key, None)
                 self._order_keys.pop(key, None)
+                self._bound_counts.pop(key, None)
                 self.reasons.pop(key, None)
         self._touched.clear()  # what _forget_group just noted is in `touched` already
         reserved_by_group = self.ledger.by_group()
@@ -913,20 +915,7 @@ class GangScheduler:
         if group is None:
             raise BindError(f"podgroup {record.group} not found")
         self._same_generation(group)
-        members = self.cache.pods_by_group.get(record.group, ())
-        bound = 0
-        per_task: dict[str, int] = {}
-        for key in members:
-            member = self.cache.pods.get(key)
-            if (
-                member is not None
-                and member.node is not None
-                and not member.deleting
-                and member.phase != "Failed"
-            ):
-                bound += 1
-                if member.task:
-                    per_task[member.task] = per_task.get(member.task, 0) + 1
+        bound, per_task = self._bound_members(group.key)
         requirement = GangRequirement(
             key=group.key,
             min_member=group.min_member,
@@ -938,6 +927,30 @@ class GangScheduler:
         await self.barrier.hold(requirement, args, record.task)
         self.poke()
         return True
+
+    def _bound_members(self, key: str) -> tuple[int, dict[str, int]]:
+        """How many of the group's members are bound (and per task role), counted once per
+        group version: the 1,000 binds of a 1,000-member gang arrive while nothing about its
+        members changes, and counting for each of them was quadratic."""
+        version = self.cache.group_versions.get(key)
+        cached = self._bound_counts.get(key)
+        if cached is not None and version is not None and cached[0] == version:
+            return cached[1], dict(cached[2])
+        bound = 0
+        per_task: dict[str, int] = {}
+        for pod_key in self.cache.pods_by_group.get(key, ()):
+            member = self.cache.pods.get(pod_key)
+            if (
+                member is not None
+                and member.node is not None
+                and not member.deleting
+                and member.phase != "Failed"
+            ):
+                bound += 1
+                if member.task:
+                    per_task[member.task] = per_task.get(member.task, 0) + 1
+        self._bound_counts[key] = (version, bound, per_task)
+        return bound, dict(per_task)
 
     # ------------------------------------------------------------------ preempt
 
