@@ -43,6 +43,7 @@ from core.resources import ResourceVector, format_shortfall
 from extender.barrier import BindBarrier, GangRequirement
 from extender.binder import BindError
 from extender.ledger import GangLedger, Reservation
+from extender.metrics import GangMetrics
 from extender.protocol import BindingArgs, PodInfo
 from extender.queues import QueuePass, QueuePolicy, members_request, queue_status
 from plugins import gang as gangs
@@ -97,6 +98,7 @@ class GangScheduler:
         queue_policy: QueuePolicy | None = None,
         coalesce: float = 0.01,
         observe_pass: Callable[[float], None] | None = None,
+        gang_metrics: GangMetrics | None = None,
     ) -> None:
         self.cache = cache
         self.ledger = ledger
@@ -104,6 +106,10 @@ class GangScheduler:
         self.period = period
         self.coalesce = coalesce
         self.observe_pass = observe_pass
+        self.gang_metrics = gang_metrics
+        # group -> when the loop first saw minMember of its members exist, until it sees
+        # minMember bound (vulcan_gang_admission_duration_seconds).
+        self._quorum_seen: dict[str, float] = {}
         self.overcommit_factor = overcommit_factor
         self.barrier = BindBarrier(
             commit, default_timeout=gang_timeout, backoff=backoff, on_event=self._barrier_event
@@ -202,6 +208,7 @@ class GangScheduler:
                 self._verdicts.pop(key, None)
                 self._order_keys.pop(key, None)
                 self._bound_counts.pop(key, None)
+                self._quorum_seen.pop(key, None)
                 self.reasons.pop(key, None)
         self._touched.clear()  # what _forget_group just noted is in `touched` already
         reserved_by_group = self.ledger.by_group()
@@ -271,11 +278,31 @@ class GangScheduler:
                 view = gangs.gang_view(snapshot, key, allocated=self._pass_allocated)
                 assert view is not None
         self._write_status(group, view, admitted_now or key in self.admitted, reason)
+        self._observe_latencies(group, view, admitted_now)
         if self._volatile or self.cache.group_versions.get(key) is None:
             return False
         held = reserved_by_group.get(key) if not admitted_now else self.ledger.held_by(key)
         self._verdicts[key] = self._decision_inputs(key, queue_pass, held)
         return True
+
+    def _observe_latencies(
+        self, group: PodGroupRecord, view: gangs.GangView, admitted_now: bool
+    ) -> None:
+        metrics = self.gang_metrics
+        if metrics is None:
+            return
+        key = group.key
+        if admitted_now and group.created:
+            with contextlib.suppress(ValueError):
+                waited = time.time() - _epoch_seconds(group.created)
+                metrics.wait_duration.labels(group.queue).observe(max(0.0, waited))
+        if view.scheduled >= view.min_member:
+            seen = self._quorum_seen.pop(key, None)
+            if seen is not None:
+                took = time.monotonic() - seen
+                metrics.admission_duration.labels(group.queue).observe(took)
+        elif view.created >= view.min_member and key not in self._quorum_seen:
+            self._quorum_seen[key] = time.monotonic()
 
     def _decision_inputs(
         self, key: str, queue_pass: QueuePass, held: ResourceVector | None
@@ -993,6 +1020,11 @@ def _unit(group: str | None, queue: str, created: str, pods: list[PodRecord]) ->
         breaks_gang=group is not None,
         creation=created,
     )
+
+
+def _epoch_seconds(stamp: str) -> float:
+    """An RFC 3339 timestamp (`2026-11-22T01:02:03Z`) as seconds since the epoch."""
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
 
 
 def _first(pair: tuple[Any, Any]) -> Any:

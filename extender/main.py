@@ -51,6 +51,7 @@ class Extender:
             overcommit_factor=args.overcommit_factor,
             queue_policy=QueuePolicy(config),
             observe_pass=metrics.schedule_pass_duration.observe,
+            gang_metrics=metrics.gangs,
         )
         metrics.registry.register(QueueCollector(lambda: gangs.queue_pass))
         warning = check_timeouts(args.gang_timeout, args.scheduler_bind_timeout)

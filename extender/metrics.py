@@ -63,6 +63,32 @@ class _CacheCollector(Collector):
         yield lag
 
 
+# Gang latencies: from a fraction of a second (small gangs) to minutes (waiting for room).
+_GANG_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+
+
+class GangMetrics:
+    """The two gang latencies a user asks about: how long a gang waited to be admitted, and
+    how long, once all its members existed, until they were bound together."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.admission_duration = Histogram(
+            "vulcan_gang_admission_duration_seconds",
+            "From a gang's minMember-th member created to its minMember-th member bound "
+            "(as the extender saw them).",
+            ["queue"],
+            buckets=_GANG_BUCKETS,
+            registry=registry,
+        )
+        self.wait_duration = Histogram(
+            "vulcan_gang_wait_duration_seconds",
+            "From a PodGroup's creation to its admission (Pending -> Inqueue).",
+            ["queue"],
+            buckets=_GANG_BUCKETS,
+            registry=registry,
+        )
+
+
 class ExtenderMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
@@ -97,6 +123,7 @@ class ExtenderMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.gangs = GangMetrics(self.registry)
         # Installed by the process (gc callbacks are process-wide), not by every server.
         self.gc_pauses = GcPauseTimer(self.registry)
 

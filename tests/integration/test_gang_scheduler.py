@@ -7,11 +7,14 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from prometheus_client import CollectorRegistry
+
 from core.cache import ClusterCache
 from core.kube.client import NODES, PODGROUPS, PODS, KubeClient
 from extender.binder import Binder, BindError
 from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
+from extender.metrics import GangMetrics
 from extender.protocol import BindingArgs, PodInfo
 from tests.helpers import add_ready_node, until
 
@@ -379,6 +382,79 @@ async def test_min_resources_beyond_the_overcommitted_cluster_are_not_admitted(
         reason = gangs.reasons["default/too-big"]
         assert reason.startswith("gang default/too-big: waiting for admission: ")
         assert "nvidia.com/gpu" in reason
+    finally:
+        await gangs.stop()
+        await cache.stop()
+
+
+async def test_gang_latencies_are_observed_once_per_gang(client: KubeClient) -> None:
+    """vulcan_gang_wait_duration_seconds at admission; vulcan_gang_admission_duration_seconds
+    from minMember members existing to minMember bound, once."""
+    registry = CollectorRegistry()
+    for name in ("gpu-0", "gpu-1"):
+        await add_gpu_node(client, name)
+    await client.create(
+        PODGROUPS, {"metadata": {"name": "pair", "namespace": "default"}, "spec": {"minMember": 2}}
+    )
+    first = await client.create(PODS, worker("pair", 0))
+    cache = ClusterCache()
+    cache.start(client)
+    await cache.wait_synced(10)
+    gangs = GangScheduler(
+        cache,
+        GangLedger(cache.bump_node),
+        client,
+        Binder(client).bind,
+        gang_timeout=5,
+        gang_metrics=GangMetrics(registry),
+    )
+    gangs.start(enqueue=False)
+
+    def observed(metric: str) -> float:
+        value = registry.get_sample_value(f"{metric}_count", {"queue": "default"})
+        return value or 0.0
+
+    try:
+        await until(lambda: "default/pair-worker-0" in cache.pods)
+        gangs.schedule_pass()  # one member of two: neither waited nor admitted yet
+        assert observed("vulcan_gang_wait_duration_seconds") == 0
+        second = await client.create(PODS, worker("pair", 1))
+        await until(lambda: "default/pair-worker-1" in cache.pods)
+        gangs.schedule_pass()
+        assert gangs.admitted == {"default/pair"}
+        assert observed("vulcan_gang_wait_duration_seconds") == 1
+        assert observed("vulcan_gang_admission_duration_seconds") == 0  # nothing bound yet
+        binds = []
+        for pod in (first, second):
+            name = pod["metadata"]["name"]
+            node = gangs.ledger.reservation_of(f"default/{name}").node
+            args = BindingArgs(name, "default", pod["metadata"]["uid"], node)
+            binds.append(asyncio.create_task(gangs.bind(args)))
+        assert all(await asyncio.gather(*binds))
+        await until(lambda: all(cache.pods[f"default/pair-worker-{i}"].node for i in range(2)))
+        gangs.schedule_pass()
+        assert observed("vulcan_gang_admission_duration_seconds") == 1
+        took = registry.get_sample_value(
+            "vulcan_gang_admission_duration_seconds_sum", {"queue": "default"}
+        )
+        assert took is not None and 0 < took < 60
+        # The members start running: the gang is decided again, and observes nothing more.
+        for i in range(2):
+            await client.patch(
+                PODS,
+                f"pair-worker-{i}",
+                {"status": {"phase": "Running"}},
+                "default",
+                subresource="status",
+            )
+        await until(
+            lambda: all(cache.pods[f"default/pair-worker-{i}"].phase == "Running" for i in range(2))
+        )
+        version = cache.group_versions["default/pair"]
+        gangs.schedule_pass()
+        assert gangs._verdicts["default/pair"][0] == version  # re-decided at this version
+        assert observed("vulcan_gang_admission_duration_seconds") == 1
+        assert observed("vulcan_gang_wait_duration_seconds") == 1
     finally:
         await gangs.stop()
         await cache.stop()
