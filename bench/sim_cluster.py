@@ -107,6 +107,7 @@ class SimCluster:
                 "vulcan_schedule_pass_duration_seconds_",
                 "vulcan_gc_pause_seconds_",
                 "vulcan_extender_request_duration_seconds_",
+                "vulcan_gang_admission_duration_seconds_",
             )
         )
         for line in lines:
@@ -137,6 +138,12 @@ def describe_totals(before: dict[str, float], after: dict[str, float]) -> str:
         if count:
             mean = delta(f"{requests}_sum{label}") / count * 1000
             parts.append(f"{count:.0f} {verb} calls, {mean:.2f} ms each")
+    gangs = "vulcan_gang_admission_duration_seconds"
+    label = '{queue="default"}'
+    count = delta(f"{gangs}_count{label}")
+    if count:
+        mean = delta(f"{gangs}_sum{label}") / count
+        parts.append(f"gang admission as the extender saw it {mean:.2f} s")
     return "; ".join(parts)
 
 
