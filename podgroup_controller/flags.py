@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from core.durations import parse_duration
-from core.kube.flags import add_client_flags
+from core.kube.flags import add_client_flags, add_leader_election_flags, parse_bool
 from podgroup_controller.selection import DEFAULT_SELECTION, SelectionError, parse_selection
 
 LEASE_NAME = "vulcan-controllers"
@@ -26,15 +25,6 @@ def _selection(text: str) -> str:
     except SelectionError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
     return text
-
-
-def _bool(text: str) -> bool:
-    value = text.strip().lower()
-    if value in ("true", "1", "yes", "t"):
-        return True
-    if value in ("false", "0", "no", "f"):
-        return False
-    raise argparse.ArgumentTypeError(f"invalid boolean {text!r}")
 
 
 def _positive(text: str) -> int:
@@ -84,7 +74,7 @@ def add_controllers_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--inherit-owner-annotations",
-        type=_bool,
+        type=parse_bool,
         nargs="?",
         const=True,
         default=True,
@@ -111,41 +101,4 @@ def add_controllers_flags(parser: argparse.ArgumentParser) -> None:
         "Warning event (-1: no limit; default 15)",
     )
     parser.add_argument("--log-format", choices=("text", "json"), default="text")
-    add_leader_flags(parser)
-
-
-def add_leader_flags(parser: argparse.ArgumentParser) -> None:
-    """The `--leader-elect*` flags exactly as `core.kube.leader.add_leader_election_flags`
-    defines them (same names, defaults and types; a unit test keeps them equal), written out
-    here because importing that module loads the API client (~0.7 s) and every `vulcan`
-    command, `vulcan --help` included, builds this parser."""
-    group = parser.add_argument_group("leader election")
-    group.add_argument(
-        "--leader-elect",
-        type=_bool,
-        nargs="?",
-        const=True,
-        default=True,
-        help="run leader election so only one replica acts (default true)",
-    )
-    for flag, default, what in (
-        ("lease-duration", 15.0, "how long followers wait after the last renewal"),
-        ("renew-deadline", 10.0, "how long the leader retries a renewal before stepping down"),
-        ("retry-period", 2.0, "the pause between acquire/renew attempts"),
-    ):
-        group.add_argument(
-            f"--leader-elect-{flag}",
-            type=parse_duration,
-            default=default,
-            help=f"{what} (default {default:g}s)",
-        )
-    group.add_argument(
-        "--leader-elect-resource-name",
-        default=LEASE_NAME,
-        help=f"the Lease's name (default {LEASE_NAME})",
-    )
-    group.add_argument(
-        "--leader-elect-resource-namespace",
-        default="volcano-system",
-        help="the Lease's namespace (default volcano-system)",
-    )
+    add_leader_election_flags(parser, default_name=LEASE_NAME)

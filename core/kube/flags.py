@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from typing import Any
+
+from core.durations import parse_duration
 
 
 @dataclass(slots=True)
@@ -52,4 +55,61 @@ def options_from_args(args: Any) -> ClientOptions:
         context=args.context,
         qps=args.kube_api_qps,
         burst=args.kube_api_burst,
+    )
+
+
+def parse_bool(text: str) -> bool:
+    """A Go bool flag's value (`true`, `false`, `1`, `0`, ...)."""
+    value = text.strip().lower()
+    if value in ("true", "1", "yes", "t"):
+        return True
+    if value in ("false", "0", "no", "f"):
+        return False
+    raise argparse.ArgumentTypeError(f"invalid boolean {text!r}")
+
+
+def add_leader_election_flags(
+    parser: argparse.ArgumentParser,
+    *,
+    default_name: str = "vulcan",
+    default_namespace: str = "volcano-system",
+) -> None:
+    """The component-base flags; durations accept Go syntax (`15s`) as Kubernetes does."""
+    group = parser.add_argument_group("leader election")
+    # `--leader-elect` alone means true, `--leader-elect=false` turns it off (Go bool flags).
+    group.add_argument(
+        "--leader-elect",
+        type=parse_bool,
+        nargs="?",
+        const=True,
+        default=True,
+        help="run leader election so only one replica acts (default true)",
+    )
+    group.add_argument(
+        "--leader-elect-lease-duration",
+        type=parse_duration,
+        default=15.0,
+        help="how long followers wait after the last renewal before taking over (default 15s)",
+    )
+    group.add_argument(
+        "--leader-elect-renew-deadline",
+        type=parse_duration,
+        default=10.0,
+        help="how long the leader keeps retrying a renewal before it steps down (default 10s)",
+    )
+    group.add_argument(
+        "--leader-elect-retry-period",
+        type=parse_duration,
+        default=2.0,
+        help="the pause between acquire/renew attempts (default 2s)",
+    )
+    group.add_argument(
+        "--leader-elect-resource-name",
+        default=default_name,
+        help=f"the Lease's name (default {default_name})",
+    )
+    group.add_argument(
+        "--leader-elect-resource-namespace",
+        default=default_namespace,
+        help=f"the Lease's namespace (default {default_namespace})",
     )

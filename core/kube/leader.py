@@ -28,9 +28,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from core.durations import parse_duration
 from core.kube.client import LEASES, ApiError, KubeClient
 from core.kube.events import micro_time
+from core.kube.flags import add_leader_election_flags
+
+__all__ = ["LeaderElectionConfig", "LeaderElector", "add_leader_election_flags", "default_identity"]
 
 log = logging.getLogger("vulcan.kube.leader")
 
@@ -379,59 +381,3 @@ class LeaderElectionConfig:
 def default_identity() -> str:
     """hostname_uuid, as kube-scheduler does: unique even for two processes on one host."""
     return f"{socket.gethostname()}_{uuid.uuid4()}"
-
-
-def _bool(text: str) -> bool:
-    value = text.strip().lower()
-    if value in ("true", "1", "yes", "t"):
-        return True
-    if value in ("false", "0", "no", "f"):
-        return False
-    raise argparse.ArgumentTypeError(f"invalid boolean {text!r}")
-
-
-def add_leader_election_flags(
-    parser: argparse.ArgumentParser,
-    *,
-    default_name: str = "vulcan",
-    default_namespace: str = "volcano-system",
-) -> None:
-    """The component-base flags; durations accept Go syntax (`15s`) as Kubernetes does."""
-    group = parser.add_argument_group("leader election")
-    # `--leader-elect` alone means true, `--leader-elect=false` turns it off (Go bool flags).
-    group.add_argument(
-        "--leader-elect",
-        type=_bool,
-        nargs="?",
-        const=True,
-        default=True,
-        help="run leader election so only one replica acts (default true)",
-    )
-    group.add_argument(
-        "--leader-elect-lease-duration",
-        type=parse_duration,
-        default=15.0,
-        help="how long followers wait after the last renewal before taking over (default 15s)",
-    )
-    group.add_argument(
-        "--leader-elect-renew-deadline",
-        type=parse_duration,
-        default=10.0,
-        help="how long the leader keeps retrying a renewal before it steps down (default 10s)",
-    )
-    group.add_argument(
-        "--leader-elect-retry-period",
-        type=parse_duration,
-        default=2.0,
-        help="the pause between acquire/renew attempts (default 2s)",
-    )
-    group.add_argument(
-        "--leader-elect-resource-name",
-        default=default_name,
-        help=f"the Lease's name (default {default_name})",
-    )
-    group.add_argument(
-        "--leader-elect-resource-namespace",
-        default=default_namespace,
-        help=f"the Lease's namespace (default {default_namespace})",
-    )

@@ -14,13 +14,9 @@ import pytest
 import pytest_asyncio
 from kubernetes_asyncio.client import Configuration
 
+from core.durations import parse_duration
 from core.kube.client import LEASES, ApiError, KubeClient
-from core.kube.leader import (
-    LeaderElectionConfig,
-    LeaderElector,
-    add_leader_election_flags,
-    parse_duration,
-)
+from core.kube.leader import LeaderElectionConfig, LeaderElector, add_leader_election_flags
 from sim.apiserver.server import EmbeddedApiServer
 from tests.helpers import until
 

@@ -87,8 +87,7 @@ def test_defaults() -> None:
 
 
 def test_leader_flags_match_the_shared_definition() -> None:
-    """The controllers spell the leader-election flags out (see flags.add_leader_flags); they
-    must stay what core.kube.leader defines."""
+    """The controllers take the shared leader-election flags, with their own Lease name."""
     ours = argparse.ArgumentParser()
     add_controllers_flags(ours)
     shared = argparse.ArgumentParser()
