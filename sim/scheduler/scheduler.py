@@ -132,8 +132,9 @@ class Scheduler:
         self.synced.set()
         self._tasks.append(asyncio.create_task(self._run(), name="scheduler-loop"))
         self._tasks.append(asyncio.create_task(self._flush_loop(), name="scheduler-flush"))
-        # kube-scheduler is Go: no stop-the-world pass over its cache. Keep CPython's cyclic GC
-        # off the cached nodes and pods, or its pauses would be the stand-in's, not vulcan's.
+        # kube-scheduler's Go GC runs concurrently (sub-millisecond pauses); CPython's walks
+        # every tracked object with the loop stopped. Keep it off the cached nodes and pods, or
+        # the stand-in's pauses would show up as vulcan's latency.
         self._tasks.append(
             asyncio.create_task(
                 freeze_on_growth(lambda: len(self.nodes) + len(self.pods)), name="scheduler-gc"
