@@ -45,6 +45,26 @@ def announced_url(process: subprocess.Popen[str], prefix: str) -> str:
     return line.split()[-1]
 
 
+def sim_apiserver_process(kubeconfig: Path) -> tuple[subprocess.Popen[str], str]:
+    """`vulcan sim apiserver` on a free port, writing `kubeconfig`: the process and the URL it
+    announced (killed again when it announces none)."""
+    process = vulcan_process(
+        "sim",
+        "apiserver",
+        "--port",
+        "0",
+        "--kubeconfig-out",
+        str(kubeconfig),
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        return process, announced_url(process, "embedded API server listening on http://127.0.0.1:")
+    except BaseException:
+        process.kill()
+        process.wait()
+        raise
+
+
 async def until(predicate: Callable[[], object], timeout: float = 10.0) -> None:
     """Await a condition on in-process state: poll it every 10 ms, fail after `timeout`."""
     async with asyncio.timeout(timeout):

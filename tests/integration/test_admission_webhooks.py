@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from extender.webhook_configs import webhook_configurations
-from tests.helpers import announced_url, vulcan_process
+from tests.helpers import announced_url, sim_apiserver_process, vulcan_process
 from vulcan.certs import ServingCerts, write_serving_certs
 
 KUBECTL = shutil.which("kubectl")
@@ -104,18 +104,9 @@ def stop(process: subprocess.Popen[str]) -> None:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     tmp = tmp_path_factory.mktemp("webhooks")
     kubeconfig = tmp / "kubeconfig"
-    apiserver = vulcan_process(
-        "sim",
-        "apiserver",
-        "--port",
-        "0",
-        "--kubeconfig-out",
-        str(kubeconfig),
-        stderr=subprocess.DEVNULL,
-    )
+    apiserver, api = sim_apiserver_process(kubeconfig)
     extender = None
     try:
-        api = announced_url(apiserver, "embedded API server listening on http://127.0.0.1:")
         certs = write_serving_certs(tmp / "certs")
         extender, webhooks = start_extender(kubeconfig, certs, tmp / "extender.log")
         cluster = Cluster(api, kubeconfig, certs, webhooks, tmp)

@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import urllib.error
 import urllib.request
 from pathlib import Path
 
-from tests.helpers import announced_url, vulcan_process
+from tests.helpers import announced_url, sim_apiserver_process, vulcan_process
 
 
 def _get(url: str) -> tuple[int, bytes]:
@@ -23,18 +22,9 @@ def _get(url: str) -> tuple[int, bytes]:
 
 def test_extender_process(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
-    apiserver = vulcan_process(
-        "sim",
-        "apiserver",
-        "--port",
-        "0",
-        "--kubeconfig-out",
-        str(kubeconfig),
-        stderr=subprocess.DEVNULL,
-    )
+    apiserver, _ = sim_apiserver_process(kubeconfig)
     extender = None
     try:
-        announced_url(apiserver, "embedded API server listening on http://127.0.0.1:")
         extender = vulcan_process(
             "extender",
             "--kubeconfig",

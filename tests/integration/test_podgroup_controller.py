@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import json
 import signal
-import subprocess
 import time
 import urllib.error
 import urllib.request
@@ -24,7 +23,7 @@ from podgroup_controller.podgroups import BATCH_JOBS, REPLICASETS, STATEFULSETS
 from podgroup_controller.reconcile import ControllerOptions
 from podgroup_controller.selection import PODGROUP
 from sim.apiserver.server import EmbeddedApiServer
-from tests.helpers import announced_url, until, vulcan_process
+from tests.helpers import announced_url, sim_apiserver_process, until, vulcan_process
 from tests.integration.controller_harness import (
     events_about,
     eventually,
@@ -367,18 +366,9 @@ def test_controllers_process(tmp_path: Path) -> None:
     """`vulcan controllers`: announces its URL, serves probes and metrics, takes the Lease,
     creates the built-in queues, and on SIGTERM exits 0 having released the Lease."""
     kubeconfig = tmp_path / "kubeconfig"
-    apiserver = vulcan_process(
-        "sim",
-        "apiserver",
-        "--port",
-        "0",
-        "--kubeconfig-out",
-        str(kubeconfig),
-        stderr=subprocess.DEVNULL,
-    )
+    apiserver, api = sim_apiserver_process(kubeconfig)
     controllers = None
     try:
-        api = announced_url(apiserver, "embedded API server listening on http://127.0.0.1:")
         controllers = vulcan_process(
             "controllers",
             "--kubeconfig",

@@ -9,14 +9,13 @@ from pathlib import Path
 
 import yaml
 
-from tests.helpers import announced_url, vulcan_process
+from tests.helpers import sim_apiserver_process
 
 
 def test_serves_until_sigterm(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
-    process = vulcan_process("sim", "apiserver", "--port", "0", "--kubeconfig-out", str(kubeconfig))
+    process, url = sim_apiserver_process(kubeconfig)
     try:
-        url = announced_url(process, "embedded API server listening on http://127.0.0.1:")
         config = yaml.safe_load(kubeconfig.read_text())
         assert config["clusters"][0]["cluster"]["server"] == url
         assert config["current-context"] == "vulcan"
