@@ -189,39 +189,13 @@ def _rule_causes(rule: Any, where: str) -> list[Cause]:
         return [_invalid(where, "object", "must be an object")]
     causes: list[Cause] = []
     operations = rule.get("operations") or []
-    if not operations:
-        causes.append(_required(f"{where}.operations"))
-    if len(operations) > 1 and "*" in operations:
-        causes.append(
-            _invalid(
-                f"{where}.operations",
-                operations,
-                "if '*' is present, must not specify other operations",
-            )
-        )
+    causes += _wildcard_list_causes(operations, f"{where}.operations", "operations")
     for index, operation in enumerate(operations):
         if operation not in OPERATIONS:
             causes.append(_unsupported(f"{where}.operations[{index}]", operation, OPERATIONS))
-    groups = rule.get("apiGroups")
-    if not groups:
-        causes.append(_required(f"{where}.apiGroups"))
-    elif len(groups) > 1 and "*" in groups:
-        causes.append(
-            _invalid(
-                f"{where}.apiGroups", groups, "if '*' is present, must not specify other API groups"
-            )
-        )
+    causes += _wildcard_list_causes(rule.get("apiGroups"), f"{where}.apiGroups", "API groups")
     versions = rule.get("apiVersions") or []
-    if not versions:
-        causes.append(_required(f"{where}.apiVersions"))
-    elif len(versions) > 1 and "*" in versions:
-        causes.append(
-            _invalid(
-                f"{where}.apiVersions",
-                versions,
-                "if '*' is present, must not specify other API versions",
-            )
-        )
+    causes += _wildcard_list_causes(versions, f"{where}.apiVersions", "API versions")
     for index, version in enumerate(versions):
         if not version:
             causes.append(_required(f"{where}.apiVersions[{index}]"))
@@ -229,6 +203,15 @@ def _rule_causes(rule: Any, where: str) -> list[Cause]:
     if rule.get("scope") not in SCOPES:
         causes.append(_unsupported(f"{where}.scope", rule.get("scope"), SCOPES))
     return causes
+
+
+def _wildcard_list_causes(values: Any, field: str, what: str) -> list[Cause]:
+    """A rule list that is required, and where '*' stands alone."""
+    if not values:
+        return [_required(field)]
+    if len(values) > 1 and "*" in values:
+        return [_invalid(field, values, f"if '*' is present, must not specify other {what}")]
+    return []
 
 
 def _resources_causes(resources: list[str], field: str) -> list[Cause]:
