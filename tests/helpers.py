@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from core.kube.client import NODES
+from extender.protocol import PodInfo, parse_pod
 
 REPO = Path(__file__).resolve().parents[1]
 # CI clones main with shared/ beside it; VULCAN_SHARED points elsewhere when needed.
@@ -63,6 +64,11 @@ def sim_apiserver_process(kubeconfig: Path) -> tuple[subprocess.Popen[str], str]
         process.kill()
         process.wait()
         raise
+
+
+def pod_info(pod: dict[str, Any]) -> PodInfo:
+    """A pod object as the extender reads it from a kube-scheduler request."""
+    return parse_pod({"Pod": pod})
 
 
 async def until(predicate: Callable[[], object], timeout: float = 10.0) -> None:

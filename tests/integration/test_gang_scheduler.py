@@ -15,8 +15,8 @@ from extender.binder import Binder, BindError
 from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
 from extender.metrics import GangMetrics
-from extender.protocol import BindingArgs, PodInfo
-from tests.helpers import add_ready_node, until
+from extender.protocol import BindingArgs
+from tests.helpers import add_ready_node, pod_info, until
 
 
 async def add_gpu_node(client: KubeClient, name: str) -> None:
@@ -45,17 +45,6 @@ def worker(job: str, index: int, task: str = "worker") -> dict[str, Any]:
             ]
         },
     }
-
-
-def info(pod: dict[str, Any]) -> PodInfo:
-    return PodInfo(
-        name=pod["metadata"]["name"],
-        namespace=pod["metadata"]["namespace"],
-        uid=pod["metadata"]["uid"],
-        spec=pod["spec"],
-        metadata=pod["metadata"],
-        raw=pod,
-    )
 
 
 async def started(client: KubeClient) -> tuple[ClusterCache, GangScheduler]:
@@ -90,7 +79,7 @@ async def test_two_gangs_on_four_gpus_one_is_admitted_whole(client: KubeClient) 
         assert gangs.admitted == {"default/tf-a"}
         slots = {gangs.ledger.reservation_of(f"default/tf-a-worker-{i}").node for i in range(4)}
         assert slots == set(nodes)
-        passing, failed, unresolvable = gangs.filter(info(pods["tf-b-worker-0"]), nodes)
+        passing, failed, unresolvable = gangs.filter(pod_info(pods["tf-b-worker-0"]), nodes)
         assert passing == [] and failed == {}
         assert set(unresolvable) == set(nodes)
         assert "gang default/tf-b: waiting for admission" in unresolvable["gpu-0"]
@@ -98,7 +87,7 @@ async def test_two_gangs_on_four_gpus_one_is_admitted_whole(client: KubeClient) 
         # An admitted member is steered to its own slot; every other node is unresolvable.
         member = pods["tf-a-worker-2"]
         own = gangs.ledger.reservation_of("default/tf-a-worker-2").node
-        passing, _, unresolvable = gangs.filter(info(member), nodes)
+        passing, _, unresolvable = gangs.filter(pod_info(member), nodes)
         assert passing == [own] and set(unresolvable) == set(nodes) - {own}
         # Binds are held until all four members ask, then all Bindings are created together.
         binds = []
@@ -148,7 +137,7 @@ async def test_a_gang_whose_last_member_is_missing_is_not_admitted(client: KubeC
         await until(lambda: len(cache.pods) == 2 and len(cache.podgroups) == 1)
         gangs.schedule_pass()
         assert gangs.admitted == set() and len(gangs.ledger) == 0  # capacity stays free
-        _, _, unresolvable = gangs.filter(info(created[0]), ["gpu-0", "gpu-1"])
+        _, _, unresolvable = gangs.filter(pod_info(created[0]), ["gpu-0", "gpu-1"])
         assert unresolvable["gpu-0"] == "gang default/job: 2/3 members created"
     finally:
         await gangs.stop()
@@ -305,14 +294,14 @@ async def test_a_stolen_slot_or_a_deleted_node_makes_the_member_replan(client: K
         )
         await client.bind_pod("default", "thief", slot0, uid=thief["metadata"]["uid"])
         await until(lambda: (p := cache.pods.get("default/thief")) is not None and p.node)
-        passing, _, _ = gangs.filter(info(pods[0]), nodes)
+        passing, _, _ = gangs.filter(pod_info(pods[0]), nodes)
         assert len(passing) == 1 and passing[0] not in (slot0, slot1)  # re-planned
         assert gangs.ledger.reservation_of("default/job-worker-0").node == passing[0]
         # worker-1's node disappears: it is re-planned onto what is left.
         await client.delete(NODES, slot1)
         await until(lambda: slot1 not in cache.nodes)
         left = [n for n in nodes if n not in (slot0, slot1, passing[0])]
-        passing1, _, _ = gangs.filter(info(pods[1]), left)
+        passing1, _, _ = gangs.filter(pod_info(pods[1]), left)
         assert passing1 == left
         # Both bind together on their new nodes.
         results = await asyncio.gather(

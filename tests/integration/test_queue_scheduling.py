@@ -14,8 +14,7 @@ from core.kube.client import PODGROUPS, PODS, QUEUES, KubeClient
 from extender.binder import Binder
 from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
-from extender.protocol import PodInfo
-from tests.helpers import add_ready_node, until
+from tests.helpers import add_ready_node, pod_info, until
 
 NODE_CPU = 4
 
@@ -80,17 +79,6 @@ async def add_gang(
             )
         )
     return pods
-
-
-def info(pod: dict[str, Any]) -> PodInfo:
-    return PodInfo(
-        name=pod["metadata"]["name"],
-        namespace=pod["metadata"]["namespace"],
-        uid=pod["metadata"]["uid"],
-        spec=pod["spec"],
-        metadata=pod["metadata"],
-        raw=pod,
-    )
 
 
 async def started(client: KubeClient, expect_pods: int, expect_groups: int) -> GangScheduler:
@@ -253,7 +241,7 @@ async def test_filter_refuses_a_plain_pod_of_a_queue_over_its_share(client: Kube
     await until(lambda: len(gangs.cache.pods) == 6)
     gangs.schedule_pass()
     assert gangs.queues_contended()
-    decision = gangs.queue_gate(info(plain), nodes)
+    decision = gangs.queue_gate(pod_info(plain), nodes)
     assert decision is not None
     passing, _failed, unresolvable = decision
     assert passing == []
