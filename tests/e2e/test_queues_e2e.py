@@ -69,7 +69,19 @@ def job(
             "minResources": {"cpu": str(cpu * members)},
         },
     }
-    pods = [
+    pods = _member_pods(name, queue, members, cpu, **pod_spec) if pods_too else []
+    cluster.apply([group, *pods])
+
+
+def members(cluster: SimCluster, name: str, queue: str, count: int, cpu: int) -> None:
+    cluster.apply(_member_pods(name, queue, count, cpu))
+
+
+def _member_pods(
+    name: str, queue: str, count: int, cpu: int, **pod_spec: Any
+) -> list[dict[str, Any]]:
+    labels = {"e2e": "queues", "job": name, "queue": queue}
+    return [
         pod_manifest(
             f"{name}-{index}",
             cpu=str(cpu),
@@ -78,25 +90,8 @@ def job(
             annotations={"scheduling.k8s.io/group-name": name},
             **pod_spec,
         )
-        for index in range(members)
+        for index in range(count)
     ]
-    cluster.apply([group, *pods] if pods_too else [group])
-
-
-def members(cluster: SimCluster, name: str, queue: str, count: int, cpu: int) -> None:
-    labels = {"e2e": "queues", "job": name, "queue": queue}
-    cluster.apply(
-        [
-            pod_manifest(
-                f"{name}-{index}",
-                cpu=str(cpu),
-                duration=None,
-                labels=labels,
-                annotations={"scheduling.k8s.io/group-name": name},
-            )
-            for index in range(count)
-        ]
-    )
 
 
 def bound_cpu(cluster: SimCluster, queue: str) -> int:
