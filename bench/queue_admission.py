@@ -127,6 +127,17 @@ def pod_body(name: str, group: str) -> bytes:
     )
 
 
+def gang_calls(prefix: str, count: int, queues: list[str]) -> list[tuple[str, bytes]]:
+    """`count` one-pod gangs named `<prefix>-NNNNN`, spread round-robin over `queues`: the
+    PodGroup then its pod, as creates."""
+    calls: list[tuple[str, bytes]] = []
+    for index in range(count):
+        name = f"{prefix}-{index:05d}"
+        calls.append((PODGROUPS.path(NAMESPACE), group_body(name, queues[index % len(queues)])))
+        calls.append((PODS.path(NAMESPACE), pod_body(name, name)))
+    return calls
+
+
 async def create_all(client: KubeClient, calls: list[tuple[str, bytes]], concurrency: int) -> None:
     next_index = 0
 
@@ -177,15 +188,9 @@ async def main(args: argparse.Namespace) -> None:
             [(QUEUES.path(), queue_body(q, args.queue_cpu)) for q in queues],
             args.concurrency,
         )
-        calls: list[tuple[str, bytes]] = []
-        for index in range(args.queue_cpu * args.queues):  # the running gangs
-            queue = queues[index % len(queues)]
-            name = f"run-{index:05d}"
-            calls.append((PODGROUPS.path(NAMESPACE), group_body(name, queue)))
-            calls.append((PODS.path(NAMESPACE), pod_body(name, name)))
-        begin = time.monotonic()
-        await create_all(client, calls, args.concurrency)
         running = args.queue_cpu * args.queues
+        begin = time.monotonic()
+        await create_all(client, gang_calls("run", running, queues), args.concurrency)
         while len([k for k in watch.admitted_at if k.startswith("run-")]) < running:
             watch.changed.clear()
             with contextlib.suppress(TimeoutError):
@@ -193,14 +198,8 @@ async def main(args: argparse.Namespace) -> None:
             if time.monotonic() - begin > args.timeout * 10:
                 raise RuntimeError("the running gangs were not all admitted")
         print(f"{running} running gangs admitted in {time.monotonic() - begin:.1f}s")
-        calls = []
-        for index in range(args.pending):
-            queue = queues[index % len(queues)]
-            name = f"wait-{index:05d}"
-            calls.append((PODGROUPS.path(NAMESPACE), group_body(name, queue)))
-            calls.append((PODS.path(NAMESPACE), pod_body(name, name)))
         begin = time.monotonic()
-        await create_all(client, calls, args.concurrency)
+        await create_all(client, gang_calls("wait", args.pending, queues), args.concurrency)
         print(
             f"{args.pending} pending PodGroups (+ pods) created in {time.monotonic() - begin:.1f}s",
             flush=True,
