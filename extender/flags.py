@@ -53,5 +53,20 @@ def add_extender_flags(parser: argparse.ArgumentParser) -> None:
         default=1.2,
         help="Volcano's overcommit enqueue rule: minResources must fit in total x factor - used",
     )
+    # kubelet's flags and defaults: events are best-effort, and a 1,000-member gang records
+    # one per member on admission and again on commit; paced, they wait in the recorder's queue
+    # instead of competing with the admission stamps and Bindings for the API server.
+    parser.add_argument(
+        "--event-qps",
+        type=float,
+        default=50.0,
+        help="steady Event writes per second (0: as fast as --kube-api-qps allows; default 50)",
+    )
+    parser.add_argument(
+        "--event-burst",
+        type=int,
+        default=100,
+        help="Event writes allowed in a burst above --event-qps (default 100)",
+    )
     parser.add_argument("--log-format", choices=("text", "json"), default="text")
     add_webhook_flags(parser)

@@ -52,6 +52,8 @@ class Extender:
             queue_policy=QueuePolicy(config),
             observe_pass=metrics.schedule_pass_duration.observe,
             gang_metrics=metrics.gangs,
+            event_qps=args.event_qps,
+            event_burst=args.event_burst,
         )
         metrics.registry.register(QueueCollector(lambda: gangs.queue_pass))
         warning = check_timeouts(args.gang_timeout, args.scheduler_bind_timeout)

@@ -151,6 +151,52 @@ async def test_spam_filter_caps_new_events_per_object(client: KubeClient) -> Non
     assert rec.stats.spam_dropped == 3
 
 
+class _Permits:
+    """Stands in for the recorder's token bucket: one write goes out per permit given."""
+
+    def __init__(self) -> None:
+        self._permits = asyncio.Semaphore(0)
+        self.waiting = 0
+
+    async def acquire(self) -> None:
+        self.waiting += 1
+        try:
+            await self._permits.acquire()
+        finally:
+            self.waiting -= 1
+
+    def give(self, count: int) -> None:
+        for _ in range(count):
+            self._permits.release()
+
+
+async def test_writes_are_paced_by_the_event_qps_bucket(
+    client: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rec = EventRecorder(client, "vulcan", "vulcan-extender", qps=50, burst=100)
+    assert (rec.limiter.qps, rec.limiter.burst) == (50, 100)
+    permits = _Permits()
+    monkeypatch.setattr(rec, "limiter", permits)
+    task = asyncio.create_task(rec.run())
+    try:
+        for i in range(5):
+            rec.record({**POD_REF, "name": f"m{i}", "uid": f"u-m{i}"}, "Normal", "Admitted", "n")
+        # Both workers wait for the bucket; nothing is written without a token.
+        await until(lambda: permits.waiting == rec.workers)
+        assert await events(client) == []
+        permits.give(3)
+        await until(lambda: rec.stats.created == 3 and permits.waiting == rec.workers)
+        assert len(await events(client)) == 3
+        # The rest wait in the queue, nothing lost: they go out as tokens come.
+        permits.give(2)
+        await asyncio.wait_for(rec.flush(), 5)
+        written = sorted(e["regarding"]["name"] for e in await events(client))
+        assert written == [f"m{i}" for i in range(5)]
+    finally:
+        await rec.close()
+        await task
+
+
 async def test_failed_writes_are_retried_then_dropped(
     client: KubeClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
