@@ -93,12 +93,23 @@ class Preemptor:
             return f"preemption: {why_not}", None
         reasons: Counter[str] = Counter()
         candidates: dict[str, list[SchedPod]] = {}
-        for name in self.scheduler.node_order:
-            status = fit.statuses.get(name)
-            if status is None or status[0] != UNSCHEDULABLE:
-                reasons[NOT_HELPFUL] += 1
+        nodes = self.scheduler.nodes
+        # Only nodes that failed with plain Unschedulable may help; every other node (another
+        # code, or no status at all) is counted without being visited, as NodesForStatusCode
+        # does since the NodeToStatus refactor: a pod refused everywhere as unresolvable (a
+        # gang member waiting for admission) costs no walk over every node.
+        helpful = {
+            name
+            for name, status in fit.statuses.items()
+            if status[0] == UNSCHEDULABLE and name in nodes
+        }
+        order = self.scheduler.node_order
+        if len(order) > len(helpful):
+            reasons[NOT_HELPFUL] = len(order) - len(helpful)
+        for name in order if helpful else ():
+            if name not in helpful:
                 continue
-            victims = self._dry_run(pod, self.scheduler.nodes[name])
+            victims = self._dry_run(pod, nodes[name])
             if not victims:
                 reasons[NO_VICTIMS] += 1
                 continue

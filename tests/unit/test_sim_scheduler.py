@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -19,8 +20,10 @@ from sim.scheduler.framework import (
     num_feasible_nodes_to_find,
     run_filters,
 )
+from sim.scheduler.preemption import Preemptor
 from sim.scheduler.queue import ACTIVE, BACKOFF, SchedulingQueue
 from sim.scheduler.queue import UNSCHEDULABLE as POOL
+from sim.scheduler.scheduler import FitError
 
 
 def node(
@@ -358,6 +361,41 @@ class FakeClock:
 
     def __call__(self) -> float:
         return self.now
+
+
+async def test_post_filter_counts_nodes_where_preemption_cannot_help() -> None:
+    """DefaultPreemption's reasons: only nodes refused as plain Unschedulable are tried; nodes
+    refused as unresolvable and nodes with no status (not sampled) are 'not helpful'."""
+    nodes = {n.name: n for n in (node("a", cpu="1"), node("b"), node("c"), node("d"))}
+    holder = pod("holder", cpu="1", priority=10, node_name="a")
+    nodes["a"].add(holder)
+    scheduler = SimpleNamespace(
+        nodes=nodes,
+        node_order=list(nodes),
+        pods_on=lambda name: [holder] if name == "a" else [],
+        ignored_resources=frozenset(),
+        extenders=[],
+    )
+    preemptor = Preemptor(scheduler)  # type: ignore[arg-type]
+    waiting = pod("member", cpu="1", priority=0)
+    refused = {
+        "b": (UNRESOLVABLE, ["gang default/g: waiting for admission"]),
+        "c": (UNRESOLVABLE, ["gang default/g: waiting for admission"]),
+        "elsewhere": (UNRESOLVABLE, ["not a node"]),  # a key that names no node is ignored
+    }
+    message, nominated = await preemptor.post_filter(waiting, FitError(4, refused))
+    assert nominated is None
+    assert message == (
+        "preemption: 0/4 nodes are available: 4 Preemption is not helpful for scheduling"
+    )
+    # A node full of a higher-priority pod is worth a dry run, which finds no victims.
+    full = {**refused, "a": (UNSCHEDULABLE, ["Insufficient cpu"])}
+    message, nominated = await preemptor.post_filter(waiting, FitError(4, full))
+    assert nominated is None
+    assert message == (
+        "preemption: 0/4 nodes are available: 1 No preemption victims found for incoming pod, "
+        "3 Preemption is not helpful for scheduling"
+    )
 
 
 async def test_queue_pops_by_priority_then_creation_time() -> None:
