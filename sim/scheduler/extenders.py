@@ -30,6 +30,23 @@ def _fold(obj: Any) -> Any:
     return obj
 
 
+# net/http's DefaultMaxIdleConnsPerHost: kube-scheduler's extender transport sets no other.
+GO_MAX_IDLE_CONNS_PER_HOST = 2
+
+
+class GoTransportConnector(aiohttp.TCPConnector):
+    """Go's default http.Transport as kube-scheduler's extender client has it: no cap on open
+    connections, at most two kept idle per host; any other connection closes when its response
+    has been read. A burst of held binds therefore opens a connection per bind, every burst."""
+
+    def _release(self, key: Any, protocol: Any, *, should_close: bool = False) -> None:
+        # aiohttp's hook for a connection whose request is done (it keeps every one idle).
+        idle = self._conns.get(key)
+        if idle is not None and len(idle) >= GO_MAX_IDLE_CONNS_PER_HOST:
+            should_close = True
+        super()._release(key, protocol, should_close=should_close)
+
+
 class HTTPExtender:
     def __init__(self, config: ExtenderConfig) -> None:
         self.config = config
@@ -46,9 +63,8 @@ class HTTPExtender:
         if self._session is None:
             self._session = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=self.config.http_timeout),
-                # Go's default transport keeps only 2 idle connections per host; concurrent
-                # binds open more (aiohttp's limit 0 = unbounded, like Go's dialer).
-                connector=aiohttp.TCPConnector(limit=0, limit_per_host=0),
+                # Unbounded like Go's dialer (aiohttp's limit 0), two idle kept like Go's pool.
+                connector=GoTransportConnector(limit=0, limit_per_host=0),
                 skip_auto_headers=("User-Agent",),
             )
         return self._session

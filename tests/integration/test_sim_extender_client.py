@@ -1,0 +1,76 @@
+"""The kube-scheduler stand-in's extender client against a real HTTP server: connections are
+pooled as Go's default transport pools them (shared/spec/extender-protocol.md §1)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest_asyncio
+from aiohttp import web
+
+from sim.scheduler.config import ExtenderConfig
+from sim.scheduler.extenders import GO_MAX_IDLE_CONNS_PER_HOST, HTTPExtender
+from tests.helpers import until
+from tests.unit.test_sim_scheduler import pod
+
+
+class HoldingBinder:
+    """An extender whose bind verb answers only when released, as a gang's barrier does;
+    it counts the connections the requests came on."""
+
+    def __init__(self) -> None:
+        self.release = asyncio.Event()
+        self.waiting = 0
+        self.connections: set[tuple[str, int]] = set()  # client address and port
+
+    async def bind(self, request: web.Request) -> web.Response:
+        assert request.transport is not None
+        self.connections.add(request.transport.get_extra_info("peername"))
+        self.waiting += 1
+        await self.release.wait()
+        self.waiting -= 1
+        return web.json_response({})
+
+
+@pytest_asyncio.fixture
+async def binder() -> AsyncIterator[tuple[HoldingBinder, str]]:
+    server = HoldingBinder()
+    app = web.Application()
+    app.router.add_post("/v1/bind", server.bind)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield server, f"http://127.0.0.1:{port}/v1"
+    await runner.cleanup()
+
+
+async def test_held_binds_each_open_a_connection_and_only_two_stay_idle(
+    binder: tuple[HoldingBinder, str],
+) -> None:
+    server, prefix = binder
+    extender = HTTPExtender(ExtenderConfig(url_prefix=prefix, bind_verb="bind"))
+    try:
+        burst = 6
+        binds = [
+            asyncio.create_task(extender.bind(pod(f"member-{i}"), "node-1")) for i in range(burst)
+        ]
+        await until(lambda: server.waiting == burst)
+        assert len(server.connections) == burst  # no cap on open connections
+        server.release.set()
+        await asyncio.wait_for(asyncio.gather(*binds), 5)
+        # Go keeps two idle per host and closes the rest once their answers are read.
+        connector = extender._client().connector
+        assert connector is not None
+        idle = sum(len(conns) for conns in connector._conns.values())  # type: ignore[attr-defined]
+        assert idle == GO_MAX_IDLE_CONNS_PER_HOST
+        # The next burst opens new connections again, beyond the two kept.
+        second = [
+            asyncio.create_task(extender.bind(pod(f"other-{i}"), "node-1")) for i in range(burst)
+        ]
+        await asyncio.wait_for(asyncio.gather(*second), 5)
+        assert len(server.connections) == 2 * burst - GO_MAX_IDLE_CONNS_PER_HOST
+    finally:
+        await extender.close()
