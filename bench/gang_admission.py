@@ -73,7 +73,7 @@ class GangWatch:
         self.admitted: set[str] = set()
         self.present: set[str] = set()
         self.first_admitted_at: float | None = None
-        self.all_admitted_at: float | None = None
+        self.last_admitted_at: float | None = None
         self.first_bound_at: float | None = None
         self.all_bound_at: float | None = None
         self.all_bound = asyncio.Event()
@@ -85,7 +85,7 @@ class GangWatch:
         self.bound = set()
         self.admitted = set()
         self.first_admitted_at = None
-        self.all_admitted_at = None
+        self.last_admitted_at = None
         self.first_bound_at = None
         self.all_bound_at = None
         self.all_bound = asyncio.Event()
@@ -97,12 +97,12 @@ class GangWatch:
             return
         now = time.monotonic()
         if record.admitted and record.key not in self.admitted:
-            # vulcan stamps every pending member when it admits the gang (and ungates it)
+            # vulcan stamps the members kube-scheduler cannot try on its own when it admits
+            # the gang: the gated ones (ungated too) and the ones it had parked as refused.
             self.admitted.add(record.key)
             if self.first_admitted_at is None:
                 self.first_admitted_at = now
-            if len(self.admitted) >= self.size and self.all_admitted_at is None:
-                self.all_admitted_at = now
+            self.last_admitted_at = now
         if not record.bound or record.key in self.bound:
             return
         self.bound.add(record.key)
@@ -242,18 +242,14 @@ async def run_gang(
                 flush=True,
             )
     assert watch.all_bound_at is not None
-    if watch.first_admitted_at is not None:
-        stamped = (
-            f"{watch.all_admitted_at - last_created:.2f}s"
-            if watch.all_admitted_at is not None
-            else f"{len(watch.admitted)} members"
-        )
-        # Where the time goes: admission (the first stamp) then the release of every member
-        # (all stamped / ungated), then the scheduler's cycles and the held binds.
+    if watch.first_admitted_at is not None and watch.last_admitted_at is not None:
+        # Where the time goes: admission (the first stamp) then the release of the members
+        # kube-scheduler had parked (stamped / ungated), then its cycles and the held binds.
         print(
             f"[{gang}] admission stamped on the first member "
-            f"{watch.first_admitted_at - last_created:.2f}s and on all {stamped} after the "
-            "last create",
+            f"{watch.first_admitted_at - last_created:.2f}s and on the last of "
+            f"{len(watch.admitted)} stamped {watch.last_admitted_at - last_created:.2f}s "
+            "after the last create",
             flush=True,
         )
     return created, watch.all_bound_at - last_created, watch.partial_window

@@ -138,6 +138,7 @@ class PodRecord:
         "scheduler_name",
         "task",
         "uid",
+        "unschedulable",
     )
 
     def __init__(self, obj: dict[str, Any]) -> None:
@@ -160,6 +161,12 @@ class PodRecord:
         self.scheduler_name: str = _intern(spec.get("schedulerName") or "default-scheduler")
         self.gates: tuple[str, ...] = tuple(
             _intern(str(g.get("name", ""))) for g in spec.get("schedulingGates") or ()
+        )
+        # A scheduler tried this pending pod and gave up for now (PodScheduled False): it waits
+        # in kube-scheduler's unschedulable pool until some event moves it.
+        self.unschedulable = self.node is None and any(
+            c.get("type") == "PodScheduled" and c.get("status") == "False"
+            for c in status.get("conditions") or ()
         )
         group = pod_group_key(self.namespace, meta, spec)
         self.group: str | None = _intern(group) if group else None

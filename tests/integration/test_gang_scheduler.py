@@ -10,7 +10,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 
 from core.cache import ClusterCache
-from core.kube.client import NODES, PODGROUPS, PODS, KubeClient
+from core.kube.client import EVENTS, NODES, PODGROUPS, PODS, KubeClient
 from extender.binder import Binder, BindError
 from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
@@ -341,6 +341,60 @@ async def test_admission_removes_the_queue_allocation_gate(client: KubeClient) -
         async with asyncio.timeout(10):
             while not await ungated():
                 await asyncio.sleep(0.02)
+    finally:
+        await gangs.stop()
+        await cache.stop()
+
+
+async def test_admission_stamps_only_the_members_kube_scheduler_parked(
+    client: KubeClient,
+) -> None:
+    nodes = [f"gpu-{i}" for i in range(3)]
+    for name in nodes:
+        await add_gpu_node(client, name)
+    await client.create(
+        PODGROUPS, {"metadata": {"name": "job", "namespace": "default"}, "spec": {"minMember": 3}}
+    )
+    refused = await client.create(PODS, worker("job", 0))
+    earlier = await client.create(PODS, worker("job", 1))
+    # Refused by an earlier extender process: kube-scheduler wrote PodScheduled False.
+    await client.patch(
+        PODS,
+        "job-worker-1",
+        {"status": {"conditions": [{"type": "PodScheduled", "status": "False"}]}},
+        "default",
+        subresource="status",
+    )
+    cache, gangs = await started(client)
+    try:
+        await until(
+            lambda: len(cache.pods) == 2 and cache.pods["default/job-worker-1"].unschedulable
+        )
+        # kube-scheduler tries worker-0 before the gang is whole: refused, so parked.
+        _, _, unresolvable = gangs.filter(pod_info(refused), nodes)
+        assert set(unresolvable) == set(nodes)
+        untried = await client.create(PODS, worker("job", 2))
+        await until(lambda: len(cache.pods) == 3)
+        before = set(gangs._tasks)
+        gangs.schedule_pass()
+        assert gangs.admitted == {"default/job"}
+        stamps = [task for task in gangs._tasks if task not in before]
+        assert len(stamps) == 2
+        await asyncio.wait_for(asyncio.gather(*stamps), 10)
+        live = {
+            pod["metadata"]["name"]: pod["metadata"].get("annotations") or {}
+            for pod in (await client.list(PODS, "default"))["items"]
+        }
+        assert "vulcan.sh/gang-admitted" in live[refused["metadata"]["name"]]
+        assert "vulcan.sh/gang-admitted" in live[earlier["metadata"]["name"]]
+        # Never refused: still in kube-scheduler's active queue, nothing to nudge.
+        assert "vulcan.sh/gang-admitted" not in live[untried["metadata"]["name"]]
+        # Every member is told, by an event.
+        assert gangs.recorder is not None
+        await asyncio.wait_for(gangs.recorder.flush(), 10)
+        events = (await client.list(EVENTS, "default"))["items"]
+        admitted = {e["regarding"]["name"] for e in events if e["reason"] == "GangAdmitted"}
+        assert admitted == {"job-worker-0", "job-worker-1", "job-worker-2"}
     finally:
         await gangs.stop()
         await cache.stop()
