@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import random
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
-from sim.scheduler.config import ConfigError, parse_config, sim_config
+from sim.scheduler.config import ConfigError, SchedulerConfig, parse_config, sim_config
 from sim.scheduler.framework import (
     UNRESOLVABLE,
     UNSCHEDULABLE,
@@ -23,7 +24,7 @@ from sim.scheduler.framework import (
 from sim.scheduler.preemption import Preemptor
 from sim.scheduler.queue import ACTIVE, BACKOFF, SchedulingQueue
 from sim.scheduler.queue import UNSCHEDULABLE as POOL
-from sim.scheduler.scheduler import FitError
+from sim.scheduler.scheduler import FitError, Scheduler, _NodeObject
 
 
 def node(
@@ -226,6 +227,90 @@ def test_fast_path_agrees_with_the_filters() -> None:
                 assert run_filters(p, n) is None
             if p.placeable_anywhere and n.open:
                 assert shortcut == (run_filters(p, n) is None)
+
+
+def _node_object(
+    name: str, cpu: int, gpus: int, taints: list[dict[str, Any]], unschedulable: bool
+) -> _NodeObject:
+    allocatable = {"cpu": str(cpu), "memory": "16Gi", "pods": "4"}
+    if gpus:
+        allocatable["nvidia.com/gpu"] = str(gpus)
+    return _NodeObject(
+        {
+            "metadata": {"name": name, "labels": {}},
+            "spec": {"taints": taints, "unschedulable": unschedulable},
+            "status": {"allocatable": allocatable, "capacity": allocatable},
+        }
+    )
+
+
+def test_vector_scan_finds_what_the_node_loop_finds() -> None:
+    """NodeColumns.scan (numpy columns) against the per-node loop, on random clusters with
+    full, tainted, unschedulable and GPU nodes, from every start, as pods come and go and
+    nodes change or leave: the same feasible nodes, in the same order, the same count of
+    nodes looked at and the same infeasible ones."""
+    rng = random.Random(7)
+    taint = {"key": "dedicated", "value": "x", "effect": "NoSchedule"}
+    scheduler = Scheduler(None, SchedulerConfig())  # type: ignore[arg-type]
+    for i in range(60):
+        scheduler._node_added(
+            _node_object(
+                f"n{i:02d}",
+                cpu=rng.choice((1, 2, 4)),
+                gpus=rng.choice((0, 0, 1, 2)),
+                taints=[taint] if rng.random() < 0.15 else [],
+                unschedulable=rng.random() < 0.05,
+            )
+        )
+    shapes = [
+        pod("small", cpu="500m"),
+        pod("big", cpu="3"),
+        pod("tolerant", cpu="1", tolerations=[{"key": "dedicated", "operator": "Exists"}]),
+        SchedPod(
+            {
+                "metadata": {"name": "gpu", "namespace": "default"},
+                "spec": {
+                    "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "1"}}}]
+                },
+            }
+        ),
+    ]
+    ignored = scheduler.ignored_resources
+    compared = 0
+    for step in range(40):
+        # Change the cluster: bind a pod somewhere, delete one, or change a node.
+        names = list(scheduler.node_order)
+        action = rng.random()
+        if action < 0.6:
+            target = rng.choice(names)
+            scheduler._pod_changed(None, pod(f"p{step}", cpu="1", node_name=target))
+        elif action < 0.8 and len(names) > 40:
+            scheduler._node_deleted(_NodeObject({"metadata": {"name": rng.choice(names)}}))
+        else:
+            name = rng.choice(names)
+            scheduler._node_updated(
+                _NodeObject({"metadata": {"name": name}}),
+                _node_object(name, cpu=rng.choice((1, 8)), gpus=1, taints=[], unschedulable=False),
+            )
+        total = len(scheduler.node_order)
+        for shape in shapes:
+            for to_find in (1, 5, total):
+                for start in range(total):
+                    expected = scheduler._scan_nodes(shape, start, to_find)
+                    got = scheduler.columns.scan(
+                        shape,
+                        scheduler.node_order,
+                        scheduler.nodes,
+                        start,
+                        to_find,
+                        ignored,
+                        lambda p, n: run_filters(p, n, ignored) is None,
+                    )
+                    assert got is not None
+                    assert [n.name for n in got[0]] == [n.name for n in expected[0]]
+                    assert got[1:] == expected[1:]
+                    compared += 1
+    assert compared > 10_000
 
 
 def test_taints_and_tolerations() -> None:
