@@ -38,8 +38,8 @@ Rules, per group (`GangRequirement.key`, "namespace/name"):
   that (a pod found bound is not requeued, a requeued one gets "already bound" = success).
 
 The barrier does not own the ledger: the caller releases reservations and records Events from
-`on_event(group_key, reason, message)` with reason "Held", "Committed", "TimedOut", "Released"
-or "CommitFailed".
+`on_event(group_key, reason, message)` with reason "Holding" (the first member of a hold),
+"Held" (every member), "Committed", "TimedOut", "Released" or "CommitFailed".
 """
 
 from __future__ import annotations
@@ -206,6 +206,12 @@ class BindBarrier:
             state.held_per_task[task] = state.held_per_task.get(task, 0) + 1
         if state.timer is None:
             self._start_timer(state)
+            self._emit(
+                key,
+                "Holding",
+                f"{member.pod} holds its bind on {args.node}: the gang's binds wait until it has "
+                f"quorum, at most {state.timeout:g}s ({self._count(state)})",
+            )
         self._emit(
             key, "Held", f"{member.pod} holds its bind on {args.node} ({self._count(state)})"
         )

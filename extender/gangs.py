@@ -849,7 +849,8 @@ class GangScheduler:
 
     def _barrier_event(self, group_key: str, reason: str, message: str) -> None:
         group = self.cache.podgroups.get(group_key)
-        if reason != "Held":  # a hold changes nothing a decision or the status reads
+        holding = reason in ("Held", "Holding")
+        if not holding:  # a hold changes nothing a decision or the status reads
             self._touch(group_key)
         if reason in ("TimedOut", "Released"):
             # The hold is gone: so is the placement. Plan again (after the backoff).
@@ -862,6 +863,8 @@ class GangScheduler:
                 pod = self.cache.pods.get(pod_key)
                 if pod is not None and not pod.terminal:
                     self._pod_event(pod, type_, f"Gang{reason}", message)
+        # One PodGroup event when a hold starts, not one per member held: a 1,000-member
+        # gang's members say GangCommitted (or TimedOut, Released) when the hold ends.
         if group is not None and reason != "Held":
             self._event(
                 group,

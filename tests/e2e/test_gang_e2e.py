@@ -226,6 +226,17 @@ def test_a_gang_with_an_unplaceable_member_times_out_whole_and_completes_later(
         e["reason"] == "GangTimedOut" and e["reportingController"] == "vulcan"
         for e in cluster.events("late-worker-0")
     )
+    # The PodGroup told when the hold began, and that it ended.
+    said = [
+        (e["reason"], e["note"])
+        for e in cluster.events("late")
+        if e["regarding"]["kind"] == "PodGroup"
+    ]
+    assert any(
+        reason == "GangHolding" and "at most 11s" in note and "/3 members hold binds" in note
+        for reason, note in said
+    ), said
+    assert any(reason == "GangTimedOut" for reason, _ in said), said
     assert not any(p["spec"].get("nodeName") for p in cluster.pods(selector="job=late"))
     cluster.kubectl("label", "node", "hollow-node-3", "rack=r7")
     try:

@@ -151,7 +151,7 @@ async def test_members_are_held_until_quorum_then_bound_together() -> None:
 
     assert await asyncio.gather(*held, last) == [None, None, None, None]
     assert sorted(rig.commit.bound) == ["ns/p0", "ns/p1", "ns/p2", "ns/p3"]
-    assert rig.events.reasons() == ["Held"] * 4 + ["Committed"]
+    assert rig.events.reasons() == ["Holding"] + ["Held"] * 4 + ["Committed"]
     assert rig.barrier.committed(KEY)
 
 
