@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import logging
 import signal
 from dataclasses import dataclass
@@ -25,6 +26,10 @@ from plugins.framework import Framework
 
 log = logging.getLogger("vulcan.extender")
 
+# Connections to the API server: a 1,000-member gang's Bindings then go out 250 at a time
+# instead of 100 (its partial window in bench/gang_admission.py: 0.6-0.85 s -> 0.45-0.55 s).
+COMMIT_CONNECTIONS = 250
+
 
 @dataclass(slots=True)
 class Extender:
@@ -36,7 +41,10 @@ class Extender:
     @classmethod
     async def build(cls, args: argparse.Namespace) -> Extender:
         config = load_scheduler_config(args.config)
-        client = await KubeClient.connect(options_from_args(args))
+        # A gang's commit sends all its Bindings at once: Go's clients multiplex them over
+        # HTTP/2 (250 streams per connection by default), ours need a connection each.
+        options = dataclasses.replace(options_from_args(args), connections=COMMIT_CONNECTIONS)
+        client = await KubeClient.connect(options)
         cache = ClusterCache()
         metrics = ExtenderMetrics()
         binder = Binder(client, on_result=lambda result: metrics.binds.labels(result).inc())

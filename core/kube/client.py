@@ -146,6 +146,7 @@ async def load_configuration(options: ClientOptions) -> Configuration:
         raise ValueError("no kubeconfig, no in-cluster service account and no --master given")
     if options.master:
         configuration.host = options.master.rstrip("/")
+    configuration.connection_pool_maxsize = options.connections
     return configuration
 
 

@@ -22,6 +22,8 @@ class ClientOptions:
     max_retries: int = 8
     retry_initial: float = 0.2
     retry_max: float = 10.0
+    # Requests in flight at once (HTTP/1.1 keep-alive connections; kubernetes-asyncio's 100).
+    connections: int = 100
 
 
 def add_client_flags(parser: Any, *, qps: float = 50.0, burst: int = 100) -> None:

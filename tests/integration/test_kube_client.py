@@ -150,3 +150,19 @@ def test_client_flags() -> None:
         )
     )
     assert (options.master, options.qps, options.burst) == ("http://127.0.0.1:1", 200.0, 400)
+
+
+async def test_requests_in_flight_are_bounded_by_the_connections_option() -> None:
+    """ClientOptions.connections caps the keep-alive connections, so the requests in flight;
+    the extender takes 250 so a gang's Bindings go out together."""
+    async with EmbeddedApiServer() as server:
+        default = await KubeClient.connect(master=server.url, qps=0)
+        wide = await KubeClient.connect(master=server.url, qps=0, connections=250)
+        try:
+            assert default.typed.rest_client.pool_manager.connector.limit == 100
+            assert wide.typed.rest_client.pool_manager.connector.limit == 250
+            assert wide._session.connector is wide.typed.rest_client.pool_manager.connector
+            assert (await wide.list(NODES))["items"] == []
+        finally:
+            await default.close()
+            await wide.close()
