@@ -28,7 +28,7 @@ log = logging.getLogger("vulcan.extender")
 
 # Connections to the API server: a 1,000-member gang's Bindings then go out 250 at a time
 # instead of 100 (its partial window in bench/gang_admission.py: 0.6-0.85 s -> 0.45-0.55 s).
-COMMIT_CONNECTIONS = 250
+API_SERVER_CONNECTIONS = 250
 
 
 @dataclass(slots=True)
@@ -43,7 +43,7 @@ class Extender:
         config = load_scheduler_config(args.config)
         # A gang's commit sends all its Bindings at once: Go's clients multiplex them over
         # HTTP/2 (250 streams per connection by default), ours need a connection each.
-        options = dataclasses.replace(options_from_args(args), connections=COMMIT_CONNECTIONS)
+        options = dataclasses.replace(options_from_args(args), connections=API_SERVER_CONNECTIONS)
         client = await KubeClient.connect(options)
         cache = ClusterCache()
         metrics = ExtenderMetrics()
