@@ -35,6 +35,11 @@ def test_extender_process(tmp_path: Path) -> None:
             "127.0.0.1",
             "--log-format",
             "json",
+            # Events paced as kubelet paces them (its flag names).
+            "--event-qps",
+            "20",
+            "--event-burst",
+            "40",
         )
         base = announced_url(extender, "vulcan extender listening on http://127.0.0.1:")
         base = base.removesuffix("/v1")
