@@ -111,6 +111,7 @@ class RecorderStats:
     aggregated: int = 0  # records folded into an existing series
     spam_dropped: int = 0
     failed: int = 0  # events given up on
+    overflowed: int = 0  # recorded but pushed out of the cache before they could be written
 
 
 SeriesKey = tuple[Any, ...]
@@ -219,7 +220,7 @@ class EventRecorder:
             )
             self._series[key] = series
             self._series.move_to_end(key)
-            self._evict(self._series)
+            self._evict_series()
         self._queue.add(key)
 
     def _allow_new(self, ref: Mapping[str, str], now: float) -> bool:
@@ -239,6 +240,21 @@ class EventRecorder:
             return False
         bucket.tokens -= 1
         return True
+
+    def _evict_series(self) -> None:
+        """Forget the least recently recorded series beyond the cache size. One not written
+        yet is lost: events are best-effort (client-go drops them when its queue is full too),
+        but never silently."""
+        while len(self._series) > CACHE_SIZE:
+            _, series = self._series.popitem(last=False)
+            if series.written == 0:
+                self.stats.overflowed += 1
+                if self.stats.overflowed % 1000 == 1:
+                    log.warning(
+                        "events are recorded faster than they can be written; dropping the "
+                        "oldest unwritten ones",
+                        extra={"dropped": self.stats.overflowed, "qps": self.limiter.qps},
+                    )
 
     @staticmethod
     def _evict(cache: OrderedDict[Any, Any]) -> None:

@@ -12,6 +12,7 @@ import pytest
 import pytest_asyncio
 from kubernetes_asyncio.client import Configuration
 
+from core.kube import events as events_module
 from core.kube.client import EVENTS, PODGROUPS, QUEUES, ApiError, KubeClient
 from core.kube.events import EventRecorder, micro_time, object_reference
 from core.kube.status import StatusWriter
@@ -154,6 +155,8 @@ async def test_spam_filter_caps_new_events_per_object(client: KubeClient) -> Non
 class _Permits:
     """Stands in for the recorder's token bucket: one write goes out per permit given."""
 
+    qps = 50.0
+
     def __init__(self) -> None:
         self._permits = asyncio.Semaphore(0)
         self.waiting = 0
@@ -193,6 +196,34 @@ async def test_writes_are_paced_by_the_event_qps_bucket(
         written = sorted(e["regarding"]["name"] for e in await events(client))
         assert written == [f"m{i}" for i in range(5)]
     finally:
+        permits.give(100)  # a failed assertion must not leave the workers waiting
+        await rec.close()
+        await task
+
+
+async def test_events_pushed_out_before_their_write_are_counted(
+    client: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(events_module, "CACHE_SIZE", 5)
+    rec = EventRecorder(client, "vulcan", "vulcan-extender", qps=50, burst=100)
+    permits = _Permits()
+    monkeypatch.setattr(rec, "limiter", permits)
+    task = asyncio.create_task(rec.run())
+    try:
+        rec.record({**POD_REF, "name": "m0", "uid": "u-m0"}, "Normal", "Admitted", "n")
+        rec.record({**POD_REF, "name": "m1", "uid": "u-m1"}, "Normal", "Admitted", "n")
+        await until(lambda: permits.waiting == rec.workers)  # m0 and m1 are being written
+        for i in range(2, 8):
+            rec.record({**POD_REF, "name": f"m{i}", "uid": f"u-m{i}"}, "Normal", "Admitted", "n")
+        # Eight recorded, five remembered: the three oldest were pushed out unwritten.
+        assert rec.stats.overflowed == 3
+        permits.give(100)
+        await asyncio.wait_for(rec.flush(), 5)
+        written = sorted(e["regarding"]["name"] for e in await events(client))
+        assert "m2" not in written
+        assert {f"m{i}" for i in range(3, 8)} <= set(written)
+    finally:
+        permits.give(100)  # a failed assertion must not leave the workers waiting
         await rec.close()
         await task
 
