@@ -294,7 +294,7 @@ class EventRecorder:
         await self.limiter.acquire()
         if series.written == 0:
             await self._create(series)
-        elif series.count > series.written:
+        else:
             await self._patch_series(series)
 
     def _body(self, series: _Series, count: int) -> dict[str, Any]:

@@ -173,59 +173,61 @@ class _Permits:
             self._permits.release()
 
 
-async def test_writes_are_paced_by_the_event_qps_bucket(
-    client: KubeClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest_asyncio.fixture
+async def paced(client: KubeClient) -> AsyncIterator[tuple[EventRecorder, _Permits]]:
+    """A recorder paced as the extender's is, its token bucket replaced by permits the test
+    gives out one by one."""
     rec = EventRecorder(client, "vulcan", "vulcan-extender", qps=50, burst=100)
     assert (rec.limiter.qps, rec.limiter.burst) == (50, 100)
     permits = _Permits()
-    monkeypatch.setattr(rec, "limiter", permits)
+    rec.limiter = permits  # type: ignore[assignment]
     task = asyncio.create_task(rec.run())
-    try:
-        for i in range(5):
-            rec.record({**POD_REF, "name": f"m{i}", "uid": f"u-m{i}"}, "Normal", "Admitted", "n")
-        # Both workers wait for the bucket; nothing is written without a token.
-        await until(lambda: permits.waiting == rec.workers)
-        assert await events(client) == []
-        permits.give(3)
-        await until(lambda: rec.stats.created == 3 and permits.waiting == rec.workers)
-        assert len(await events(client)) == 3
-        # The rest wait in the queue, nothing lost: they go out as tokens come.
-        permits.give(2)
-        await asyncio.wait_for(rec.flush(), 5)
-        written = sorted(e["regarding"]["name"] for e in await events(client))
-        assert written == [f"m{i}" for i in range(5)]
-    finally:
-        permits.give(100)  # a failed assertion must not leave the workers waiting
-        await rec.close()
-        await task
+    yield rec, permits
+    permits.give(100)  # a failed assertion must not leave the workers waiting
+    await asyncio.wait_for(rec.close(), 5)
+    await asyncio.wait_for(task, 5)
+
+
+def _admitted(rec: EventRecorder, index: int) -> None:
+    rec.record({**POD_REF, "name": f"m{index}", "uid": f"u-m{index}"}, "Normal", "Admitted", "n")
+
+
+async def test_writes_are_paced_by_the_event_qps_bucket(
+    client: KubeClient, paced: tuple[EventRecorder, _Permits]
+) -> None:
+    rec, permits = paced
+    for i in range(5):
+        _admitted(rec, i)
+    # Both workers wait for the bucket; nothing is written without a token.
+    await until(lambda: permits.waiting == rec.workers)
+    assert await events(client) == []
+    permits.give(3)
+    await until(lambda: rec.stats.created == 3 and permits.waiting == rec.workers)
+    assert len(await events(client)) == 3
+    # The rest wait in the queue, nothing lost: they go out as tokens come.
+    permits.give(2)
+    await asyncio.wait_for(rec.flush(), 5)
+    written = sorted(e["regarding"]["name"] for e in await events(client))
+    assert written == [f"m{i}" for i in range(5)]
 
 
 async def test_events_pushed_out_before_their_write_are_counted(
-    client: KubeClient, monkeypatch: pytest.MonkeyPatch
+    client: KubeClient, paced: tuple[EventRecorder, _Permits], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    rec, permits = paced
     monkeypatch.setattr(events_module, "CACHE_SIZE", 5)
-    rec = EventRecorder(client, "vulcan", "vulcan-extender", qps=50, burst=100)
-    permits = _Permits()
-    monkeypatch.setattr(rec, "limiter", permits)
-    task = asyncio.create_task(rec.run())
-    try:
-        rec.record({**POD_REF, "name": "m0", "uid": "u-m0"}, "Normal", "Admitted", "n")
-        rec.record({**POD_REF, "name": "m1", "uid": "u-m1"}, "Normal", "Admitted", "n")
-        await until(lambda: permits.waiting == rec.workers)  # m0 and m1 are being written
-        for i in range(2, 8):
-            rec.record({**POD_REF, "name": f"m{i}", "uid": f"u-m{i}"}, "Normal", "Admitted", "n")
-        # Eight recorded, five remembered: the three oldest were pushed out unwritten.
-        assert rec.stats.overflowed == 3
-        permits.give(100)
-        await asyncio.wait_for(rec.flush(), 5)
-        written = sorted(e["regarding"]["name"] for e in await events(client))
-        assert "m2" not in written
-        assert {f"m{i}" for i in range(3, 8)} <= set(written)
-    finally:
-        permits.give(100)  # a failed assertion must not leave the workers waiting
-        await rec.close()
-        await task
+    _admitted(rec, 0)
+    _admitted(rec, 1)
+    await until(lambda: permits.waiting == rec.workers)  # m0 and m1 are being written
+    for i in range(2, 8):
+        _admitted(rec, i)
+    # Eight recorded, five remembered: the three oldest were pushed out unwritten.
+    assert rec.stats.overflowed == 3
+    permits.give(100)
+    await asyncio.wait_for(rec.flush(), 5)
+    written = sorted(e["regarding"]["name"] for e in await events(client))
+    assert "m2" not in written
+    assert {f"m{i}" for i in range(3, 8)} <= set(written)
 
 
 async def test_failed_writes_are_retried_then_dropped(
