@@ -193,6 +193,10 @@ class ClusterCache:
         self.changed = asyncio.Event()  # set on every change
         # Called on every change (the scheduling loop wakes on them).
         self.change_listeners: list[Callable[[], None]] = []
+        # Told (key, record or None when deleted) of every pod change a scheduling decision
+        # reads, after the accounting: e.g. a member bound gives up its reservation at once
+        # instead of counting twice until the next pass.
+        self.pod_listeners: list[Callable[[str, PodRecord | None], None]] = []
 
     def _changed(self) -> None:
         self.changed.set()
@@ -274,7 +278,10 @@ class ClusterCache:
         _add(self.node_requested, pod.node, pod.requests)
         self.total_requested = self.total_requested + pod.requests
         self.bump_node(pod.node)
-        if queue is not None:
+        # A terminating pod still holds its node's room but no longer counts for its queue
+        # (Volcano's Releasing is not an allocated status): a queue that is being reclaimed
+        # stops being over its share when its victims start terminating, not when they are gone.
+        if queue is not None and not pod.deleting:
             self._queue_share[key] = (queue, pod.requests)
             _add(self.queue_allocated, queue, pod.requests)
 
@@ -320,6 +327,8 @@ class ClusterCache:
             return
         self._index_pod(pod, old)
         self._account(pod, pod.key)
+        for listener in self.pod_listeners:
+            listener(pod.key, pod)
         self._changed()
 
     def on_pod_update(self, old: PodRecord, new: PodRecord) -> None:
@@ -335,6 +344,8 @@ class ClusterCache:
             if known.group not in self.podgroups and known.group not in self.pods_by_group:
                 self.group_versions.pop(known.group, None)
         self._account(None, pod.key)
+        for listener in self.pod_listeners:
+            listener(pod.key, None)
         self._changed()
 
     # ------------------------------------------------------------------ podgroups

@@ -48,6 +48,14 @@ def add_extender_flags(parser: argparse.ArgumentParser) -> None:
         "it is not longer than --gang-timeout",
     )
     parser.add_argument(
+        "--pipelined-wait",
+        type=parse_duration,
+        default=0.5,
+        help="how long filter waits for vulcan's cache to see a member's reserved room freed "
+        "when kube-scheduler already offers that node (its victims terminated); refused "
+        "instead, the member would wait out kube-scheduler's backoff (0: never wait; 0.5s)",
+    )
+    parser.add_argument(
         "--overcommit-factor",
         type=float,
         default=1.2,

@@ -35,7 +35,7 @@ class GangExtenderServer(ExtenderServer):
             decision = self.gangs.queue_gate(args.pod, args.node_names)
         else:
             args = protocol.parse_extender_args(protocol.decode(body))
-            decision = self.gangs.filter(args.pod, args.node_names)
+            decision = await self.gangs.filter_member(args.pod, args.node_names)
             if decision is None:
                 decision = self.gangs.queue_gate(args.pod, args.node_names)
         if decision is None:

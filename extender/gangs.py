@@ -48,6 +48,7 @@ from extender.ledger import GangLedger, Reservation
 from extender.metrics import GangMetrics
 from extender.protocol import BindingArgs, PodInfo
 from extender.queues import QueuePass, QueuePolicy, members_request, queue_status
+from extender.slots import SlotWatch
 from plugins import gang as gangs
 from plugins.job_order import JobInput, job_order_key
 from plugins.placement import plan_gang
@@ -103,9 +104,19 @@ class GangScheduler:
         gang_metrics: GangMetrics | None = None,
         event_qps: float = 0.0,
         event_burst: int = 100,
+        pipelined_wait: float = 0.5,
     ) -> None:
         self.cache = cache
         self.ledger = ledger
+        # Admitted members refused in filter, moved back to kube-scheduler's active queue when
+        # their slot is free (Volcano's pipelined tasks: room still held by terminating victims).
+        self.slots = SlotWatch(cache, ledger)
+        self.pipelined_wait = pipelined_wait
+        # Room that is being freed: pods terminating, or whose eviction this extender asked
+        # for (pod -> node, requests). Volcano's Releasing, the difference between a node's
+        # Idle and its FutureIdle: admission may pipeline a gang onto it, and never picks
+        # those pods as victims again.
+        self._releasing: dict[str, tuple[str, ResourceVector]] = {}
         self.client = client
         self.period = period
         self.coalesce = coalesce
@@ -154,6 +165,7 @@ class GangScheduler:
         # the ledger do not: they are the loop's own (admission), or a member's slot moving
         # within its admitted gang (filter), which no decision reads.
         cache.change_listeners.append(self._wake.set)
+        cache.pod_listeners.append(self._pod_changed)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -176,6 +188,19 @@ class GangScheduler:
     def poke(self) -> None:
         """Something changed (a pod, a group): run a pass soon."""
         self._wake.set()
+
+    def _pod_changed(self, pod_key: str, pod: PodRecord | None) -> None:
+        """A member bound (or gone, or finished) gives up its reservation the moment the cache
+        counts it on its node: kept until the next pass, its room counted twice, and filter
+        refused the gang's next member "no room" on a node that had it."""
+        if (pod is None or pod.node is not None or pod.terminal) and self.ledger.reservation_of(
+            pod_key
+        ) is not None:
+            self.ledger.release(pod_key)
+        if pod is None or pod.node is None or pod.terminal:
+            self._releasing.pop(pod_key, None)
+        elif pod.deleting:
+            self._releasing[pod_key] = (pod.node, pod.requests)
 
     async def run(self) -> None:
         await self.cache.synced.wait()
@@ -209,6 +234,7 @@ class GangScheduler:
         # The pass never awaits, so no event can change the cache under it: read it in place.
         snapshot = self.cache.live_view()
         self._release_bound(snapshot)
+        self._release_due()
         touched = self.cache.take_dirty_groups() | self._touched
         self._touched = set()
         # A deleted group is touched by its deletion: only those need looking for.
@@ -221,7 +247,11 @@ class GangScheduler:
                 self._order_keys.pop(key, None)
                 self._bound_counts.pop(key, None)
                 self._quorum_seen.pop(key, None)
-                self._refused.pop(key, None)
+                if not snapshot.pods_by_group.get(key):
+                    # Kept while the group has pods: pods created with their PodGroup may reach
+                    # filter (refused: "not found") before this cache sees the PodGroup, and
+                    # are parked until its admission releases them.
+                    self._refused.pop(key, None)
                 self.reasons.pop(key, None)
         self._touched.clear()  # what _forget_group just noted is in `touched` already
         reserved_by_group = self.ledger.by_group()
@@ -290,6 +320,20 @@ class GangScheduler:
                 self._pass_allocated = self.ledger.pod_keys_set()
                 view = gangs.gang_view(snapshot, key, allocated=self._pass_allocated)
                 assert view is not None
+        if key in self.admitted:
+            # Pipelined: admitted onto room its victims still hold. Volcano's Pipelined tasks
+            # (valid, not ready), and the condition says what they wait for; decided again
+            # every pass until the room is free (the victims' going touches no input of it).
+            waiting = self.slots.waiting_members(key)
+            if waiting:
+                self._volatile = True
+                view = (
+                    gangs.gang_view(
+                        snapshot, key, allocated=self._pass_allocated, pipelined=waiting
+                    )
+                    or view
+                )
+                reason = self.slots.waiting_reason(key, *next(iter(waiting.values())))
         self._write_status(group, view, admitted_now or key in self.admitted, reason)
         self._observe_latencies(group, view, admitted_now)
         if self._volatile or self.cache.group_versions.get(key) is None:
@@ -430,6 +474,12 @@ class GangScheduler:
         plan = None
         if over_share is None:
             plan = plan_gang(snapshot, members, need, reserved, need_per_task=per_task)
+        if self._releasing:
+            # Room being freed counts as free (Volcano's FutureIdle): tried after the idle
+            # room (as Volcano allocates before it pipelines), and before any new eviction.
+            reserved = self._future_reserved()
+            if over_share is None and not plan.ok:
+                plan = plan_gang(snapshot, members, need, reserved, need_per_task=per_task)
         if plan is None or not plan.ok:
             preempted = self._preempt_for(
                 snapshot, group, members, need, per_task, reserved, demand, over_share
@@ -440,7 +490,12 @@ class GangScheduler:
             plan = preempted
         by_key = {pod.key: pod for pod in members}
         for pod_key, node in plan.slots.items():
-            self.ledger.reserve(Reservation(pod_key, node, by_key[pod_key].requests, key))
+            request = by_key[pod_key].requests
+            self.ledger.reserve(Reservation(pod_key, node, request, key))
+            if not self.slots.fits(pod_key, node, request):
+                # Pipelined: the room is still held by pods being evicted or terminating.
+                holding = [k for k, (n, _) in self._releasing.items() if n == node]
+                self.slots.pipeline(key, pod_key, node, holding)
         held = sum_vectors(by_key[pod_key].requests for pod_key in plan.slots)
         if queue_pass is not None:
             queue_pass.model.on_allocated(group.queue, held)
@@ -463,8 +518,10 @@ class GangScheduler:
 
     def _victim_units(self, snapshot: Snapshot, group: PodGroupRecord) -> list[VictimUnit]:
         """Everything that could be evicted, as whole units: each running gang with all its
-        bound members (evicting some would leave it hanging) and each bound pod of no gang."""
+        bound members (evicting some would leave it hanging) and each bound pod of no gang.
+        Pods already being freed (terminating, or asked to) are no victims."""
         units: list[VictimUnit] = []
+        releasing = self._releasing
         for other in snapshot.podgroups.values():
             if other.key == group.key:
                 continue
@@ -474,11 +531,17 @@ class GangScheduler:
                 if (pod := snapshot.pods.get(k)) is not None
                 and pod.occupies_node
                 and not pod.deleting
+                and k not in releasing
             ]
             if bound:
                 units.append(_unit(other.key, other.queue, other.created, bound))
         for pod in snapshot.pods.values():
-            if pod.group is None and pod.occupies_node and not pod.deleting:
+            if (
+                pod.group is None
+                and pod.occupies_node
+                and not pod.deleting
+                and pod.key not in releasing
+            ):
                 queue = self.cache.queue_of(pod) or keys.DEFAULT_QUEUE
                 units.append(_unit(None, queue, pod.created, [pod]))
         return units
@@ -502,8 +565,9 @@ class GangScheduler:
         victim order (lowest priority, no broken gang, youngest first), taken until a placement
         exists, then every unit the placement does not need is given back. A gang whose queue
         is at its share (`over_share`) may only preempt within its queue, and only if what the
-        victims free brings the queue back within its share. Returns the plan with the
-        evictions started, or None."""
+        victims free brings the queue back within its share. Pods already being freed are
+        no victims (their room is free in `reserved`). Returns the plan with the evictions
+        started, or None."""
         priority = self._priority(snapshot, group)
         units = sorted(self._victim_units(snapshot, group), key=victim_order_key)
         if not units:
@@ -607,7 +671,10 @@ class GangScheduler:
                     victim_group, WARNING, "Reclaimed" if action == "reclaim" else "Preempted", note
                 )
             for pod_key in unit.pods:
-                task = asyncio.create_task(self._evict(snapshot.pods[pod_key], note))
+                victim = snapshot.pods[pod_key]
+                if victim.node is not None:
+                    self._releasing[pod_key] = (victim.node, victim.requests)
+                task = asyncio.create_task(self._evict(victim, note))
                 self._tasks.append(task)
                 task.add_done_callback(self._tasks_done)
         what = "over-share" if action == "reclaim" else "lower-priority"
@@ -633,9 +700,20 @@ class GangScheduler:
             )
         except ApiError as exc:
             if not exc.not_found:
+                # Not evicted (e.g. a disruption budget): its room is not being freed after all.
+                self._releasing.pop(pod.key, None)
+                self.poke()
                 log.warning("eviction failed", extra={"pod": pod.key, "error": str(exc)})
             return
         self._pod_event(pod, WARNING, "Preempted", note)
+
+    def _future_reserved(self) -> dict[str, ResourceVector]:
+        """The ledger's reservations per node minus the room being freed there: what a
+        placement over the cache's node_requested must subtract to see FutureIdle."""
+        reserved = dict(self.ledger.by_node)
+        for node, request in self._releasing.values():
+            reserved[node] = reserved.get(node, _ZERO) - request
+        return reserved
 
     def _not_admitted(self, key: str, reason: str) -> str:
         self.reasons[key] = reason
@@ -699,10 +777,27 @@ class GangScheduler:
     def _forget_group(self, key: str, why: str) -> None:
         self._touch(key)
         self.admitted.discard(key)
+        self.slots.forget_group(key)
         for pod_key in self.ledger.of_group(key):
             self.ledger.release(pod_key)
         self.barrier.release(key, why)
         self._statuses.pop(key, None)
+
+    def _release_due(self) -> None:
+        """Admitted members kube-scheduler parked (this filter refused them) whose slot is
+        free now go back to its active queue: one pod update each (the admission stamp, new
+        time), as on admission. Runs at the start of every pass, and a pass follows every
+        cache change, so a member is released as soon as its victims are gone."""
+        due = self.slots.due(self.admitted)
+        if not due or self.client is None:
+            return
+        stamp = _stamp()
+        for pod_key in due:
+            pod = self.cache.pods.get(pod_key)
+            if pod is not None:
+                task = asyncio.create_task(self._admit_pod(pod, stamp))
+                self._tasks.append(task)
+                task.add_done_callback(self._tasks_done)
 
     def _release_admitted(self, view: gangs.GangView) -> None:
         """Tell the admitted members' scheduler they may go. Every pending member gets a
@@ -713,19 +808,39 @@ class GangScheduler:
         moves the pod back into kube-scheduler's active queue at once instead of after up to
         five minutes. A member never refused is still in that queue and passes on its first
         try, so it is not written: on a 1,000-member gang that spares most of 1,000 writes
-        (and their watch events) while the gang is being scheduled."""
+        (and their watch events) while the gang is being scheduled.
+
+        A pipelined member (its room still held by victims) that kube-scheduler cannot try on
+        its own is not released yet but parked: released now, it would be tried while its
+        victims terminate and fail, and every failed attempt doubles the backoff it must wait
+        out once the room is free (1 s, 2 s, 4 s ...). The pass releases it when its room is
+        free (`_release_due`)."""
         refused = self._refused.pop(view.group_key, set())
         if self.client is None:
             return
-        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        stamp = _stamp()
+        waiting = self.slots.waiting_members(view.group_key)
         for pod in view.members:
             if pod.node is not None or pod.terminal:
                 continue
-            self._pod_event(pod, NORMAL, "GangAdmitted", f"gang {pod.group} admitted at {stamp}")
-            if pod.gated or pod.unschedulable or pod.key in refused:
+            self.slots.unpark(pod.key)
+            note = f"gang {pod.group} admitted at {stamp[:19]}Z"
+            blocked = waiting.get(pod.key)
+            if blocked is not None:
+                note += "; " + self.slots.waiting_reason(view.group_key, *blocked)
+            self._pod_event(pod, NORMAL, "GangAdmitted", note)
+            if blocked is not None and (pod.gated or pod.unschedulable or pod.key in refused):
+                self.slots.park(pod.key, view.group_key)
+            elif pod.gated or pod.unschedulable or pod.key in refused:
+                refused.discard(pod.key)
                 task = asyncio.create_task(self._admit_pod(pod, stamp))
                 self._tasks.append(task)
                 task.add_done_callback(self._tasks_done)
+        # Refused members this cache has not seen yet (the filter request came first): the
+        # pass releases them once they arrive.
+        for pod_key in refused:
+            if pod_key not in self.cache.pods:
+                self.slots.park(pod_key, view.group_key)
 
     def _tasks_done(self, task: asyncio.Task[Any]) -> None:
         with contextlib.suppress(ValueError):
@@ -903,20 +1018,57 @@ class GangScheduler:
         if (
             reservation is not None
             and reservation.node in set(candidates)
-            and self._fits(pod.key, reservation.node, reservation.request)
+            and self.slots.fits(pod.key, reservation.node, reservation.request)
         ):
+            self.slots.unpark(pod.key)
             return [reservation.node], {}, {}
-        # No slot (a member beyond minMember) or the slot is unusable: re-plan onto a candidate.
+        # No slot (a member beyond minMember) or the slot is unusable: re-plan onto a candidate
+        # with room no other member holds (the slot moves; the room it leaves is free again).
         record = self.cache.pods.get(pod.key)
         request = record.requests if record is not None else _ZERO
         for name in candidates:
-            if self._fits(pod.key, name, request):
+            if self.slots.fits(pod.key, name, request):
                 # The group's held sum is a decision input: a new slot (a member beyond
                 # minMember) changes it and so re-decides the group; a moved slot does not.
                 self.ledger.reserve(Reservation(pod.key, name, request, key))
+                self.slots.unpark(pod.key)
                 return [name], {}, {}
-        reason = f"gang {key}: no candidate node has room for this member"
+        # Refused: kube-scheduler parks the member. The reservation stays, and the pass moves
+        # the member back to kube-scheduler's active queue as soon as its slot is free.
+        self.slots.park(pod.key, key)
+        blocked = self.slots.blockers(pod.key)
+        if blocked is not None:
+            reason = self.slots.waiting_reason(key, *blocked)
+        elif reservation is not None:
+            reason = (
+                f"gang {key}: no candidate node has room for this member "
+                f"(its reserved slot on {reservation.node} is not free yet)"
+            )
+        else:
+            reason = f"gang {key}: no candidate node has room for this member"
         return [], {}, dict.fromkeys(candidates, reason)
+
+    async def filter_member(
+        self, pod: PodInfo, candidates: list[str]
+    ) -> tuple[list[str], dict[str, str], dict[str, str]] | None:
+        """`filter`, except for a member whose reserved node kube-scheduler offers while this
+        cache still sees that room held by terminating pods: kube-scheduler's informer saw
+        them go first (or is about to be proven wrong). Refusing would park the member for
+        kube-scheduler's backoff (up to 10 s) although the room is free, so wait up to
+        `pipelined_wait` for this cache to catch up, then answer."""
+        decision = self.filter(pod, candidates)
+        if decision is None or decision[0] or self.pipelined_wait <= 0:
+            return decision
+        reservation = self.ledger.reservation_of(pod.key)
+        if (
+            reservation is None
+            or reservation.node not in candidates
+            or self.slots.blockers(pod.key) is None
+        ):
+            return decision
+        if await self.slots.wait_until_free(pod.key, self.pipelined_wait):
+            return self.filter(pod, candidates)
+        return decision
 
     def queues_contended(self) -> bool:
         """Whether some queue may refuse a pod now (closed, or holding its deserved share):
@@ -945,13 +1097,6 @@ class GangScheduler:
         queue_pass.model.on_allocated(queue, record.requests)
         queue_pass.tentative.add(record.key)
         return None
-
-    def _fits(self, pod_key: str, node: str, request: ResourceVector) -> bool:
-        record = self.cache.nodes.get(node)
-        if record is None:
-            return False
-        free = self.cache.node_free(node) - self.ledger.reserved_on(node, excluding=pod_key)
-        return request.fits_in(free)
 
     # ------------------------------------------------------------------ bind
 
@@ -1044,6 +1189,12 @@ def _unit(group: str | None, queue: str, created: str, pods: list[PodRecord]) ->
         breaks_gang=group is not None,
         creation=created,
     )
+
+
+def _stamp() -> str:
+    """The admission stamp's value: the time, to the microsecond so that a second stamp in
+    the same second still changes the pod (an unchanged annotation is no update at all)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _epoch_seconds(stamp: str) -> float:

@@ -62,6 +62,7 @@ class Extender:
             gang_metrics=metrics.gangs,
             event_qps=args.event_qps,
             event_burst=args.event_burst,
+            pipelined_wait=args.pipelined_wait,
         )
         metrics.registry.register(QueueCollector(lambda: gangs.queue_pass))
         warning = check_timeouts(args.gang_timeout, args.scheduler_bind_timeout)

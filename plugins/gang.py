@@ -94,13 +94,18 @@ _EMPTY: Mapping[str, int] = MappingProxyType({})
 
 
 def task_status(
-    pod: PodRecord, allocated: Collection[str] = (), binding: Collection[str] = ()
+    pod: PodRecord,
+    allocated: Collection[str] = (),
+    binding: Collection[str] = (),
+    pipelined: Collection[str] = (),
 ) -> str:
     """Volcano's task status of a pod (pkg/scheduler/api/helpers.go getTaskStatus).
 
     `allocated` / `binding` are pod keys with a gang-ledger reservation / a held bind: the
-    extender's equivalents of Volcano's in-session Allocated and Binding. They only apply to a
-    pending pod without a node; a pod the API already shows bound is Bound whatever the ledger says.
+    extender's equivalents of Volcano's in-session Allocated and Binding. `pipelined` are
+    reserved members whose room is still held by terminating victims (Volcano's Pipelined: not
+    ready, but valid). They only apply to a pending pod without a node; a pod the API already
+    shows bound is Bound whatever the ledger says.
     """
     phase = pod.phase
     # Terminal phases win over a deletionTimestamp, as in Volcano: a finished pod being garbage
@@ -118,6 +123,8 @@ def task_status(
             return BOUND
         if pod.key in binding:
             return BINDING
+        if pod.key in pipelined:
+            return PIPELINED
         if pod.key in allocated:
             return ALLOCATED
         return PENDING
@@ -229,10 +236,11 @@ def gang_view(
     *,
     allocated: Collection[str] = (),
     binding: Collection[str] = (),
+    pipelined: Collection[str] = (),
 ) -> GangView | None:
     """The gang of PodGroup `group_key` ("ns/name"), or None when the PodGroup does not exist
-    (Volcano ignores pods whose group has no PodGroup). See `task_status` for `allocated` and
-    `binding`."""
+    (Volcano ignores pods whose group has no PodGroup). See `task_status` for `allocated`,
+    `binding` and `pipelined`."""
     group = snapshot.podgroups.get(group_key)
     if group is None:
         return None
@@ -250,7 +258,7 @@ def gang_view(
     task_best_effort: dict[str, int] = {}
     releasing_on_node = 0
     for pod in members:
-        state = task_status(pod, allocated, binding)
+        state = task_status(pod, allocated, binding, pipelined)
         status[pod.key] = state
         counts[state] = counts.get(state, 0) + 1
         task = pod.task or ""

@@ -71,6 +71,10 @@ SIM_DURATION: Final = "vulcan.sh/sim-duration"
 """Pod annotation read by the embedded cluster's hollow kubelet: how long the pod runs."""
 SIM_EXIT_CODE: Final = "vulcan.sh/sim-exit-code"
 """Pod annotation read by the hollow kubelet: the exit code the pod finishes with."""
+SIM_TERMINATION = "vulcan.sh/sim-termination-duration"
+"""Pod annotation read by the hollow kubelet: how long the containers take to stop after
+SIGTERM when the pod is deleted (capped by its grace period; `forever`: they ignore SIGTERM and
+are killed when the grace period ends)."""
 
 # Volcano's defaults that several parts share.
 DEFAULT_QUEUE: Final = "default"

@@ -11,8 +11,10 @@ events and timers (`loop.call_later`), never by a polling loop per pod:
   `vulcan.sh/sim-exit-code`, then ends or restarts per its restartPolicy (CrashLoopBackOff in
   between);
 - a gang member's run time advances only while its gang is complete (`sim.kubelet.gang`);
-- a deleted pod is moved to a terminal phase and its deletion confirmed (grace 0, UID
-  precondition), as a kubelet does;
+- a deleted pod keeps running for its `vulcan.sh/sim-termination-duration` (how long its
+  containers take to stop after SIGTERM; at most the deletion's grace period, when they are
+  killed; default 0), then is moved to a terminal phase and its deletion confirmed (grace 0,
+  UID precondition), as a kubelet does;
 - a node annotated `vulcan.sh/sim-node-state=failed` goes NotReady once and then goes quiet (no
   lease renewals, no pod updates) until the annotation is removed.
 
@@ -64,6 +66,7 @@ from sim.kubelet.pods import (
     PodView,
     node_ip,
     parse_time,
+    termination_delay,
 )
 from sim.kubelet.profiles import NodeProfile
 from sim.kubelet.status import (
@@ -555,7 +558,15 @@ class HollowKubelets:
         if view.deleting and not run.deleting:
             run.deleting = True
             self._freeze(run)
-            self._pod_queue.add(run.key)
+            delay = termination_delay(view) if run.state == STARTED else 0.0
+            if delay > 0:
+                # SIGTERM sent: the pod runs on, holding its room, until its containers stop
+                # (or are killed when the grace period ends), as a kubelet terminates a pod.
+                run.stop_timer = asyncio.get_running_loop().call_later(
+                    delay, self._containers_stopped, run
+                )
+            else:
+                self._pod_queue.add(run.key)
         if view.terminal and run.state != TERMINATED:
             # Someone else ended the pod (the node lifecycle controller, for a lost node).
             self._freeze(run)
@@ -734,8 +745,16 @@ class HollowKubelets:
         run.phase = FAILED
         run.changed()
 
+    def _containers_stopped(self, run: PodRun) -> None:
+        run.stop_timer = None
+        if self._runs.get(run.key) is run:
+            self._pod_queue.add(run.key)
+
     def _forget(self, run: PodRun) -> None:
         self._freeze(run)
+        if run.stop_timer is not None:
+            run.stop_timer.cancel()
+            run.stop_timer = None
         if self._runs.get(run.key) is run:
             del self._runs[run.key]
             node = self._nodes.get(run.node)
@@ -759,6 +778,8 @@ class HollowKubelets:
             return  # a down node's kubelet does nothing; coming back up re-queues its pods
         try:
             if run.deleting:
+                if run.stop_timer is not None:
+                    return  # still stopping: _containers_stopped queues it again
                 if run.state != TERMINATED:
                     self._kill(run)
                 if run.version != run.written:

@@ -13,6 +13,9 @@ SIM_DURATION: Final = _core_keys.SIM_DURATION
 `forever`: until deleted)."""
 SIM_EXIT_CODE: Final = _core_keys.SIM_EXIT_CODE
 """Pod annotation: the exit code the containers finish with (an integer)."""
+SIM_TERMINATION: Final = _core_keys.SIM_TERMINATION
+"""Pod annotation: how long the containers take to stop after SIGTERM (Go duration, default
+`0s`; `forever`: until SIGKILL at the end of the grace period)."""
 SIM_NODE_STATE: Final = "vulcan.sh/sim-node-state"
 """Node annotation: `failed` takes the node's hollow kubelet down (NotReady, no lease renewals,
 no pod updates); absent or `ready` brings it back."""

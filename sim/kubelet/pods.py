@@ -13,7 +13,7 @@ from typing import Any
 
 from core.durations import parse_duration
 from core.records import pod_group_key
-from sim.kubelet.keys import SIM_DURATION, SIM_EXIT_CODE
+from sim.kubelet.keys import SIM_DURATION, SIM_EXIT_CODE, SIM_TERMINATION
 
 log = logging.getLogger("vulcan.sim.kubelet")
 
@@ -36,6 +36,7 @@ class PodView:
         "deleting",
         "duration",
         "exit_code",
+        "grace",
         "group",
         "init_containers",
         "key",
@@ -49,6 +50,7 @@ class PodView:
         "running_since",
         "rv",
         "start_time",
+        "termination",
         "uid",
     )
 
@@ -65,6 +67,11 @@ class PodView:
         self.node: str = spec.get("nodeName") or ""
         self.phase: str = status.get("phase") or PENDING
         self.deleting = bool(meta.get("deletionTimestamp"))
+        # The grace period the API server gave the deletion (the kubelet waits that long for
+        # the containers to stop before it kills them).
+        grace = meta.get("deletionGracePeriodSeconds")
+        self.grace: float = float(grace) if isinstance(grace, int | float) else 0.0
+        self.termination: str | None = annotations.get(SIM_TERMINATION)
         self.restart_policy: str = spec.get("restartPolicy") or "Always"
         self.containers: tuple[tuple[str, str], ...] = tuple(
             (c.get("name", ""), c.get("image", "")) for c in spec.get("containers") or ()
@@ -126,6 +133,15 @@ def parse_sim_duration(text: str | None, default: float | None) -> float | None:
     return max(0.0, seconds)
 
 
+def termination_delay(view: PodView) -> float:
+    """Seconds a deleted pod's containers take to stop: its `vulcan.sh/sim-termination-duration`
+    (SIGTERM handled that long; `forever`: ignored), at most its deletion grace period, after
+    which the kubelet kills them. 0 without the annotation: a container that exits on SIGTERM."""
+    seconds = parse_sim_duration(view.termination, 0.0)
+    limit = max(0.0, view.grace)
+    return limit if seconds is None else min(seconds, limit)
+
+
 def parse_exit_code(text: str | None, default: int) -> int:
     if text is None:
         return default
@@ -183,6 +199,7 @@ class PodRun:
         "start_time",
         "started_at",
         "state",
+        "stop_timer",
         "terminated",
         "timer",
         "transitions",
@@ -218,6 +235,8 @@ class PodRun:
         self.remaining: float | None = self.duration
         self.clock_since: float | None = None
         self.timer: asyncio.TimerHandle | None = None
+        # Set while a deleted pod's containers are stopping (SIGTERM sent, grace period running).
+        self.stop_timer: asyncio.TimerHandle | None = None
         self.backoff: float | None = None
         self.last_terminated: dict[str, Any] | None = None
         self.terminated: dict[str, Any] | None = None
