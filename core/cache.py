@@ -466,7 +466,7 @@ class ClusterCache:
             assert pod.node is not None
             _add(nodes, pod.node, pod.requests)
             queue = self.queue_of(pod)
-            if queue is not None:
+            if queue is not None and not pod.deleting:
                 _add(queues, queue, pod.requests)
         return nodes, queues
 
