@@ -704,6 +704,8 @@ class GangScheduler:
                 self._releasing.pop(pod.key, None)
                 self.poke()
                 log.warning("eviction failed", extra={"pod": pod.key, "error": str(exc)})
+            elif (known := self.cache.pods.get(pod.key)) is None or known.uid != pod.uid:
+                self._releasing.pop(pod.key, None)  # gone already
             return
         self._pod_event(pod, WARNING, "Preempted", note)
 
@@ -711,7 +713,11 @@ class GangScheduler:
         """The ledger's reservations per node minus the room being freed there: what a
         placement over the cache's node_requested must subtract to see FutureIdle."""
         reserved = dict(self.ledger.by_node)
-        for node, request in self._releasing.values():
+        for pod_key, (node, request) in list(self._releasing.items()):
+            pod = self.cache.pods.get(pod_key)
+            if pod is None or pod.node != node or not pod.occupies_node:
+                del self._releasing[pod_key]  # gone before the cache told the listener
+                continue
             reserved[node] = reserved.get(node, _ZERO) - request
         return reserved
 
