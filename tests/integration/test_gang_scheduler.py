@@ -501,3 +501,85 @@ async def test_gang_latencies_are_observed_once_per_gang(client: KubeClient) -> 
     finally:
         await gangs.stop()
         await cache.stop()
+
+
+async def _stamped(client: KubeClient, name: str) -> bool:
+    live = await client.get(PODS, name, "default")
+    return bool((live["metadata"].get("annotations") or {}).get("vulcan.sh/gang-admitted"))
+
+
+async def test_a_member_refused_before_its_podgroup_was_seen_is_released_on_admission(
+    client: KubeClient,
+) -> None:
+    """Pods created with their PodGroup can reach filter before this cache sees the PodGroup:
+    refused ("not found"), kube-scheduler parks them, and admission must stamp them."""
+    await add_gpu_node(client, "gpu-0")
+    member = await client.create(PODS, worker("job", 0))
+    cache, gangs = await started(client)
+    try:
+        await until(lambda: len(cache.pods) == 1)
+        _, _, unresolvable = gangs.filter(pod_info(member), ["gpu-0"])
+        assert unresolvable == {"gpu-0": "podgroup default/job not found"}
+        gangs.schedule_pass()  # the group is touched by its pod while it has no PodGroup
+        await client.create(
+            PODGROUPS,
+            {"metadata": {"name": "job", "namespace": "default"}, "spec": {"minMember": 1}},
+        )
+        await until(lambda: len(cache.podgroups) == 1)
+        gangs.schedule_pass()
+        assert gangs.admitted == {"default/job"}
+        async with asyncio.timeout(10):
+            while not await _stamped(client, "job-worker-0"):
+                await asyncio.sleep(0.02)
+    finally:
+        await gangs.stop()
+        await cache.stop()
+
+
+async def test_a_member_refused_while_its_slot_is_held_is_released_when_it_frees(
+    client: KubeClient,
+) -> None:
+    """An admitted member refused because its slot is taken (here a pod bound without asking
+    the extender) keeps the slot, says why, and is stamped the moment the slot is free."""
+    await add_gpu_node(client, "gpu-0")
+    await client.create(
+        PODGROUPS, {"metadata": {"name": "job", "namespace": "default"}, "spec": {"minMember": 1}}
+    )
+    member = await client.create(PODS, worker("job", 0))
+    cache, gangs = await started(client)
+    try:
+        await until(lambda: len(cache.pods) == 1 and len(cache.podgroups) == 1)
+        gangs.schedule_pass()
+        assert gangs.admitted == {"default/job"}
+        assert gangs.ledger.reservation_of("default/job-worker-0").node == "gpu-0"
+        squatter = worker("other", 0)
+        squatter["metadata"]["annotations"] = {}
+        squatter["spec"]["nodeName"] = "gpu-0"
+        await client.create(PODS, squatter)
+        await until(lambda: "default/other-worker-0" in cache.pods)
+        _, _, unresolvable = gangs.filter(pod_info(member), ["gpu-0"])
+        assert unresolvable == {
+            "gpu-0": "gang default/job: no candidate node has room for this member "
+            "(its reserved slot on gpu-0 is not free yet)"
+        }
+        assert gangs.ledger.reservation_of("default/job-worker-0").node == "gpu-0"  # kept
+        gangs.schedule_pass()
+        assert "default/job-worker-0" in gangs.slots  # still parked: the slot is taken
+        assert not await _stamped(client, "job-worker-0")
+        # The squatter terminates: its room is named while it does, then freed.
+        await client.delete(PODS, "other-worker-0", "default")
+        await until(lambda: cache.pods["default/other-worker-0"].deleting)
+        _, _, unresolvable = gangs.filter(pod_info(member), ["gpu-0"])
+        assert unresolvable["gpu-0"] == (
+            "gang default/job: waiting for default/other-worker-0 to terminate on gpu-0"
+        )
+        await client.delete(PODS, "other-worker-0", "default", grace_period=0)
+        await until(lambda: "default/other-worker-0" not in cache.pods)
+        gangs.schedule_pass()
+        async with asyncio.timeout(10):
+            while not await _stamped(client, "job-worker-0"):
+                await asyncio.sleep(0.02)
+        assert "default/job-worker-0" not in gangs.slots
+    finally:
+        await gangs.stop()
+        await cache.stop()
