@@ -18,6 +18,10 @@ import logging
 from typing import Any
 
 from core.api import keys
+from core.controller.informers import SharedInformers
+from core.controller.metrics import ControllerMetrics
+from core.controller.reconcile import run_reconciler, warn_given_up
+from core.controller.selection import PODGROUP
 from core.kube.client import NAMESPACES, PODGROUPS, PODS, ApiError, KubeClient, Resource
 from core.kube.events import NORMAL, EventRecorder, object_reference
 from core.kube.workqueue import WorkQueue
@@ -29,9 +33,7 @@ from podgroup_controller.desired import (
     podgroup_name,
     update_patch,
 )
-from podgroup_controller.informers import SharedInformers
-from podgroup_controller.metrics import ControllerMetrics
-from podgroup_controller.reconcile import ControllerOptions, run_reconciler, warn_given_up
+from podgroup_controller.options import ControllerOptions
 from podgroup_controller.records import (
     CONTROLLER_REVISION_HASH,
     NamespaceRecord,
@@ -39,7 +41,6 @@ from podgroup_controller.records import (
     PodRecord,
     WorkloadRecord,
 )
-from podgroup_controller.selection import PODGROUP
 
 log = logging.getLogger("vulcan.controllers.podgroup")
 
@@ -140,7 +141,7 @@ class PodGroupController:
             self.options.podgroup_workers,
             self.sync,
             self.metrics,
-            self.options,
+            self.options.retries,
             self._give_up,
         )
 

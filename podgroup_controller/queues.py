@@ -23,11 +23,14 @@ import logging
 from collections import Counter
 
 from core.api import keys
+from core.controller.informers import SharedInformers
+from core.controller.metrics import ControllerMetrics
+from core.controller.reconcile import run_reconciler, warn_given_up
+from core.controller.selection import QUEUE
 from core.kube.client import COMMANDS, PODGROUPS, QUEUES, ApiError, KubeClient
 from core.kube.events import NORMAL, WARNING, EventRecorder
 from core.kube.workqueue import WorkQueue
-from podgroup_controller.informers import SharedInformers
-from podgroup_controller.metrics import ControllerMetrics
+from podgroup_controller.options import ControllerOptions
 from podgroup_controller.queue_state import (
     CLOSE_QUEUE,
     CLOSING,
@@ -39,9 +42,7 @@ from podgroup_controller.queue_state import (
     normalize,
     transition,
 )
-from podgroup_controller.reconcile import ControllerOptions, run_reconciler, warn_given_up
 from podgroup_controller.records import CommandRecord, PodGroupRecord, QueueRecord
-from podgroup_controller.selection import QUEUE
 
 log = logging.getLogger("vulcan.controllers.queue")
 
@@ -157,7 +158,7 @@ class QueueController:
                     self.options.queue_workers,
                     self.sync,
                     self.metrics,
-                    self.options,
+                    self.options.retries,
                     self._give_up,
                 )
             )
@@ -168,7 +169,7 @@ class QueueController:
                     1,
                     self.handle_command,
                     self.metrics,
-                    self.options,
+                    self.options.retries,
                     self._command_given_up,
                 )
             )

@@ -60,8 +60,8 @@ def _cmd_extender(args: argparse.Namespace) -> int:
 
 
 def _cmd_controllers(args: argparse.Namespace) -> int:
-    from podgroup_controller.main import run
-    from podgroup_controller.selection import SelectionError
+    from core.controller.selection import SelectionError
+    from vulcan.controllers import run
     from vulcan.logs import setup_logging
     from vulcan.sim_commands import run_async
 
@@ -115,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
         "creates the root and default queues and runs the Open/Closing/Closed state machine "
         "driven by bus.volcano.sh Commands. GET /healthz, /readyz, /metrics on --port.",
     )
-    from podgroup_controller.flags import add_controllers_flags
+    from vulcan.controllers import add_controllers_flags
 
     add_controllers_flags(controllers)
     controllers.set_defaults(func=_cmd_controllers)

@@ -11,9 +11,10 @@ from typing import Any, TypeVar
 
 from kubernetes_asyncio.client import Configuration
 
+from core.controller.manager import ControllerManager
 from core.kube.client import EVENTS, ApiError, ClientOptions, KubeClient
-from podgroup_controller.main import ControllerManager
-from podgroup_controller.reconcile import ControllerOptions
+from podgroup_controller.controllers import factories
+from podgroup_controller.options import ControllerOptions
 from sim.apiserver.server import EmbeddedApiServer
 from tests.helpers import until
 
@@ -43,8 +44,11 @@ class Controllers:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> ControllerManager:
+        available = factories(self.options)
         self.manager = ControllerManager(
-            self.client, self.enabled, self.options, identity="test-controllers"
+            self.client,
+            {name: available[name] for name in self.enabled},
+            identity="test-controllers",
         )
         self._task = asyncio.create_task(self.manager.run())
         manager = self.manager

@@ -16,12 +16,13 @@ from typing import Any
 
 from kubernetes_asyncio.client import Configuration
 
+from core.controller.manager import ControllerManager
+from core.controller.selection import PODGROUP
 from core.kube.client import LEASES, NAMESPACES, PODGROUPS, PODS, QUEUES, ClientOptions, KubeClient
 from core.kube.leader import LeaderElectionConfig
-from podgroup_controller.main import ControllerManager
+from podgroup_controller.controllers import factories
+from podgroup_controller.options import ControllerOptions
 from podgroup_controller.podgroups import BATCH_JOBS, REPLICASETS, STATEFULSETS
-from podgroup_controller.reconcile import ControllerOptions
-from podgroup_controller.selection import PODGROUP
 from sim.apiserver.server import EmbeddedApiServer
 from tests.helpers import announced_url, sim_apiserver_process, until, vulcan_process
 from tests.integration.controller_harness import (
@@ -431,7 +432,9 @@ async def test_only_the_leader_acts_and_a_standby_takes_over() -> None:
             resource_namespace="kube-system",
         )
         managers = {
-            name: ControllerManager(client, [PODGROUP], ControllerOptions(), identity=name)
+            name: ControllerManager(
+                client, {PODGROUP: factories(ControllerOptions())[PODGROUP]}, identity=name
+            )
             for name in ("a", "b")
         }
         electors = {

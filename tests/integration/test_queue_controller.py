@@ -7,9 +7,9 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+from core.controller.manager import ControllerManager
+from core.controller.selection import QUEUE
 from core.kube.client import COMMANDS, PODGROUPS, QUEUES, KubeClient
-from podgroup_controller.main import ControllerManager
-from podgroup_controller.selection import QUEUE
 from tests.integration.controller_harness import events_about, eventually, get_or_none, running
 
 CLOSED_BY_PARENT = "volcano.sh/closed-by-parent"

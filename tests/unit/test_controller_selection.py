@@ -6,16 +6,18 @@ import argparse
 
 import pytest
 
-from core.kube.leader import add_leader_election_flags
-from podgroup_controller.flags import LEASE_NAME, add_controllers_flags, scheduler_names
-from podgroup_controller.selection import (
+from core.controller.flags import LEASE_NAME
+from core.controller.selection import (
     PODGROUP,
     QUEUE,
     SelectionError,
     is_enabled,
     select_controllers,
 )
+from core.kube.leader import add_leader_election_flags
+from podgroup_controller.flags import scheduler_names
 from vulcan.cli import build_parser
+from vulcan.controllers import add_controllers_flags
 
 AVAILABLE = (PODGROUP, QUEUE)
 

@@ -1,11 +1,14 @@
-"""Wiring of `vulcan controllers`: client, leader election, the selected controllers, and the
-/healthz, /readyz and /metrics server.
+"""The controller manager: client, leader election, the selected controllers, and the /healthz,
+/readyz and /metrics server.
 
-Controllers run only while this instance leads (Lease `vulcan-controllers`). Each leadership
-term builds everything afresh from the API server — informers, work queues, event recorder — and
-tears it down when the term ends, so a new leader (or a restarted process) starts from what is
-stored, never from memory. /readyz: a leader is ready once its informers have synced, a standby
-once it has seen who leads.
+Controllers run only while this instance leads (one Lease for all of them). Each leadership
+term builds everything afresh from the API server — informers, work queues, event recorder —
+and tears it down when the term ends, so a new leader (or a restarted process) starts from what
+is stored, never from memory. /readyz: a leader is ready once its informers have synced, a
+standby once it has seen who leads.
+
+A controller is anything with `name` and `async run()`, built for each term by its factory from
+the term's client, shared informers, event recorder and metrics.
 """
 
 from __future__ import annotations
@@ -15,44 +18,46 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
+from core.controller.health import build_app
+from core.controller.informers import SharedInformers
+from core.controller.metrics import ControllerMetrics
+from core.controller.selection import select_controllers
 from core.kube.client import NAMESPACES, ApiError, KubeClient
 from core.kube.events import EventRecorder
 from core.kube.flags import options_from_args
 from core.kube.leader import LeaderElectionConfig, LeaderElector, default_identity
 from core.serving import start_app
-from podgroup_controller.flags import scheduler_names
-from podgroup_controller.health import build_app
-from podgroup_controller.informers import SharedInformers
-from podgroup_controller.metrics import ControllerMetrics
-from podgroup_controller.podgroups import PodGroupController
-from podgroup_controller.queues import QueueController
-from podgroup_controller.reconcile import ControllerOptions
-from podgroup_controller.selection import PODGROUP, QUEUE, select_controllers
 
 log = logging.getLogger("vulcan.controllers")
 
 COMPONENT = "vulcan-controllers"  # reportingController of our Events
-CONTROLLERS = {PODGROUP: PodGroupController, QUEUE: QueueController}
-AVAILABLE = tuple(CONTROLLERS)
+
+
+class Controller(Protocol):
+    async def run(self) -> None: ...
+
+
+ControllerFactory = Callable[
+    [KubeClient, SharedInformers, EventRecorder, ControllerMetrics], Controller
+]
 
 
 class ControllerManager:
-    """The selected controllers, run one leadership term at a time (`run`)."""
+    """The given controllers (name -> factory), run one leadership term at a time (`run`)."""
 
     def __init__(
         self,
         client: KubeClient,
-        enabled: Sequence[str],
-        options: ControllerOptions,
+        factories: Mapping[str, ControllerFactory],
         metrics: ControllerMetrics | None = None,
         identity: str | None = None,
     ) -> None:
         self.client = client
-        self.enabled = tuple(enabled)
-        self.options = options
+        self.factories = dict(factories)
+        self.enabled = tuple(self.factories)
         self.metrics = metrics or ControllerMetrics()
         self.identity = identity or default_identity()
         self.leading = False
@@ -70,8 +75,8 @@ class ControllerManager:
         informers = SharedInformers(self.client)
         recorder = EventRecorder(self.client, COMPONENT, self.identity)
         controllers = {
-            name: CONTROLLERS[name](self.client, informers, recorder, self.metrics, self.options)
-            for name in self.enabled
+            name: factory(self.client, informers, recorder, self.metrics)
+            for name, factory in self.factories.items()
         }
         self.informers, self.controllers, self.leading = informers, controllers, True
         self.metrics.leader.set(1)
@@ -95,7 +100,7 @@ class ControllerManager:
                 await events
 
 
-async def _check_lease_namespace(client: KubeClient, namespace: str) -> None:
+async def check_lease_namespace(client: KubeClient, namespace: str) -> None:
     """A Lease cannot be created in a namespace that does not exist: say so, or this instance
     would wait forever without a word (the elector only logs at debug level)."""
     try:
@@ -111,20 +116,17 @@ async def _check_lease_namespace(client: KubeClient, namespace: str) -> None:
             log.warning("could not read the leader-election namespace", extra={"error": str(exc)})
 
 
-def options_of(args: argparse.Namespace) -> ControllerOptions:
-    return ControllerOptions(
-        scheduler_names=scheduler_names(args),
-        inherit_owner_annotations=args.inherit_owner_annotations,
-        podgroup_workers=args.worker_threads_for_podgroup,
-        queue_workers=args.worker_threads_for_queue,
-        max_retries=args.max_requeue_num,
-    )
-
-
-async def run(args: argparse.Namespace) -> int:
-    enabled = select_controllers(args.controllers, AVAILABLE)
+async def run(
+    args: argparse.Namespace,
+    available: Mapping[str, ControllerFactory],
+    *,
+    describe: Mapping[str, Any] | None = None,
+) -> int:
+    """`vulcan controllers`: the controllers of `available` that `--controllers` selects, under
+    leader election, until SIGINT/SIGTERM. `describe`: extra fields for the start-up log."""
+    enabled = select_controllers(args.controllers, tuple(available))
     client = await KubeClient.connect(options_from_args(args))
-    manager = ControllerManager(client, enabled, options_of(args))
+    manager = ControllerManager(client, {name: available[name] for name in enabled})
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -146,7 +148,7 @@ async def run(args: argparse.Namespace) -> int:
     election = LeaderElectionConfig.from_args(args)
     elector: LeaderElector | None = None
     if election.leader_elect:
-        await _check_lease_namespace(client, election.resource_namespace)
+        await check_lease_namespace(client, election.resource_namespace)
         elector = election.elector(client, manager.identity, on_started_leading=term)
         main = asyncio.create_task(elector.run(), name="leader-election")
     else:
@@ -167,10 +169,7 @@ async def run(args: argparse.Namespace) -> int:
         shutdown_timeout=2.0,
     )
     print(f"vulcan controllers listening on http://{args.bind_address}:{port}", flush=True)
-    log.info(
-        "controllers starting",
-        extra={"controllers": list(enabled), "schedulers": list(manager.options.scheduler_names)},
-    )
+    log.info("controllers starting", extra={"controllers": list(enabled), **(describe or {})})
     try:
         await stop.wait()
     finally:

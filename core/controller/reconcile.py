@@ -1,5 +1,6 @@
-"""What every controller here shares: its options, and a work-queue loop that times and counts
-reconciles and turns a key given up on into a Warning event on the object."""
+"""The reconcile loop every controller runs: workers over a keyed work queue (one key never
+reconciled twice at once), each reconcile timed and counted, failures retried with per-key
+exponential backoff, and a key given up on turned into a Warning event on its object."""
 
 from __future__ import annotations
 
@@ -8,22 +9,20 @@ from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from core.controller.metrics import ControllerMetrics
 from core.kube.events import WARNING, EventRecorder
 from core.kube.workqueue import WorkQueue
-from podgroup_controller.metrics import ControllerMetrics
 
 K = TypeVar("K", bound=Hashable)
 
 
 @dataclass(frozen=True, slots=True)
-class ControllerOptions:
-    scheduler_names: tuple[str, ...] = ("volcano",)
-    inherit_owner_annotations: bool = True
-    podgroup_workers: int = 5
-    queue_workers: int = 5
-    max_retries: int = 15  # Volcano's --max-requeue-num
-    retry_base: float = 0.005  # client-go's controller rate limiter: 5 ms x 2^n ...
-    retry_max: float = 1000.0  # ... up to 1000 s
+class RetryPolicy:
+    """How a failing reconcile is retried (client-go's controller rate limiter)."""
+
+    max_retries: int = 15  # Volcano's --max-requeue-num (-1: no limit)
+    base: float = 0.005  # 5 ms x 2^n ...
+    max_delay: float = 1000.0  # ... up to 1000 s
 
 
 async def run_reconciler(
@@ -32,7 +31,7 @@ async def run_reconciler(
     workers: int,
     handler: Callable[[K], Awaitable[Any]],
     metrics: ControllerMetrics,
-    options: ControllerOptions,
+    retries: RetryPolicy,
     on_give_up: Callable[[K, BaseException], Any],
 ) -> None:
     """Run `workers` workers over `queue` until cancelled: failures are retried with
@@ -57,7 +56,7 @@ async def run_reconciler(
         on_give_up(key, exc)
 
     metrics.queue_depth.labels(controller).set_function(lambda: len(queue))
-    await queue.run_workers(workers, timed, max_retries=options.max_retries, on_give_up=give_up)
+    await queue.run_workers(workers, timed, max_retries=retries.max_retries, on_give_up=give_up)
 
 
 def warn_given_up(
