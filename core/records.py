@@ -206,6 +206,7 @@ class PodGroupRecord:
     __slots__ = (
         "annotations",
         "created",
+        "job_owned",
         "key",
         "min_member",
         "min_resources",
@@ -235,6 +236,13 @@ class PodGroupRecord:
         self.queue: str = spec.get("queue") or keys.DEFAULT_QUEUE
         self.priority_class: str | None = spec.get("priorityClassName") or None
         self.phase: str = (obj.get("status") or {}).get("phase") or "Pending"
+        # Made by Volcano's job controller for a vcjob, whose pods exist only once it is Inqueue.
+        self.job_owned = any(
+            r.get("controller")
+            and r.get("kind") == "Job"
+            and str(r.get("apiVersion", "")).startswith("batch.volcano.sh/")
+            for r in meta.get("ownerReferences") or ()
+        )
 
 
 class QueueRecord:

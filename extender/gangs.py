@@ -313,6 +313,13 @@ class GangScheduler:
             # Placed whole already (e.g. before a restart): later members (an elastic gang
             # growing, a replacement pod) go through filter as members of an admitted gang.
             self.admitted.add(key)
+        elif group.job_owned and view.created == 0 and group.phase in ("Pending", ""):
+            # A vcjob's pods are created only once its PodGroup is Inqueue: Volcano's enqueue
+            # admits it on minResources alone (queue and overcommit), and its gang is placed
+            # when the pods arrive.
+            reason = self._enqueue(group, total, used)
+            self._write_status(group, view, reason is None, reason)
+            return False
         elif key not in self.admitted and not view.completed:
             reason = self.admit(snapshot, group, view, total, used)
             admitted_now = reason is None
@@ -419,6 +426,30 @@ class GangScheduler:
                 group, keys.SLA_WAITING_TIME, keys.SLA_WAITING_TIME_LEGACY
             ),
         )
+
+    def _enqueue(
+        self, group: PodGroupRecord, total: Mapping[str, int], used: dict[str, int]
+    ) -> str | None:
+        """Volcano's enqueue for a group without pods: its queue must be Open and able to
+        hold its minResources, and the cluster (x the overcommit factor) too. None when
+        enqueued (the group becomes Inqueue; nothing is reserved on nodes)."""
+        key = group.key
+        queue_pass = self.queue_pass
+        if queue_pass is not None:
+            refused = queue_pass.model.enqueueable(group.queue, group.min_resources)
+            if refused:
+                return self._not_admitted(key, f"gang {key}: waiting for admission: {refused}")
+        overcommit = self._overcommit(group, total, used)
+        if overcommit:
+            return self._not_admitted(key, f"gang {key}: waiting for admission: {overcommit}")
+        if queue_pass is not None:
+            queue_pass.model.on_enqueued(group.queue, group.min_resources)
+        if group.min_resources is not None:
+            for name, amount in group.min_resources.items():
+                used[name] = used.get(name, 0) + amount
+        self.reasons.pop(key, None)
+        self._event(group, NORMAL, "Enqueued", "enqueued: its job creates the pods now")
+        return None
 
     def admit(
         self,

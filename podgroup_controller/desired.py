@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.api import keys
+from core.controller.records import PodGroupRecord, PodRecord, WorkloadRecord
 from core.kube.client import PODGROUPS
 from core.kube.status import replacing_merge_patch
-from podgroup_controller.records import PodGroupRecord, PodRecord, WorkloadRecord
-from podgroup_controller.usage import min_resources
+from core.quota import min_resources
 
 NAME_PREFIX = "podgroup-"
 # Owners whose `scheduling.volcano.sh/group-min-member` and volcano.sh/* annotations a group

@@ -21,6 +21,13 @@ from core.api import keys
 from core.controller.informers import SharedInformers
 from core.controller.metrics import ControllerMetrics
 from core.controller.reconcile import run_reconciler, warn_given_up
+from core.controller.records import (
+    CONTROLLER_REVISION_HASH,
+    NamespaceRecord,
+    PodGroupRecord,
+    PodRecord,
+    WorkloadRecord,
+)
 from core.controller.selection import PODGROUP
 from core.kube.client import NAMESPACES, PODGROUPS, PODS, ApiError, KubeClient, Resource
 from core.kube.events import NORMAL, EventRecorder, object_reference
@@ -34,13 +41,6 @@ from podgroup_controller.desired import (
     update_patch,
 )
 from podgroup_controller.options import ControllerOptions
-from podgroup_controller.records import (
-    CONTROLLER_REVISION_HASH,
-    NamespaceRecord,
-    PodGroupRecord,
-    PodRecord,
-    WorkloadRecord,
-)
 
 log = logging.getLogger("vulcan.controllers.podgroup")
 

@@ -26,6 +26,7 @@ from core.api import keys
 from core.controller.informers import SharedInformers
 from core.controller.metrics import ControllerMetrics
 from core.controller.reconcile import run_reconciler, warn_given_up
+from core.controller.records import CommandRecord, PodGroupRecord, QueueRecord
 from core.controller.selection import QUEUE
 from core.kube.client import COMMANDS, PODGROUPS, QUEUES, ApiError, KubeClient
 from core.kube.events import NORMAL, WARNING, EventRecorder
@@ -42,7 +43,6 @@ from podgroup_controller.queue_state import (
     normalize,
     transition,
 )
-from podgroup_controller.records import CommandRecord, PodGroupRecord, QueueRecord
 
 log = logging.getLogger("vulcan.controllers.queue")
 

@@ -7,21 +7,25 @@ from __future__ import annotations
 import argparse
 
 from core.controller.flags import add_runtime_flags
+from flow_controller.flags import add_job_flags
 from podgroup_controller.flags import add_podgroup_flags
 
-AVAILABLE = "pg-controller and queue-controller"
+AVAILABLE = "pg-controller, queue-controller and job-controller"
 
 
 def add_controllers_flags(parser: argparse.ArgumentParser) -> None:
     add_runtime_flags(parser, available=AVAILABLE)
     add_podgroup_flags(parser)
+    add_job_flags(parser)
 
 
 async def run(args: argparse.Namespace) -> int:
     from core.controller import manager
-    from podgroup_controller.controllers import factories, options_of
+    from flow_controller import controllers as flow
+    from podgroup_controller import controllers as podgroups
 
-    options = options_of(args)
+    options = podgroups.options_of(args)
+    available = {**podgroups.factories(options), **flow.factories_of(args)}
     return await manager.run(
-        args, factories(options), describe={"schedulers": list(options.scheduler_names)}
+        args, available, describe={"schedulers": list(options.scheduler_names)}
     )

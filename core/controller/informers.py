@@ -1,5 +1,5 @@
-"""Informers shared by the controllers of one process: one list+watch per resource, whoever
-asks for it first, with each controller adding its own handlers."""
+"""Informers shared by the controllers of one process: one list+watch per resource and
+selector, whoever asks for it first, with each controller adding its own handlers."""
 
 from __future__ import annotations
 
@@ -18,12 +18,13 @@ class SharedInformers:
         self._tasks: list[asyncio.Task[None]] = []
 
     def get(self, resource: Resource, decode: Decode[R], **options: Any) -> Informer[R]:
-        """The informer of `resource` (created on first use; later callers must ask for the
-        same decode and options — a second, different view would need a second watch)."""
-        informer = self._informers.get(resource.plural + resource.group)
+        """The informer of `resource` with these options (selectors): created on first use,
+        shared by later callers asking for the same (who must decode the same way)."""
+        key = f"{resource.plural}.{resource.group}?{sorted(options.items())}"
+        informer = self._informers.get(key)
         if informer is None:
             informer = Informer(self.client, resource, decode, **options)
-            self._informers[resource.plural + resource.group] = informer
+            self._informers[key] = informer
         return informer
 
     def start(self) -> None:

@@ -13,6 +13,7 @@ from kubernetes_asyncio.client import Configuration
 
 from core.controller.manager import ControllerManager
 from core.kube.client import EVENTS, ApiError, ClientOptions, KubeClient
+from flow_controller.controllers import factories as flow_factories
 from podgroup_controller.controllers import factories
 from podgroup_controller.options import ControllerOptions
 from sim.apiserver.server import EmbeddedApiServer
@@ -44,7 +45,7 @@ class Controllers:
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> ControllerManager:
-        available = factories(self.options)
+        available = {**factories(self.options), **flow_factories(self.options.retries)}
         self.manager = ControllerManager(
             self.client,
             {name: available[name] for name in self.enabled},

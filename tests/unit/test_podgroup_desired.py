@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from core.controller.records import PodGroupRecord, PodRecord, WorkloadRecord
+from core.quota import min_resources, pod_quota_usage
 from core.records import PodGroupRecord as SchedulingRecord
 from podgroup_controller.desired import (
     desired_podgroup,
@@ -13,8 +15,6 @@ from podgroup_controller.desired import (
     podgroup_name,
     update_patch,
 )
-from podgroup_controller.records import PodGroupRecord, PodRecord, WorkloadRecord
-from podgroup_controller.usage import min_resources, pod_quota_usage
 
 
 def pod(

@@ -1,4 +1,5 @@
-"""Slim records of what the PodGroup and Queue controllers read, decoded once from raw JSON.
+"""Slim records of what the controllers read, decoded once from raw JSON (one per kind for every
+controller of a process: they share one informer per resource).
 
 Only the fields the controllers use are kept (a pod is a few hundred bytes, not ~16 KiB); the
 few annotations and labels a PodGroup inherits are picked out at decode time. The pod's
@@ -11,7 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.api import keys
-from podgroup_controller.usage import pod_quota_usage
+from core.quota import pod_quota_usage
 
 _EMPTY: dict[str, str] = {}
 
@@ -53,15 +54,24 @@ class PodRecord:
     __slots__ = (
         "annotations",
         "deleting",
+        "exit_code",
+        "index",
+        "job_name",
+        "job_version",
         "key",
         "labels",
         "name",
         "namespace",
+        "out_of_sync",
         "owner",
         "owner_refs",
+        "phase",
         "priority_class",
+        "ready",
+        "restarts",
         "rv",
         "scheduler_name",
+        "task",
         "uid",
         "usage",
     )
@@ -81,8 +91,33 @@ class PodRecord:
         self.labels = _pick(meta.get("labels"), POD_LABELS)
         self.owner_refs: tuple[dict[str, Any], ...] = tuple(meta.get("ownerReferences") or ())
         self.owner = controller_ref(meta)
-        phase = (obj.get("status") or {}).get("phase") or "Pending"
+        status = obj.get("status") or {}
+        phase = status.get("phase") or "Pending"
+        self.phase: str = phase
         self.usage = pod_quota_usage(spec, terminal=phase in ("Succeeded", "Failed"))
+        # What Volcano's job controller reads of its pods.
+        annotations = meta.get("annotations") or _EMPTY
+        self.job_name: str = annotations.get(keys.JOB_NAME, "")
+        self.task: str = annotations.get(keys.TASK_SPEC, "")
+        try:
+            self.index = int(annotations.get(keys.TASK_INDEX, "-1"))
+        except ValueError:
+            self.index = -1
+        # Marked by the job controller before it deletes the pod (not an eviction).
+        self.out_of_sync = annotations.get("volcano.sh/controller-out-of-sync") == "true"
+        try:
+            self.job_version = int(annotations.get(keys.JOB_VERSION, "0") or 0)
+        except ValueError:
+            self.job_version = 0
+        statuses = status.get("containerStatuses") or ()
+        self.ready = bool(statuses) and all(c.get("ready") for c in statuses)
+        self.restarts = sum(
+            int(c.get("restartCount") or 0)
+            for c in (*(status.get("initContainerStatuses") or ()), *statuses)
+        )
+        # The first container's exit code once it terminated (Volcano's PodFailed exitCode).
+        first = (statuses[0].get("state") or {}).get("terminated") if statuses else None
+        self.exit_code: int | None = int(first.get("exitCode") or 0) if first else None
 
     @property
     def group_name(self) -> str:
@@ -151,10 +186,12 @@ class PodGroupRecord:
         "name",
         "namespace",
         "network_topology",
+        "owner",
         "phase",
         "priority_class",
         "queue",
         "rv",
+        "spec",
         "uid",
     )
 
@@ -172,6 +209,8 @@ class PodGroupRecord:
         self.min_resources: dict[str, Any] | None = spec.get("minResources")
         self.priority_class: str = spec.get("priorityClassName") or ""
         self.network_topology: dict[str, Any] | None = spec.get("networkTopology")
+        self.owner = controller_ref(meta)
+        self.spec: dict[str, Any] = spec
         self.queue: str = spec.get("queue") or keys.DEFAULT_QUEUE
         self.phase: str = (obj.get("status") or {}).get("phase") or "Pending"
 
@@ -207,3 +246,23 @@ class CommandRecord:
         self.rv: str = meta.get("resourceVersion", "")
         self.action: str = obj.get("action") or ""
         self.target: dict[str, Any] = obj.get("target") or {}
+
+
+class JobRecord:
+    """A `batch.volcano.sh` Job: identity, phase and version, and the raw object (jobs are
+    few; the job controller reads the spec through the models when it reconciles)."""
+
+    __slots__ = ("deleting", "key", "name", "namespace", "obj", "phase", "rv", "uid", "version")
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        status = obj.get("status") or {}
+        self.namespace: str = meta.get("namespace", "")
+        self.name: str = meta["name"]
+        self.key = f"{self.namespace}/{self.name}"
+        self.uid: str = meta.get("uid", "")
+        self.rv: str = meta.get("resourceVersion", "")
+        self.deleting = bool(meta.get("deletionTimestamp"))
+        self.phase: str = (status.get("state") or {}).get("phase") or ""
+        self.version = int(status.get("version") or 0)
+        self.obj = obj

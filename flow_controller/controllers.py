@@ -1,0 +1,21 @@
+"""The controllers of this package, as the runtime (`core.controller`) takes them."""
+
+from __future__ import annotations
+
+import argparse
+
+from core.controller.manager import ControllerFactory
+from core.controller.reconcile import RetryPolicy
+from flow_controller.jobs import JOB, JobController
+
+
+def factories(retries: RetryPolicy, *, job_workers: int = 3) -> dict[str, ControllerFactory]:
+    return {
+        JOB: lambda client, informers, recorder, metrics: JobController(
+            client, informers, recorder, metrics, retries, workers=job_workers
+        ),
+    }
+
+
+def factories_of(args: argparse.Namespace) -> dict[str, ControllerFactory]:
+    return factories(RetryPolicy(max_retries=args.max_requeue_num), job_workers=args.worker_threads)

@@ -1,0 +1,246 @@
+"""What the job controller hears, turned into requests (shared/spec/volcano-controllers.md
+§2.2): Job changes, pod phases (PodPending, PodRunning, PodFailed with its exit code,
+TaskCompleted, TaskFailed, PodEvicted), PodGroup phases (Unknown) and Commands (deleted first,
+so each runs at most once). Requests are kept per job, in order, and the job's key is queued:
+one job is never reconciled by two workers at once, and no event is lost to de-duplication."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from core.api import keys
+from core.controller.informers import SharedInformers
+from core.controller.records import CommandRecord, JobRecord, PodGroupRecord, PodRecord
+from core.kube.client import COMMANDS, PODS, VCJOBS, ApiError, KubeClient
+from core.kube.events import NORMAL, EventRecorder
+from core.kube.informer import Informer
+from core.kube.workqueue import WorkQueue
+from flow_controller import job_state as js
+
+log = logging.getLogger("vulcan.controllers.job")
+
+
+def _is_job_target(command: CommandRecord) -> bool:
+    target = command.target
+    return target.get("kind") == "Job" and target.get("apiVersion") in (
+        None,
+        "",
+        VCJOBS.api_version,
+    )
+
+
+class JobEvents:
+    def __init__(
+        self,
+        client: KubeClient,
+        informers: SharedInformers,
+        jobs: Informer[JobRecord],
+        podgroups: Informer[PodGroupRecord],
+        queue: WorkQueue[str],
+        recorder: EventRecorder,
+    ) -> None:
+        self.client = client
+        self.jobs = jobs
+        self.queue = queue
+        self.recorder = recorder
+        # Only pods Volcano's job controller made carry the job-name label.
+        self.pods = informers.get(PODS, PodRecord, label_selector=keys.JOB_NAME)
+        self.commands = informers.get(COMMANDS, CommandRecord)
+        self.command_queue: WorkQueue[str] = WorkQueue("job-commands")
+        self._requests: dict[str, list[js.Request]] = {}
+        self._by_job: dict[str, set[str]] = {}  # job key -> its pods' keys
+        self._pending_seen: dict[str, str] = {}  # PodGroup -> version warned about
+        self._task: asyncio.Task[None] | None = None
+        jobs.add_handlers(self._job_added, self._job_updated, self._job_deleted)
+        self.pods.add_handlers(self._pod_added, self._pod_updated, self._pod_deleted)
+        podgroups.add_handlers(on_update=self._group_updated)
+        self.commands.add_handlers(self._command_added)
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(
+            self.command_queue.run_workers(1, self._command, max_retries=5), name="job-commands"
+        )
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    # ------------------------------------------------------------------ requests
+
+    def request(self, job_key: str, request: js.Request) -> None:
+        self._requests.setdefault(job_key, []).append(request)
+        self.queue.add(job_key)
+
+    def take(self, job_key: str) -> list[js.Request]:
+        return self._requests.pop(job_key, [])
+
+    def put_back(self, job_key: str, requests: list[js.Request]) -> None:
+        """Requests a failed reconcile did not finish go first next time."""
+        self._requests[job_key] = requests + self._requests.get(job_key, [])
+
+    def pods_of(self, namespace: str, name: str, uid: str) -> list[PodRecord]:
+        """The pods the job controller made for this Job (its UID: not an older namesake's)."""
+        pods = []
+        for key in self._by_job.get(f"{namespace}/{name}", ()):
+            pod = self.pods.items.get(key)
+            if pod is not None and pod.owner is not None and pod.owner.get("uid") == uid:
+                pods.append(pod)
+        return pods
+
+    def note_pending(self, group_key: str, version: str) -> bool:
+        """True the first time a PodGroup version is seen Pending (one warning each)."""
+        if self._pending_seen.get(group_key) == version:
+            return False
+        self._pending_seen[group_key] = version
+        return True
+
+    # ------------------------------------------------------------------ jobs
+
+    def _job_added(self, job: JobRecord) -> None:
+        self.request(job.key, js.Request(js.OUT_OF_SYNC, job_uid=job.uid))
+
+    def _job_updated(self, old: JobRecord, new: JobRecord) -> None:
+        # Only a spec change or a phase change: our own status writes would loop otherwise.
+        if old.obj.get("spec") != new.obj.get("spec") or old.phase != new.phase:
+            self.request(new.key, js.Request(js.OUT_OF_SYNC, job_uid=new.uid))
+
+    def _job_deleted(self, job: JobRecord) -> None:
+        self._requests.pop(job.key, None)
+
+    # ------------------------------------------------------------------ pods
+
+    def _job_of(self, pod: PodRecord) -> str | None:
+        owner = pod.owner
+        if owner is None or owner.get("kind") != "Job" or not pod.job_name or not pod.task:
+            return None
+        return f"{pod.namespace}/{owner.get('name')}"
+
+    def _pod_request(self, pod: PodRecord, event: str, exit_code: int | None = None) -> None:
+        job = self._job_of(pod)
+        if job is None:
+            return
+        if pod.out_of_sync:
+            event = js.OUT_OF_SYNC
+        owner = pod.owner or {}
+        self.request(
+            job,
+            js.Request(
+                event,
+                task=pod.task,
+                pod=pod.name,
+                exit_code=exit_code,
+                job_uid=owner.get("uid", ""),
+                job_version=pod.job_version,
+            ),
+        )
+
+    def _pod_added(self, pod: PodRecord) -> None:
+        job = self._job_of(pod)
+        if job is not None:
+            self._by_job.setdefault(job, set()).add(pod.key)
+        self._pod_request(pod, js.POD_PENDING)
+
+    def _pod_updated(self, old: PodRecord, new: PodRecord) -> None:
+        job = self._job_of(new)
+        if job is None:
+            return
+        self._by_job.setdefault(job, set()).add(new.key)
+        if new.phase == "Failed" and old.phase != "Failed":
+            self._pod_request(new, js.POD_FAILED, new.exit_code)
+        elif new.phase == "Succeeded" and old.phase != "Succeeded":
+            self._pod_request(
+                new, js.TASK_COMPLETED if self._task_done(job, new) else js.OUT_OF_SYNC
+            )
+        elif new.phase != old.phase and new.phase == "Running":
+            self._pod_request(new, js.POD_RUNNING)
+        elif new.phase != old.phase and new.phase == "Pending":
+            self._pod_request(new, js.POD_PENDING)
+        elif new.phase in ("Running", "Pending") and self._task_failed(job, new, old):
+            self._pod_request(new, js.TASK_FAILED)
+        else:
+            self._pod_request(new, js.OUT_OF_SYNC)
+
+    def _pod_deleted(self, pod: PodRecord) -> None:
+        job = self._job_of(pod)
+        if job is None:
+            return
+        members = self._by_job.get(job)
+        if members is not None:
+            members.discard(pod.key)
+            if not members:
+                del self._by_job[job]
+        self._pod_request(pod, js.POD_EVICTED)
+
+    def _task_spec(self, job_key: str, task: str) -> dict[str, Any] | None:
+        job = self.jobs.items.get(job_key)
+        tasks = ((job.obj.get("spec") or {}).get("tasks") or ()) if job is not None else ()
+        return next((t for t in tasks if t.get("name") == task), None)
+
+    def _task_pods(self, job_key: str, task: str) -> list[PodRecord]:
+        pods = (self.pods.items.get(k) for k in self._by_job.get(job_key, ()))
+        return [p for p in pods if p is not None and p.task == task]
+
+    def _task_done(self, job_key: str, pod: PodRecord) -> bool:
+        """Every replica of the pod's task Succeeded (Volcano's TaskCompleted)."""
+        task = self._task_spec(job_key, pod.task)
+        if task is None:
+            return False
+        done = sum(1 for p in self._task_pods(job_key, pod.task) if p.phase == "Succeeded")
+        return done >= int(task.get("replicas") or 0)
+
+    def _task_failed(self, job_key: str, new: PodRecord, old: PodRecord) -> bool:
+        """The task's live pods restarted their containers `maxRetry` times in all."""
+        if new.restarts <= old.restarts:
+            return False
+        task = self._task_spec(job_key, new.task)
+        limit = int((task or {}).get("maxRetry") or 3)
+        if limit < 0:
+            return False
+        live = [p for p in self._task_pods(job_key, new.task) if p.phase in ("Running", "Pending")]
+        return sum(p.restarts for p in live) >= limit
+
+    # ------------------------------------------------------------------ PodGroups
+
+    def _group_updated(self, old: PodGroupRecord, new: PodGroupRecord) -> None:
+        owner = new.owner
+        if old.phase == new.phase or owner is None or owner.get("kind") != "Job":
+            return
+        event = js.UNKNOWN if new.phase == "Unknown" else js.OUT_OF_SYNC
+        self.request(f"{new.namespace}/{owner.get('name')}", js.Request(event))
+
+    # ------------------------------------------------------------------ Commands
+
+    def _command_added(self, command: CommandRecord) -> None:
+        if _is_job_target(command):
+            self.command_queue.add(command.key)
+
+    async def _command(self, key: str) -> None:
+        command = self.commands.items.get(key)
+        if command is None:
+            return
+        namespace, name = key.split("/", 1)
+        try:  # deleted first: a Command runs at most once, even across restarts
+            await self.client.delete(COMMANDS, name, namespace, uid=command.uid)
+        except ApiError as exc:
+            if exc.not_found or exc.conflict:
+                return
+            raise
+        job = command.target.get("name", "")
+        self.recorder.record(
+            {
+                "apiVersion": VCJOBS.api_version,
+                "kind": "Job",
+                "namespace": namespace,
+                "name": job,
+                "uid": command.target.get("uid", ""),
+            },
+            NORMAL,
+            "CommandIssued",
+            f"Start to execute command {command.action}",
+        )
+        self.request(f"{namespace}/{job}", js.Request(js.COMMAND_ISSUED, action=command.action))

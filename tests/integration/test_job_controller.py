@@ -1,0 +1,203 @@
+"""The job controller in-process against the embedded API server (real HTTP). There is no
+scheduler or kubelet here: the test plays them — it admits the PodGroup (Pending -> Inqueue,
+as vulcan's extender does) and writes pod phases (as a kubelet does)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.kube.client import COMMANDS, PODGROUPS, PODS, VCJOBS, KubeClient
+from tests.integration.controller_harness import events_about, eventually, get_or_none, running
+
+JOB = "job-controller"
+
+
+def tf_job(name: str = "tf", **spec: Any) -> dict[str, Any]:
+    container = {
+        "name": "main",
+        "image": "busybox",
+        "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+    }
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name, "namespace": "default", "labels": {"team": "a"}},
+        "spec": {
+            "minAvailable": 3,
+            "schedulerName": "volcano",
+            "queue": "default",
+            "tasks": [
+                {"name": "ps", "replicas": 1, "template": {"spec": {"containers": [container]}}},
+                {
+                    "name": "worker",
+                    "replicas": 2,
+                    "template": {"spec": {"containers": [container], "restartPolicy": "Never"}},
+                },
+            ],
+            **spec,
+        },
+    }
+
+
+async def job_status(client: KubeClient, name: str = "tf") -> dict[str, Any]:
+    job = await client.get(VCJOBS, name, "default")
+    return job.get("status") or {}
+
+
+async def phase_of(client: KubeClient, name: str = "tf") -> str:
+    return ((await job_status(client, name)).get("state") or {}).get("phase", "")
+
+
+async def admit(client: KubeClient, group: str) -> None:
+    # PodGroups have no status subresource (as Volcano's CRD): the extender patches the object.
+    await client.patch(PODGROUPS, group, {"status": {"phase": "Inqueue"}}, "default")
+
+
+async def job_pods(client: KubeClient, job: str = "tf") -> dict[str, dict[str, Any]]:
+    items = (await client.list(PODS, "default", labelSelector=f"volcano.sh/job-name={job}"))[
+        "items"
+    ]
+    return {p["metadata"]["name"]: p for p in items if not p["metadata"].get("deletionTimestamp")}
+
+
+async def set_phase(client: KubeClient, pod: str, phase: str, exit_code: int = 0) -> None:
+    status: dict[str, Any] = {"phase": phase}
+    if phase in ("Succeeded", "Failed"):
+        status["containerStatuses"] = [
+            {
+                "name": "main",
+                "ready": False,
+                "restartCount": 0,
+                "state": {"terminated": {"exitCode": exit_code}},
+            }
+        ]
+    elif phase == "Running":
+        status["containerStatuses"] = [
+            {"name": "main", "ready": True, "restartCount": 0, "state": {"running": {}}}
+        ]
+    await client.patch(PODS, pod, {"status": status}, "default", subresource="status")
+
+
+async def test_a_job_gets_its_podgroup_then_its_pods_and_completes() -> None:
+    async with running([JOB]) as (client, _):
+        job = await client.create(VCJOBS, tf_job())
+        group = f"tf-{job['metadata']['uid']}"
+        created = await eventually(lambda: get_or_none(client, PODGROUPS, group, "default"))
+        spec = created["spec"]
+        assert spec["minMember"] == 3
+        assert spec["minTaskMember"] == {"ps": 1, "worker": 2}
+        assert spec["queue"] == "default"
+        assert spec["minResources"]["cpu"] == "3" and spec["minResources"]["count/pods"] == "3"
+        assert created["metadata"]["ownerReferences"][0]["name"] == "tf"
+        assert created["metadata"]["labels"] == {"team": "a"}
+        assert await eventually(lambda: _is(phase_of(client), "Pending"))
+        assert await job_pods(client) == {}  # nothing before the PodGroup is admitted
+        await admit(client, group)
+        pods = await eventually(lambda: _has(job_pods(client), 3))
+        assert set(pods) == {"tf-ps-0", "tf-worker-0", "tf-worker-1"}
+        worker = pods["tf-worker-1"]
+        notes, labels = worker["metadata"]["annotations"], worker["metadata"]["labels"]
+        assert notes["scheduling.k8s.io/group-name"] == group
+        assert notes["volcano.sh/task-spec"] == "worker" and notes["volcano.sh/task-index"] == "1"
+        assert notes["volcano.sh/job-name"] == "tf" and notes["volcano.sh/job-version"] == "0"
+        assert notes["volcano.sh/queue-name"] == "default"
+        assert labels["volcano.sh/job-name"] == "tf" and labels["volcano.sh/task-spec"] == "worker"
+        assert worker["spec"]["schedulerName"] == "volcano"
+        assert worker["metadata"]["ownerReferences"][0]["kind"] == "Job"
+        for name in pods:
+            await set_phase(client, name, "Running")
+        assert await eventually(lambda: _is(phase_of(client), "Running"))
+        for name in pods:
+            await set_phase(client, name, "Succeeded")
+        assert await eventually(lambda: _is(phase_of(client), "Completed"))
+        status = await job_status(client)
+        assert status["succeeded"] == 3 and status["minAvailable"] == 3
+        assert status["taskStatusCount"]["worker"]["phase"] == {"Succeeded": 2}
+        assert [c["status"] for c in status["conditions"]] == ["Pending", "Running", "Completed"]
+
+
+async def test_pod_failed_restart_job_retries_until_max_retry_then_fails() -> None:
+    async with running([JOB]) as (client, _):
+        job = await client.create(
+            VCJOBS,
+            tf_job(maxRetry=2, policies=[{"event": "PodFailed", "action": "RestartJob"}]),
+        )
+        uid = job["metadata"]["uid"]
+        for attempt in range(2):
+            await eventually(lambda: get_or_none(client, PODGROUPS, f"tf-{uid}", "default"))
+            await eventually(lambda: _admitted(client, f"tf-{uid}"))
+            pods = await eventually(lambda: _has(job_pods(client), 3))
+            assert {
+                p["metadata"]["annotations"]["volcano.sh/job-version"] for p in pods.values()
+            } == {str(attempt)}
+            await set_phase(client, "tf-worker-0", "Failed", exit_code=3)
+            await eventually(
+                lambda n=attempt: _status_is(client, lambda s: s.get("retryCount") == n + 1)
+            )
+            # Everything of the attempt goes: pods (as the kubelet would confirm) and group.
+            for name in list(await job_pods(client)):
+                await client.delete(PODS, name, "default", grace_period=0)
+        assert await eventually(lambda: _is(phase_of(client), "Failed"), timeout=20)
+        status = await job_status(client)
+        assert status["retryCount"] == 2 and status["version"] == 2
+        events = await events_about(client, "tf")
+        assert any(e["reason"] == "ExecuteAction" and "RestartJob" in e["note"] for e in events)
+
+
+async def test_abort_and_resume_commands() -> None:
+    async with running([JOB]) as (client, _):
+        job = await client.create(VCJOBS, tf_job())
+        uid = job["metadata"]["uid"]
+        await eventually(lambda: get_or_none(client, PODGROUPS, f"tf-{uid}", "default"))
+        await admit(client, f"tf-{uid}")
+        await eventually(lambda: _has(job_pods(client), 3))
+        await client.create(COMMANDS, _command("abort", "AbortJob", uid))
+        # Aborting while its pods go (pods without a node go at once), then Aborted.
+        assert await eventually(lambda: _is(phase_of(client), "Aborted"))
+        status = await job_status(client)
+        assert [c["status"] for c in status["conditions"]][-2:] == ["Aborting", "Aborted"]
+        assert await job_pods(client) == {}
+        assert await get_or_none(client, COMMANDS, "abort", "default") is None  # consumed
+        await client.create(COMMANDS, _command("resume", "ResumeJob", uid))
+        await eventually(lambda: get_or_none(client, PODGROUPS, f"tf-{uid}", "default"))
+        await eventually(lambda: _admitted(client, f"tf-{uid}"))
+        await eventually(lambda: _has(job_pods(client), 3))
+        status = await job_status(client)
+        assert status["retryCount"] == 0  # a resume is no retry (Volcano counts it: #3067)
+
+
+def _command(name: str, action: str, uid: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "bus.volcano.sh/v1alpha1",
+        "kind": "Command",
+        "metadata": {"name": name, "namespace": "default"},
+        "action": action,
+        "target": {
+            "apiVersion": "batch.volcano.sh/v1alpha1",
+            "kind": "Job",
+            "name": "tf",
+            "uid": uid,
+        },
+    }
+
+
+async def _is(value: Any, expected: Any) -> bool:
+    return await value == expected
+
+
+async def _has(pods: Any, count: int) -> Any:
+    found = await pods
+    return found if len(found) == count else None
+
+
+async def _admitted(client: KubeClient, group: str) -> bool:
+    current = await get_or_none(client, PODGROUPS, group, "default")
+    if current is None:
+        return False
+    if (current.get("status") or {}).get("phase") != "Inqueue":
+        await admit(client, group)
+    return True
+
+
+async def _status_is(client: KubeClient, predicate: Any) -> bool:
+    return bool(predicate(await job_status(client)))
