@@ -29,6 +29,8 @@ from core.kube.events import NORMAL, WARNING, EventRecorder
 from core.kube.workqueue import WorkQueue
 from flow_controller import job_objects as objects
 from flow_controller.job_events import JobEvents
+from flow_controller.job_owned import PluginObjects
+from flow_controller.job_plugins import JobContext, Plugin, build_plugins
 from flow_controller.job_state import (
     ABORTED,
     FINISHED,
@@ -79,6 +81,7 @@ class JobController:
         self.queue: WorkQueue[str] = WorkQueue(
             "jobs", base_delay=retries.base, max_delay=retries.max_delay
         )
+        self.owned = PluginObjects(client)
         self.events = JobEvents(client, informers, self.jobs, self.podgroups, self.queue, recorder)
         self.pods = self.events.pods
         # PodGroups a kill deleted (by UID), until the informer sees them go.
@@ -170,6 +173,8 @@ class JobController:
             status = job["status"]
         phase = status["state"]["phase"]
         group = await self._ensure_podgroup(job, spec)
+        ctx, plugins = self._plugins(job, spec)
+        await self.owned.ensure(ctx, plugins)
         pods = self._job_pods(job)
         tally = Tally()
         if group is None or group.phase == "Pending":
@@ -181,7 +186,7 @@ class JobController:
                 else:
                     tally.count(pod)
         else:
-            await self._converge(job, spec, pods, tally)
+            await self._converge(job, spec, pods, tally, ctx, plugins)
         version = int(status.get("version") or 0)
         retry = int(status.get("retryCount") or 0)
         next_phase = step.next_phase(phase, tally.counts(), spec, retry)
@@ -193,7 +198,19 @@ class JobController:
             version=version,
             retry_count=retry + (1 if step.retry else 0),
         )
+        new["controlledResources"] = {
+            **(status.get("controlledResources") or {}),
+            **{f"plugin-{p.name}": p.name for p in plugins},
+        }
         await self._write_status(job, status, new)
+
+    def _plugins(self, job: dict[str, Any], spec: JobSpec) -> tuple[JobContext, list[Plugin]]:
+        meta = job["metadata"]
+        ctx = JobContext(meta["name"], meta["namespace"], spec, objects.owner_reference(meta))
+        plugins, missing = build_plugins(spec.plugins)
+        if missing:
+            self._event(job, WARNING, "PluginError", f"plugins not implemented: {missing}")
+        return ctx, plugins
 
     async def _initiate(self, job: dict[str, Any], spec: JobSpec) -> dict[str, Any]:
         now = _now()
@@ -238,7 +255,13 @@ class JobController:
             )
 
     async def _converge(
-        self, job: dict[str, Any], spec: JobSpec, pods: list[PodRecord], tally: Tally
+        self,
+        job: dict[str, Any],
+        spec: JobSpec,
+        pods: list[PodRecord],
+        tally: Tally,
+        ctx: JobContext,
+        plugins: list[Plugin],
     ) -> None:
         """Create the missing pods (tasks whose dependsOn holds), delete surplus and
         out-of-sync ones, and count the rest."""
@@ -263,11 +286,12 @@ class JobController:
                 pod = by_name.get(name)
                 if pod is None:
                     if allowed:
-                        create.append(
-                            objects.build_pod(
-                                meta, spec, task, index, version=version, retry_count=retry
-                            )
+                        body = objects.build_pod(
+                            meta, spec, task, index, version=version, retry_count=retry
                         )
+                        for plugin in plugins:
+                            plugin.on_pod_create(body, ctx)
+                        create.append(body)
                 elif pod.deleting:
                     tally.terminating += 1
                 elif pod.out_of_sync:
@@ -345,6 +369,15 @@ class JobController:
         new = job_status(
             status, spec, tally, phase=next_phase, version=version, retry_count=retry_count
         )
+        if full:
+            # Volcano's OnJobDelete: every plugin drops its objects and its marker.
+            ctx, plugins = self._plugins(job, spec)
+            await self.owned.delete(ctx, plugins)
+            new["controlledResources"] = {
+                k: v
+                for k, v in (status.get("controlledResources") or {}).items()
+                if not k.startswith("plugin-")
+            }
         await self._write_status(job, status, new, running_duration=True)
         if full:
             name = objects.podgroup_name(meta["name"], meta.get("uid", ""))

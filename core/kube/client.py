@@ -122,6 +122,10 @@ VCJOBS = Resource("batch.volcano.sh", "v1alpha1", "jobs", True, "Job")
 COMMANDS = Resource("bus.volcano.sh", "v1alpha1", "commands", True, "Command")
 JOBFLOWS = Resource("flow.volcano.sh", "v1alpha1", "jobflows", True, "JobFlow")
 JOBTEMPLATES = Resource("flow.volcano.sh", "v1alpha1", "jobtemplates", True, "JobTemplate")
+CONFIGMAPS = Resource("", "v1", "configmaps", True, "ConfigMap")
+SERVICES = Resource("", "v1", "services", True, "Service")
+SECRETS = Resource("", "v1", "secrets", True, "Secret")
+NETWORK_POLICIES = Resource("networking.k8s.io", "v1", "networkpolicies", True, "NetworkPolicy")
 
 
 async def load_configuration(options: ClientOptions) -> Configuration:

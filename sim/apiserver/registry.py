@@ -125,6 +125,14 @@ BUILTINS: tuple[ResourceType, ...] = (
     _builtin("batch", "v1", "cronjobs", "CronJob", short=("cj",)),
     _builtin("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", short=("pdb",)),
     _builtin(
+        "networking.k8s.io",
+        "v1",
+        "networkpolicies",
+        "NetworkPolicy",
+        short=("netpol",),
+        subresources=(),
+    ),
+    _builtin(
         "scheduling.k8s.io",
         "v1",
         "priorityclasses",

@@ -5,6 +5,7 @@ as a gang, run (2 s each here) and the job completes."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -58,9 +59,16 @@ def test_a_volcano_fixture_runs_unchanged_to_completed(
     cluster.kubectl("create", "-f", "-", stdin=yaml.safe_dump_all(docs))
     seen: set[str] = set()
     groups: set[str] = set()
+    hostfiles: dict[str, str] = {}
+    mounts: set[str] = set()
 
     def completed() -> bool:
+        config = cluster.get(f"/api/v1/namespaces/default/configmaps/{name}-svc")
+        if config is not None:
+            hostfiles.update(config.get("data") or {})
         for pod in cluster.pods(selector=f"volcano.sh/job-name={name}"):
+            for container in pod["spec"]["containers"]:
+                mounts.update(m["mountPath"] for m in container.get("volumeMounts") or ())
             groups.add(pod["metadata"]["annotations"]["scheduling.k8s.io/group-name"])
             if pod["spec"].get("nodeName"):
                 seen.add(pod["metadata"]["name"])
@@ -68,6 +76,16 @@ def test_a_volcano_fixture_runs_unchanged_to_completed(
 
     wait_for(f"job {name} to complete (phase {phase(cluster, name)!r})", completed, 120)
     assert len(seen) >= pods, seen  # its pods were scheduled and ran
+    if name == "mpi-job":
+        # The launcher's `mpiexec --hostfile /etc/volcano/mpiworker.host` finds its workers:
+        # the svc plugin's ConfigMap, mounted there, names them (ssh keys at /root/.ssh).
+        assert (
+            hostfiles["mpiworker.host"]
+            == "mpi-job-mpiworker-0.mpi-job\nmpi-job-mpiworker-1.mpi-job"
+        )
+        assert {"/etc/volcano", "/root/.ssh"} <= mounts
+        # Finished: the plugins' objects went with the last kill, as in Volcano.
+        assert cluster.get("/api/v1/namespaces/default/configmaps/mpi-job-svc") is None
     status = job(cluster, name)["status"]
     assert status["minAvailable"] == job(cluster, name)["spec"]["minAvailable"]
     listed = cluster.kubectl("get", "vcjob", name, "-o", "jsonpath={.status.state.phase}")
@@ -75,3 +93,101 @@ def test_a_volcano_fixture_runs_unchanged_to_completed(
     # Its pods named its PodGroup `<job>-<job uid>` (a finished job's PodGroup is deleted
     # with its last kill, as Volcano does).
     assert groups == {f"{name}-{job(cluster, name)['metadata']['uid']}"}, groups
+
+
+def test_tensorflow_plugin_gives_every_pod_a_tf_config_naming_the_cluster(
+    cluster: SimCluster,
+) -> None:
+    container = {"name": "tf", "image": "tf", "resources": {"requests": {"cpu": "1"}}}
+    template = {"spec": {"containers": [container], "restartPolicy": "Never"}}
+    cluster.apply(
+        {
+            "apiVersion": "batch.volcano.sh/v1alpha1",
+            "kind": "Job",
+            "metadata": {"name": "tfc"},
+            "spec": {
+                "minAvailable": 3,
+                "schedulerName": "volcano",
+                "plugins": {"tensorflow": [], "env": []},
+                "tasks": [
+                    {"name": "ps", "replicas": 1, "template": template},
+                    {"name": "worker", "replicas": 2, "template": template},
+                ],
+            },
+        }
+    )
+    found = wait_for(
+        "the pods of tfc",
+        lambda: (p := cluster.pods(selector="volcano.sh/job-name=tfc")) and len(p) == 3 and p,
+        60,
+    )
+    for pod in found:
+        env = {e["name"]: e.get("value") for e in pod["spec"]["containers"][0]["env"]}
+        config = json.loads(env["TF_CONFIG"])
+        assert config["cluster"] == {
+            "ps": ["tfc-ps-0.tfc:2222"],
+            "worker": ["tfc-worker-0.tfc:2222", "tfc-worker-1.tfc:2222"],
+        }
+        task = pod["metadata"]["annotations"]["volcano.sh/task-spec"]
+        assert config["task"] == {"type": task, "index": int(env["VK_TASK_INDEX"])}
+    wait_for("tfc to complete", lambda: phase(cluster, "tfc") == "Completed", 60)
+
+
+def _elastic_job(name: str, replicas: int, **spec: Any) -> dict[str, Any]:
+    container = {"name": "c", "image": "x", "resources": {"requests": {"cpu": "1"}}}
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "minAvailable": 2,
+            "schedulerName": "volcano",
+            "tasks": [
+                {
+                    "name": "trainer",
+                    "replicas": replicas,
+                    "minAvailable": 2,
+                    "template": {
+                        "metadata": {"annotations": {"vulcan.sh/sim-duration": "forever"}},
+                        "spec": {"containers": [container], "restartPolicy": "Never"},
+                    },
+                }
+            ],
+            **spec,
+        },
+    }
+
+
+def _running_pods(cluster: SimCluster, name: str) -> int:
+    return sum(
+        1
+        for p in cluster.pods(selector=f"volcano.sh/job-name={name}")
+        if p.get("status", {}).get("phase") == "Running"
+        and not p["metadata"].get("deletionTimestamp")
+    )
+
+
+def test_changing_replicas_scales_an_elastic_job_up_and_down(cluster: SimCluster) -> None:
+    cluster.apply(_elastic_job("elastic", 3))
+    wait_for("3 trainers", lambda: _running_pods(cluster, "elastic") == 3, 60)
+    patch = '[{"op":"replace","path":"/spec/tasks/0/replicas","value":%d}]'
+    cluster.kubectl("patch", "vcjob", "elastic", "--type=json", "-p", patch % 5)
+    wait_for("5 trainers", lambda: _running_pods(cluster, "elastic") == 5, 60)
+    cluster.kubectl("patch", "vcjob", "elastic", "--type=json", "-p", patch % 2)
+    wait_for("2 trainers", lambda: _running_pods(cluster, "elastic") == 2, 60)
+    names = {p["metadata"]["name"] for p in cluster.pods(selector="volcano.sh/job-name=elastic")}
+    assert names == {"elastic-trainer-0", "elastic-trainer-1"}  # the highest indexes went
+    cluster.kubectl("delete", "vcjob", "elastic")
+
+
+def test_ttl_deletes_a_finished_job_and_its_pods(cluster: SimCluster) -> None:
+    body = _elastic_job("short", 2, ttlSecondsAfterFinished=1)
+    body["spec"]["tasks"][0]["template"]["metadata"]["annotations"] = {}
+    cluster.apply(body)
+    wait_for("short to complete", lambda: phase(cluster, "short") == "Completed", 60)
+    wait_for("short to be deleted", lambda: not job(cluster, "short"), 30)
+    wait_for(
+        "its pods to be gone",
+        lambda: not cluster.pods(selector="volcano.sh/job-name=short"),
+        30,
+    )
