@@ -474,6 +474,7 @@ class GangScheduler:
         queue_pass = self.queue_pass
         demand = _demand(group, members, need)
         over_share = None
+        enqueued = group.phase == "Inqueue"
         if queue_pass is not None:
             # The queue first (spec §3.4, §3.9–3.10): its state and capability (enqueue), then
             # its share (what Volcano's allocate checks per task; here once for the gang, as
@@ -494,10 +495,16 @@ class GangScheduler:
                 )
                 self._queue_checks[memo] = checked
             refused, over_share = checked
+            if enqueued:
+                # Enqueued already (Volcano's enqueue looks at Pending jobs only): its
+                # minResources are in the queue's `inqueue`, and judging them again would count
+                # them twice. Only a closed queue still refuses it (no allocation there).
+                source = queue_pass.inputs.get(group.queue)
+                refused = None if source is None or source.open else refused
             if refused:
                 return self._not_admitted(key, f"gang {key}: waiting for admission: {refused}")
         self._volatile = True  # from here on the answer depends on the rest of the cluster
-        overcommit = self._overcommit(group, total, used)
+        overcommit = "" if enqueued else self._overcommit(group, total, used)
         if overcommit:
             return self._not_admitted(key, f"gang {key}: waiting for admission: {overcommit}")
         reserved = {n: r for n, r in self.ledger.by_node.items()}

@@ -6,7 +6,9 @@ as a gang, run (2 s each here) and the job completes."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -191,3 +193,73 @@ def test_ttl_deletes_a_finished_job_and_its_pods(cluster: SimCluster) -> None:
         lambda: not cluster.pods(selector="volcano.sh/job-name=short"),
         30,
     )
+
+
+@pytest.fixture
+def four_gpus(tmp_path: Path) -> Iterator[SimCluster]:
+    yield from start_cluster(
+        tmp_path,
+        "--nodes",
+        "4",
+        "--node-profile",
+        "cpu=8,memory=32Gi,nvidia.com/gpu=1",
+        "--with-extender",
+        "--with-controllers",
+        "--pod-duration",
+        "2s",
+    )
+
+
+def test_two_four_gpu_jobs_on_four_gpus_run_one_after_the_other_never_half_placed(
+    four_gpus: SimCluster,
+) -> None:
+    """The seeds' TFJob deadlock as Volcano Jobs: each needs all 4 GPUs."""
+    container = {
+        "name": "worker",
+        "image": "tf",
+        "resources": {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}},
+    }
+    for name in ("tf-a", "tf-b"):
+        four_gpus.apply(
+            {
+                "apiVersion": "batch.volcano.sh/v1alpha1",
+                "kind": "Job",
+                "metadata": {"name": name},
+                "spec": {
+                    "minAvailable": 4,
+                    "schedulerName": "volcano",
+                    "tasks": [
+                        {
+                            "name": "worker",
+                            "replicas": 4,
+                            "template": {
+                                "spec": {"containers": [container], "restartPolicy": "Never"}
+                            },
+                        }
+                    ],
+                },
+            }
+        )
+    bound: dict[str, int] = {}
+    partial_since: dict[str, float] = {}
+
+    def both_done() -> bool:
+        # Bindings (and the workers' ends) land one by one: a moment between them may show a
+        # part of a gang; a gang left half-placed would show it for long.
+        now = time.monotonic()
+        for name in ("tf-a", "tf-b"):
+            placed = sum(
+                1
+                for p in four_gpus.pods(selector=f"volcano.sh/job-name={name}")
+                if p["spec"].get("nodeName") and p["status"].get("phase") != "Succeeded"
+            )
+            if placed in (0, 4):
+                partial_since.pop(name, None)
+            else:
+                since = partial_since.setdefault(name, now)
+                assert now - since < 2.0, f"{name} half-placed: {placed} of 4"
+            bound[name] = max(bound.get(name, 0), placed)
+        return all(phase(four_gpus, n) == "Completed" for n in ("tf-a", "tf-b"))
+
+    wait_for("both jobs to complete", both_done, 120)
+    assert bound == {"tf-a": 4, "tf-b": 4}

@@ -201,3 +201,25 @@ async def _admitted(client: KubeClient, group: str) -> bool:
 
 async def _status_is(client: KubeClient, predicate: Any) -> bool:
     return bool(predicate(await job_status(client)))
+
+
+async def test_a_restarted_controller_carries_on_without_duplicates() -> None:
+    async with running([JOB]) as (client, controllers):
+        job = await client.create(VCJOBS, tf_job())
+        uid = job["metadata"]["uid"]
+        await eventually(lambda: get_or_none(client, PODGROUPS, f"tf-{uid}", "default"))
+        await admit(client, f"tf-{uid}")
+        before = await eventually(lambda: _has(job_pods(client), 3))
+        await controllers.restart()  # a new term: everything rebuilt from the API server
+        for name in before:
+            await set_phase(client, name, "Running")
+        assert await eventually(lambda: _is(phase_of(client), "Running"))
+        after = await job_pods(client)
+        assert {n: p["metadata"]["uid"] for n, p in after.items()} == {
+            n: p["metadata"]["uid"] for n, p in before.items()
+        }
+        for name in after:
+            await set_phase(client, name, "Succeeded")
+        assert await eventually(lambda: _is(phase_of(client), "Completed"))
+        status = await job_status(client)
+        assert status["succeeded"] == 3 and status["version"] == 0
