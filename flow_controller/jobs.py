@@ -410,6 +410,14 @@ class JobController:
         body = {**job, "status": status}
         written = await self.client.replace(VCJOBS, body, subresource="status")
         self.metrics.changes.labels("Job", "status").inc()
+        before = (previous.get("state") or {}).get("phase")
+        after = status["state"]["phase"]
+        if after != before and after in ("Completed", "Failed"):
+            counter = (
+                self.metrics.job_completed if after == "Completed" else self.metrics.job_failed
+            )
+            queue = (job.get("spec") or {}).get("queue") or "default"
+            counter.labels(job["metadata"]["name"], queue).inc()
         await self._expire(written, status)
 
     async def _expire(self, job: dict[str, Any], status: dict[str, Any]) -> None:

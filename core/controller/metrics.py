@@ -54,6 +54,20 @@ class ControllerMetrics:
             ["controller"],
             registry=self.registry,
         )
+        # Volcano's job controller metrics (pkg/controllers/job/state/metrics.go), under
+        # Volcano's exact names: Gauges only increased, as Python's Counter would add _total.
+        self.job_completed = Gauge(
+            "volcano_job_completed_phase_count",
+            "Jobs that reached Completed.",
+            ["job_name", "queue_name"],
+            registry=self.registry,
+        )
+        self.job_failed = Gauge(
+            "volcano_job_failed_phase_count",
+            "Jobs that reached Failed.",
+            ["job_name", "queue_name"],
+            registry=self.registry,
+        )
         self.leader = Gauge(
             "vulcan_controller_leader",
             "1 while this instance holds the controllers' Lease (or runs without election).",

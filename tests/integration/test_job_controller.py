@@ -79,7 +79,7 @@ async def set_phase(client: KubeClient, pod: str, phase: str, exit_code: int = 0
 
 
 async def test_a_job_gets_its_podgroup_then_its_pods_and_completes() -> None:
-    async with running([JOB]) as (client, _):
+    async with running([JOB]) as (client, controllers):
         job = await client.create(VCJOBS, tf_job())
         group = f"tf-{job['metadata']['uid']}"
         created = await eventually(lambda: get_or_none(client, PODGROUPS, group, "default"))
@@ -114,6 +114,11 @@ async def test_a_job_gets_its_podgroup_then_its_pods_and_completes() -> None:
         assert status["succeeded"] == 3 and status["minAvailable"] == 3
         assert status["taskStatusCount"]["worker"]["phase"] == {"Succeeded": 2}
         assert [c["status"] for c in status["conditions"]] == ["Pending", "Running", "Completed"]
+        registry = controllers.manager.metrics.registry
+        completed = registry.get_sample_value(
+            "volcano_job_completed_phase_count", {"job_name": "tf", "queue_name": "default"}
+        )
+        assert completed == 1
 
 
 async def test_pod_failed_restart_job_retries_until_max_retry_then_fails() -> None:
