@@ -19,6 +19,7 @@ from core.kube.events import NORMAL, EventRecorder
 from core.kube.informer import Informer
 from core.kube.workqueue import WorkQueue
 from flow_controller import job_state as js
+from flow_controller.job_delays import DelayedActions
 
 log = logging.getLogger("vulcan.controllers.job")
 
@@ -54,6 +55,7 @@ class JobEvents:
         self._by_job: dict[str, set[str]] = {}  # job key -> its pods' keys
         self._pending_seen: dict[str, str] = {}  # PodGroup -> version warned about
         self._task: asyncio.Task[None] | None = None
+        self.delays = DelayedActions(self.request)
         jobs.add_handlers(self._job_added, self._job_updated, self._job_deleted)
         self.pods.add_handlers(self._pod_added, self._pod_updated, self._pod_deleted)
         podgroups.add_handlers(on_update=self._group_updated)
@@ -65,6 +67,7 @@ class JobEvents:
         )
 
     async def stop(self) -> None:
+        self.delays.forget_all()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -111,6 +114,7 @@ class JobEvents:
 
     def _job_deleted(self, job: JobRecord) -> None:
         self._requests.pop(job.key, None)
+        self.delays.forget(job.key)
 
     # ------------------------------------------------------------------ pods
 
@@ -126,6 +130,7 @@ class JobEvents:
             return
         if pod.out_of_sync:
             event = js.OUT_OF_SYNC
+        self.delays.on_pod_event(job, pod.name, event)
         owner = pod.owner or {}
         self.request(
             job,

@@ -144,12 +144,14 @@ class JobController:
             spec, request, job_uid=meta.get("uid", ""), job_version=version
         )
         if timeout:
-            log.info(
-                "policy timeouts are not supported yet: acting at once",
-                extra={"job": key, "action": action, "timeout": timeout},
-            )
+            if self.events.delays.add(key, request, action, timeout):
+                self._event(
+                    job, NORMAL, "ExecuteAction", f"Execute action {action} after {timeout}"
+                )
+            return
         if action != SYNC_JOB:
             self._event(job, NORMAL, "ExecuteAction", f"Start to execute action {action}")
+            self.events.delays.executed(key, action, request)
         step = plan_action(phase, action)
         if step.primitive == KILL:
             await self._kill(job, spec, step, target=None)

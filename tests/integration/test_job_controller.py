@@ -228,3 +228,33 @@ async def test_a_restarted_controller_carries_on_without_duplicates() -> None:
         assert await eventually(lambda: _is(phase_of(client), "Completed"))
         status = await job_status(client)
         assert status["succeeded"] == 3 and status["version"] == 0
+
+
+async def test_a_policy_timeout_delays_its_action_and_a_recovery_cancels_it() -> None:
+    policy = {"event": "PodFailed", "action": "RestartJob", "timeout": "1s"}
+    async with running([JOB]) as (client, controllers):
+        job = await client.create(VCJOBS, tf_job(policies=[policy]))
+        uid = job["metadata"]["uid"]
+        await eventually(lambda: get_or_none(client, PODGROUPS, f"tf-{uid}", "default"))
+        await admit(client, f"tf-{uid}")
+        pods = await eventually(lambda: _has(job_pods(client), 3))
+        for name in pods:
+            await set_phase(client, name, "Running")
+        assert await eventually(lambda: _is(phase_of(client), "Running"))
+        assert controllers.manager is not None
+        delays = controllers.manager.controllers[JOB].events.delays
+        # Failed, then running again (restartPolicy OnFailure) within the timeout: no restart.
+        await set_phase(client, "tf-worker-0", "Failed", exit_code=1)
+        await eventually(lambda: _true(len(delays) == 1))
+        await set_phase(client, "tf-worker-0", "Running")
+        await eventually(lambda: _true(len(delays) == 0))
+        assert (await job_status(client)).get("retryCount", 0) == 0
+        # Failed for good: the action runs when the timeout ends.
+        await set_phase(client, "tf-worker-1", "Failed", exit_code=1)
+        await eventually(lambda: _status_is(client, lambda s: s.get("retryCount") == 1))
+        events = await events_about(client, "tf")
+        assert any(e["note"] == "Execute action RestartJob after 1s" for e in events)
+
+
+async def _true(value: bool) -> bool:
+    return value
