@@ -38,9 +38,11 @@ bench: $(STAMP)
 crds: $(STAMP)
 	$(BIN)/vulcan crds --out manifests/crds
 
-# Two GPU jobs on the embedded cluster: deadlocked by the scheduler alone, run in turn with vulcan.
+# Two GPU jobs on the embedded cluster: deadlocked by the scheduler alone, run in turn with vulcan;
+# then a Volcano Job from submission to its TTL clean-up.
 demo: $(STAMP)
 	$(BIN)/vulcan demo gang
+	$(BIN)/vulcan demo job
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

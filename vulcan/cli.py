@@ -126,9 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="gang (the default): two 4-worker GPU jobs on 4 GPUs, first with the "
         "kube-scheduler stand-in alone (they deadlock half-placed), then with vulcan's extender "
         "(one runs whole, then the other); exit status 0 when the vulcan run completes both. "
+        "job: a Volcano Job (TensorFlow ps/workers) from submission through its PodGroup, gang "
+        "placement and completion to its TTL clean-up. "
         "extender: the extender's HTTP verbs called by hand, as kube-scheduler calls them.",
     )
-    demo.add_argument("which", nargs="?", choices=("gang", "extender"), default="gang")
+    demo.add_argument("which", nargs="?", choices=("gang", "job", "extender"), default="gang")
     demo.set_defaults(func=lambda args: __import__("vulcan.demo", fromlist=["run"]).run(args.which))
 
     sim = sub.add_parser("sim", help="the embedded cluster (no real Kubernetes needed)")

@@ -638,7 +638,13 @@ def run_extender_walkthrough() -> int:
     return 0
 
 
-DEMOS = {"gang": run_gang, "extender": run_extender_walkthrough}
+def run_job() -> int:
+    from vulcan.demo_job import run_job as job
+
+    return job()
+
+
+DEMOS = {"gang": run_gang, "job": run_job, "extender": run_extender_walkthrough}
 
 
 def run(which: str | None = None) -> int:

@@ -77,3 +77,20 @@ def test_extender_walkthrough_still_runs() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "web-1 (cpu 3): filter passed" in result.stdout
     assert "huge (cpu 32): filter passed []" in result.stdout
+
+
+def test_job_demo_runs_a_volcano_job_to_completion_and_ttl_cleanup() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "vulcan", "demo", "job"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    out = result.stdout
+    assert result.returncode == 0, out + result.stderr
+    phases = re.findall(r"job (\w+)\s+podgroup (\S+)", out)
+    assert ("Pending", "Inqueue") in phases  # enqueued before its pods exist
+    assert [p for p, _ in phases if p in ("Running", "Completed")][-1] == "Completed"
+    assert "svc plugin: /etc/volcano/worker.host lists tensorflow-benchmark-worker-0" in out
+    assert "job deleted (ttlSecondsAfterFinished)" in out
