@@ -5,6 +5,9 @@ satisfied (§3.3 step 6)."""
 from __future__ import annotations
 
 import copy
+import hashlib
+import secrets
+import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -181,6 +184,45 @@ def build_pod(
         },
         "spec": pod_spec,
     }
+
+
+def claim_name(job: str) -> str:
+    """Volcano's name for an unnamed claim: `<job>-pvc-<12 random [0-9a-z]>`."""
+    alphabet = string.digits + string.ascii_lowercase
+    return f"{job}-pvc-" + "".join(secrets.choice(alphabet) for _ in range(12))
+
+
+def build_claim(meta: Mapping[str, Any], name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": name,
+            "namespace": meta.get("namespace", ""),
+            "ownerReferences": [owner_reference(meta)],
+        },
+        "spec": copy.deepcopy(dict(spec)),
+    }
+
+
+def mount_volumes(pod: dict[str, Any], job: str, spec: JobSpec) -> None:
+    """One volume per claim, mounted at its mountPath in every app container (Volcano names
+    the volume `<job>-<12 random>`; here a hash of the claim, the same in every pod)."""
+    pod_spec = pod["spec"]
+    for volume in spec.volumes or ():
+        if not volume.volume_claim_name:
+            continue
+        digest = hashlib.sha256(volume.volume_claim_name.encode()).hexdigest()[:12]
+        name = f"{job}-{digest}"
+        volumes = pod_spec.setdefault("volumes", [])
+        if not any(v.get("name") == name for v in volumes):
+            volumes.append(
+                {"name": name, "persistentVolumeClaim": {"claimName": volume.volume_claim_name}}
+            )
+        for container in pod_spec.get("containers") or ():
+            container.setdefault("volumeMounts", []).append(
+                {"name": name, "mountPath": volume.mount_path}
+            )
 
 
 def dependencies_met(task: TaskSpec, ready: Mapping[str, bool]) -> bool:

@@ -24,7 +24,7 @@ from core.controller.informers import SharedInformers
 from core.controller.metrics import ControllerMetrics
 from core.controller.reconcile import RetryPolicy, run_reconciler, warn_given_up
 from core.controller.records import JobRecord, PodGroupRecord, PodRecord
-from core.kube.client import PODGROUPS, PODS, VCJOBS, ApiError, KubeClient
+from core.kube.client import JSON_PATCH, PODGROUPS, PODS, PVCS, VCJOBS, ApiError, KubeClient
 from core.kube.events import NORMAL, WARNING, EventRecorder
 from core.kube.workqueue import WorkQueue
 from flow_controller import job_objects as objects
@@ -48,6 +48,7 @@ from flow_controller.job_status import Tally, changed, job_status, stamp, task_r
 log = logging.getLogger("vulcan.controllers.job")
 
 JOB = "job-controller"
+CLAIM_RECHECK = 5.0  # seconds between looks for a claim a job names and nobody created yet
 _FINISHED_PODS = ("Succeeded", "Failed")
 
 
@@ -174,6 +175,8 @@ class JobController:
             job = await self._initiate(job, spec)
             status = job["status"]
         phase = status["state"]["phase"]
+        if phase == "Pending" and not await self._ensure_volumes(job, spec):
+            return  # a claim is missing, or its name was just written back (a new sync follows)
         group = await self._ensure_podgroup(job, spec)
         ctx, plugins = self._plugins(job, spec)
         await self.owned.ensure(ctx, plugins)
@@ -203,8 +206,54 @@ class JobController:
         new["controlledResources"] = {
             **(status.get("controlledResources") or {}),
             **{f"plugin-{p.name}": p.name for p in plugins},
+            **{
+                f"volume-pvc-{v.volume_claim_name}": v.volume_claim_name
+                for v in spec.volumes or ()
+                if v.volume_claim_name
+            },
         }
         await self._write_status(job, status, new)
+
+    async def _ensure_volumes(self, job: dict[str, Any], spec: JobSpec) -> bool:
+        """Volcano's createJobIOIfNotExist: an unnamed claim gets a generated name, written back
+        into the Job; a claim with a `volumeClaim` spec is created (owned by the Job) when
+        missing; a named claim without one must exist (else PVCError, and the job waits)."""
+        meta = job["metadata"]
+        named = []
+        for index, volume in enumerate(spec.volumes or ()):
+            if not volume.volume_claim_name:
+                named.append(
+                    {
+                        "op": "add",
+                        "path": f"/spec/volumes/{index}/volumeClaimName",
+                        "value": objects.claim_name(meta["name"]),
+                    }
+                )
+        if named:
+            await self.client.patch(
+                VCJOBS, meta["name"], named, meta["namespace"], content_type=JSON_PATCH
+            )
+            return False
+        for volume in spec.volumes or ():
+            name = volume.volume_claim_name or ""
+            try:
+                await self.client.get(PVCS, name, meta["namespace"])
+                continue
+            except ApiError as exc:
+                if not exc.not_found:
+                    raise
+            if volume.volume_claim is None:
+                self._event(job, WARNING, "PVCError", f"pvc {name} is not found")
+                # Nothing this controller watches says when it appears: look again soon.
+                self.queue.add_after(f"{meta['namespace']}/{meta['name']}", CLAIM_RECHECK)
+                return False
+            try:
+                await self.client.create(PVCS, objects.build_claim(meta, name, volume.volume_claim))
+            except ApiError as exc:
+                if not exc.conflict:
+                    self._event(job, WARNING, "PVCError", f"failed to create pvc {name}: {exc}")
+                    raise
+        return True
 
     def _plugins(self, job: dict[str, Any], spec: JobSpec) -> tuple[JobContext, list[Plugin]]:
         meta = job["metadata"]
@@ -291,6 +340,7 @@ class JobController:
                         body = objects.build_pod(
                             meta, spec, task, index, version=version, retry_count=retry
                         )
+                        objects.mount_volumes(body, meta["name"], spec)
                         for plugin in plugins:
                             plugin.on_pod_create(body, ctx)
                         create.append(body)

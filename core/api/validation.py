@@ -560,7 +560,13 @@ def validate_job_update(old: Job, new: Job) -> list[FieldError]:
         return [*errors, FieldError("spec.tasks", "job updates may not add or remove tasks")]
     if old.spec.queue != new.spec.queue:
         errors.append(FieldError("spec.queue", _IMMUTABLE_MSG))
-    if _comparable(old.spec) != _comparable(new.spec):
+    # The job controller writes the names it generated for unnamed claims (Volcano ignores
+    # them in this comparison too).
+    old_spec = old.spec.model_copy(deep=True)
+    for before, after in zip(old_spec.volumes or [], new.spec.volumes or [], strict=False):
+        if not before.volume_claim_name and after.volume_claim_name:
+            before.volume_claim_name = after.volume_claim_name
+    if _comparable(old_spec) != _comparable(new.spec):
         errors.append(FieldError("spec", _IMMUTABLE_MSG))
     return errors
 

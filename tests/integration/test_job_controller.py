@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.kube.client import COMMANDS, PODGROUPS, PODS, VCJOBS, KubeClient
+from core.kube.client import COMMANDS, PODGROUPS, PODS, PVCS, VCJOBS, KubeClient
 from tests.integration.controller_harness import events_about, eventually, get_or_none, running
 
 JOB = "job-controller"
@@ -258,3 +258,58 @@ async def test_a_policy_timeout_delays_its_action_and_a_recovery_cancels_it() ->
 
 async def _true(value: bool) -> bool:
     return value
+
+
+async def test_volumes_claims_are_created_named_and_mounted() -> None:
+    async with running([JOB]) as (client, _):
+        volumes = [
+            {
+                "mountPath": "/data",
+                "volumeClaim": {
+                    "accessModes": ["ReadWriteOnce"],
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            },
+            {"mountPath": "/models", "volumeClaimName": "shared-models"},
+        ]
+        job = await client.create(VCJOBS, tf_job(volumes=volumes))
+        uid = job["metadata"]["uid"]
+        # The named claim does not exist: the job waits, and says why.
+        await eventually(
+            lambda: _true_async(
+                events_about(client, "tf"), lambda es: any(e["reason"] == "PVCError" for e in es)
+            )
+        )
+        assert await get_or_none(client, PODGROUPS, f"tf-{uid}", "default") is None
+        await client.create(
+            PVCS,
+            {
+                "metadata": {"name": "shared-models", "namespace": "default"},
+                "spec": {
+                    "accessModes": ["ReadOnlyMany"],
+                    "resources": {"requests": {"storage": "1Gi"}},
+                },
+            },
+        )
+        group = await eventually(
+            lambda: get_or_none(client, PODGROUPS, f"tf-{uid}", "default"), timeout=20
+        )
+        assert group is not None
+        spec = (await client.get(VCJOBS, "tf", "default"))["spec"]
+        generated = spec["volumes"][0]["volumeClaimName"]
+        assert generated.startswith("tf-pvc-") and len(generated) == len("tf-pvc-") + 12
+        claim = await client.get(PVCS, generated, "default")
+        assert claim["metadata"]["ownerReferences"][0]["name"] == "tf"
+        await admit(client, f"tf-{uid}")
+        pods = await eventually(lambda: _has(job_pods(client), 3))
+        pod_spec = pods["tf-ps-0"]["spec"]
+        claims = {v["persistentVolumeClaim"]["claimName"] for v in pod_spec["volumes"]}
+        assert claims == {generated, "shared-models"}
+        mounts = {m["mountPath"] for m in pod_spec["containers"][0]["volumeMounts"]}
+        assert mounts == {"/data", "/models"}
+        status = await job_status(client)
+        assert status["controlledResources"][f"volume-pvc-{generated}"] == generated
+
+
+async def _true_async(value: Any, predicate: Any) -> bool:
+    return bool(predicate(await value))

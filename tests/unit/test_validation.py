@@ -682,3 +682,19 @@ def test_find_cycle() -> None:
 )
 def test_go_durations(text: str, ok: bool) -> None:
     assert is_go_duration(text) is ok
+
+
+def test_job_update_accepts_the_claim_names_the_controller_generates() -> None:
+    doc = job()
+    doc["spec"]["volumes"] = [{"mountPath": "/data", "volumeClaim": {"accessModes": ["RWO"]}}]
+    _, old = decode(doc)
+    assert isinstance(old, Job)
+    old = apply_defaults(old)
+    named = old.model_copy(deep=True)
+    assert named.spec.volumes is not None
+    named.spec.volumes[0].volume_claim_name = "train-pvc-abcdef123456"
+    assert validate_job_update(old, named) == []
+    moved = named.model_copy(deep=True)
+    assert moved.spec.volumes is not None
+    moved.spec.volumes[0].mount_path = "/elsewhere"
+    assert validate_job_update(named, moved)  # anything else about a volume is still fixed
