@@ -178,3 +178,38 @@ def test_a_node_failure_restarts_the_job(cluster: SimCluster) -> None:
         90,
     )
     cluster.kubectl("delete", "vcjob", "survivor")
+
+
+def test_abort_and_resume_commands_issued_with_kubectl(cluster: SimCluster) -> None:
+    submit(cluster, "pausable", [task("worker", 2, duration="forever")])
+    wait_for("pausable to run", lambda: phase(cluster, "pausable") == "Running", 60)
+    uid = cluster.get("/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs/pausable")[
+        "metadata"
+    ]["uid"]
+
+    def command(name: str, action: str) -> None:
+        cluster.apply(
+            {
+                "apiVersion": "bus.volcano.sh/v1alpha1",
+                "kind": "Command",
+                "metadata": {"name": name},
+                "action": action,
+                "target": {
+                    "apiVersion": "batch.volcano.sh/v1alpha1",
+                    "kind": "Job",
+                    "name": "pausable",
+                    "uid": uid,
+                },
+            }
+        )
+
+    command("suspend", "AbortJob")
+    wait_for("pausable aborted", lambda: phase(cluster, "pausable") == "Aborted", 60)
+    assert not [p for p in pods(cluster, "pausable") if p["status"].get("phase") == "Running"]
+    assert cluster.kubectl("get", "commands", "-o", "name").strip() == ""  # consumed
+    command("resume", "ResumeJob")
+    wait_for("pausable running again", lambda: phase(cluster, "pausable") == "Running", 60)
+    assert status(cluster, "pausable")["retryCount"] == 0  # a resume is no retry
+    reasons = {e["reason"] for e in cluster.events("pausable")}
+    assert {"CommandIssued", "ExecuteAction"} <= reasons
+    cluster.kubectl("delete", "vcjob", "pausable")
