@@ -22,15 +22,7 @@ def progress(lines: list[str]) -> list[tuple[dict[str, int], dict[str, int]]]:
 
 
 def test_gang_demo_shows_the_deadlock_then_vulcan_running_the_jobs_in_turn() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "vulcan", "demo", "gang"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    out = result.stdout
-    assert result.returncode == 0, out + result.stderr
+    out = _demo("gang")
     plain, rest = out.split("\n2. kube-scheduler + vulcan", 1)
     vulcan, summary = rest.split("\nWhat happened:", 1)
 
@@ -67,30 +59,28 @@ def test_demo_without_argument_is_the_gang_demo() -> None:
 
 
 def test_extender_walkthrough_still_runs() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "vulcan", "demo", "extender"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "web-1 (cpu 3): filter passed" in result.stdout
-    assert "huge (cpu 32): filter passed []" in result.stdout
+    out = _demo("extender")
+    assert "web-1 (cpu 3): filter passed" in out
+    assert "huge (cpu 32): filter passed []" in out
 
 
 def test_job_demo_runs_a_volcano_job_to_completion_and_ttl_cleanup() -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "vulcan", "demo", "job"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    out = result.stdout
-    assert result.returncode == 0, out + result.stderr
+    out = _demo("job")
     phases = re.findall(r"job (\w+)\s+podgroup (\S+)", out)
     assert ("Pending", "Inqueue") in phases  # enqueued before its pods exist
     assert [p for p, _ in phases if p in ("Running", "Completed")][-1] == "Completed"
     assert "svc plugin: /etc/volcano/worker.host lists tensorflow-benchmark-worker-0" in out
     assert "job deleted (ttlSecondsAfterFinished)" in out
+
+
+def _demo(which: str) -> str:
+    """`vulcan demo WHICH` as a user runs it: its output, once it exited 0."""
+    result = subprocess.run(
+        [sys.executable, "-m", "vulcan", "demo", which],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
