@@ -118,13 +118,26 @@ class JobController:
     # ------------------------------------------------------------------ reconcile
 
     async def reconcile(self, key: str) -> None:
-        requests = self.events.take(key) or [Request()]
+        requests = self._coalesce(key, self.events.take(key)) or [Request()]
         for position, request in enumerate(requests):
             try:
                 await self._handle(key, request)
             except Exception:
                 self.events.put_back(key, requests[position:])
                 raise
+
+    def _coalesce(self, key: str, requests: list[Request]) -> list[Request]:
+        """Requests that can only sync the job (no Command action, and a job without any
+        policy) are one sync however many there are: a 1,000-pod job's pods report 1,000
+        events, and one sync afterwards sees them all."""
+        record = self.jobs.items.get(key)
+        spec = (record.obj.get("spec") or {}) if record is not None else {}
+        if spec.get("policies") or any(t.get("policies") for t in spec.get("tasks") or ()):
+            return requests
+        kept = [r for r in requests if r.action]
+        if len(kept) < len(requests):
+            kept.append(Request())
+        return kept
 
     async def _handle(self, key: str, request: Request) -> None:
         namespace, name = key.split("/", 1)
