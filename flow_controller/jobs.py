@@ -13,6 +13,8 @@ decision on a stale phase or version would restart twice). Finished jobs with
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import time
 from datetime import UTC, datetime
@@ -49,6 +51,9 @@ log = logging.getLogger("vulcan.controllers.job")
 
 JOB = "job-controller"
 CLAIM_RECHECK = 5.0  # seconds between looks for a claim a job names and nobody created yet
+# Every unfinished job is synced this often even when nothing was heard of it (client-go's
+# informer resync): a change whose event was missed can delay a job, never strand it.
+RESYNC = 30.0
 _FINISHED_PODS = ("Succeeded", "Failed")
 
 
@@ -91,6 +96,7 @@ class JobController:
 
     async def run(self) -> None:
         await self.events.start()
+        resync = asyncio.create_task(self._resync(), name="job-resync")
         try:
             await run_reconciler(
                 self.queue,
@@ -102,7 +108,17 @@ class JobController:
                 self._give_up,
             )
         finally:
+            resync.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await resync
             await self.events.stop()
+
+    async def _resync(self) -> None:
+        while True:
+            await asyncio.sleep(RESYNC)
+            for key, job in list(self.jobs.items.items()):
+                if job.phase not in FINISHED and not job.deleting:
+                    self.queue.add(key)
 
     def _give_up(self, key: str, exc: BaseException) -> None:
         namespace, name = key.split("/", 1)

@@ -187,7 +187,9 @@ def test_changing_replicas_scales_an_elastic_job_up_and_down(cluster: SimCluster
 
 
 def test_ttl_deletes_a_finished_job_and_its_pods(cluster: SimCluster) -> None:
-    body = _elastic_job("short", 2, ttlSecondsAfterFinished=1)
+    # Finish times have a second's resolution (as metav1.Time): a TTL of 1 s can end a moment
+    # after the job completes; 3 s leaves the completion in view.
+    body = _elastic_job("short", 2, ttlSecondsAfterFinished=3)
     body["spec"]["tasks"][0]["template"]["metadata"]["annotations"] = {}
     cluster.apply(body)
     wait_for("short to complete", lambda: phase(cluster, "short") == "Completed", 60)
