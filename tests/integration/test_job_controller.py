@@ -231,7 +231,7 @@ async def test_a_restarted_controller_carries_on_without_duplicates() -> None:
 
 
 async def test_a_policy_timeout_delays_its_action_and_a_recovery_cancels_it() -> None:
-    policy = {"event": "PodFailed", "action": "RestartJob", "timeout": "1s"}
+    policy = {"event": "PodFailed", "action": "RestartJob", "timeout": "3s"}
     async with running([JOB]) as (client, controllers):
         job = await client.create(VCJOBS, tf_job(policies=[policy]))
         uid = job["metadata"]["uid"]
@@ -253,7 +253,7 @@ async def test_a_policy_timeout_delays_its_action_and_a_recovery_cancels_it() ->
         await set_phase(client, "tf-worker-1", "Failed", exit_code=1)
         await eventually(lambda: _status_is(client, lambda s: s.get("retryCount") == 1))
         events = await events_about(client, "tf")
-        assert any(e["note"] == "Execute action RestartJob after 1s" for e in events)
+        assert any(e["note"] == "Execute action RestartJob after 3s" for e in events)
 
 
 async def _true(value: bool) -> bool:
