@@ -115,16 +115,16 @@ class QueuePolicy:
                 capability=record.capability if record is not None else None,
                 deserved=record.deserved if record is not None else None,
                 guarantee=record.guarantee if record is not None else None,
-                parent=record.parent if record is not None else None,
+                parent=(record.parent or None) if record is not None else None,
                 priority=record.priority if record is not None else 0,
                 reclaimable=record.reclaimable if record is not None else True,
-                open=(record.state if record is not None else "Open") == "Open",
+                open=(record.scheduling_state if record is not None else "Open") == "Open",
                 allocated=allocated,
                 request=request.elementwise_max(allocated),
                 inqueue=inqueue.get(name, _ZERO),
                 has_jobs=bool(groups_by_queue.get(name)) or not request.is_zero(),
                 creation=record.created if record is not None else "",
-                state=record.state if record is not None else "Open",
+                state=record.scheduling_state if record is not None else "Open",
             )
         total = snapshot.total_allocatable
         model: ShareModel

@@ -13,11 +13,11 @@ from typing import Any
 
 from core.api import keys
 from core.controller.informers import SharedInformers
-from core.controller.records import CommandRecord, JobRecord, PodGroupRecord, PodRecord
 from core.kube.client import COMMANDS, PODS, VCJOBS, ApiError, KubeClient
 from core.kube.events import NORMAL, EventRecorder
 from core.kube.informer import Informer
 from core.kube.workqueue import WorkQueue
+from core.records import CommandRecord, JobRecord, PodGroupRecord, PodRecord
 from flow_controller import job_state as js
 from flow_controller.job_delays import DelayedActions
 
@@ -91,7 +91,7 @@ class JobEvents:
         pods = []
         for key in self._by_job.get(f"{namespace}/{name}", ()):
             pod = self.pods.items.get(key)
-            if pod is not None and pod.owner is not None and pod.owner.get("uid") == uid:
+            if pod is not None and pod.owner is not None and pod.owner.uid == uid:
                 pods.append(pod)
         return pods
 
@@ -120,9 +120,9 @@ class JobEvents:
 
     def _job_of(self, pod: PodRecord) -> str | None:
         owner = pod.owner
-        if owner is None or owner.get("kind") != "Job" or not pod.job_name or not pod.task:
+        if owner is None or owner.kind != "Job" or not pod.job_name or not pod.task:
             return None
-        return f"{pod.namespace}/{owner.get('name')}"
+        return f"{pod.namespace}/{owner.name}"
 
     def _pod_request(self, pod: PodRecord, event: str, exit_code: int | None = None) -> None:
         job = self._job_of(pod)
@@ -131,15 +131,14 @@ class JobEvents:
         if pod.out_of_sync:
             event = js.OUT_OF_SYNC
         self.delays.on_pod_event(job, pod.name, event)
-        owner = pod.owner or {}
         self.request(
             job,
             js.Request(
                 event,
-                task=pod.task,
+                task=pod.task or "",
                 pod=pod.name,
                 exit_code=exit_code,
-                job_uid=owner.get("uid", ""),
+                job_uid=pod.owner.uid if pod.owner else "",
                 job_version=pod.job_version,
             ),
         )
@@ -213,10 +212,10 @@ class JobEvents:
 
     def _group_updated(self, old: PodGroupRecord, new: PodGroupRecord) -> None:
         owner = new.owner
-        if old.phase == new.phase or owner is None or owner.get("kind") != "Job":
+        if old.phase == new.phase or owner is None or owner.kind != "Job":
             return
         event = js.UNKNOWN if new.phase == "Unknown" else js.OUT_OF_SYNC
-        self.request(f"{new.namespace}/{owner.get('name')}", js.Request(event))
+        self.request(f"{new.namespace}/{owner.name}", js.Request(event))
 
     # ------------------------------------------------------------------ Commands
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.api.batch import JobSpec
-from core.controller.records import PodRecord
+from core.records import PodRecord
 from flow_controller.job_state import Counts
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
@@ -25,7 +25,7 @@ class Tally:
     def count(self, pod: PodRecord) -> None:
         phase = pod.phase if pod.phase in PHASES else "Unknown"
         self.phases[phase] += 1
-        per_task = self.tasks.setdefault(pod.task, {})
+        per_task = self.tasks.setdefault(pod.task or "", {})
         per_task[phase] = per_task.get(phase, 0) + 1
 
     def counts(self) -> Counts:

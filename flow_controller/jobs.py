@@ -25,10 +25,10 @@ from core.api.defaults import default_job_spec
 from core.controller.informers import SharedInformers
 from core.controller.metrics import ControllerMetrics
 from core.controller.reconcile import RetryPolicy, run_reconciler, warn_given_up
-from core.controller.records import JobRecord, PodGroupRecord, PodRecord
 from core.kube.client import JSON_PATCH, PODGROUPS, PODS, PVCS, VCJOBS, ApiError, KubeClient
 from core.kube.events import NORMAL, WARNING, EventRecorder
 from core.kube.workqueue import WorkQueue
+from core.records import JobRecord, PodGroupRecord, PodRecord
 from flow_controller import job_objects as objects
 from flow_controller.job_events import JobEvents
 from flow_controller.job_owned import PluginObjects
@@ -353,7 +353,7 @@ class JobController:
         wanted: set[str] = set()
         by_task: dict[str, list[PodRecord]] = {}
         for pod in pods:
-            by_task.setdefault(pod.task, []).append(pod)
+            by_task.setdefault(pod.task or "", []).append(pod)
         tasks = {t.name or "": t for t in spec.tasks or ()}
         ready = {n: task_ready(by_task.get(n, ()), t.min_available) for n, t in tasks.items()}
         create: list[dict[str, Any]] = []

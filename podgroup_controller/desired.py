@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.api import keys
-from core.controller.records import PodGroupRecord, PodRecord, WorkloadRecord
 from core.kube.client import PODGROUPS
 from core.kube.status import replacing_merge_patch
 from core.quota import min_resources
+from core.records import PodGroupRecord, PodRecord, WorkloadRecord
 
 NAME_PREFIX = "podgroup-"
 # Owners whose `scheduling.volcano.sh/group-min-member` and volcano.sh/* annotations a group
@@ -35,7 +35,7 @@ _POD_LABELS = (keys.PREEMPTABLE, keys.COOLDOWN_TIME)
 def podgroup_name(pod: PodRecord) -> str:
     """`podgroup-<controller owner UID>`, or `podgroup-<pod UID>` for a pod without one: all
     pods of one ReplicaSet/StatefulSet/Job share a group."""
-    return NAME_PREFIX + (pod.owner.get("uid", "") if pod.owner else pod.uid)
+    return NAME_PREFIX + (pod.owner.uid if pod.owner else pod.uid)
 
 
 def handled(pod: PodRecord, scheduler_names: tuple[str, ...]) -> bool:
@@ -99,7 +99,7 @@ def owner_references(pod: PodRecord) -> list[dict[str, Any]]:
     """The pod's ownerReferences when it has a controller (the group goes with the workload),
     else a controller reference to the pod itself (the group goes with the pod)."""
     if pod.owner is not None:
-        return [dict(ref) for ref in pod.owner_refs]
+        return [ref.to_dict() for ref in pod.owner_refs]
     return [
         {
             "apiVersion": "v1",
@@ -165,9 +165,10 @@ def update_patch(current: PodGroupRecord, desired: Mapping[str, Any]) -> dict[st
     patch_spec: dict[str, Any] = {}
     if current.min_member != spec["minMember"]:
         patch_spec["minMember"] = spec["minMember"]
-    if (current.min_resources or {}) != spec["minResources"]:
+    current_min_resources = current.spec.get("minResources")
+    if (current_min_resources or {}) != spec["minResources"]:
         patch_spec["minResources"] = replacing_merge_patch(
-            current.min_resources, spec["minResources"]
+            current_min_resources, spec["minResources"]
         )
     if current.priority_class != spec.get("priorityClassName", ""):
         patch_spec["priorityClassName"] = spec.get("priorityClassName")

@@ -21,17 +21,17 @@ from core.api import keys
 from core.controller.informers import SharedInformers
 from core.controller.metrics import ControllerMetrics
 from core.controller.reconcile import run_reconciler, warn_given_up
-from core.controller.records import (
+from core.controller.selection import PODGROUP
+from core.kube.client import NAMESPACES, PODGROUPS, PODS, ApiError, KubeClient, Resource
+from core.kube.events import NORMAL, EventRecorder, object_reference
+from core.kube.workqueue import WorkQueue
+from core.records import (
     CONTROLLER_REVISION_HASH,
     NamespaceRecord,
     PodGroupRecord,
     PodRecord,
     WorkloadRecord,
 )
-from core.controller.selection import PODGROUP
-from core.kube.client import NAMESPACES, PODGROUPS, PODS, ApiError, KubeClient, Resource
-from core.kube.events import NORMAL, EventRecorder, object_reference
-from core.kube.workqueue import WorkQueue
 from podgroup_controller.desired import (
     NAME_PREFIX,
     OWNER_KINDS,
@@ -93,12 +93,12 @@ class PodGroupController:
 
     def _index(self, pod: PodRecord) -> None:
         if pod.owner is not None:
-            self._pods_by_owner.setdefault(pod.owner.get("uid", ""), set()).add(pod.key)
+            self._pods_by_owner.setdefault(pod.owner.uid, set()).add(pod.key)
 
     def _unindex(self, pod: PodRecord) -> None:
         if pod.owner is None:
             return
-        uid = pod.owner.get("uid", "")
+        uid = pod.owner.uid
         keys_ = self._pods_by_owner.get(uid)
         if keys_ is not None:
             keys_.discard(pod.key)
@@ -227,22 +227,22 @@ class PodGroupController:
         """The pod's controller owner if it is a kind a group inherits from (ReplicaSet,
         StatefulSet from the informers; DaemonSet and batch Job read once)."""
         ref = pod.owner
-        if ref is None or (ref.get("apiVersion"), ref.get("kind")) not in OWNER_KINDS:
+        if ref is None or (ref.api_version, ref.kind) not in OWNER_KINDS:
             return None
-        kind = str(ref.get("kind"))
-        key = f"{pod.namespace}/{ref.get('name')}"
+        kind = ref.kind
+        key = f"{pod.namespace}/{ref.name}"
         if kind in ("ReplicaSet", "StatefulSet"):
             cached = self._workloads(kind).items.get(key)
-            if cached is not None and cached.uid == ref.get("uid"):
+            if cached is not None and cached.uid == ref.uid:
                 return cached
         try:
-            obj = await self.client.get(_OWNER_RESOURCES[kind], str(ref.get("name")), pod.namespace)
+            obj = await self.client.get(_OWNER_RESOURCES[kind], ref.name, pod.namespace)
         except ApiError as exc:
             if exc.not_found:
                 return None  # the owner is going; so will the pod and its group
             raise
         record = WorkloadRecord(obj, kind)
-        return record if record.uid == ref.get("uid") else None
+        return record if record.uid == ref.uid else None
 
     # ------------------------------------------------------------------ the group
 
@@ -252,7 +252,7 @@ class PodGroupController:
         desired = desired_podgroup(
             pod,
             owner,
-            namespace.queue if namespace else "",
+            (namespace.queue or "") if namespace else "",
             inherit=self.options.inherit_owner_annotations,
         )
         name = podgroup_name(pod)

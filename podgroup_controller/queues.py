@@ -26,11 +26,11 @@ from core.api import keys
 from core.controller.informers import SharedInformers
 from core.controller.metrics import ControllerMetrics
 from core.controller.reconcile import run_reconciler, warn_given_up
-from core.controller.records import CommandRecord, PodGroupRecord, QueueRecord
 from core.controller.selection import QUEUE
 from core.kube.client import COMMANDS, PODGROUPS, QUEUES, ApiError, KubeClient
 from core.kube.events import NORMAL, WARNING, EventRecorder
 from core.kube.workqueue import WorkQueue
+from core.records import CommandRecord, PodGroupRecord, QueueRecord
 from podgroup_controller.options import ControllerOptions
 from podgroup_controller.queue_state import (
     CLOSE_QUEUE,

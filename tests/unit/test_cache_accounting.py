@@ -135,4 +135,6 @@ def test_snapshot_is_isolated_from_later_changes() -> None:
 
 def test_queue_record_defaults() -> None:
     queue = QueueRecord({"metadata": {"name": "q"}, "spec": {}})
-    assert queue.weight == 1 and queue.reclaimable and queue.state == "Open"
+    assert queue.weight == 1 and queue.reclaimable and queue.parent == ""
+    # Never written: the controller sees "" (it writes Open), the scheduler reads it as Open.
+    assert queue.state == "" and queue.scheduling_state == "Open"

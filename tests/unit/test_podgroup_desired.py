@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.controller.records import PodGroupRecord, PodRecord, WorkloadRecord
 from core.quota import min_resources, pod_quota_usage
-from core.records import PodGroupRecord as SchedulingRecord
+from core.records import PodGroupRecord, PodRecord, WorkloadRecord
 from podgroup_controller.desired import (
     desired_podgroup,
     handled,
@@ -247,12 +246,12 @@ def test_update_patch() -> None:
 
 def test_scheduling_reads_resource_names_only() -> None:
     """The quota names in a controller-made minResources (count/pods, requests.*, limits.*)
-    are not resources: the scheduling side's PodGroup record leaves them out, as Volcano's
+    are not resources: the PodGroup record's scheduling vector leaves them out, as Volcano's
     scheduler does, or no node could ever offer them."""
     usage = pod_quota_usage(
         {"containers": [{"name": "c", "resources": {"limits": {"cpu": "1", "x.io/gpu": "1"}}}]}
     )
-    group = SchedulingRecord(
+    group = PodGroupRecord(
         {
             "metadata": {"name": "g", "namespace": "ns"},
             "spec": {"minMember": 2, "minResources": min_resources(usage, 2)},

@@ -1,0 +1,116 @@
+"""What every record decoder shares: interning, shared values, owner references."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from core.resources import ResourceVector
+
+NO_LABELS: dict[str, str] = {}
+intern = sys.intern
+
+# Shared values are capped: past this many distinct ones, a pathological variety of shapes
+# stops being shared instead of growing the table without end.
+_SHARED_LIMIT = 100_000
+_VECTORS: dict[tuple[tuple[str, int], ...], ResourceVector] = {}
+_MAPPINGS: dict[tuple[tuple[str, Any], ...], dict[str, Any]] = {}
+
+
+def meta_key(meta: Mapping[str, Any]) -> str:
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta['name']}" if namespace else str(meta["name"])
+
+
+def opt(value: Any) -> str | None:
+    """An interned non-empty string, else None."""
+    return intern(value) if isinstance(value, str) and value else None
+
+
+def shared_vector(vector: ResourceVector) -> ResourceVector:
+    """One object for every equal vector: the pods of a job all request the same, and 100,000
+    pods then hold a few hundred vectors instead of 100,000 (vectors are never mutated)."""
+    signature = tuple(sorted(vector.items()))
+    known = _VECTORS.get(signature)
+    if known is None:
+        if len(_VECTORS) > _SHARED_LIMIT:
+            return vector
+        _VECTORS[signature] = known = vector
+    return known
+
+
+def shared_mapping(mapping: dict[str, Any]) -> dict[str, Any]:
+    """One dict for every equal small mapping of hashable values (the picked annotations of a
+    job's pods, their quota usage): records never mutate them."""
+    if not mapping:
+        return NO_LABELS
+    signature = tuple(sorted(mapping.items()))
+    known = _MAPPINGS.get(signature)
+    if known is None:
+        if len(_MAPPINGS) > _SHARED_LIMIT:
+            return mapping
+        _MAPPINGS[signature] = known = mapping
+    return known
+
+
+def pick(source: Mapping[str, str] | None, names: tuple[str, ...]) -> dict[str, str]:
+    """The named entries of `source`, shared between records that pick the same."""
+    if not source:
+        return NO_LABELS
+    return shared_mapping({name: source[name] for name in names if name in source})
+
+
+class OwnerRef(NamedTuple):
+    """One `metadata.ownerReferences` entry, interned (the pods of a workload share its
+    strings), ~100 bytes instead of a ~500-byte dict per pod."""
+
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool
+    block_owner_deletion: bool
+
+    @classmethod
+    def decode(cls, ref: Mapping[str, Any]) -> OwnerRef:
+        return cls(
+            intern(str(ref.get("apiVersion", ""))),
+            intern(str(ref.get("kind", ""))),
+            intern(str(ref.get("name", ""))),
+            intern(str(ref.get("uid", ""))),
+            bool(ref.get("controller")),
+            bool(ref.get("blockOwnerDeletion")),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The reference as the API writes it (for objects that take the same owners)."""
+        out: dict[str, Any] = {
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "name": self.name,
+            "uid": self.uid,
+        }
+        if self.controller:
+            out["controller"] = True
+        if self.block_owner_deletion:
+            out["blockOwnerDeletion"] = True
+        return out
+
+
+def owner_refs(meta: Mapping[str, Any]) -> tuple[OwnerRef, ...]:
+    return tuple(OwnerRef.decode(r) for r in meta.get("ownerReferences") or ())
+
+
+def controller_of(refs: tuple[OwnerRef, ...]) -> OwnerRef | None:
+    """The reference with `controller: true`, if any."""
+    return next((r for r in refs if r.controller), None)
+
+
+def resources(resource_list: Any) -> ResourceVector | None:
+    if not resource_list:
+        return None
+    try:
+        return ResourceVector.from_resource_list(resource_list)
+    except ValueError:
+        return None

@@ -1,0 +1,187 @@
+"""The pod record: what the extender's cache and every controller read of a pod.
+
+One record for both (they share informers in one process, and the kind is the same): ~30 slots
+of numbers, interned strings and values shared between the pods of a job (request vector, quota
+usage, picked annotations, owner references), so 100,000 pods stay near 1 KiB each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from core.api import keys
+from core.quota import pod_quota_usage
+from core.records.common import (
+    NO_LABELS,
+    OwnerRef,
+    controller_of,
+    intern,
+    opt,
+    owner_refs,
+    pick,
+    shared_mapping,
+    shared_vector,
+)
+from core.resources import ResourceVector, pod_requests
+
+# Pod annotations a workload's PodGroup is built from (Volcano's pg-controller).
+POD_ANNOTATIONS = (
+    keys.GROUP_NAME,
+    keys.QUEUE_NAME,
+    keys.PREEMPTABLE,
+    keys.COOLDOWN_TIME,
+    keys.REVOCABLE_ZONE,
+    keys.JDB_MIN_AVAILABLE,
+    keys.JDB_MAX_UNAVAILABLE,
+    keys.NETWORK_TOPOLOGY_MODE,
+    keys.NETWORK_TOPOLOGY_HIGHEST_TIER,
+)
+# Kubernetes' StatefulSet controller labels each pod with the revision it was made from.
+CONTROLLER_REVISION_HASH = "controller-revision-hash"
+POD_LABELS = (keys.PREEMPTABLE, keys.COOLDOWN_TIME, CONTROLLER_REVISION_HASH)
+# Marked by Volcano's job controller on a pod it is about to delete (not an eviction).
+OUT_OF_SYNC = "volcano.sh/controller-out-of-sync"
+
+
+def pod_group_key(namespace: str, meta: Mapping[str, Any], spec: Mapping[str, Any]) -> str | None:
+    """`namespace/name` of the PodGroup a pod belongs to: Volcano's annotation
+    `scheduling.k8s.io/group-name`, else the coscheduling label `scheduling.x-k8s.io/pod-group`;
+    None outside any group, and for pods carrying Kubernetes' native gang fields
+    (`spec.schedulingGroup` / `spec.workloadRef`), which kube-scheduler's own plugin handles."""
+    if spec.get("schedulingGroup") or spec.get("workloadRef"):
+        return None
+    name = (meta.get("annotations") or NO_LABELS).get(keys.GROUP_NAME) or (
+        meta.get("labels") or NO_LABELS
+    ).get(keys.COSCHEDULING_POD_GROUP)
+    return f"{namespace}/{name}" if name else None
+
+
+def _int(text: str | None, default: int) -> int:
+    try:
+        return int(text) if text else default
+    except ValueError:
+        return default
+
+
+class PodRecord:
+    # No full labels or annotations: they are the biggest part of a pod, and only the picked
+    # ones are read. Repeated strings (namespace, node, phase, group ...) are interned.
+    __slots__ = (
+        "annotations",
+        "annotations_preemptable",
+        "created",
+        "deleting",
+        "exit_code",
+        "gates",
+        "group",
+        "index",
+        "job_name",
+        "job_version",
+        "key",
+        "labels",
+        "name",
+        "namespace",
+        "node",
+        "nominated_node",
+        "out_of_sync",
+        "owner",
+        "owner_refs",
+        "phase",
+        "priority",
+        "priority_class",
+        "ready",
+        "requests",
+        "restarts",
+        "rv",
+        "scheduler_name",
+        "task",
+        "uid",
+        "unschedulable",
+        "usage",
+    )
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        spec = obj.get("spec") or {}
+        status = obj.get("status") or {}
+        annotations = meta.get("annotations") or NO_LABELS
+        labels = meta.get("labels") or NO_LABELS
+        self.namespace: str = intern(meta.get("namespace", ""))
+        self.name: str = meta["name"]
+        self.key = f"{self.namespace}/{self.name}"
+        self.uid: str = meta.get("uid", "")
+        self.rv: str = meta.get("resourceVersion", "")
+        self.created: str = meta.get("creationTimestamp", "")
+        self.deleting = bool(meta.get("deletionTimestamp"))
+        self.annotations: dict[str, str] = pick(annotations, POD_ANNOTATIONS)
+        self.labels: dict[str, str] = pick(labels, POD_LABELS)
+        self.owner_refs: tuple[OwnerRef, ...] = owner_refs(meta)
+        self.owner: OwnerRef | None = controller_of(self.owner_refs)
+        self.node: str | None = opt(spec.get("nodeName"))
+        self.nominated_node: str | None = opt(status.get("nominatedNodeName"))
+        self.phase: str = intern(status.get("phase") or "Pending")
+        self.priority = int(spec.get("priority") or 0)
+        self.priority_class: str = intern(spec.get("priorityClassName") or "")
+        self.scheduler_name: str = intern(spec.get("schedulerName") or "default-scheduler")
+        self.gates: tuple[str, ...] = tuple(
+            intern(str(g.get("name", ""))) for g in spec.get("schedulingGates") or ()
+        )
+        # A scheduler tried this pending pod and gave up for now (PodScheduled False): it waits
+        # in kube-scheduler's unschedulable pool until some event moves it.
+        self.unschedulable = self.node is None and any(
+            c.get("type") == "PodScheduled" and c.get("status") == "False"
+            for c in status.get("conditions") or ()
+        )
+        group = pod_group_key(self.namespace, meta, spec)
+        self.group: str | None = intern(group) if group else None
+        self.task: str | None = opt(annotations.get(keys.TASK_SPEC) or labels.get(keys.TASK_SPEC))
+        preemptable = annotations.get(keys.PREEMPTABLE, labels.get(keys.PREEMPTABLE))
+        # Volcano: a pod is preemptable unless it says otherwise.
+        self.annotations_preemptable = preemptable != "false"
+        try:
+            self.requests = shared_vector(pod_requests(spec))
+        except (ValueError, TypeError):
+            self.requests = shared_vector(ResourceVector({"pods": 1}))
+        # The pod's ResourceQuota usage: what Volcano's controllers build minResources from.
+        self.usage: dict[str, int] = shared_mapping(
+            pod_quota_usage(spec, terminal=self.phase in ("Succeeded", "Failed"))
+        )
+        # What Volcano's job controller reads of its pods.
+        self.job_name: str = intern(annotations.get(keys.JOB_NAME, ""))
+        self.index = _int(annotations.get(keys.TASK_INDEX), -1)
+        self.job_version = _int(annotations.get(keys.JOB_VERSION), 0)
+        self.out_of_sync = annotations.get(OUT_OF_SYNC) == "true"
+        statuses = status.get("containerStatuses") or ()
+        self.ready = bool(statuses) and all(c.get("ready") for c in statuses)
+        self.restarts = sum(
+            int(c.get("restartCount") or 0)
+            for c in (*(status.get("initContainerStatuses") or ()), *statuses)
+        )
+        # The first container's exit code once it terminated (Volcano's PodFailed exitCode).
+        first = (statuses[0].get("state") or {}).get("terminated") if statuses else None
+        self.exit_code: int | None = int(first.get("exitCode") or 0) if first else None
+
+    @property
+    def group_name(self) -> str:
+        """The pod's `scheduling.k8s.io/group-name` annotation (Volcano's only group key)."""
+        return self.annotations.get(keys.GROUP_NAME, "")
+
+    @property
+    def queue_annotation(self) -> str | None:
+        return self.annotations.get(keys.QUEUE_NAME) or None
+
+    @property
+    def gated(self) -> bool:
+        """Held back from scheduling by a scheduling gate."""
+        return bool(self.gates)
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
+
+    @property
+    def occupies_node(self) -> bool:
+        """Counts against its node's capacity: bound and not finished (terminating pods still
+        hold their resources until they are gone, as kube-scheduler counts them)."""
+        return self.node is not None and not self.terminal
