@@ -16,8 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from datetime import UTC, datetime
 from typing import Any
 
 from core.api.batch import Job, JobSpec
@@ -25,7 +23,7 @@ from core.api.defaults import default_job_spec
 from core.controller.informers import SharedInformers
 from core.controller.metrics import ControllerMetrics
 from core.controller.reconcile import RetryPolicy, run_reconciler, warn_given_up
-from core.kube.client import JSON_PATCH, PODGROUPS, PODS, PVCS, VCJOBS, ApiError, KubeClient
+from core.kube.client import PODGROUPS, VCJOBS, ApiError, KubeClient
 from core.kube.events import NORMAL, WARNING, EventRecorder
 from core.kube.workqueue import WorkQueue
 from core.records import JobRecord, PodGroupRecord, PodRecord
@@ -34,35 +32,27 @@ from flow_controller.job_events import JobEvents
 from flow_controller.job_owned import PluginObjects
 from flow_controller.job_plugins import JobContext, Plugin, build_plugins
 from flow_controller.job_state import (
-    ABORTED,
     FINISHED,
     KILL,
     KILL_TARGET,
     RESTART_POD,
     SYNC_JOB,
+    TERMINATE_JOB,
     Request,
     Step,
     plan_action,
     resolve_action,
 )
-from flow_controller.job_status import Tally, changed, job_status, stamp, task_ready
+from flow_controller.job_status import Tally, job_status, task_ready
+from flow_controller.job_writer import JobWriter, job_reference
 
 log = logging.getLogger("vulcan.controllers.job")
 
 JOB = "job-controller"
-CLAIM_RECHECK = 5.0  # seconds between looks for a claim a job names and nobody created yet
 # Every unfinished job is synced this often even when nothing was heard of it (client-go's
 # informer resync): a change whose event was missed can delay a job, never strand it.
 RESYNC = 30.0
 _FINISHED_PODS = ("Succeeded", "Failed")
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _epoch(stamp_: str) -> float:
-    return datetime.fromisoformat(stamp_.replace("Z", "+00:00")).timestamp()
 
 
 class JobController:
@@ -90,9 +80,9 @@ class JobController:
         self.owned = PluginObjects(client)
         self.events = JobEvents(client, informers, self.jobs, self.podgroups, self.queue, recorder)
         self.pods = self.events.pods
-        # PodGroups a kill deleted (by UID), until the informer sees them go.
-        self._deleted_groups: set[str] = set()
-        self.podgroups.add_handlers(on_delete=lambda group: self._deleted_groups.discard(group.uid))
+        self.writer = JobWriter(client, recorder, metrics, self.queue, self.podgroups)
+        # The action each job's failing reconcile was running (for the give-up).
+        self._acting: dict[str, str] = {}
 
     async def run(self) -> None:
         await self.events.start()
@@ -121,15 +111,25 @@ class JobController:
                     self.queue.add(key)
 
     def _give_up(self, key: str, exc: BaseException) -> None:
+        """`--max-requeue-num` failed reconciles of a job: as Volcano, say which action failed
+        (`ExecuteAction`) and terminate the job, releasing its pods and PodGroup, instead of
+        leaving it half-done. The requests that kept failing are dropped (Volcano forgets
+        them); if terminating is what failed, the job is given up (`FailedSync`)."""
         namespace, name = key.split("/", 1)
-        ref = {
-            "apiVersion": VCJOBS.api_version,
-            "kind": "Job",
-            "namespace": namespace,
-            "name": name,
-            "uid": getattr(self.jobs.items.get(key), "uid", ""),
-        }
+        ref = job_reference(namespace, name, getattr(self.jobs.items.get(key), "uid", ""))
+        action = self._acting.pop(key, SYNC_JOB)
+        self.events.take(key)
         warn_given_up(self.recorder, ref, f"job {key}", exc)
+        if action == TERMINATE_JOB:
+            return
+        self.recorder.record(
+            ref,
+            WARNING,
+            "ExecuteAction",
+            f"Job failed on action {action} for retry limit reached",
+        )
+        log.warning("terminating job after retry limit", extra={"job": key, "action": action})
+        self.events.request(key, Request(action=TERMINATE_JOB))
 
     # ------------------------------------------------------------------ reconcile
 
@@ -141,6 +141,7 @@ class JobController:
             except Exception:
                 self.events.put_back(key, requests[position:])
                 raise
+        self._acting.pop(key, None)
 
     def _coalesce(self, key: str, requests: list[Request]) -> list[Request]:
         """Requests that can only sync the job (no Command action, and a job without any
@@ -175,13 +176,14 @@ class JobController:
         )
         if timeout:
             if self.events.delays.add(key, request, action, timeout):
-                self._event(
+                self.writer.event(
                     job, NORMAL, "ExecuteAction", f"Execute action {action} after {timeout}"
                 )
             return
         if action != SYNC_JOB:
-            self._event(job, NORMAL, "ExecuteAction", f"Start to execute action {action}")
+            self.writer.event(job, NORMAL, "ExecuteAction", f"Start to execute action {action}")
             self.events.delays.executed(key, action, request)
+        self._acting[key] = action
         step = plan_action(phase, action)
         if step.primitive == KILL:
             await self._kill(job, spec, step, target=None)
@@ -201,12 +203,12 @@ class JobController:
     async def _sync(self, job: dict[str, Any], spec: JobSpec, step: Step) -> None:
         status = job.get("status") or {}
         if not (status.get("state") or {}).get("phase"):
-            job = await self._initiate(job, spec)
+            job = await self.writer.initiate(job, spec)
             status = job["status"]
         phase = status["state"]["phase"]
-        if phase == "Pending" and not await self._ensure_volumes(job, spec):
+        if phase == "Pending" and not await self.writer.ensure_volumes(job, spec):
             return  # a claim is missing, or its name was just written back (a new sync follows)
-        group = await self._ensure_podgroup(job, spec)
+        group = await self.writer.ensure_podgroup(job, spec)
         ctx, plugins = self._plugins(job, spec)
         await self.owned.ensure(ctx, plugins)
         pods = self._job_pods(job)
@@ -241,93 +243,20 @@ class JobController:
                 if v.volume_claim_name
             },
         }
-        await self._write_status(job, status, new)
-
-    async def _ensure_volumes(self, job: dict[str, Any], spec: JobSpec) -> bool:
-        """Volcano's createJobIOIfNotExist: an unnamed claim gets a generated name, written back
-        into the Job; a claim with a `volumeClaim` spec is created (owned by the Job) when
-        missing; a named claim without one must exist (else PVCError, and the job waits)."""
-        meta = job["metadata"]
-        named = []
-        for index, volume in enumerate(spec.volumes or ()):
-            if not volume.volume_claim_name:
-                named.append(
-                    {
-                        "op": "add",
-                        "path": f"/spec/volumes/{index}/volumeClaimName",
-                        "value": objects.claim_name(meta["name"]),
-                    }
-                )
-        if named:
-            await self.client.patch(
-                VCJOBS, meta["name"], named, meta["namespace"], content_type=JSON_PATCH
-            )
-            return False
-        for volume in spec.volumes or ():
-            name = volume.volume_claim_name or ""
-            try:
-                await self.client.get(PVCS, name, meta["namespace"])
-                continue
-            except ApiError as exc:
-                if not exc.not_found:
-                    raise
-            if volume.volume_claim is None:
-                self._event(job, WARNING, "PVCError", f"pvc {name} is not found")
-                # Nothing this controller watches says when it appears: look again soon.
-                self.queue.add_after(f"{meta['namespace']}/{meta['name']}", CLAIM_RECHECK)
-                return False
-            try:
-                await self.client.create(PVCS, objects.build_claim(meta, name, volume.volume_claim))
-            except ApiError as exc:
-                if not exc.conflict:
-                    self._event(job, WARNING, "PVCError", f"failed to create pvc {name}: {exc}")
-                    raise
-        return True
+        await self.writer.write_status(job, status, new)
 
     def _plugins(self, job: dict[str, Any], spec: JobSpec) -> tuple[JobContext, list[Plugin]]:
         meta = job["metadata"]
         ctx = JobContext(meta["name"], meta["namespace"], spec, objects.owner_reference(meta))
         plugins, missing = build_plugins(spec.plugins)
         if missing:
-            self._event(job, WARNING, "PluginError", f"plugins not implemented: {missing}")
+            self.writer.event(job, WARNING, "PluginError", f"plugins not implemented: {missing}")
         return ctx, plugins
-
-    async def _initiate(self, job: dict[str, Any], spec: JobSpec) -> dict[str, Any]:
-        now = _now()
-        job["status"] = {
-            **(job.get("status") or {}),
-            "state": {"phase": "Pending", "lastTransitionTime": now},
-            "minAvailable": spec.min_available or 0,
-            "conditions": [{"status": "Pending", "lastTransitionTime": now}],
-        }
-        return await self.client.replace(VCJOBS, job, subresource="status")
-
-    async def _ensure_podgroup(self, job: dict[str, Any], spec: JobSpec) -> PodGroupRecord | None:
-        meta = job["metadata"]
-        desired = objects.build_podgroup(meta, spec)
-        name = desired["metadata"]["name"]
-        current = self.podgroups.items.get(f"{meta['namespace']}/{name}")
-        if current is not None and current.uid in self._deleted_groups:
-            current = None  # deleted by a kill; the informer has not heard yet
-        if current is None:
-            try:
-                await self.client.create(PODGROUPS, desired)
-                self.metrics.changes.labels("PodGroup", "created").inc()
-            except ApiError as exc:
-                if not exc.conflict:
-                    self._event(job, WARNING, "PodGroupError", str(exc))
-                    raise
-            return None  # new: Pending until the scheduler admits it
-        changes = objects.podgroup_changes(current.spec, desired["spec"])
-        if changes:
-            await self.client.patch(PODGROUPS, name, {"spec": changes}, meta["namespace"])
-            self.metrics.changes.labels("PodGroup", "updated").inc()
-        return current
 
     def _podgroup_pending(self, job: dict[str, Any], group: PodGroupRecord) -> None:
         """Volcano's PodGroupPending warning, once per PodGroup version."""
         if self.events.note_pending(group.key, group.rv):
-            self._event(
+            self.writer.event(
                 job,
                 WARNING,
                 "PodGroupPending",
@@ -381,49 +310,14 @@ class JobController:
                     tally.count(pod)
         delete += [p for p in pods if p.name not in wanted and not p.deleting]
         for body in create:
-            await self._create_pod(job, body)
+            await self.writer.create_pod(job, body)
         for pod in delete:
-            if await self._delete_pod(job, pod):
+            if await self.writer.delete_pod(job, pod):
                 tally.terminating += 1
-
-    async def _create_pod(self, job: dict[str, Any], body: dict[str, Any]) -> None:
-        try:
-            await self.client.create(PODS, body)
-            self.metrics.changes.labels("Pod", "created").inc()
-        except ApiError as exc:
-            if exc.conflict:
-                return  # created before: the informer had not seen it yet
-            self._event(
-                job,
-                WARNING,
-                "FailedCreate",
-                f"failed to create pod {body['metadata']['name']}: {exc}",
-            )
-            raise
-
-    async def _delete_pod(self, job: dict[str, Any], pod: PodRecord) -> bool:
-        """Mark the pod out of sync (its deletion is the controller's, not an eviction), then
-        delete it; True when it is going."""
-        try:
-            await self.client.patch(
-                PODS,
-                pod.name,
-                {"metadata": {"annotations": {objects.OUT_OF_SYNC: "true"}}},
-                pod.namespace,
-            )
-            await self.client.delete(PODS, pod.name, pod.namespace, uid=pod.uid)
-        except ApiError as exc:
-            if exc.not_found or exc.conflict:
-                return True
-            self._event(job, WARNING, "FailedDelete", f"failed to delete pod {pod.name}: {exc}")
-            raise
-        self.metrics.changes.labels("Pod", "deleted").inc()
-        return True
 
     async def _kill(
         self, job: dict[str, Any], spec: JobSpec, step: Step, target: str | None
     ) -> None:
-        meta = job["metadata"]
         status = job.get("status") or {}
         phase = (status.get("state") or {}).get("phase") or "Pending"
         version = int(status.get("version") or 0)
@@ -443,7 +337,7 @@ class JobController:
                 # Kept, and counted: Volcano leaves them out, so a finished job's status
                 # reads succeeded 0 after its next sync (#4616); the counts say what exists.
                 tally.count(pod)
-            elif await self._delete_pod(job, pod):
+            elif await self.writer.delete_pod(job, pod):
                 tally.terminating += 1
         retry_count = retry + (1 if step.retry else 0)
         next_phase = step.next_phase(phase, tally.counts(), spec, retry_count)
@@ -459,84 +353,6 @@ class JobController:
                 for k, v in (status.get("controlledResources") or {}).items()
                 if not k.startswith("plugin-")
             }
-        await self._write_status(job, status, new, running_duration=True)
+        await self.writer.write_status(job, status, new, running_duration=True)
         if full:
-            name = objects.podgroup_name(meta["name"], meta.get("uid", ""))
-            group = self.podgroups.items.get(f"{meta['namespace']}/{name}")
-            if group is not None:
-                self._deleted_groups.add(group.uid)
-            try:
-                await self.client.delete(PODGROUPS, name, meta["namespace"])
-                self.metrics.changes.labels("PodGroup", "deleted").inc()
-            except ApiError as exc:
-                if not exc.not_found:
-                    raise
-
-    async def _write_status(
-        self,
-        job: dict[str, Any],
-        previous: dict[str, Any],
-        status: dict[str, Any],
-        *,
-        running_duration: bool = False,
-    ) -> None:
-        if not changed(previous, status):
-            await self._expire(job, previous)
-            return
-        now = _now()
-        status = stamp(previous, status, now)
-        if running_duration and job["metadata"].get("creationTimestamp"):
-            seconds = _epoch(now) - _epoch(job["metadata"]["creationTimestamp"])
-            status["runningDuration"] = f"{max(0, int(seconds))}s"
-        body = {**job, "status": status}
-        written = await self.client.replace(VCJOBS, body, subresource="status")
-        self.metrics.changes.labels("Job", "status").inc()
-        before = (previous.get("state") or {}).get("phase")
-        after = status["state"]["phase"]
-        if after != before and after in ("Completed", "Failed"):
-            counter = (
-                self.metrics.job_completed if after == "Completed" else self.metrics.job_failed
-            )
-            queue = (job.get("spec") or {}).get("queue") or "default"
-            counter.labels(job["metadata"]["name"], queue).inc()
-        await self._expire(written, status)
-
-    async def _expire(self, job: dict[str, Any], status: dict[str, Any]) -> None:
-        """ttlSecondsAfterFinished: a finished job (Completed, Failed, Terminated — and
-        Aborted, which Volcano forgets, #4736) is deleted that long after it finished."""
-        ttl = (job.get("spec") or {}).get("ttlSecondsAfterFinished")
-        state = status.get("state") or {}
-        if ttl is None or state.get("phase") not in (*FINISHED, ABORTED):
-            return
-        since = state.get("lastTransitionTime")
-        left = (_epoch(since) + int(ttl) - time.time()) if since else 0.0
-        meta = job["metadata"]
-        if left > 0:
-            self.queue.add_after(f"{meta['namespace']}/{meta['name']}", left)
-            return
-        try:
-            await self.client.delete(
-                VCJOBS,
-                meta["name"],
-                meta["namespace"],
-                propagation="Foreground",
-                uid=meta.get("uid"),
-            )
-        except ApiError as exc:
-            if not (exc.not_found or exc.conflict):
-                raise
-
-    def _event(self, job: dict[str, Any], type_: str, reason: str, note: str) -> None:
-        meta = job["metadata"]
-        self.recorder.record(
-            {
-                "apiVersion": VCJOBS.api_version,
-                "kind": "Job",
-                "namespace": meta["namespace"],
-                "name": meta["name"],
-                "uid": meta.get("uid", ""),
-            },
-            type_,
-            reason,
-            note,
-        )
+            await self.writer.delete_podgroup(job)

@@ -4,9 +4,11 @@ as vulcan's extender does) and writes pod phases (as a kubelet does)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from core.kube.client import COMMANDS, PODGROUPS, PODS, PVCS, VCJOBS, KubeClient
+from core.kube.client import COMMANDS, PODGROUPS, PODS, PVCS, VCJOBS, KubeClient, Resource
+from tests.fake_webhook import FakeWebhook
 from tests.integration.controller_harness import events_about, eventually, get_or_none, running
 
 JOB = "job-controller"
@@ -313,3 +315,78 @@ async def test_volumes_claims_are_created_named_and_mounted() -> None:
 
 async def _true_async(value: Any, predicate: Any) -> bool:
     return bool(predicate(await value))
+
+
+VALIDATING_WEBHOOKS = Resource(
+    "admissionregistration.k8s.io",
+    "v1",
+    "validatingwebhookconfigurations",
+    False,
+    "ValidatingWebhookConfiguration",
+)
+
+
+async def test_a_job_whose_pods_cannot_be_created_is_terminated_at_the_retry_limit(
+    tmp_path: Path,
+) -> None:
+    """Volcano's --max-requeue-num: a sync that keeps failing (here a policy webhook denies
+    every pod of the job) ends in TerminateJob, with the failed action said in an
+    ExecuteAction event, instead of retrying for ever."""
+    policy = FakeWebhook(tmp_path)
+    policy.respond = lambda req: {
+        "allowed": False,
+        "status": {"code": 403, "message": "pods of job tf are not allowed here"},
+    }
+    await policy.start()
+    try:
+        async with running([JOB], max_retries=3) as (client, _):
+            await client.create(VALIDATING_WEBHOOKS, deny_job_pods(policy, "tf"))
+            job = await client.create(VCJOBS, tf_job())
+            group = f"tf-{job['metadata']['uid']}"
+            await eventually(lambda: get_or_none(client, PODGROUPS, group, "default"))
+            await admit(client, group)
+            await eventually(lambda: _phase_is(client, "Terminated"), timeout=30)
+            events = await events_about(client, "tf")
+            reasons = [(e["reason"], e.get("note", "")) for e in events]
+            assert (
+                "ExecuteAction",
+                "Job failed on action SyncJob for retry limit reached",
+            ) in reasons
+            assert any(r == "FailedCreate" and "not allowed here" in n for r, n in reasons)
+            assert await job_pods(client) == {}
+            # The kill released the job's PodGroup.
+            await eventually(lambda: _gone(client, PODGROUPS, group))
+    finally:
+        await policy.stop()
+
+
+def deny_job_pods(policy: FakeWebhook, job: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "policy-engine"},
+        "webhooks": [
+            {
+                "name": "pods.policy.example.com",
+                "clientConfig": {"url": policy.url + "/validate", "caBundle": policy.ca_bundle},
+                "rules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["pods"],
+                    }
+                ],
+                "objectSelector": {"matchLabels": {"volcano.sh/job-name": job}},
+                "failurePolicy": "Fail",
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+            }
+        ],
+    }
+
+
+async def _phase_is(client: KubeClient, phase: str) -> bool:
+    return await phase_of(client) == phase
+
+
+async def _gone(client: KubeClient, resource: Resource, name: str) -> bool:
+    return await get_or_none(client, resource, name, "default") is None

@@ -7,8 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import re
-import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,6 @@ import aiohttp
 import orjson
 import pytest
 import pytest_asyncio
-from aiohttp import web
 
 from core.api.scheduling import Queue
 from core.api.validation import ClusterView, validate_queue_delete
@@ -27,6 +25,7 @@ from sim.apiserver.server import EmbeddedApiServer, build_store
 from sim.apiserver.webhook_call import Attributes, CallError, review, verify
 from sim.apiserver.webhook_call import rejection as to_status
 from sim.apiserver.webhook_config import Rule, compile_configuration, set_defaults, validate
+from tests.fake_webhook import FakeWebhook
 from tests.helpers import REPO
 from vulcan.certs import write_serving_certs
 
@@ -338,54 +337,6 @@ def test_registered_configurations_are_valid() -> None:
 
 
 # ----------------------------------------------------------------- the round trip over HTTPS
-
-Responder = Callable[[dict[str, Any]], Awaitable[dict[str, Any]] | dict[str, Any]]
-
-
-class FakeWebhook:
-    """An HTTPS AdmissionReview endpoint whose answers the test decides."""
-
-    def __init__(self, tmp: Path) -> None:
-        self.certs = write_serving_certs(tmp)
-        self.requests: list[dict[str, Any]] = []
-        self.respond: Responder = lambda req: {"allowed": True}
-        self.runner: web.AppRunner | None = None
-        self.url = ""
-
-    @property
-    def ca_bundle(self) -> str:
-        return base64.b64encode(self.certs.ca_pem).decode()
-
-    async def _handle(self, request: web.Request) -> web.Response:
-        body = await request.json()
-        req = body["request"]
-        self.requests.append({**req, "path": request.path, "query": dict(request.query)})
-        answer = self.respond(req)
-        if asyncio.iscoroutine(answer):
-            answer = await answer
-        return web.json_response(
-            {
-                "apiVersion": "admission.k8s.io/v1",
-                "kind": "AdmissionReview",
-                "response": {"uid": req["uid"], **answer},  # type: ignore[dict-item]
-            }
-        )
-
-    async def start(self) -> None:
-        app = web.Application()
-        app.router.add_post("/{tail:.*}", self._handle)
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(self.certs.cert_file, self.certs.key_file)
-        self.runner = web.AppRunner(app)
-        await self.runner.setup()
-        site = web.TCPSite(self.runner, "127.0.0.1", 0, ssl_context=context)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"https://127.0.0.1:{port}"
-
-    async def stop(self) -> None:
-        if self.runner is not None:
-            await self.runner.cleanup()
 
 
 @pytest_asyncio.fixture
