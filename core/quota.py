@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from core.resources import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -66,11 +68,49 @@ def _limits(spec: Mapping[str, Any]) -> ResourceVector:
     return total + ResourceVector({n: a for n, a in overhead.items() if n in total})
 
 
+# The pods of a workload have the same resources, and every watch event of a pod decodes it
+# again: answers are remembered by what they are computed from (and shared between pods).
+_USAGE_MEMO: dict[bytes, dict[str, int]] = {}
+_USAGE_MEMO_SIZE = 4096
+
+
+def _usage_key(spec: Mapping[str, Any]) -> bytes | None:
+    try:
+        return orjson.dumps(
+            (
+                [c.get("resources") for c in spec.get("containers") or ()],
+                [
+                    (c.get("resources"), c.get("restartPolicy"))
+                    for c in spec.get("initContainers") or ()
+                ],
+                spec.get("overhead"),
+                spec.get("resources"),
+            )
+        )
+    except (AttributeError, TypeError, orjson.JSONEncodeError):
+        return None  # not plain JSON: compute without the memo
+
+
 def pod_quota_usage(spec: Mapping[str, Any], *, terminal: bool = False) -> dict[str, int]:
     """Quota name -> amount (cpu in millicores, bytes, counts). Unparseable quantities count
-    as nothing: the API server has validated stored pods, so this only guards odd input."""
+    as nothing: the API server has validated stored pods, so this only guards odd input.
+    The mapping returned is shared between equal pods: read it, never change it."""
     if terminal:
         return _FINISHED
+    key = _usage_key(spec)
+    if key is not None:
+        known = _USAGE_MEMO.get(key)
+        if known is not None:
+            return known
+    usage = _compute_usage(spec)
+    if key is not None:
+        if len(_USAGE_MEMO) >= _USAGE_MEMO_SIZE:
+            _USAGE_MEMO.clear()
+        _USAGE_MEMO[key] = usage
+    return usage
+
+
+def _compute_usage(spec: Mapping[str, Any]) -> dict[str, int]:
     usage = {COUNT_PODS: 1, PODS: 1}
     try:
         requests = pod_requests(spec, count_pod=False)

@@ -6,6 +6,8 @@ import sys
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+import orjson
+
 from core.resources import ResourceVector
 
 NO_LABELS: dict[str, str] = {}
@@ -98,8 +100,29 @@ class OwnerRef(NamedTuple):
         return out
 
 
+# The pods of a workload name the same owners: one tuple of references for all of them.
+_OWNERS_MEMO: dict[bytes, tuple[OwnerRef, ...]] = {}
+_OWNERS_MEMO_SIZE = 4096
+
+
 def owner_refs(meta: Mapping[str, Any]) -> tuple[OwnerRef, ...]:
-    return tuple(OwnerRef.decode(r) for r in meta.get("ownerReferences") or ())
+    refs = meta.get("ownerReferences")
+    if not refs:
+        return ()
+    try:
+        key: bytes | None = orjson.dumps(refs)
+    except (TypeError, orjson.JSONEncodeError):
+        key = None
+    if key is not None:
+        known = _OWNERS_MEMO.get(key)
+        if known is not None:
+            return known
+    decoded = tuple(OwnerRef.decode(r) for r in refs)
+    if key is not None:
+        if len(_OWNERS_MEMO) >= _OWNERS_MEMO_SIZE:
+            _OWNERS_MEMO.clear()
+        _OWNERS_MEMO[key] = decoded
+    return decoded
 
 
 def controller_of(refs: tuple[OwnerRef, ...]) -> OwnerRef | None:

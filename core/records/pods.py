@@ -20,7 +20,6 @@ from core.records.common import (
     opt,
     owner_refs,
     pick,
-    shared_mapping,
     shared_vector,
 )
 from core.resources import ResourceVector, pod_requests
@@ -143,9 +142,10 @@ class PodRecord:
             self.requests = shared_vector(pod_requests(spec))
         except (ValueError, TypeError):
             self.requests = shared_vector(ResourceVector({"pods": 1}))
-        # The pod's ResourceQuota usage: what Volcano's controllers build minResources from.
-        self.usage: dict[str, int] = shared_mapping(
-            pod_quota_usage(spec, terminal=self.phase in ("Succeeded", "Failed"))
+        # The pod's ResourceQuota usage: what Volcano's controllers build minResources from
+        # (memoised, so equal pods share one mapping).
+        self.usage: dict[str, int] = pod_quota_usage(
+            spec, terminal=self.phase in ("Succeeded", "Failed")
         )
         # What Volcano's job controller reads of its pods.
         self.job_name: str = intern(annotations.get(keys.JOB_NAME, ""))
