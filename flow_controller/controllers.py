@@ -6,13 +6,21 @@ import argparse
 
 from core.controller.manager import ControllerFactory
 from core.controller.reconcile import RetryPolicy
+from flow_controller.flows import JOBFLOW, JobFlowController
 from flow_controller.jobs import JOB, JobController
+from flow_controller.templates import JOBTEMPLATE, JobTemplateController
 
 
 def factories(retries: RetryPolicy, *, job_workers: int = 3) -> dict[str, ControllerFactory]:
     return {
         JOB: lambda client, informers, recorder, metrics: JobController(
             client, informers, recorder, metrics, retries, workers=job_workers
+        ),
+        JOBFLOW: lambda client, informers, recorder, metrics: JobFlowController(
+            client, informers, recorder, metrics, retries
+        ),
+        JOBTEMPLATE: lambda client, informers, recorder, metrics: JobTemplateController(
+            client, informers, recorder, metrics, retries
         ),
     }
 

@@ -10,7 +10,9 @@ from core.controller.flags import add_runtime_flags
 from flow_controller.flags import add_job_flags
 from podgroup_controller.flags import add_podgroup_flags
 
-AVAILABLE = "pg-controller, queue-controller and job-controller"
+AVAILABLE = (
+    "pg-controller, queue-controller, job-controller, jobflow-controller and jobtemplate-controller"
+)
 
 
 def add_controllers_flags(parser: argparse.ArgumentParser) -> None:

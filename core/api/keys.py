@@ -72,6 +72,7 @@ SIM_DURATION: Final = "vulcan.sh/sim-duration"
 SIM_EXIT_CODE: Final = "vulcan.sh/sim-exit-code"
 """Pod annotation read by the hollow kubelet: the exit code the pod finishes with."""
 SIM_TERMINATION = "vulcan.sh/sim-termination-duration"
+SIM_POD_IP: Final = "vulcan.sh/sim-pod-ip"
 """Pod annotation read by the hollow kubelet: how long the containers take to stop after
 SIGTERM when the pod is deleted (capped by its grace period; `forever`: they ignore SIGTERM and
 are killed when the grace period ends)."""

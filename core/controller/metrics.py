@@ -68,6 +68,25 @@ class ControllerMetrics:
             ["job_name", "queue_name"],
             registry=self.registry,
         )
+        # Volcano's JobFlow controller metrics (pkg/controllers/jobflow/state/metrics.go).
+        self.jobflow_succeed = Gauge(
+            "volcano_jobflow_succeed_phase_count",
+            "JobFlows that reached Succeed.",
+            ["jobflow_namespace"],
+            registry=self.registry,
+        )
+        self.jobflow_failed = Gauge(
+            "volcano_jobflow_failed_phase_count",
+            "JobFlows that reached Failed.",
+            ["jobflow_namespace"],
+            registry=self.registry,
+        )
+        self.jobflows = Gauge(
+            "vulcan_jobflows",
+            "JobFlows by status.state.phase, as this controller last wrote or saw it.",
+            ["phase"],
+            registry=self.registry,
+        )
         self.leader = Gauge(
             "vulcan_controller_leader",
             "1 while this instance holds the controllers' Lease (or runs without election).",

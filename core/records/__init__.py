@@ -7,7 +7,7 @@ cycles, ~1 KiB a pod instead of ~16 KiB as a dict. Records are immutable by conv
 is a new record).
 """
 
-from core.records.batch import CommandRecord, JobRecord, WorkloadRecord
+from core.records.batch import CommandRecord, FlowObjectRecord, JobRecord, WorkloadRecord
 from core.records.cluster import NamespaceRecord, NodeRecord, QueueRecord
 from core.records.common import OwnerRef, shared_vector
 from core.records.groups import PodGroupRecord
@@ -24,6 +24,7 @@ __all__ = [
     "POD_ANNOTATIONS",
     "POD_LABELS",
     "CommandRecord",
+    "FlowObjectRecord",
     "JobRecord",
     "NamespaceRecord",
     "NodeRecord",

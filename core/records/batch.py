@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.api import keys
-from core.records.common import NO_LABELS, meta_key
+from core.records.common import NO_LABELS, OwnerRef, controller_of, meta_key, owner_refs
 
 
 class WorkloadRecord:
@@ -80,4 +80,42 @@ class JobRecord:
         self.deleting = bool(meta.get("deletionTimestamp"))
         self.phase: str = (status.get("state") or {}).get("phase") or ""
         self.version = int(status.get("version") or 0)
+        self.obj = obj
+
+
+class FlowObjectRecord:
+    """A `flow.volcano.sh` JobFlow or JobTemplate: identity, what a change of it means to its
+    controller (generation, annotations, deletion), the labels Jobs are found by, and the raw
+    object (they are few; the controllers read them through the models when they reconcile)."""
+
+    __slots__ = (
+        "annotations",
+        "deleting",
+        "finalizers",
+        "generation",
+        "key",
+        "labels",
+        "name",
+        "namespace",
+        "obj",
+        "owner",
+        "phase",
+        "rv",
+        "uid",
+    )
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        self.namespace: str = meta.get("namespace", "")
+        self.name: str = meta["name"]
+        self.key = f"{self.namespace}/{self.name}"
+        self.uid: str = meta.get("uid", "")
+        self.rv: str = meta.get("resourceVersion", "")
+        self.generation = int(meta.get("generation") or 0)
+        self.annotations: dict[str, str] = meta.get("annotations") or NO_LABELS
+        self.labels: dict[str, str] = meta.get("labels") or NO_LABELS
+        self.finalizers: tuple[str, ...] = tuple(meta.get("finalizers") or ())
+        self.deleting = bool(meta.get("deletionTimestamp"))
+        self.owner: OwnerRef | None = controller_of(owner_refs(meta))
+        self.phase: str = ((obj.get("status") or {}).get("state") or {}).get("phase") or ""
         self.obj = obj

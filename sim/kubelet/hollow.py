@@ -608,7 +608,7 @@ class HollowKubelets:
                 run.state = BACKOFF  # it was between restarts
                 run.backoff = self.restart_backoff[0]
             if run.pod_ip is None:
-                run.pod_ip = self._ips.allocate()
+                run.pod_ip = run.fixed_ip or self._ips.allocate()
                 run.changed()
         log.debug("pod acknowledged", extra={"pod": run.key, "node": node.name})
         if not node.down:
@@ -658,7 +658,7 @@ class HollowKubelets:
         run.remaining = run.duration
         run.clock_since = None
         if run.pod_ip is None:
-            run.pod_ip = self._ips.allocate()
+            run.pod_ip = run.fixed_ip or self._ips.allocate()
         run.changed()
         self._pod_queue.add(run.key)
         self._update_clock(run)

@@ -13,7 +13,7 @@ from typing import Any
 
 from core.durations import parse_duration
 from core.records import pod_group_key
-from sim.kubelet.keys import SIM_DURATION, SIM_EXIT_CODE, SIM_TERMINATION
+from sim.kubelet.keys import SIM_DURATION, SIM_EXIT_CODE, SIM_POD_IP, SIM_TERMINATION
 
 log = logging.getLogger("vulcan.sim.kubelet")
 
@@ -49,6 +49,7 @@ class PodView:
         "restart_policy",
         "running_since",
         "rv",
+        "sim_pod_ip",
         "start_time",
         "termination",
         "uid",
@@ -81,6 +82,7 @@ class PodView:
         )
         self.duration: str | None = annotations.get(SIM_DURATION)
         self.exit_code: str | None = annotations.get(SIM_EXIT_CODE)
+        self.sim_pod_ip: str | None = annotations.get(SIM_POD_IP) or None
         self.group = pod_group_key(self.namespace, meta, spec)
         # What an earlier hollow kubelet reported, so a restarted sim adopts running pods.
         self.pod_ip: str | None = status.get("podIP")
@@ -184,6 +186,7 @@ class PodRun:
         "deleting",
         "duration",
         "exit_code",
+        "fixed_ip",
         "group",
         "init_containers",
         "key",
@@ -230,6 +233,7 @@ class PodRun:
         self.restart_count = 0
         self.container_id = ""
         self.pod_ip: str | None = None
+        self.fixed_ip: str | None = view.sim_pod_ip
         # Seconds of run time left; None = runs until deleted. The clock ticks only while
         # `clock_since` (loop time) is set, so paused time (gang incomplete, node down) is free.
         self.remaining: float | None = self.duration
