@@ -43,6 +43,7 @@ crds: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/vulcan demo gang
 	$(BIN)/vulcan demo job
+	$(BIN)/vulcan demo flow
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

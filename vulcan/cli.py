@@ -128,9 +128,13 @@ def build_parser() -> argparse.ArgumentParser:
         "(one runs whole, then the other); exit status 0 when the vulcan run completes both. "
         "job: a Volcano Job (TensorFlow ps/workers) from submission through its PodGroup, gang "
         "placement and completion to its TTL clean-up. "
+        "flow: Volcano's JobFlow pipeline (A, B, then C and D in parallel, then E), stage by "
+        "stage. "
         "extender: the extender's HTTP verbs called by hand, as kube-scheduler calls them.",
     )
-    demo.add_argument("which", nargs="?", choices=("gang", "job", "extender"), default="gang")
+    demo.add_argument(
+        "which", nargs="?", choices=("gang", "job", "flow", "extender"), default="gang"
+    )
     demo.set_defaults(func=lambda args: __import__("vulcan.demo", fromlist=["run"]).run(args.which))
 
     sim = sub.add_parser("sim", help="the embedded cluster (no real Kubernetes needed)")

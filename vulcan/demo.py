@@ -203,7 +203,9 @@ class Run:
         return snap
 
 
-def _cluster_args(state_dir: Path, with_extender: bool) -> argparse.Namespace:
+def _cluster_args(
+    state_dir: Path, with_extender: bool, extra: tuple[str, ...] = ()
+) -> argparse.Namespace:
     """`vulcan sim up`'s flags, parsed by its own parser so every default stays its own."""
     from vulcan.sim_flags import add_up_flags
 
@@ -218,6 +220,7 @@ def _cluster_args(state_dir: Path, with_extender: bool) -> argparse.Namespace:
         str(state_dir),
         "--start-timeout",
         str(START_TIMEOUT),
+        *extra,
     ]
     return parser.parse_args([*argv, "--with-extender"] if with_extender else argv)
 
@@ -644,7 +647,18 @@ def run_job() -> int:
     return job()
 
 
-DEMOS = {"gang": run_gang, "job": run_job, "extender": run_extender_walkthrough}
+def run_flow() -> int:
+    from vulcan.demo_flow import run_flow as flow
+
+    return flow()
+
+
+DEMOS = {
+    "gang": run_gang,
+    "job": run_job,
+    "flow": run_flow,
+    "extender": run_extender_walkthrough,
+}
 
 
 def run(which: str | None = None) -> int:
