@@ -275,7 +275,8 @@ class JobFlowController:
             self._event(flow, WARNING, "FailedCreate", f"failed to create job {job_name}: {exc}")
             raise
         self.metrics.changes.labels("Job", "created").inc()
-        self._event(flow, NORMAL, "Created", f"create a job named {job_name}! ({why})")
+        again = f"; retry {attempt}" if attempt else ""
+        self._event(flow, NORMAL, "Created", f"create a job named {job_name}! ({why}{again})")
 
     async def _retry(
         self,
