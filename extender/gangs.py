@@ -51,18 +51,22 @@ from extender.queues import QueuePass, QueuePolicy, members_request, queue_statu
 from extender.slots import SlotWatch
 from plugins import gang as gangs
 from plugins.job_order import JobInput, job_order_key
-from plugins.placement import plan_gang
+from plugins.placement import Prefer, plan_gang
 from plugins.podgroup_status import podgroup_status, status_changed
 from plugins.queue_share import sum_vectors
-from plugins.victims import VictimUnit, victim_order_key
+from plugins.victims import (
+    VictimUnit,
+    is_critical,
+    preemptable_by,
+    reclaimable_by,
+    walk_victims,
+)
 
 log = logging.getLogger("vulcan.extender.gang")
 
 GANG_TIMEOUT = "vulcan.sh/gang-timeout"
 GANG_ADMITTED = "vulcan.sh/gang-admitted"
 _ZERO = ResourceVector()
-# Pods of the system-*-critical priority classes (and above) are never evicted (conformance).
-_CRITICAL_PRIORITY = 2_000_000_000
 
 
 def group_of(pod: PodInfo) -> str | None:
@@ -105,8 +109,11 @@ class GangScheduler:
         event_qps: float = 0.0,
         event_burst: int = 100,
         pipelined_wait: float = 0.5,
+        placement: Prefer = "binpack",
     ) -> None:
         self.cache = cache
+        # How a gang is laid out: the conf's node order (`Framework.gang_placement`).
+        self.placement: Prefer = placement
         self.ledger = ledger
         # Admitted members refused in filter, moved back to kube-scheduler's active queue when
         # their slot is free (Volcano's pipelined tasks: room still held by terminating victims).
@@ -511,13 +518,17 @@ class GangScheduler:
         per_task = gangs.missing_task_members(view)
         plan = None
         if over_share is None:
-            plan = plan_gang(snapshot, members, need, reserved, need_per_task=per_task)
+            plan = plan_gang(
+                snapshot, members, need, reserved, need_per_task=per_task, prefer=self.placement
+            )
         if self._releasing:
             # Room being freed counts as free (Volcano's FutureIdle): tried after the idle
             # room (as Volcano allocates before it pipelines), and before any new eviction.
             reserved = self._future_reserved()
             if over_share is None and not plan.ok:
-                plan = plan_gang(snapshot, members, need, reserved, need_per_task=per_task)
+                plan = plan_gang(
+                    snapshot, members, need, reserved, need_per_task=per_task, prefer=self.placement
+                )
         if plan is None or not plan.ok:
             preempted = self._preempt_for(
                 snapshot, group, members, need, per_task, reserved, demand, over_share
@@ -607,7 +618,7 @@ class GangScheduler:
         no victims (their room is free in `reserved`). Returns the plan with the evictions
         started, or None."""
         priority = self._priority(snapshot, group)
-        units = sorted(self._victim_units(snapshot, group), key=victim_order_key)
+        units = self._victim_units(snapshot, group)
         if not units:
             return None
         queue_pass = self.queue_pass
@@ -617,29 +628,15 @@ class GangScheduler:
             and queue_pass is not None
             and queue_pass.model.preemptive(group.queue, demand)
         ):
-            inputs = queue_pass.inputs
-
-            def reclaimable(unit: VictimUnit) -> bool:
-                source = inputs.get(unit.queue)
-                return (
-                    unit.queue != group.queue
-                    and source is not None
-                    and source.reclaimable
-                    and unit.preemptable
-                    and not unit.critical
+            judge = queue_pass.model.victim_judge(group.queue)
+            attempts.append(
+                (
+                    "reclaim",
+                    reclaimable_by(group.queue, queue_pass.inputs),
+                    lambda unit, judge=judge: judge.take(unit.queue, unit.freed),
                 )
-
-            attempts.append(("reclaim", reclaimable, queue_pass.model.victim_judge(group.queue)))
-
-        def preemptable(unit: VictimUnit) -> bool:
-            return (
-                unit.queue == group.queue
-                and unit.priority < priority
-                and unit.preemptable
-                and not unit.critical
             )
-
-        attempts.append(("preempt", preemptable, None))
+        attempts.append(("preempt", preemptable_by(group.queue, priority, group.key), None))
 
         def plan_without(chosen: list[VictimUnit]) -> Any:
             requested = dict(snapshot.node_requested)
@@ -651,27 +648,18 @@ class GangScheduler:
                         pod.requests
                     )
             trial = dataclasses.replace(snapshot, node_requested=requested)
-            return plan_gang(trial, members, need, reserved, need_per_task=per_task)
+            plan = plan_gang(
+                trial, members, need, reserved, need_per_task=per_task, prefer=self.placement
+            )
+            return plan if plan.ok else None
 
-        for action, eligible, judge in attempts:
-            chosen: list[VictimUnit] = []
-            plan = None
-            for unit in units:
-                if not eligible(unit):
-                    continue
-                if judge is not None and not judge.take(unit.queue, unit.freed):
-                    continue
-                chosen.append(unit)
-                plan = plan_without(chosen)
-                if plan.ok:
-                    break
-            if plan is None or not plan.ok:
+        for action, eligible, accept in attempts:
+            walked = walk_victims(
+                units, eligible, lambda chosen: chosen and plan_without(chosen), accept=accept
+            )
+            if walked is None:
                 continue
-            for unit in list(reversed(chosen[:-1])):  # reprieve what is not needed after all
-                trial = [u for u in chosen if u is not unit]
-                candidate = plan_without(trial)
-                if candidate.ok:
-                    chosen, plan = trial, candidate
+            chosen, plan = walked
             if over_share is not None and queue_pass is not None:
                 freed = sum_vectors(unit.freed for unit in chosen)
                 queue_pass.model.on_released(group.queue, freed)
@@ -1227,9 +1215,7 @@ def _unit(group: str | None, queue: str, created: str, pods: list[PodRecord]) ->
         pods=tuple(pod.key for pod in pods),
         freed=sum_vectors(pod.requests for pod in pods),
         preemptable=all(pod.annotations_preemptable for pod in pods),
-        critical=any(
-            pod.priority >= _CRITICAL_PRIORITY or pod.namespace == "kube-system" for pod in pods
-        ),
+        critical=any(is_critical(pod.priority_class, pod.namespace) for pod in pods),
         breaks_gang=group is not None,
         creation=created,
     )

@@ -7,6 +7,7 @@ import asyncio
 import dataclasses
 import logging
 import signal
+import sys
 from dataclasses import dataclass
 
 from core.cache import ClusterCache
@@ -21,7 +22,7 @@ from extender.metrics import ExtenderMetrics
 from extender.queues import QueueCollector, QueuePolicy
 from extender.server import ExtenderServer, serve
 from extender.webhooks import WebhookServing
-from plugins.config import load_scheduler_config
+from plugins.config import ConfigError, load_scheduler_config, require_implemented
 from plugins.framework import Framework
 
 log = logging.getLogger("vulcan.extender")
@@ -41,6 +42,16 @@ class Extender:
     @classmethod
     async def build(cls, args: argparse.Namespace) -> Extender:
         config = load_scheduler_config(args.config)
+        try:
+            require_implemented(config)
+        except ConfigError as exc:
+            raise ConfigError(f"{args.config}: {exc}") from None
+        if args.config:
+            # Volcano's scheduler re-reads its conf when the file changes; vulcan does not.
+            log.info(
+                "scheduler configuration read once at start; restart the extender to change it",
+                extra={"config": args.config},
+            )
         # A gang's commit sends all its Bindings at once: Go's clients multiplex them over
         # HTTP/2 (250 streams per connection by default), ours need a connection each.
         options = dataclasses.replace(options_from_args(args), connections=API_SERVER_CONNECTIONS)
@@ -49,6 +60,7 @@ class Extender:
         metrics = ExtenderMetrics()
         binder = Binder(client, on_result=lambda result: metrics.binds.labels(result).inc())
         ledger = GangLedger(cache.bump_node)
+        framework = Framework(config)
         gangs = GangScheduler(
             cache,
             ledger,
@@ -63,20 +75,25 @@ class Extender:
             event_qps=args.event_qps,
             event_burst=args.event_burst,
             pipelined_wait=args.pipelined_wait,
+            placement=framework.gang_placement,
         )
         metrics.registry.register(QueueCollector(lambda: gangs.queue_pass))
         warning = check_timeouts(args.gang_timeout, args.scheduler_bind_timeout)
         if warning:
             log.warning(warning)
         server = GangExtenderServer(
-            cache, Framework(config), binder, ledger=ledger, metrics=metrics, gangs=gangs
+            cache, framework, binder, ledger=ledger, metrics=metrics, gangs=gangs
         )
         return cls(client, cache, server, gangs)
 
 
-async def run(args: argparse.Namespace) -> None:
+async def run(args: argparse.Namespace) -> int:
     webhooks = WebhookServing.from_args(args)  # bad webhook flags or certificate: fail first
-    extender = await Extender.build(args)
+    try:
+        extender = await Extender.build(args)
+    except ConfigError as exc:
+        print(f"vulcan extender: --config {exc}", file=sys.stderr, flush=True)
+        return 2
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -99,3 +116,4 @@ async def run(args: argparse.Namespace) -> None:
         await extender.cache.stop()
         await extender.client.close()
         extender.server.metrics.gc_pauses.uninstall()
+    return 0

@@ -18,6 +18,7 @@ from typing import Any
 
 from core.api import keys
 from core.api.batch import JobSpec, TaskSpec
+from core.api.booleans import bool_or
 
 SVC_MOUNT = "/etc/volcano"
 SSH_PATH = "/root/.ssh"
@@ -133,7 +134,7 @@ class Svc(Plugin):
 
     def names(self, ctx: JobContext) -> list[tuple[str, str]]:
         found = [("ConfigMap", f"{ctx.name}-svc"), ("Service", ctx.name)]
-        if self.flag("disable-network-policy", "false") != "true":
+        if not bool_or(self.flag("disable-network-policy", "false"), False):
             found.append(("NetworkPolicy", ctx.name))
         return found
 
@@ -142,7 +143,7 @@ class Svc(Plugin):
         spec.setdefault("hostname", pod["metadata"]["name"])
         spec.setdefault("subdomain", ctx.name)
         config = f"{ctx.name}-svc"
-        inject = self.flag("inject-hosts-env", "true") != "false"
+        inject = bool_or(self.flag("inject-hosts-env", "true"), True)
         for container in _containers(pod):
             if inject:
                 for task in ctx.spec.tasks or ():
@@ -182,15 +183,14 @@ class Svc(Plugin):
                     "spec": {
                         "clusterIP": "None",
                         "selector": selector,
-                        "publishNotReadyAddresses": self.flag(
-                            "publish-not-ready-addresses", "false"
-                        )
-                        == "true",
+                        "publishNotReadyAddresses": bool_or(
+                            self.flag("publish-not-ready-addresses", "false"), False
+                        ),
                     },
                 },
             ),
         ]
-        if self.flag("disable-network-policy", "false") != "true":
+        if not bool_or(self.flag("disable-network-policy", "false"), False):
             owned.append(
                 Owned(
                     "NetworkPolicy",

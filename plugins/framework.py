@@ -24,6 +24,7 @@ from core.resources import ResourceVector
 from plugins.binpack import BinpackPlugin
 from plugins.config import ConfigError, SchedulerConfig
 from plugins.nodeorder import NodeOrderPlugin
+from plugins.placement import Prefer
 
 __all__ = [
     "MAX_EXTENDER_PRIORITY",
@@ -127,6 +128,23 @@ class Framework:
             plugin.node_scorer if isinstance(plugin, BatchScorePlugin) else _scorer_factory(plugin)
             for plugin in self.score_plugins
         ]
+
+    @property
+    def gang_placement(self) -> Prefer:
+        """How a whole gang is laid out when admitted (`plugins.placement.plan_gang`'s
+        `prefer`), from the conf's node order: "spread" (emptiest nodes first) when its
+        spreading weight (nodeorder's leastrequested) outweighs its packing weight (binpack's
+        weight plus nodeorder's mostrequested), else "binpack" (fullest first; also on a tie,
+        as in the default conf, where Volcano's two scores cancel out and packing keeps room
+        whole for the next gang)."""
+        pack = spread = 0
+        for plugin in self.score_plugins:
+            if isinstance(plugin, BinpackPlugin):
+                pack += max(plugin.weight, 0)
+            elif isinstance(plugin, NodeOrderPlugin):
+                pack += max(plugin.most_requested_weight, 0)
+                spread += max(plugin.least_requested_weight, 0)
+        return "spread" if spread > pack else "binpack"
 
     def score(self, request: ResourceVector, nodes: Sequence[NodeState]) -> list[float]:
         """Volcano's node score of `request` on each node: the sum over all score plugins."""

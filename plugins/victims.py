@@ -34,7 +34,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
+from core.api.booleans import PREEMPTABLE, preemptable_flag
 from core.resources import ResourceVector
 from plugins.job_order import parse_time
 from plugins.queue_share import QueueInput, ShareModel
@@ -46,19 +48,21 @@ __all__ = [
     "VictimUnit",
     "is_critical",
     "preempt_victims",
+    "preemptable_by",
     "preemptable_flag",
     "reclaim_victims",
+    "reclaimable_by",
     "select_victims",
     "victim_order_key",
+    "walk_victims",
 ]
 
-PREEMPTABLE_KEY = "volcano.sh/preemptable"
+PREEMPTABLE_KEY = PREEMPTABLE
+R = TypeVar("R")
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 CRITICAL_NAMESPACE = "kube-system"
 
 # Go's strconv.ParseBool spellings.
-_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
-_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,21 +85,6 @@ def is_critical(priority_class_name: str | None, namespace: str) -> bool:
     return priority_class_name in CRITICAL_PRIORITY_CLASSES or namespace == CRITICAL_NAMESPACE
 
 
-def preemptable_flag(
-    annotations: Mapping[str, str] | None, labels: Mapping[str, str] | None
-) -> bool:
-    """A pod's `volcano.sh/preemptable`: annotation first, then label, default True.
-
-    A value Go's ParseBool would refuse counts as False: a pod whose owner tried to say
-    something we cannot read is not evicted.
-    """
-    for source in (annotations, labels):
-        if source and PREEMPTABLE_KEY in source:
-            value = source[PREEMPTABLE_KEY]
-            return value in _TRUE if value in _TRUE | _FALSE else False
-    return True
-
-
 def victim_order_key(unit: VictimUnit) -> tuple[int, int, float, str, tuple[str, ...]]:
     """Sort key: lowest priority, breaks no gang, youngest, then group/pods."""
     return (
@@ -115,43 +104,98 @@ def _covers(units: Iterable[VictimUnit], need: Mapping[str, int]) -> bool:
     return all(freed.get(name, 0) >= amount for name, amount in need.items())
 
 
+def walk_victims(
+    units: Sequence[VictimUnit],
+    eligible: Callable[[VictimUnit], bool],
+    enough: Callable[[list[VictimUnit]], R],
+    *,
+    accept: Callable[[VictimUnit], bool] | None = None,
+    helps: Callable[[VictimUnit], bool] | None = None,
+) -> tuple[list[VictimUnit], R] | None:
+    """The one victim walk, for reclaim and preempt, of single pods and of whole gangs (see the
+    module docstring). Units are taken in victim order while `enough(taken)` is falsy: those
+    that `helps` (default: all), pass the stateless `eligible` filter and then `accept` (which
+    may keep state, e.g. a share model's VictimJudge). Then every taken unit the others do
+    without is given back, the most valuable first. Returns the units in victim order with
+    `enough`'s last truthy answer (e.g. a gang's placement), or None when all acceptable units
+    together are not enough."""
+    taken: list[VictimUnit] = []
+    result = enough(taken)
+    if result:
+        return [], result
+    for unit in sorted(units, key=victim_order_key):
+        if helps is not None and not helps(unit):
+            continue  # frees nothing still missing: evicting it would be pure loss
+        if not eligible(unit) or (accept is not None and not accept(unit)):
+            continue
+        taken.append(unit)
+        result = enough(taken)
+        if result:
+            break
+    if not result:
+        return None
+    for unit in reversed(list(taken)):  # reprieve the most valuable victims first
+        rest = [other for other in taken if other is not unit]
+        kept = enough(rest)
+        if kept:
+            taken, result = rest, kept
+    return taken, result
+
+
 def select_victims(
     need: ResourceVector,
     units: Sequence[VictimUnit],
     eligible: Callable[[VictimUnit], bool],
     accept: Callable[[VictimUnit], bool] | None = None,
 ) -> list[VictimUnit] | None:
-    """The victim walk shared by reclaim and preempt (see the module docstring).
-
-    `eligible` is a stateless filter; `accept` (called last, only for units that would help)
-    may keep state, e.g. a share model's VictimJudge. Returns the chosen units in victim order,
-    [] when nothing is needed, None when all acceptable units together cannot cover `need`.
-    Every dimension of `need` counts, `pods` included (a free pod slot is a node resource).
-    """
+    """`walk_victims` until the units free `need` (every dimension, `pods` included: a free pod
+    slot is a node resource). [] when nothing is needed, None when they cannot."""
     wanted = {name: amount for name, amount in need.items() if amount > 0}
     if not wanted:
         return []
-    missing = dict(wanted)
-    taken: list[VictimUnit] = []
-    for unit in sorted(units, key=victim_order_key):
-        if not missing:
-            break
-        if not any(unit.freed.get(name) > 0 for name in missing):
-            continue  # frees nothing still missing: evicting it would be pure loss
-        if not eligible(unit) or (accept is not None and not accept(unit)):
-            continue
-        taken.append(unit)
-        for name in list(missing):
-            missing[name] -= unit.freed.get(name)
-            if missing[name] <= 0:
-                del missing[name]
-    if missing:
-        return None
-    for unit in reversed(list(taken)):  # reprieve the most valuable victims first
-        rest = [other for other in taken if other is not unit]
-        if _covers(rest, wanted):
-            taken = rest
-    return taken
+
+    def helps(unit: VictimUnit) -> bool:
+        return any(unit.freed.get(name) > 0 for name in wanted)
+
+    walked = walk_victims(
+        units, eligible, lambda taken: _covers(taken, wanted), accept=accept, helps=helps
+    )
+    return None if walked is None else walked[0]
+
+
+def reclaimable_by(queue: str, queues: Mapping[str, QueueInput]) -> Callable[[VictimUnit], bool]:
+    """Reclaim's filter for a job of `queue`: units of another, reclaimable queue that are
+    preemptable and not critical."""
+
+    def eligible(unit: VictimUnit) -> bool:
+        source = queues.get(unit.queue)
+        return (
+            unit.queue != queue
+            and source is not None
+            and source.reclaimable
+            and unit.preemptable
+            and not unit.critical
+        )
+
+    return eligible
+
+
+def preemptable_by(
+    queue: str, priority: int, group: str | None = None
+) -> Callable[[VictimUnit], bool]:
+    """Preempt's filter for a job of `queue` and `priority`: units of the same queue with a
+    lower priority, not the job's own, preemptable and not critical."""
+
+    def eligible(unit: VictimUnit) -> bool:
+        return (
+            unit.queue == queue
+            and unit.priority < priority
+            and (group is None or unit.group != group)
+            and unit.preemptable
+            and not unit.critical
+        )
+
+    return eligible
 
 
 def reclaim_victims(
@@ -170,17 +214,7 @@ def reclaim_victims(
     cannot cover `need`; units of queues missing from `queues` are never taken.
     """
     judge = model.victim_judge(beneficiary_queue)
-
-    def eligible(unit: VictimUnit) -> bool:
-        spec = queues.get(unit.queue)
-        return (
-            unit.queue != beneficiary_queue
-            and spec is not None
-            and spec.reclaimable
-            and unit.preemptable
-            and not unit.critical
-        )
-
+    eligible = reclaimable_by(beneficiary_queue, queues)
     return select_victims(need, units, eligible, lambda u: judge.take(u.queue, u.freed))
 
 
@@ -199,13 +233,5 @@ def preempt_victims(
     higher priority, non-preemptable or critical ones. None when they cannot cover `need`.
     """
 
-    def eligible(unit: VictimUnit) -> bool:
-        return (
-            unit.queue == beneficiary_queue
-            and unit.priority < beneficiary_priority
-            and (beneficiary_group is None or unit.group != beneficiary_group)
-            and unit.preemptable
-            and not unit.critical
-        )
-
+    eligible = preemptable_by(beneficiary_queue, beneficiary_priority, beneficiary_group)
     return select_victims(need, units, eligible)

@@ -55,8 +55,7 @@ def _cmd_extender(args: argparse.Namespace) -> int:
     from vulcan.sim_commands import run_async
 
     setup_logging(args.log_format)
-    run_async(run(args))
-    return 0
+    return int(run_async(run(args)) or 0)
 
 
 def _cmd_controllers(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.api import keys
+from core.api.booleans import preemptable_flag
 from core.quota import pod_quota_usage
 from core.records.common import (
     NO_LABELS,
@@ -135,9 +136,8 @@ class PodRecord:
         group = pod_group_key(self.namespace, meta, spec)
         self.group: str | None = intern(group) if group else None
         self.task: str | None = opt(annotations.get(keys.TASK_SPEC) or labels.get(keys.TASK_SPEC))
-        preemptable = annotations.get(keys.PREEMPTABLE, labels.get(keys.PREEMPTABLE))
-        # Volcano: a pod is preemptable unless it says otherwise.
-        self.annotations_preemptable = preemptable != "false"
+        # Volcano: a pod is preemptable unless it says otherwise (Go's ParseBool reads it).
+        self.annotations_preemptable = preemptable_flag(annotations, labels)
         try:
             self.requests = shared_vector(pod_requests(spec))
         except (ValueError, TypeError):

@@ -239,3 +239,46 @@ def test_a_stuck_head_of_line_gang_does_not_stop_another_queue(cluster: SimClust
         job(cluster, f"p-{index}", "prod", 1, 2)
     wait_for("prod's jobs to run", lambda: bound_cpu(cluster, "prod") == 6 or None, 60)
     assert bound_cpu(cluster, "research") == 0
+
+
+def test_pods_annotated_preemptable_false_in_any_spelling_are_never_reclaimed(
+    cluster: SimCluster,
+) -> None:
+    """`volcano.sh/preemptable` is read as Go's ParseBool reads it: "False" and "0" are false
+    (the reclaim walk once read anything but "false" as true)."""
+    spellings = ("False", "0", "FALSE", "f")
+    # No queue holds a guarantee (an earlier test may have made one): research alone borrows the
+    # whole cluster, none of it evictable.
+    cluster.kubectl("delete", "queue", "keeper", "--ignore-not-found")
+    for index in range(16):
+        name = f"np-{index:02d}"
+        labels = {"e2e": "queues", "job": name, "queue": "research"}
+        group = {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": name, "labels": labels},
+            "spec": {"minMember": 2, "queue": "research", "minResources": {"cpu": "4"}},
+        }
+        pods = [
+            pod_manifest(
+                f"{name}-{m}",
+                cpu="2",
+                duration=None,
+                labels=labels,
+                annotations={
+                    "scheduling.k8s.io/group-name": name,
+                    "volcano.sh/preemptable": spellings[index % len(spellings)],
+                },
+            )
+            for m in range(2)
+        ]
+        cluster.apply([group, *pods])
+    wait_for("research to borrow all", lambda: bound_cpu(cluster, "research") == 64 or None, 90)
+    borrowed = 64
+    job(cluster, "p-np", "prod", 2, 4)  # within prod's deserved share (16 of 64)
+    # prod deserves more than it has, but nothing it could reclaim may be evicted.
+    assert settled(cluster, lambda: bound_cpu(cluster, "research")) == borrowed
+    research = cluster.pods(selector="e2e=queues,queue=research")
+    assert len(research) == 32
+    assert not any(p["metadata"].get("deletionTimestamp") for p in research)
+    assert bound_cpu(cluster, "prod") == 0

@@ -88,3 +88,22 @@ def test_podgroup_record_keeps_raw_spec_and_scheduling_vector() -> None:
     assert group.job_owned and group.queue == "default" and group.phase == "Pending"
     assert group.spec["minResources"] == {"cpu": "2", "requests.cpu": "2"}
     assert group.min_resources is not None and group.min_resources.as_dict() == {"cpu": 2000}
+
+
+def test_preemptable_is_read_as_go_reads_a_bool() -> None:
+    """One parser (Go's ParseBool) for `volcano.sh/preemptable` everywhere: "False" is false
+    (the reclaim walk used to read anything but "false" as true), unreadable is not evicted."""
+
+    def flag(value: str | None, where: str = "annotations") -> bool:
+        obj = job_pod("p")
+        obj["metadata"]["labels"] = {}
+        if value is not None:
+            obj["metadata"][where] = {"volcano.sh/preemptable": value}
+        return PodRecord(obj).annotations_preemptable
+
+    assert flag(None) is True
+    for no in ("False", "false", "0", "F", "FALSE"):
+        assert flag(no) is False, no
+        assert flag(no, "labels") is False, no
+    assert flag("True") is True and flag("1") is True
+    assert flag("yes") is False  # not a Go bool: not evicted

@@ -1,0 +1,70 @@
+"""A scheduler conf naming a Volcano plugin or action vulcan does not implement is refused at
+start-up, naming it and the names vulcan implements (not silently ignored)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from plugins.config import (
+    ConfigError,
+    default_config,
+    parse_scheduler_config,
+    require_implemented,
+)
+from tests.helpers import REPO
+
+
+def test_the_default_conf_is_implemented() -> None:
+    require_implemented(default_config())
+
+
+def test_an_unimplemented_plugin_is_named_with_its_place_and_the_known_names() -> None:
+    conf = parse_scheduler_config(
+        'actions: "enqueue, allocate"\n'
+        "tiers:\n- plugins:\n  - name: gang\n- plugins:\n  - name: drf\n  - name: tdm\n"
+    )
+    with pytest.raises(ConfigError) as error:
+        require_implemented(conf)
+    message = str(error.value)
+    assert message.startswith('tiers[1].plugins[1]: "tdm" is a Volcano plugin vulcan does not')
+    assert "binpack" in message and "capacity" in message
+
+
+def test_an_unimplemented_action_is_refused() -> None:
+    conf = parse_scheduler_config('actions: "enqueue, allocate, shuffle"\n')
+    with pytest.raises(ConfigError, match='actions: "shuffle" is a Volcano action'):
+        require_implemented(conf)
+
+
+def test_the_extender_refuses_to_start_on_such_a_conf(tmp_path: Path) -> None:
+    conf = tmp_path / "volcano-scheduler.conf"
+    conf.write_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: numaaware\n')
+    result = subprocess.run(
+        [sys.executable, "-m", "vulcan", "extender", "--config", str(conf), "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
+    assert result.returncode == 2, result.stderr
+    assert '"numaaware" is a Volcano plugin vulcan does not implement' in result.stderr
+    assert str(conf) in result.stderr
+
+
+def test_the_gang_layout_follows_the_confs_node_order() -> None:
+    from plugins.framework import Framework
+
+    def placement(plugins: str) -> str:
+        return Framework(parse_scheduler_config(f"tiers:\n- plugins:\n{plugins}")).gang_placement
+
+    assert Framework(default_config()).gang_placement == "binpack"  # binpack 1 vs least 1
+    assert placement("  - name: nodeorder\n") == "spread"
+    most = "  - name: nodeorder\n    arguments: {mostrequested.weight: 2}\n"
+    assert placement(most) == "binpack"
+    heavy = "  - name: nodeorder\n    arguments: {leastrequested.weight: 3}\n  - name: binpack\n"
+    assert placement(heavy) == "spread"
+    assert placement("  - name: gang\n") == "binpack"  # no node order at all: pack
