@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -37,35 +36,30 @@ from typing import Any
 from core.api import keys
 from core.cache import ClusterCache, Snapshot
 from core.durations import parse_duration
-from core.kube.client import PODGROUPS, PODS, QUEUES, ApiError, KubeClient
-from core.kube.events import NORMAL, WARNING, EventRecorder
-from core.kube.status import StatusWriter
+from core.kube.client import KubeClient
+from core.kube.events import NORMAL, WARNING
 from core.records import PodGroupRecord, PodRecord, pod_group_key
 from core.resources import ResourceVector, format_shortfall
 from extender.barrier import BindBarrier, GangRequirement
 from extender.binder import BindError
+from extender.gang_writer import GangWriter
 from extender.ledger import GangLedger, Reservation
 from extender.metrics import GangMetrics
 from extender.protocol import BindingArgs, PodInfo
-from extender.queues import QueuePass, QueuePolicy, members_request, queue_status
+from extender.queues import QueuePass, QueuePolicy, members_request
 from extender.slots import SlotWatch
 from plugins import gang as gangs
+from plugins.evictions import EvictionRequest, choose_evictions, victim_units
 from plugins.job_order import JobInput, job_order_key
 from plugins.placement import Prefer, plan_gang
-from plugins.podgroup_status import podgroup_status, status_changed
 from plugins.queue_share import sum_vectors
 from plugins.victims import (
     VictimUnit,
-    is_critical,
-    preemptable_by,
-    reclaimable_by,
-    walk_victims,
 )
 
 log = logging.getLogger("vulcan.extender.gang")
 
 GANG_TIMEOUT = "vulcan.sh/gang-timeout"
-GANG_ADMITTED = "vulcan.sh/gang-admitted"
 _ZERO = ResourceVector()
 
 
@@ -144,7 +138,6 @@ class GangScheduler:
         self.reasons: dict[str, str] = {}  # group -> why it is not admitted (for filter)
         self.queue_policy = queue_policy or QueuePolicy()
         self.queue_pass: QueuePass | None = None  # the queues as the last pass saw them
-        self._statuses: dict[str, dict[str, Any]] = {}
         self._generations: dict[str, str] = {}  # group key -> the UID decisions were made for
         # group -> the inputs of its last decision, when that decision cannot change unless
         # they do (see `schedule_pass`); job-order keys by group version; queue checks per pass.
@@ -158,15 +151,14 @@ class GangScheduler:
         self._unsettled: dict[str, set[str]] = {}
         self._touched: set[str] = set()
         self._pass_allocated: set[str] = set()
-        self._queue_statuses: dict[str, dict[str, Any]] = {}
         self._bound_counts: dict[str, tuple[Any, int, dict[str, int]]] = {}
         self._wake = asyncio.Event()
-        self.status_writer = StatusWriter(client, interval=status_interval) if client else None
-        self.recorder = (
-            EventRecorder(client, "vulcan", "vulcan-extender", qps=event_qps, burst=event_burst)
-            if client
-            else None
+        self.writer = GangWriter(
+            client, status_interval=status_interval, event_qps=event_qps, event_burst=event_burst
         )
+        # Kept as attributes: the server flushes them, tests await them.
+        self.status_writer = self.writer.status_writer
+        self.recorder = self.writer.recorder
         self._tasks: list[asyncio.Task[Any]] = []
         # Every change the cache hears of (a node, a pod, a group) wakes the loop. Changes to
         # the ledger do not: they are the loop's own (admission), or a member's slot moving
@@ -289,7 +281,7 @@ class GangScheduler:
             if queue not in queue_pass.groups_by_queue:
                 self._queue_seen.pop(queue, None)
                 self._unsettled.pop(queue, None)
-        self._write_queue_statuses(snapshot, queue_pass)
+        self.writer.queue_statuses(snapshot, queue_pass)
 
     def _decide(
         self,
@@ -325,7 +317,7 @@ class GangScheduler:
             # admits it on minResources alone (queue and overcommit), and its gang is placed
             # when the pods arrive.
             reason = self._enqueue(group, total, used)
-            self._write_status(group, view, reason is None, reason)
+            self.writer.podgroup_status(group, view, reason is None, reason)
             return False
         elif key not in self.admitted and not view.completed:
             reason = self.admit(snapshot, group, view, total, used)
@@ -348,7 +340,7 @@ class GangScheduler:
                     or view
                 )
                 reason = self.slots.waiting_reason(key, *next(iter(waiting.values())))
-        self._write_status(group, view, admitted_now or key in self.admitted, reason)
+        self.writer.podgroup_status(group, view, admitted_now or key in self.admitted, reason)
         self._observe_latencies(group, view, admitted_now)
         if self._volatile or self.cache.group_versions.get(key) is None:
             return False
@@ -455,7 +447,7 @@ class GangScheduler:
             for name, amount in group.min_resources.items():
                 used[name] = used.get(name, 0) + amount
         self.reasons.pop(key, None)
-        self._event(group, NORMAL, "Enqueued", "enqueued: its job creates the pods now")
+        self.writer.group_event(group, NORMAL, "Enqueued", "enqueued: its job creates the pods now")
         return None
 
     def admit(
@@ -553,7 +545,7 @@ class GangScheduler:
         if group.min_resources is not None:
             for name, amount in group.min_resources.items():
                 used[name] = used.get(name, 0) + amount
-        self._event(
+        self.writer.group_event(
             group,
             NORMAL,
             "Admitted",
@@ -564,36 +556,6 @@ class GangScheduler:
         return None
 
     # ------------------------------------------------------------------ preemption
-
-    def _victim_units(self, snapshot: Snapshot, group: PodGroupRecord) -> list[VictimUnit]:
-        """Everything that could be evicted, as whole units: each running gang with all its
-        bound members (evicting some would leave it hanging) and each bound pod of no gang.
-        Pods already being freed (terminating, or asked to) are no victims."""
-        units: list[VictimUnit] = []
-        releasing = self._releasing
-        for other in snapshot.podgroups.values():
-            if other.key == group.key:
-                continue
-            bound = [
-                pod
-                for k in snapshot.pods_by_group.get(other.key, ())
-                if (pod := snapshot.pods.get(k)) is not None
-                and pod.occupies_node
-                and not pod.deleting
-                and k not in releasing
-            ]
-            if bound:
-                units.append(_unit(other.key, other.queue, other.created, bound))
-        for pod in snapshot.pods.values():
-            if (
-                pod.group is None
-                and pod.occupies_node
-                and not pod.deleting
-                and pod.key not in releasing
-            ):
-                queue = self.cache.queue_of(pod) or keys.DEFAULT_QUEUE
-                units.append(_unit(None, queue, pod.created, [pod]))
-        return units
 
     def _preempt_for(
         self,
@@ -606,69 +568,37 @@ class GangScheduler:
         demand: ResourceVector,
         over_share: str | None = None,
     ) -> Any:
-        """A gang that passed its queue's checks but does not fit. **Reclaim** first (spec
-        §3.8): when its queue may still grow (`preemptive`: below its deserved share), evict
-        whole units of other, reclaimable queues that hold more than they deserve (never below
-        a guarantee). Else **preempt** (§3.7): whole lower-priority units of its own queue.
-        Preemptable pods only (`volcano.sh/preemptable`), never critical ones; victims in
-        victim order (lowest priority, no broken gang, youngest first), taken until a placement
-        exists, then every unit the placement does not need is given back. A gang whose queue
-        is at its share (`over_share`) may only preempt within its queue, and only if what the
-        victims free brings the queue back within its share. Pods already being freed are
-        no victims (their room is free in `reserved`). Returns the plan with the evictions
-        started, or None."""
-        priority = self._priority(snapshot, group)
-        units = self._victim_units(snapshot, group)
-        if not units:
-            return None
+        """Reclaim or preempt for a gang that passed its queue's checks but does not fit
+        (`plugins.evictions.choose_evictions` decides); the evictions are started here.
+        Returns the plan the evictions make possible, or None."""
+        units = victim_units(
+            snapshot,
+            group.key,
+            self._releasing,
+            lambda pod: self.cache.queue_of(pod) or keys.DEFAULT_QUEUE,
+        )
         queue_pass = self.queue_pass
-        attempts: list[tuple[str, Any, Any]] = []
-        if (
-            over_share is None
-            and queue_pass is not None
-            and queue_pass.model.preemptive(group.queue, demand)
-        ):
-            judge = queue_pass.model.victim_judge(group.queue)
-            attempts.append(
-                (
-                    "reclaim",
-                    reclaimable_by(group.queue, queue_pass.inputs),
-                    lambda unit, judge=judge: judge.take(unit.queue, unit.freed),
-                )
-            )
-        attempts.append(("preempt", preemptable_by(group.queue, priority, group.key), None))
-
-        def plan_without(chosen: list[VictimUnit]) -> Any:
-            requested = dict(snapshot.node_requested)
-            for unit in chosen:
-                for pod_key in unit.pods:
-                    pod = snapshot.pods[pod_key]
-                    assert pod.node is not None
-                    requested[pod.node] = requested.get(pod.node, _ZERO).saturating_sub(
-                        pod.requests
-                    )
-            trial = dataclasses.replace(snapshot, node_requested=requested)
-            plan = plan_gang(
-                trial, members, need, reserved, need_per_task=per_task, prefer=self.placement
-            )
-            return plan if plan.ok else None
-
-        for action, eligible, accept in attempts:
-            walked = walk_victims(
-                units, eligible, lambda chosen: chosen and plan_without(chosen), accept=accept
-            )
-            if walked is None:
-                continue
-            chosen, plan = walked
-            if over_share is not None and queue_pass is not None:
-                freed = sum_vectors(unit.freed for unit in chosen)
-                queue_pass.model.on_released(group.queue, freed)
-                if queue_pass.model.allocatable(group.queue, demand) is not None:
-                    queue_pass.model.on_allocated(group.queue, freed)  # undo: still over
-                    return None
-            self._evict_units(snapshot, group, priority, action, chosen)
-            return plan
-        return None
+        chosen = choose_evictions(
+            snapshot,
+            group,
+            members,
+            units,
+            EvictionRequest(
+                need=need,
+                per_task=per_task,
+                reserved=reserved,
+                demand=demand,
+                priority=self._priority(snapshot, group),
+                over_share=over_share,
+                prefer=self.placement,
+            ),
+            queue_pass.model if queue_pass is not None else None,
+            queue_pass.inputs if queue_pass is not None else None,
+        )
+        if chosen is None:
+            return None
+        self._evict_units(snapshot, group, chosen.priority, chosen.action, chosen.units)
+        return chosen.plan
 
     def _evict_units(
         self,
@@ -693,7 +623,7 @@ class GangScheduler:
                 )
             victim_group = snapshot.podgroups.get(unit.group) if unit.group else None
             if victim_group is not None:
-                self._event(
+                self.writer.group_event(
                     victim_group, WARNING, "Reclaimed" if action == "reclaim" else "Preempted", note
                 )
             for pod_key in unit.pods:
@@ -704,7 +634,7 @@ class GangScheduler:
                 self._tasks.append(task)
                 task.add_done_callback(self._tasks_done)
         what = "over-share" if action == "reclaim" else "lower-priority"
-        self._event(
+        self.writer.group_event(
             group,
             NORMAL,
             "Reclaiming" if action == "reclaim" else "Preempting",
@@ -712,28 +642,16 @@ class GangScheduler:
         )
 
     async def _evict(self, pod: PodRecord, note: str) -> None:
-        """Through the Eviction API (PodDisruptionBudgets apply), retried by the client."""
-        if self.client is None:
-            return
-        body = {
-            "apiVersion": "policy/v1",
-            "kind": "Eviction",
-            "metadata": {"name": pod.name, "namespace": pod.namespace},
-        }
-        try:
-            await self.client.request(
-                "POST", PODS.path(pod.namespace, pod.name, "eviction"), body=body
-            )
-        except ApiError as exc:
-            if not exc.not_found:
-                # Not evicted (e.g. a disruption budget): its room is not being freed after all.
-                self._releasing.pop(pod.key, None)
-                self.poke()
-                log.warning("eviction failed", extra={"pod": pod.key, "error": str(exc)})
-            elif (known := self.cache.pods.get(pod.key)) is None or known.uid != pod.uid:
+        outcome = await self.writer.evict(pod)
+        if outcome == "refused":
+            # Not evicted (e.g. a disruption budget): its room is not being freed after all.
+            self._releasing.pop(pod.key, None)
+            self.poke()
+        elif outcome == "gone":
+            if (known := self.cache.pods.get(pod.key)) is None or known.uid != pod.uid:
                 self._releasing.pop(pod.key, None)  # gone already
-            return
-        self._pod_event(pod, WARNING, "Preempted", note)
+        elif outcome == "evicted":
+            self.writer.pod_event(pod, WARNING, "Preempted", note)
 
     def _future_reserved(self) -> dict[str, ResourceVector]:
         """The ledger's reservations per node minus the room being freed there: what a
@@ -813,7 +731,7 @@ class GangScheduler:
         for pod_key in self.ledger.of_group(key):
             self.ledger.release(pod_key)
         self.barrier.release(key, why)
-        self._statuses.pop(key, None)
+        self.writer.forget(key)
 
     def _release_due(self) -> None:
         """Admitted members kube-scheduler parked (this filter refused them) whose slot is
@@ -827,7 +745,7 @@ class GangScheduler:
         for pod_key in due:
             pod = self.cache.pods.get(pod_key)
             if pod is not None:
-                task = asyncio.create_task(self._admit_pod(pod, stamp))
+                task = asyncio.create_task(self.writer.admit_pod(pod, stamp))
                 self._tasks.append(task)
                 task.add_done_callback(self._tasks_done)
 
@@ -860,12 +778,12 @@ class GangScheduler:
             blocked = waiting.get(pod.key)
             if blocked is not None:
                 note += "; " + self.slots.waiting_reason(view.group_key, *blocked)
-            self._pod_event(pod, NORMAL, "GangAdmitted", note)
+            self.writer.pod_event(pod, NORMAL, "GangAdmitted", note)
             if blocked is not None and (pod.gated or pod.unschedulable or pod.key in refused):
                 self.slots.park(pod.key, view.group_key)
             elif pod.gated or pod.unschedulable or pod.key in refused:
                 refused.discard(pod.key)
-                task = asyncio.create_task(self._admit_pod(pod, stamp))
+                task = asyncio.create_task(self.writer.admit_pod(pod, stamp))
                 self._tasks.append(task)
                 task.add_done_callback(self._tasks_done)
         # Refused members this cache has not seen yet (the filter request came first): the
@@ -878,121 +796,7 @@ class GangScheduler:
         with contextlib.suppress(ValueError):
             self._tasks.remove(task)
 
-    def _pod_event(self, pod: PodRecord, type_: str, reason: str, note: str) -> None:
-        if self.recorder is not None:
-            self.recorder.record(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "namespace": pod.namespace,
-                    "name": pod.name,
-                    "uid": pod.uid,
-                },
-                type_,
-                reason,
-                note,
-            )
-
-    async def _admit_pod(self, pod: PodRecord, stamp: str) -> None:
-        """One write per member: the admission stamp and, when the member carries it, the
-        removal of the queue-allocation gate, in one merge patch made conditional on the
-        resourceVersion the cache saw (the gate list is rewritten whole, so a pod changed
-        since is re-read and the patch recomputed)."""
-        assert self.client is not None
-        gates, rv = pod.gates, pod.rv
-        for _attempt in range(5):
-            patch: dict[str, Any] = {"metadata": {"annotations": {GANG_ADMITTED: stamp}}}
-            if keys.QUEUE_ALLOCATION_GATE in gates:
-                patch["metadata"]["resourceVersion"] = rv
-                patch["spec"] = {
-                    "schedulingGates": [
-                        {"name": g} for g in gates if g != keys.QUEUE_ALLOCATION_GATE
-                    ]
-                }
-            try:
-                await self.client.patch(PODS, pod.name, patch, pod.namespace)
-                return
-            except ApiError as exc:
-                if exc.not_found:
-                    return
-                if not exc.conflict:
-                    log.warning(
-                        "could not release an admitted member",
-                        extra={"pod": pod.key, "error": str(exc)},
-                    )
-                    return
-            try:  # changed since the cache saw it: read it again
-                live = await self.client.get(PODS, pod.name, pod.namespace)
-            except ApiError as exc:
-                if not exc.not_found:
-                    log.warning(
-                        "could not re-read an admitted member",
-                        extra={"pod": pod.key, "error": str(exc)},
-                    )
-                return
-            meta = live.get("metadata") or {}
-            rv = meta.get("resourceVersion", "")
-            live_gates = (live.get("spec") or {}).get("schedulingGates") or ()
-            gates = tuple(str(g.get("name", "")) for g in live_gates)
-
     # ------------------------------------------------------------------ status and events
-
-    def _write_queue_statuses(self, snapshot: Snapshot, queue_pass: QueuePass) -> None:
-        """`status.allocated` and the PodGroup counts of every Queue, written only when they
-        changed (and then coalesced by the status writer)."""
-        if self.status_writer is None:
-            return
-        for name in snapshot.queues:
-            status = queue_status(queue_pass, name)
-            if self._queue_statuses.get(name) == status:
-                continue
-            self._queue_statuses[name] = status
-            self.status_writer.submit(QUEUES, None, name, status, subresource=True)
-
-    def _write_status(
-        self, group: PodGroupRecord, view: gangs.GangView, admitted: bool, reason: str | None
-    ) -> None:
-        previous = self._statuses.get(group.key)
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        status = podgroup_status(
-            view,
-            admitted=admitted,
-            previous_phase=(previous or {}).get("phase") or group.phase,
-            unschedulable_reason=reason,
-            now=now,
-            previous_conditions=(previous or {}).get("conditions") or (),
-        )
-        if previous is not None and not status_changed(previous, status):
-            return
-        self._statuses[group.key] = status
-        if self.status_writer is not None:
-            # A new phase is written at once (others act on it); counts and conditions of the
-            # same phase are coalesced.
-            phase_changed = status.get("phase") != ((previous or {}).get("phase") or group.phase)
-            self.status_writer.submit(
-                PODGROUPS,
-                group.namespace,
-                group.name,
-                status,
-                subresource=False,
-                urgent=phase_changed,
-            )
-
-    def _event(self, group: PodGroupRecord, type_: str, reason: str, note: str) -> None:
-        if self.recorder is None:
-            return
-        self.recorder.record(
-            {
-                "apiVersion": "scheduling.volcano.sh/v1beta1",
-                "kind": "PodGroup",
-                "namespace": group.namespace,
-                "name": group.name,
-                "uid": group.uid,
-            },
-            type_,
-            reason,
-            note,
-        )
 
     def _barrier_event(self, group_key: str, reason: str, message: str) -> None:
         group = self.cache.podgroups.get(group_key)
@@ -1009,11 +813,11 @@ class GangScheduler:
             for pod_key in self.cache.pods_by_group.get(group_key, ()):
                 pod = self.cache.pods.get(pod_key)
                 if pod is not None and not pod.terminal:
-                    self._pod_event(pod, type_, f"Gang{reason}", message)
+                    self.writer.pod_event(pod, type_, f"Gang{reason}", message)
         # One PodGroup event when a hold starts, not one per member held: a 1,000-member
         # gang's members say GangCommitted (or TimedOut, Released) when the hold ends.
         if group is not None and reason != "Held":
-            self._event(
+            self.writer.group_event(
                 group,
                 WARNING if reason in ("TimedOut", "CommitFailed") else NORMAL,
                 f"Gang{reason}",
@@ -1205,20 +1009,6 @@ def _demand(group: PodGroupRecord, members: list[PodRecord], need: int) -> Resou
     if group.min_resources is not None:
         return group.min_resources
     return sum_vectors(pod.requests for pod in members[:need])
-
-
-def _unit(group: str | None, queue: str, created: str, pods: list[PodRecord]) -> VictimUnit:
-    return VictimUnit(
-        group=group,
-        queue=queue,
-        priority=max(pod.priority for pod in pods),
-        pods=tuple(pod.key for pod in pods),
-        freed=sum_vectors(pod.requests for pod in pods),
-        preemptable=all(pod.annotations_preemptable for pod in pods),
-        critical=any(is_critical(pod.priority_class, pod.namespace) for pod in pods),
-        breaks_gang=group is not None,
-        creation=created,
-    )
 
 
 def _stamp() -> str:

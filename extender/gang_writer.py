@@ -1,0 +1,190 @@
+"""What gang scheduling writes to the API server: PodGroup and Queue status (coalesced by a
+StatusWriter), events on PodGroups and pods (paced by an EventRecorder), evictions through the
+Eviction API, and the admission stamp / queue-allocation-gate removal on admitted members.
+The decisions are `GangScheduler`'s (and `plugins`'); this only applies them."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from core.api import keys
+from core.cache import Snapshot
+from core.kube.client import PODGROUPS, PODS, QUEUES, ApiError, KubeClient
+from core.kube.events import EventRecorder
+from core.kube.status import StatusWriter
+from core.records import PodGroupRecord, PodRecord
+from extender.queues import QueuePass, queue_status
+from plugins import gang as gangs
+from plugins.podgroup_status import podgroup_status, status_changed
+
+log = logging.getLogger("vulcan.extender.gang")
+
+GANG_ADMITTED = "vulcan.sh/gang-admitted"
+Eviction = Literal["evicted", "refused", "gone", "skipped"]
+
+
+class GangWriter:
+    def __init__(
+        self,
+        client: KubeClient | None,
+        *,
+        status_interval: float = 0.5,
+        event_qps: float = 0.0,
+        event_burst: int = 100,
+    ) -> None:
+        self.client = client
+        self.status_writer = StatusWriter(client, interval=status_interval) if client else None
+        self.recorder = (
+            EventRecorder(client, "vulcan", "vulcan-extender", qps=event_qps, burst=event_burst)
+            if client
+            else None
+        )
+        self._statuses: dict[str, dict[str, Any]] = {}  # group key -> status last submitted
+        self._queue_statuses: dict[str, dict[str, Any]] = {}
+
+    def forget(self, group_key: str) -> None:
+        self._statuses.pop(group_key, None)
+
+    # ------------------------------------------------------------------ events
+
+    def group_event(self, group: PodGroupRecord, type_: str, reason: str, note: str) -> None:
+        if self.recorder is None:
+            return
+        self.recorder.record(
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "PodGroup",
+                "namespace": group.namespace,
+                "name": group.name,
+                "uid": group.uid,
+            },
+            type_,
+            reason,
+            note,
+        )
+
+    def pod_event(self, pod: PodRecord, type_: str, reason: str, note: str) -> None:
+        if self.recorder is not None:
+            self.recorder.record(
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "namespace": pod.namespace,
+                    "name": pod.name,
+                    "uid": pod.uid,
+                },
+                type_,
+                reason,
+                note,
+            )
+
+    # ------------------------------------------------------------------ status
+
+    def podgroup_status(
+        self, group: PodGroupRecord, view: gangs.GangView, admitted: bool, reason: str | None
+    ) -> None:
+        previous = self._statuses.get(group.key)
+        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        status = podgroup_status(
+            view,
+            admitted=admitted,
+            previous_phase=(previous or {}).get("phase") or group.phase,
+            unschedulable_reason=reason,
+            now=now,
+            previous_conditions=(previous or {}).get("conditions") or (),
+        )
+        if previous is not None and not status_changed(previous, status):
+            return
+        self._statuses[group.key] = status
+        if self.status_writer is not None:
+            # A new phase is written at once (others act on it); counts and conditions of the
+            # same phase are coalesced.
+            phase_changed = status.get("phase") != ((previous or {}).get("phase") or group.phase)
+            self.status_writer.submit(
+                PODGROUPS,
+                group.namespace,
+                group.name,
+                status,
+                subresource=False,
+                urgent=phase_changed,
+            )
+
+    def queue_statuses(self, snapshot: Snapshot, queue_pass: QueuePass) -> None:
+        """`status.allocated` and the PodGroup counts of every Queue, written only when they
+        changed (and then coalesced by the status writer)."""
+        if self.status_writer is None:
+            return
+        for name in snapshot.queues:
+            status = queue_status(queue_pass, name)
+            if self._queue_statuses.get(name) == status:
+                continue
+            self._queue_statuses[name] = status
+            self.status_writer.submit(QUEUES, None, name, status, subresource=True)
+
+    # ------------------------------------------------------------------ pods
+
+    async def evict(self, pod: PodRecord) -> Eviction:
+        """Through the Eviction API (PodDisruptionBudgets apply), retried by the client:
+        "refused" when the API server said no (e.g. a disruption budget), "gone" when the pod
+        was not there any more."""
+        if self.client is None:
+            return "skipped"
+        body = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": pod.name, "namespace": pod.namespace},
+        }
+        try:
+            await self.client.request(
+                "POST", PODS.path(pod.namespace, pod.name, "eviction"), body=body
+            )
+        except ApiError as exc:
+            if exc.not_found:
+                return "gone"
+            log.warning("eviction failed", extra={"pod": pod.key, "error": str(exc)})
+            return "refused"
+        return "evicted"
+
+    async def admit_pod(self, pod: PodRecord, stamp: str) -> None:
+        """One write per member: the admission stamp and, when the member carries it, the
+        removal of the queue-allocation gate, in one merge patch made conditional on the
+        resourceVersion the cache saw (the gate list is rewritten whole, so a pod changed
+        since is re-read and the patch recomputed)."""
+        assert self.client is not None
+        gates, rv = pod.gates, pod.rv
+        for _attempt in range(5):
+            patch: dict[str, Any] = {"metadata": {"annotations": {GANG_ADMITTED: stamp}}}
+            if keys.QUEUE_ALLOCATION_GATE in gates:
+                patch["metadata"]["resourceVersion"] = rv
+                patch["spec"] = {
+                    "schedulingGates": [
+                        {"name": g} for g in gates if g != keys.QUEUE_ALLOCATION_GATE
+                    ]
+                }
+            try:
+                await self.client.patch(PODS, pod.name, patch, pod.namespace)
+                return
+            except ApiError as exc:
+                if exc.not_found:
+                    return
+                if not exc.conflict:
+                    log.warning(
+                        "could not release an admitted member",
+                        extra={"pod": pod.key, "error": str(exc)},
+                    )
+                    return
+            try:  # changed since the cache saw it: read it again
+                live = await self.client.get(PODS, pod.name, pod.namespace)
+            except ApiError as exc:
+                if not exc.not_found:
+                    log.warning(
+                        "could not re-read an admitted member",
+                        extra={"pod": pod.key, "error": str(exc)},
+                    )
+                return
+            meta = live.get("metadata") or {}
+            rv = meta.get("resourceVersion", "")
+            live_gates = (live.get("spec") or {}).get("schedulingGates") or ()
+            gates = tuple(str(g.get("name", "")) for g in live_gates)

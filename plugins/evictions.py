@@ -1,0 +1,174 @@
+"""Volcano's reclaim and preempt actions for a gang, as pure decisions over a snapshot
+(spec/volcano.md §3.7, §3.8): which whole units to evict so the gang can be placed.
+
+A gang that passed its queue's checks but does not fit:
+- **reclaim** first, when its queue may still grow (`preemptive`: below its deserved share):
+  whole units of other, reclaimable queues that hold more than they deserve (never below a
+  guarantee, the share model's VictimJudge);
+- else **preempt**: whole lower-priority units of its own queue.
+Preemptable, non-critical units only, in victim order (`plugins.victims.walk_victims`), taken
+until a whole-gang placement exists, then every unit the placement does without is given back.
+A gang whose queue is at its share (`over_share`) may only preempt within its queue, and only
+if what the victims free brings the queue back within its share. Pods already being freed are
+no victims (their room is free in `reserved`). The extender applies the result (evictions,
+events); nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from core.cache import Snapshot
+from core.records import PodGroupRecord, PodRecord
+from core.resources import ResourceVector
+from plugins.placement import Plan, Prefer, plan_gang
+from plugins.queue_share import QueueInput, ShareModel, sum_vectors
+from plugins.victims import (
+    VictimUnit,
+    is_critical,
+    preemptable_by,
+    reclaimable_by,
+    walk_victims,
+)
+
+_ZERO = ResourceVector()
+
+
+@dataclass(frozen=True, slots=True)
+class EvictionRequest:
+    """What the gang needs placed: `need` members (and `per_task` of each role), around the
+    `reserved` room of other gangs; `demand` is what it takes from its queue."""
+
+    need: int
+    per_task: Mapping[str, int]
+    reserved: Mapping[str, ResourceVector]
+    demand: ResourceVector
+    priority: int
+    over_share: str | None = None
+    prefer: Prefer = "binpack"
+
+
+@dataclass(frozen=True, slots=True)
+class Evictions:
+    action: str  # "reclaim" or "preempt"
+    units: list[VictimUnit]
+    plan: Plan  # the gang's placement once they are gone
+    priority: int
+
+
+def unit_of(group: str | None, queue: str, created: str, pods: Sequence[PodRecord]) -> VictimUnit:
+    """One eviction decision: a whole running gang's bound members, or one pod of no gang."""
+    return VictimUnit(
+        group=group,
+        queue=queue,
+        priority=max(pod.priority for pod in pods),
+        pods=tuple(pod.key for pod in pods),
+        freed=sum_vectors(pod.requests for pod in pods),
+        preemptable=all(pod.annotations_preemptable for pod in pods),
+        critical=any(is_critical(pod.priority_class, pod.namespace) for pod in pods),
+        breaks_gang=group is not None,
+        creation=created,
+    )
+
+
+def victim_units(
+    snapshot: Snapshot,
+    exclude_group: str,
+    releasing: Collection[str],
+    queue_of: Callable[[PodRecord], str],
+) -> list[VictimUnit]:
+    """Everything that could be evicted, as whole units: each running gang (but
+    `exclude_group`) with all its bound members (evicting some would leave it hanging) and each
+    bound pod of no gang. Pods already being freed (terminating, or `releasing`) are none."""
+    units: list[VictimUnit] = []
+    for other in snapshot.podgroups.values():
+        if other.key == exclude_group:
+            continue
+        bound = [
+            pod
+            for k in snapshot.pods_by_group.get(other.key, ())
+            if (pod := snapshot.pods.get(k)) is not None
+            and pod.occupies_node
+            and not pod.deleting
+            and k not in releasing
+        ]
+        if bound:
+            units.append(unit_of(other.key, other.queue, other.created, bound))
+    for pod in snapshot.pods.values():
+        if (
+            pod.group is None
+            and pod.occupies_node
+            and not pod.deleting
+            and pod.key not in releasing
+        ):
+            units.append(unit_of(None, queue_of(pod), pod.created, [pod]))
+    return units
+
+
+def choose_evictions(
+    snapshot: Snapshot,
+    group: PodGroupRecord,
+    members: list[PodRecord],
+    units: Sequence[VictimUnit],
+    request: EvictionRequest,
+    model: ShareModel | None,
+    inputs: Mapping[str, QueueInput] | None,
+) -> Evictions | None:
+    """The units to evict so the gang fits (reclaim, else preempt), with its placement; None
+    when no acceptable set of units makes room. `model` is the pass's share model: an
+    over-share preemption books what it frees there (and undoes it when that is not enough)."""
+    if not units:
+        return None
+    attempts: list[tuple[str, Any, Any]] = []
+    if (
+        request.over_share is None
+        and model is not None
+        and inputs is not None
+        and model.preemptive(group.queue, request.demand)
+    ):
+        judge = model.victim_judge(group.queue)
+        attempts.append(
+            (
+                "reclaim",
+                reclaimable_by(group.queue, inputs),
+                lambda unit: judge.take(unit.queue, unit.freed),
+            )
+        )
+    attempts.append(("preempt", preemptable_by(group.queue, request.priority, group.key), None))
+
+    def plan_without(chosen: list[VictimUnit]) -> Plan | None:
+        if not chosen:
+            return None
+        requested = dict(snapshot.node_requested)
+        for unit in chosen:
+            for pod_key in unit.pods:
+                pod = snapshot.pods[pod_key]
+                assert pod.node is not None
+                requested[pod.node] = requested.get(pod.node, _ZERO).saturating_sub(pod.requests)
+        trial = dataclasses.replace(snapshot, node_requested=requested)
+        plan = plan_gang(
+            trial,
+            members,
+            request.need,
+            request.reserved,
+            need_per_task=request.per_task,
+            prefer=request.prefer,
+        )
+        return plan if plan.ok else None
+
+    for action, eligible, accept in attempts:
+        walked = walk_victims(units, eligible, plan_without, accept=accept)
+        if walked is None:
+            continue
+        chosen, plan = walked
+        if request.over_share is not None and model is not None:
+            freed = sum_vectors(unit.freed for unit in chosen)
+            model.on_released(group.queue, freed)
+            if model.allocatable(group.queue, request.demand) is not None:
+                model.on_allocated(group.queue, freed)  # undo: still over
+                return None
+        return Evictions(action, chosen, plan, request.priority)
+    return None
