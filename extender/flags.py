@@ -58,8 +58,9 @@ def add_extender_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--overcommit-factor",
         type=float,
-        default=1.2,
-        help="Volcano's overcommit enqueue rule: minResources must fit in total x factor - used",
+        default=None,
+        help="deprecated: the overcommit plugin's overcommit-factor argument in --config "
+        "(default 1.2); given, it overrides the conf's",
     )
     # kubelet's flags and defaults: events are best-effort, and a 1,000-member gang records
     # one per member on admission and again on commit; paced, they wait in the recorder's queue

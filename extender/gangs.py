@@ -39,7 +39,7 @@ from core.durations import parse_duration
 from core.kube.client import KubeClient
 from core.kube.events import NORMAL, WARNING
 from core.records import PodGroupRecord, PodRecord, pod_group_key
-from core.resources import ResourceVector, format_shortfall
+from core.resources import ResourceVector
 from extender.barrier import BindBarrier, GangRequirement
 from extender.binder import BindError
 from extender.gang_writer import GangWriter
@@ -49,6 +49,7 @@ from extender.protocol import BindingArgs, PodInfo
 from extender.queues import QueuePass, QueuePolicy, members_request
 from extender.slots import SlotWatch
 from plugins import gang as gangs
+from plugins import overcommit
 from plugins.evictions import EvictionRequest, choose_evictions, victim_units
 from plugins.job_order import JobInput, job_order_key
 from plugins.placement import Prefer, plan_gang
@@ -94,7 +95,7 @@ class GangScheduler:
         gang_timeout: float = 60.0,
         backoff: float = 10.0,
         period: float = 1.0,
-        overcommit_factor: float = 1.2,
+        overcommit_factor: float | None = overcommit.DEFAULT_FACTOR,
         status_interval: float = 0.5,
         queue_policy: QueuePolicy | None = None,
         coalesce: float = 0.01,
@@ -438,9 +439,9 @@ class GangScheduler:
             refused = queue_pass.model.enqueueable(group.queue, group.min_resources)
             if refused:
                 return self._not_admitted(key, f"gang {key}: waiting for admission: {refused}")
-        overcommit = self._overcommit(group, total, used)
-        if overcommit:
-            return self._not_admitted(key, f"gang {key}: waiting for admission: {overcommit}")
+        over = self._overcommit(group, total, used)
+        if over:
+            return self._not_admitted(key, f"gang {key}: waiting for admission: {over}")
         if queue_pass is not None:
             queue_pass.model.on_enqueued(group.queue, group.min_resources)
         if group.min_resources is not None:
@@ -503,9 +504,9 @@ class GangScheduler:
             if refused:
                 return self._not_admitted(key, f"gang {key}: waiting for admission: {refused}")
         self._volatile = True  # from here on the answer depends on the rest of the cluster
-        overcommit = "" if enqueued else self._overcommit(group, total, used)
-        if overcommit:
-            return self._not_admitted(key, f"gang {key}: waiting for admission: {overcommit}")
+        over = "" if enqueued else self._overcommit(group, total, used)
+        if over:
+            return self._not_admitted(key, f"gang {key}: waiting for admission: {over}")
         reserved = {n: r for n, r in self.ledger.by_node.items()}
         per_task = gangs.missing_task_members(view)
         plan = None
@@ -691,16 +692,8 @@ class GangScheduler:
     def _overcommit(
         self, group: PodGroupRecord, total: Mapping[str, int], used: Mapping[str, int]
     ) -> str:
-        """Volcano's overcommit enqueue rule: minResources must fit in total × factor − used."""
-        if group.min_resources is None:
-            return ""
-        for name, amount in group.min_resources.items():
-            if name == "pods" or amount <= 0:
-                continue
-            idle = int(total.get(name, 0) * self.overcommit_factor) - used.get(name, 0)
-            if amount > idle:
-                return format_shortfall(name, amount, max(idle, 0))
-        return ""
+        """Volcano's overcommit enqueue rule (`plugins.overcommit`), when the conf has it."""
+        return overcommit.shortfall(group.min_resources, total, used, self.overcommit_factor)
 
     def _release_bound(self, snapshot: Snapshot) -> None:
         """A member that is bound now counts in node_requested: its reservation goes."""

@@ -22,8 +22,14 @@ from extender.metrics import ExtenderMetrics
 from extender.queues import QueueCollector, QueuePolicy
 from extender.server import ExtenderServer, serve
 from extender.webhooks import WebhookServing
-from plugins.config import ConfigError, load_scheduler_config, require_implemented
+from plugins.config import (
+    ConfigError,
+    SchedulerConfig,
+    load_scheduler_config,
+    require_implemented,
+)
 from plugins.framework import Framework
+from plugins.overcommit import overcommit_factor
 
 log = logging.getLogger("vulcan.extender")
 
@@ -68,7 +74,7 @@ class Extender:
             binder.bind,
             gang_timeout=args.gang_timeout,
             backoff=args.gang_backoff,
-            overcommit_factor=args.overcommit_factor,
+            overcommit_factor=_overcommit_factor(args, config),
             queue_policy=QueuePolicy(config),
             observe_pass=metrics.schedule_pass_duration.observe,
             gang_metrics=metrics.gangs,
@@ -85,6 +91,19 @@ class Extender:
             cache, framework, binder, ledger=ledger, metrics=metrics, gangs=gangs
         )
         return cls(client, cache, server, gangs)
+
+
+def _overcommit_factor(args: argparse.Namespace, config: SchedulerConfig) -> float | None:
+    """The overcommit plugin's `overcommit-factor` (None: no overcommit plugin, no rule); the
+    deprecated `--overcommit-factor` flag, when given, overrides it."""
+    factor = overcommit_factor(config)
+    if args.overcommit_factor is not None:
+        log.warning(
+            "--overcommit-factor is deprecated: set the overcommit plugin's overcommit-factor "
+            "argument in --config instead"
+        )
+        return float(args.overcommit_factor)
+    return factor
 
 
 async def run(args: argparse.Namespace) -> int:

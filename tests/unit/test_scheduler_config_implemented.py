@@ -68,3 +68,25 @@ def test_the_gang_layout_follows_the_confs_node_order() -> None:
     heavy = "  - name: nodeorder\n    arguments: {leastrequested.weight: 3}\n  - name: binpack\n"
     assert placement(heavy) == "spread"
     assert placement("  - name: gang\n") == "binpack"  # no node order at all: pack
+
+
+def test_overcommit_is_the_plugins_argument_and_off_without_the_plugin() -> None:
+    from core.resources import ResourceVector
+    from plugins import overcommit
+
+    def factor(plugins: str) -> float | None:
+        return overcommit.overcommit_factor(
+            parse_scheduler_config(f"tiers:\n- plugins:\n{plugins}")
+        )
+
+    assert overcommit.overcommit_factor(default_config()) == 1.2
+    assert factor("  - name: overcommit\n    arguments: {overcommit-factor: 2.0}\n") == 2.0
+    assert factor("  - name: overcommit\n    arguments: {overcommit-factor: 0.5}\n") == 1.2
+    assert factor("  - name: gang\n") is None  # no plugin: no rule
+    with pytest.raises(ConfigError, match="overcommit-factor"):
+        factor("  - name: overcommit\n    arguments: {overcommit-factor: lots}\n")
+    gpus = ResourceVector({"nvidia.com/gpu": 5})
+    total = {"nvidia.com/gpu": 4}
+    assert "nvidia.com/gpu" in overcommit.shortfall(gpus, total, {}, 1.2)  # 4 x 1.2 = 4 < 5
+    assert overcommit.shortfall(gpus, total, {}, 1.5) == ""  # 6 >= 5
+    assert overcommit.shortfall(gpus, total, {}, None) == ""  # off

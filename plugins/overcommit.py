@@ -1,0 +1,49 @@
+"""Volcano's `overcommit` plugin (spec/volcano.md §3.11, §3.4): a job is enqueueable only if its
+`minResources` fit in the cluster's allocatable × `overcommit-factor` minus what admitted jobs
+already take. Its argument `overcommit-factor` (float, default 1.2; values below 1 are replaced
+by 1.2, as Volcano does). Without the plugin in the conf there is no such rule at all."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from core.resources import ResourceVector, format_shortfall
+from plugins.config import ConfigError, SchedulerConfig
+
+NAME = "overcommit"
+ARGUMENT = "overcommit-factor"
+DEFAULT_FACTOR = 1.2
+
+
+def overcommit_factor(config: SchedulerConfig) -> float | None:
+    """The factor the conf gives the rule, or None when the conf has no `overcommit` plugin."""
+    option = config.plugin(NAME)
+    if option is None:
+        return None
+    raw = option.arguments.get(ARGUMENT, DEFAULT_FACTOR)
+    if isinstance(raw, bool) or not isinstance(raw, int | float | str):
+        raise ConfigError(f'arguments["{ARGUMENT}"]: expected a number, not {raw!r}')
+    try:
+        factor = float(raw)
+    except ValueError:
+        raise ConfigError(f'arguments["{ARGUMENT}"]: expected a number, not {raw!r}') from None
+    return factor if factor >= 1.0 else DEFAULT_FACTOR
+
+
+def shortfall(
+    min_resources: ResourceVector | None,
+    total: Mapping[str, int],
+    used: Mapping[str, int],
+    factor: float | None,
+) -> str:
+    """Why `min_resources` do not fit in total × factor − used ("" when they do, when the job
+    has no minResources, or when the rule is off: `factor` None)."""
+    if factor is None or min_resources is None:
+        return ""
+    for name, amount in min_resources.items():
+        if name == "pods" or amount <= 0:
+            continue
+        idle = int(total.get(name, 0) * factor) - used.get(name, 0)
+        if amount > idle:
+            return format_shortfall(name, amount, max(idle, 0))
+    return ""
