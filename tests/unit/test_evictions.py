@@ -1,0 +1,137 @@
+"""plugins.evictions: reclaim and preempt for a gang as pure decisions over a snapshot — whole
+units, the filters (critical, preemptable read as Go's ParseBool, own job), placement-driven
+stopping and the reprieve."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.cache import ClusterCache, Snapshot
+from core.records import NodeRecord, PodGroupRecord, PodRecord
+from core.resources import ResourceVector
+from plugins.evictions import EvictionRequest, choose_evictions, victim_units
+
+
+def node(name: str, cpu: int = 4) -> NodeRecord:
+    return NodeRecord(
+        {
+            "metadata": {"name": name},
+            "status": {
+                "allocatable": {"cpu": str(cpu), "memory": "16Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }
+    )
+
+
+def group(name: str, members: int, created: str = "2026-01-01T00:00:00Z") -> PodGroupRecord:
+    return PodGroupRecord(
+        {
+            "metadata": {"name": name, "namespace": "ns", "creationTimestamp": created},
+            "spec": {"minMember": members, "queue": "q"},
+            "status": {"phase": "Running"},
+        }
+    )
+
+
+def pod(
+    name: str,
+    group_name: str | None,
+    node_name: str | None = None,
+    *,
+    cpu: int = 2,
+    priority: int = 0,
+    annotations: dict[str, str] | None = None,
+    priority_class: str = "",
+) -> PodRecord:
+    notes = dict(annotations or {})
+    if group_name:
+        notes["scheduling.k8s.io/group-name"] = group_name
+    spec: dict[str, Any] = {
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}],
+        "priority": priority,
+    }
+    if priority_class:
+        spec["priorityClassName"] = priority_class
+    if node_name:
+        spec["nodeName"] = node_name
+    return PodRecord(
+        {
+            "metadata": {
+                "name": name,
+                "namespace": "ns",
+                "annotations": notes,
+                "creationTimestamp": "2026-01-01T00:00:00Z",
+            },
+            "spec": spec,
+            "status": {"phase": "Running" if node_name else "Pending"},
+        }
+    )
+
+
+def snapshot(
+    nodes: list[NodeRecord], groups: list[PodGroupRecord], pods: list[PodRecord]
+) -> Snapshot:
+    cache = ClusterCache()
+    for n in nodes:
+        cache.on_node_add(n)
+    for g in groups:
+        cache.on_podgroup_add(g)
+    for p in pods:
+        cache.on_pod_add(p)
+    return cache.snapshot()
+
+
+def decide(snap: Snapshot, gang: PodGroupRecord, members: list[PodRecord], priority: int) -> Any:
+    units = victim_units(snap, gang.key, set(), lambda pod: "q")
+    request = EvictionRequest(
+        need=len(members),
+        per_task={},
+        reserved={},
+        demand=ResourceVector({"cpu": 2000 * len(members)}),
+        priority=priority,
+    )
+    return choose_evictions(snap, gang, members, units, request, None, None)
+
+
+def test_preempt_takes_whole_lower_priority_gangs_youngest_first_and_only_what_is_needed() -> None:
+    old, young = group("old", 2, "2026-01-01T00:00:00Z"), group("young", 2, "2026-01-02T00:00:00Z")
+    new = group("new", 2)
+    pods = [
+        pod("old-0", "old", "n1"),
+        pod("old-1", "old", "n1"),
+        pod("young-0", "young", "n2"),
+        pod("young-1", "young", "n2"),
+    ]
+    members = [pod("new-0", "new", priority=10), pod("new-1", "new", priority=10)]
+    snap = snapshot([node("n1"), node("n2")], [old, young, new], pods + members)
+    chosen = decide(snap, new, members, priority=10)
+    assert chosen is not None and chosen.action == "preempt"
+    assert [u.group for u in chosen.units] == ["ns/young"]  # the younger gang, whole
+    assert set(chosen.units[0].pods) == {"ns/young-0", "ns/young-1"}
+    assert set(chosen.plan.slots.values()) == {"n2"}
+
+
+def test_critical_non_preemptable_and_equal_priority_units_are_never_victims() -> None:
+    new = group("new", 1)
+    members = [pod("new-0", "new", priority=10, cpu=4)]
+    for blocker in (
+        pod("x", None, "n1", cpu=4, priority_class="system-node-critical"),
+        pod("x", None, "n1", cpu=4, annotations={"volcano.sh/preemptable": "False"}),
+        pod("x", None, "n1", cpu=4, annotations={"volcano.sh/preemptable": "0"}),
+        pod("x", None, "n1", cpu=4, priority=10),  # not lower than the preemptor
+    ):
+        snap = snapshot([node("n1")], [new], [blocker, *members])
+        assert decide(snap, new, members, priority=10) is None
+    evictable = pod("x", None, "n1", cpu=4, annotations={"volcano.sh/preemptable": "True"})
+    snap = snapshot([node("n1")], [new], [evictable, *members])
+    chosen = decide(snap, new, members, priority=10)
+    assert chosen is not None and chosen.units[0].pods == ("ns/x",)
+
+
+def test_units_being_freed_are_no_victims() -> None:
+    new = group("new", 1)
+    members = [pod("new-0", "new", priority=10, cpu=4)]
+    snap = snapshot([node("n1")], [new], [pod("x", None, "n1", cpu=4), *members])
+    assert victim_units(snap, new.key, {"ns/x"}, lambda p: "q") == []
+    assert [u.pods for u in victim_units(snap, new.key, set(), lambda p: "q")] == [("ns/x",)]
