@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from core.records import PodRecord
+from core.durations import parse_duration
+from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
 
 if TYPE_CHECKING:  # annotations only: core.cache pulls in the informers and asyncio
@@ -409,3 +410,16 @@ def pending_members(view: GangView) -> list[PodRecord]:
         )
     )
     return chosen
+
+
+def annotation_duration(group: PodGroupRecord, *names: str) -> float | None:
+    """The first of the group's annotations `names` that is set, as seconds (a Go duration);
+    None when none is set or the value is not a duration."""
+    for name in names:
+        text = group.annotations.get(name)
+        if text:
+            try:
+                return parse_duration(text)
+            except Exception:
+                return None
+    return None

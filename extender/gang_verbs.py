@@ -1,0 +1,234 @@
+"""kube-scheduler's extender verbs for gang members (`GangScheduler` inherits them): **filter**
+(a member of a group not admitted is rejected on every node as unresolvable, with the reason; an
+admitted member is steered to its reserved node, or re-planned onto a candidate with room),
+**bind** (held by the bind barrier until the gang has quorum, then committed together), and
+**preempt** (no preemption for a member of a gang that is only waiting, no victim that is a
+member of a running gang). The scheduling loop (`extender.gangs`) decides admission; these
+answer kube-scheduler from what it decided."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from core.api import keys
+from core.records import PodGroupRecord, pod_group_key
+from core.resources import ResourceVector
+from extender.barrier import GangRequirement
+from extender.binder import BindError
+from extender.ledger import Reservation
+from extender.protocol import BindingArgs, PodInfo
+from plugins import gang as gangs
+
+if TYPE_CHECKING:
+    from core.cache import ClusterCache
+    from extender.barrier import BindBarrier
+    from extender.ledger import GangLedger
+    from extender.queues import QueuePass
+    from extender.slots import SlotWatch
+
+
+def group_of(pod: PodInfo) -> str | None:
+    """The PodGroup key a pod in a request names (the cache's rule, `pod_group_key`)."""
+    return pod_group_key(pod.namespace, pod.metadata, pod.spec)
+
+
+_ZERO = ResourceVector()
+
+
+def _timeout_of(group: PodGroupRecord) -> float | None:
+    """The gang's own `vulcan.sh/gang-timeout`, if it has one."""
+    return gangs.annotation_duration(group, keys.GANG_TIMEOUT)
+
+
+class GangVerbs:
+    # Provided by GangScheduler.
+    cache: ClusterCache
+    ledger: GangLedger
+    slots: SlotWatch
+    barrier: BindBarrier
+    queue_pass: QueuePass | None
+    admitted: set[str]
+    reasons: dict[str, str]
+    pipelined_wait: float
+    _refused: dict[str, set[str]]
+    _bound_counts: dict[str, tuple[Any, int, dict[str, int]]]
+
+    def poke(self) -> None: ...
+
+    def _same_generation(self, group: Any) -> None: ...
+
+    def filter(
+        self, pod: PodInfo, candidates: list[str]
+    ) -> tuple[list[str], dict[str, str], dict[str, str]] | None:
+        """(passing, failed, unresolvable) for a gang member; None for any other pod.
+
+        A member steered to its slot passes that one node and lists no other: the reasons of
+        the nodes it drops serve only a pod left with no node (the FitError message and
+        preemption), which a passing member is not. Listing them cost ~40 KB of JSON per
+        call on a 5,000-node cluster (500 sampled candidates)."""
+        key = group_of(pod)
+        if key is None:
+            return None
+        group = self.cache.podgroups.get(key)
+        if group is None:
+            self._refused.setdefault(key, set()).add(pod.key)
+            reason = f"podgroup {key} not found"
+            return [], {}, dict.fromkeys(candidates, reason)
+        self._same_generation(group)
+        if key not in self.admitted:
+            self._refused.setdefault(key, set()).add(pod.key)
+            if key not in self.reasons:
+                self.poke()  # not judged yet (the pass will have seen every later change)
+            reason = self.reasons.get(key) or f"gang {key}: waiting for admission"
+            return [], {}, dict.fromkeys(candidates, reason)
+        reservation = self.ledger.reservation_of(pod.key)
+        if (
+            reservation is not None
+            and reservation.node in set(candidates)
+            and self.slots.fits(pod.key, reservation.node, reservation.request)
+        ):
+            self.slots.unpark(pod.key)
+            return [reservation.node], {}, {}
+        # No slot (a member beyond minMember) or the slot is unusable: re-plan onto a candidate
+        # with room no other member holds (the slot moves; the room it leaves is free again).
+        record = self.cache.pods.get(pod.key)
+        request = record.requests if record is not None else _ZERO
+        for name in candidates:
+            if self.slots.fits(pod.key, name, request):
+                # The group's held sum is a decision input: a new slot (a member beyond
+                # minMember) changes it and so re-decides the group; a moved slot does not.
+                self.ledger.reserve(Reservation(pod.key, name, request, key))
+                self.slots.unpark(pod.key)
+                return [name], {}, {}
+        # Refused: kube-scheduler parks the member. The reservation stays, and the pass moves
+        # the member back to kube-scheduler's active queue as soon as its slot is free.
+        self.slots.park(pod.key, key)
+        blocked = self.slots.blockers(pod.key)
+        if blocked is not None:
+            reason = self.slots.waiting_reason(key, *blocked)
+        elif reservation is not None:
+            reason = (
+                f"gang {key}: no candidate node has room for this member "
+                f"(its reserved slot on {reservation.node} is not free yet)"
+            )
+        else:
+            reason = f"gang {key}: no candidate node has room for this member"
+        return [], {}, dict.fromkeys(candidates, reason)
+
+    async def filter_member(
+        self, pod: PodInfo, candidates: list[str]
+    ) -> tuple[list[str], dict[str, str], dict[str, str]] | None:
+        """`filter`, except for a member whose reserved node kube-scheduler offers while this
+        cache still sees that room held by terminating pods: kube-scheduler's informer saw
+        them go first (or is about to be proven wrong). Refusing would park the member for
+        kube-scheduler's backoff (up to 10 s) although the room is free, so wait up to
+        `pipelined_wait` for this cache to catch up, then answer."""
+        decision = self.filter(pod, candidates)
+        if decision is None or decision[0] or self.pipelined_wait <= 0:
+            return decision
+        reservation = self.ledger.reservation_of(pod.key)
+        if (
+            reservation is None
+            or reservation.node not in candidates
+            or self.slots.blockers(pod.key) is None
+        ):
+            return decision
+        if await self.slots.wait_until_free(pod.key, self.pipelined_wait):
+            return self.filter(pod, candidates)
+        return decision
+
+    def queues_contended(self) -> bool:
+        """Whether some queue may refuse a pod now (closed, or holding its deserved share):
+        until then plain pods skip the queue check entirely."""
+        return self.queue_pass is not None and bool(self.queue_pass.contended)
+
+    def queue_gate(
+        self, pod: PodInfo, candidates: list[str]
+    ) -> tuple[list[str], dict[str, str], dict[str, str]] | None:
+        """Volcano's allocate check for a pod outside any gang (spec §3.9 Allocatable): its
+        queue must be Open and able to hold it within its deserved share. A refusal names
+        the queue and the numbers, on every candidate (unresolvable: no preemption helps);
+        None lets the pod through, counted against its queue until the next pass."""
+        queue_pass = self.queue_pass
+        record = self.cache.pods.get(pod.key)
+        if queue_pass is None or record is None or record.node is not None:
+            return None
+        if record.group is not None or record.key in queue_pass.tentative:
+            return None
+        queue = self.cache.queue_of(record)
+        if queue is None:
+            return None
+        refused = queue_pass.model.allocatable(queue, record.requests)
+        if refused:
+            return [], {}, dict.fromkeys(candidates, refused)
+        queue_pass.model.on_allocated(queue, record.requests)
+        queue_pass.tentative.add(record.key)
+        return None
+
+    # ------------------------------------------------------------------ bind
+
+    async def bind(self, args: BindingArgs) -> bool:
+        """Hold a member's bind until its gang has quorum. False if the pod is not a member
+        (the caller binds it at once). Raises BindError."""
+        pod_key = f"{args.pod_namespace}/{args.pod_name}"
+        record = self.cache.pods.get(pod_key)
+        if record is None or record.group is None:
+            return False
+        group = self.cache.podgroups.get(record.group)
+        if group is None:
+            raise BindError(f"podgroup {record.group} not found")
+        self._same_generation(group)
+        bound, per_task = self._bound_members(group.key)
+        requirement = GangRequirement(
+            key=group.key,
+            min_member=group.min_member,
+            min_task_member=group.min_task_member,
+            timeout=_timeout_of(group),
+            already_bound=bound,
+            already_bound_per_task=per_task,
+        )
+        await self.barrier.hold(requirement, args, record.task)
+        self.poke()
+        return True
+
+    def _bound_members(self, key: str) -> tuple[int, dict[str, int]]:
+        """How many of the group's members are bound (and per task role), counted once per
+        group version: the 1,000 binds of a 1,000-member gang arrive while nothing about its
+        members changes, and counting for each of them was quadratic."""
+        version = self.cache.group_versions.get(key)
+        cached = self._bound_counts.get(key)
+        if cached is not None and version is not None and cached[0] == version:
+            return cached[1], dict(cached[2])
+        bound = 0
+        per_task: dict[str, int] = {}
+        for pod_key in self.cache.pods_by_group.get(key, ()):
+            member = self.cache.pods.get(pod_key)
+            if (
+                member is not None
+                and member.node is not None
+                and not member.deleting
+                and member.phase != "Failed"
+            ):
+                bound += 1
+                if member.task:
+                    per_task[member.task] = per_task.get(member.task, 0) + 1
+        self._bound_counts[key] = (version, bound, per_task)
+        return bound, dict(per_task)
+
+    # ------------------------------------------------------------------ preempt
+
+    def preempt(
+        self, pod: PodInfo, victims: dict[str, tuple[list[str], int]]
+    ) -> dict[str, tuple[list[str], int]]:
+        key = group_of(pod)
+        if key is not None and key not in self.admitted:
+            return {}  # a waiting gang never triggers preemption
+        kept: dict[str, tuple[list[str], int]] = {}
+        by_uid = {p.uid: p for p in self.cache.pods.values()} if victims else {}
+        for node, (uids, pdb) in victims.items():
+            if any(
+                (victim := by_uid.get(uid)) is not None and victim.group is not None for uid in uids
+            ):
+                continue  # evicting one member would break a running gang
+            kept[node] = (uids, pdb)
+        return kept
