@@ -8,17 +8,20 @@ The pieces (shared/spec/gang-design.md §9.3):
   PodGroup becomes Inqueue. Members gated with `scheduling.volcano.sh/queue-allocation-gate` are
   ungated then, and members kube-scheduler parked after a refusal get the
   `vulcan.sh/gang-admitted` stamp (a pod update, which sends them back to its active queue).
-  Admission is one pluggable step (`admit`): queues arrive with the next issue.
-- **Filter** (`filter`): a member of a group that is not admitted is rejected on every node as
-  unresolvable with the reason; an admitted member is steered to its reserved node, or re-planned
-  onto a candidate with room if that node was not offered or the slot was taken.
+  When the gang does not fit, reclaim or preempt (`plugins.evictions` decides which whole
+  units go).
+- **Filter** (`filter`, in `extender.gang_verbs` with bind and preempt): a member of a group
+  that is not admitted is rejected on every node as unresolvable with the reason; an admitted
+  member is steered to its reserved node, or re-planned onto a candidate with room if that node
+  was not offered or the slot was taken.
 - **Bind** (`bind`): members' binds are held by `extender.barrier.BindBarrier` until the gang has
   quorum, then all Bindings are created together; a timeout or a member going away fails the
   whole hold, releases the reservation and backs the group off.
 - **Preempt** (`preempt`): no preemption for a member of a gang that is only waiting, and no
   victim that is a member of a running gang (kube-scheduler would break it up node by node).
 - **Status**: PodGroup phase, counts and conditions as Volcano computes them
-  (`plugins.podgroup_status`), written coalesced.
+  (`plugins.podgroup_status`), written coalesced; every write (status, events, evictions,
+  admission stamps) goes through `extender.gang_writer.GangWriter`.
 Decisions live in the API server (PodGroup phase Inqueue, pods bound): after a restart the
 ledger is rebuilt by planning again for Inqueue groups whose members are not bound yet.
 """
