@@ -53,7 +53,7 @@ from extender.slots import SlotWatch
 from plugins import gang as gangs
 from plugins import overcommit
 from plugins.evictions import EvictionRequest, choose_evictions, victim_units
-from plugins.job_order import JobInput, job_order_key
+from plugins.job_order import JOB_ORDER_PLUGINS, JobInput, job_order_key
 from plugins.placement import Prefer, plan_gang
 from plugins.queue_share import sum_vectors
 from plugins.victims import (
@@ -86,7 +86,10 @@ class GangScheduler(GangVerbs):
         event_burst: int = 100,
         pipelined_wait: float = 0.5,
         placement: Prefer = "binpack",
+        job_order: tuple[str, ...] = JOB_ORDER_PLUGINS,
     ) -> None:
+        # The conf's JobOrder plugins, in its order (`plugins.job_order.job_order_plugins`).
+        self.job_order = job_order
         self.cache = cache
         # How a gang is laid out: the conf's node order (`Framework.gang_placement`).
         self.placement: Prefer = placement
@@ -388,7 +391,7 @@ class GangScheduler(GangVerbs):
         cached = self._order_keys.get(group.key)
         if cached is not None and cached[0] == version and cached[1] == total:
             return cached[2]
-        order = job_order_key(self._job_input(snapshot, group), total)
+        order = job_order_key(self._job_input(snapshot, group), total, plugins=self.job_order)
         self._order_keys[group.key] = (version, total, order)
         return order
 

@@ -29,6 +29,7 @@ from plugins.config import (
     require_implemented,
 )
 from plugins.framework import Framework
+from plugins.job_order import job_order_plugins
 from plugins.overcommit import overcommit_factor
 
 log = logging.getLogger("vulcan.extender")
@@ -82,6 +83,7 @@ class Extender:
             event_burst=args.event_burst,
             pipelined_wait=args.pipelined_wait,
             placement=framework.gang_placement,
+            job_order=job_order_plugins(config),
         )
         metrics.registry.register(QueueCollector(lambda: gangs.queue_pass))
         warning = check_timeouts(args.gang_timeout, args.scheduler_bind_timeout)

@@ -28,14 +28,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from core.resources import ResourceVector
+from plugins.config import SchedulerConfig
 from plugins.queue_share import QueueInput, QueueShare
 
 __all__ = [
+    "JOB_ORDER_PLUGINS",
     "JobInput",
     "drf_share",
     "job_order_key",
+    "job_order_plugins",
     "parse_time",
     "queue_order_key",
     "sla_deadline",
@@ -101,27 +105,51 @@ def sla_expired(job: JobInput, now: float) -> bool:
     return deadline is not None and now >= deadline
 
 
+# The plugins with a JobOrder function, and Volcano's default conf's order of them.
+JOB_ORDER_PLUGINS: tuple[str, ...] = ("priority", "gang", "drf", "sla")
+
+
+def job_order_plugins(config: SchedulerConfig) -> tuple[str, ...]:
+    """The JobOrder plugins of `config` in tier and list order, those with `enableJobOrder`
+    (Volcano walks them so; the first that tells two jobs apart decides)."""
+    names: list[str] = []
+    for tier in config.tiers:
+        for option in tier.plugins:
+            if (
+                option.name in JOB_ORDER_PLUGINS
+                and option.name not in names
+                and option.is_enabled("enableJobOrder")
+            ):
+                names.append(option.name)
+    return tuple(names)
+
+
 def job_order_key(
-    job: JobInput, total: ResourceVector, now: float | None = None
-) -> tuple[int, int, float, tuple[int, float], float, str, str]:
-    """A sort key: `sorted(jobs, key=lambda j: job_order_key(j, total, now))` is JobOrder.
+    job: JobInput,
+    total: ResourceVector,
+    now: float | None = None,
+    plugins: tuple[str, ...] = JOB_ORDER_PLUGINS,
+) -> tuple[Any, ...]:
+    """A sort key: `sorted(jobs, key=lambda j: job_order_key(j, total, now))` is JobOrder,
+    voted by `plugins` in that order (`job_order_plugins` of the conf), then the fallback.
 
     `now` (POSIX seconds) is accepted for symmetry with `sla_expired` but cannot change the
     order (see the module docstring). Timestamps have whole seconds, so jobs created together
     tie often: vulcan then orders them by `namespace/name` (Volcano by UID, i.e. at random),
     so that what users see is predictable; the UID still separates a re-created job.
     """
-    deadline = sla_deadline(job)
-    sla = (0, deadline) if deadline is not None else (1, 0.0)
-    return (
-        -job.priority,
-        1 if job.ready else 0,
-        drf_share(job.allocated, total),
-        sla,
-        parse_time(job.creation),
-        job.key,
-        job.uid,
-    )
+    votes: list[Any] = []
+    for name in plugins:
+        if name == "priority":
+            votes.append(-job.priority)
+        elif name == "gang":
+            votes.append(1 if job.ready else 0)
+        elif name == "drf":
+            votes.append(drf_share(job.allocated, total))
+        elif name == "sla":
+            deadline = sla_deadline(job)
+            votes.append((0, deadline) if deadline is not None else (1, 0.0))
+    return (*votes, parse_time(job.creation), job.key, job.uid)
 
 
 def queue_order_key(share: QueueShare, queue: QueueInput) -> tuple[int, float, int, float, str]:

@@ -149,3 +149,47 @@ def test_queue_order_key() -> None:
     ordered = [s.name for s, q in sorted(entries, key=lambda e: queue_order_key(*e))]
     # priority desc; share asc; best-effort after equal shares; creation; name.
     assert ordered == ["urgent", "low-share", "half-old", "half-old-b", "half-new", "best-effort"]
+
+
+def test_the_conf_decides_which_plugins_vote_and_in_which_order() -> None:
+    from plugins.config import default_config, parse_scheduler_config
+    from plugins.job_order import job_order_plugins
+
+    assert job_order_plugins(default_config()) == ("priority", "gang", "drf")  # no sla there
+    with_sla = parse_scheduler_config(
+        "tiers:\n- plugins:\n  - name: priority\n  - name: gang\n"
+        "- plugins:\n  - name: drf\n  - name: sla\n"
+    )
+    assert job_order_plugins(with_sla) == ("priority", "gang", "drf", "sla")
+    drf_first = parse_scheduler_config(
+        "tiers:\n- plugins:\n  - name: drf\n  - name: priority\n"
+        "    enableJobOrder: false\n  - name: gang\n"
+    )
+    assert job_order_plugins(drf_first) == ("drf", "gang")
+
+    important = JobInput(
+        key="ns/important",
+        queue="q",
+        priority=10,
+        min_member=1,
+        ready=False,
+        allocated=ResourceVector({"cpu": 8000}),
+        creation="2026-01-01T00:00:00Z",
+        uid="1",
+    )
+    small = JobInput(
+        key="ns/small",
+        queue="q",
+        priority=0,
+        min_member=1,
+        ready=False,
+        allocated=ResourceVector({"cpu": 1000}),
+        creation="2026-01-01T00:00:00Z",
+        uid="2",
+    )
+
+    def first(plugins: tuple[str, ...]) -> str:
+        return min((important, small), key=lambda j: job_order_key(j, TOTAL, NOW, plugins)).key
+
+    assert first(job_order_plugins(default_config())) == "ns/important"  # priority decides
+    assert first(job_order_plugins(drf_first)) == "ns/small"  # the smaller share first
