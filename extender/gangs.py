@@ -87,7 +87,10 @@ class GangScheduler(GangVerbs):
         pipelined_wait: float = 0.5,
         placement: Prefer = "binpack",
         job_order: tuple[str, ...] = JOB_ORDER_PLUGINS,
+        actions: Iterable[str] = ("preempt", "reclaim"),
     ) -> None:
+        # The conf's actions that may evict (Volcano's reclaim and preempt).
+        self.eviction_actions = frozenset(actions) & {"preempt", "reclaim"}
         # The conf's JobOrder plugins, in its order (`plugins.job_order.job_order_plugins`).
         self.job_order = job_order
         self.cache = cache
@@ -576,6 +579,7 @@ class GangScheduler(GangVerbs):
                 priority=self._priority(snapshot, group),
                 over_share=over_share,
                 prefer=self.placement,
+                actions=self.eviction_actions,
             ),
             queue_pass.model if queue_pass is not None else None,
             queue_pass.inputs if queue_pass is not None else None,

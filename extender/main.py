@@ -84,6 +84,7 @@ class Extender:
             pipelined_wait=args.pipelined_wait,
             placement=framework.gang_placement,
             job_order=job_order_plugins(config),
+            actions=config.actions,
         )
         metrics.registry.register(QueueCollector(lambda: gangs.queue_pass))
         warning = check_timeouts(args.gang_timeout, args.scheduler_bind_timeout)

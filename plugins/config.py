@@ -169,9 +169,11 @@ _FLAGS_DEFAULT_FALSE = frozenset({"enableHierarchy"})
 
 _TOP_LEVEL_KEYS = ("actions", "tiers", "configurations", "metrics")
 
-# Volcano's default (pkg/scheduler/util.go) plus binpack, as the helm chart ships it.
+# Volcano's default (pkg/scheduler/util.go) plus binpack, as the helm chart ships it, and the
+# reclaim and preempt actions: without a conf, vulcan gives a queue its deserved share back and
+# lets a higher-priority gang preempt within its queue (a conf without them turns both off).
 DEFAULT_SCHEDULER_CONF = """\
-actions: "enqueue, allocate, backfill"
+actions: "enqueue, allocate, preempt, reclaim, backfill"
 tiers:
 - plugins:
   - name: priority

@@ -1,7 +1,7 @@
 """Volcano's reclaim and preempt actions for a gang, as pure decisions over a snapshot
 (spec/volcano.md §3.7, §3.8): which whole units to evict so the gang can be placed.
 
-A gang that passed its queue's checks but does not fit:
+A gang that passed its queue's checks but does not fit (each action only when the conf lists it):
 - **reclaim** first, when its queue may still grow (`preemptive`: below its deserved share):
   whole units of other, reclaimable queues that hold more than they deserve (never below a
   guarantee, the share model's VictimJudge);
@@ -49,6 +49,7 @@ class EvictionRequest:
     priority: int
     over_share: str | None = None
     prefer: Prefer = "binpack"
+    actions: frozenset[str] = frozenset({"reclaim", "preempt"})  # the conf's, of these two
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +125,8 @@ def choose_evictions(
         return None
     attempts: list[tuple[str, Any, Any]] = []
     if (
-        request.over_share is None
+        "reclaim" in request.actions
+        and request.over_share is None
         and model is not None
         and inputs is not None
         and model.preemptive(group.queue, request.demand)
@@ -137,7 +139,9 @@ def choose_evictions(
                 lambda unit: judge.take(unit.queue, unit.freed),
             )
         )
-    attempts.append(("preempt", preemptable_by(group.queue, request.priority, group.key), None))
+    if "preempt" in request.actions:
+        eligible = preemptable_by(group.queue, request.priority, group.key)
+        attempts.append(("preempt", eligible, None))
 
     def plan_without(chosen: list[VictimUnit]) -> Plan | None:
         if not chosen:

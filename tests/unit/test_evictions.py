@@ -4,6 +4,7 @@ stopping and the reprieve."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from core.cache import ClusterCache, Snapshot
@@ -135,3 +136,21 @@ def test_units_being_freed_are_no_victims() -> None:
     snap = snapshot([node("n1")], [new], [pod("x", None, "n1", cpu=4), *members])
     assert victim_units(snap, new.key, {"ns/x"}, lambda p: "q") == []
     assert [u.pods for u in victim_units(snap, new.key, set(), lambda p: "q")] == [("ns/x",)]
+
+
+def test_an_action_left_out_of_the_conf_evicts_nothing() -> None:
+    new = group("new", 1)
+    members = [pod("new-0", "new", priority=10, cpu=4)]
+    snap = snapshot([node("n1")], [new], [pod("x", None, "n1", cpu=4), *members])
+    units = victim_units(snap, new.key, set(), lambda p: "q")
+    request = EvictionRequest(
+        need=1,
+        per_task={},
+        reserved={},
+        demand=ResourceVector({"cpu": 4000}),
+        priority=10,
+        actions=frozenset({"reclaim"}),  # a conf without preempt
+    )
+    assert choose_evictions(snap, new, members, units, request, None, None) is None
+    with_preempt = dataclasses.replace(request, actions=frozenset({"preempt"}))
+    assert choose_evictions(snap, new, members, units, with_preempt, None, None) is not None

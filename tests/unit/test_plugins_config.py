@@ -63,7 +63,7 @@ def names(config, tier: int) -> list[str]:
 
 def test_default_configuration() -> None:
     config = default_config()
-    assert config.actions == ["enqueue", "allocate", "backfill"]
+    assert config.actions == ["enqueue", "allocate", "preempt", "reclaim", "backfill"]
     assert len(config.tiers) == 2
     assert names(config, 0) == ["priority", "gang", "conformance"]
     assert names(config, 1) == [
