@@ -22,7 +22,7 @@ from plugins.config import ConfigError, int_argument
 
 if TYPE_CHECKING:  # annotations only: plugins.framework imports this module
     from core.resources import ResourceVector
-    from plugins.framework import NodeState
+    from plugins.node_state import NodeState
 
 __all__ = ["BinpackPlugin"]
 

@@ -17,12 +17,12 @@ from __future__ import annotations
 import functools
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from core.resources import ResourceVector
 from plugins.binpack import BinpackPlugin
 from plugins.config import ConfigError, SchedulerConfig
+from plugins.node_state import NodeState
 from plugins.nodeorder import NodeOrderPlugin
 from plugins.placement import Prefer
 
@@ -36,19 +36,6 @@ __all__ = [
 
 # kube-scheduler's MaxExtenderPriority: extender scores are integers in 0..10.
 MAX_EXTENDER_PRIORITY = 10
-
-
-@dataclass(slots=True, frozen=True)
-class NodeState:
-    """What scoring needs to know about one candidate node.
-
-    `requested` is everything already on or reserved for the node (the extender's cache plus its
-    reservations), NOT including the pod being scored: plugins add the pod's request themselves.
-    """
-
-    name: str
-    allocatable: ResourceVector
-    requested: ResourceVector
 
 
 class ScorePlugin(Protocol):

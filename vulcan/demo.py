@@ -17,12 +17,10 @@ Every wait polls the API server with a deadline.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import io
 import shutil
-import signal
 import sys
 import tempfile
 import time
@@ -33,12 +31,18 @@ from typing import Any
 import aiohttp
 import orjson
 
+from vulcan.demo_cluster import (
+    NODE_PROFILE,
+    NODES,
+    _cluster_args,
+    _interruptible,
+    _stop_fully,
+)
+
 # ---------------------------------------------------------------------------- the gang demo
 
 JOBS = ("tf-a", "tf-b")
 WORKERS = 4  # per job, and PodGroup minMember: a worker alone cannot train
-NODES = 4
-NODE_PROFILE = "cpu=8,memory=32Gi,nvidia.com/gpu=1"
 RUN_TIME = 2.0  # seconds each worker runs once its whole gang runs
 NAMESPACE = "default"
 JOB_LABEL = "vulcan.sh/demo-job"
@@ -49,7 +53,6 @@ POLL = 0.1
 PLACE_TIMEOUT = 30.0
 STALL_WINDOW = 3 * RUN_TIME
 VULCAN_TIMEOUT = 60.0
-START_TIMEOUT = 60.0
 # Bindings of a gang land one by one: a gang seen partially placed for less than this is just
 # its binds landing, not a half-placed gang.
 BIND_SLACK = 0.5
@@ -203,28 +206,6 @@ class Run:
         return snap
 
 
-def _cluster_args(
-    state_dir: Path, with_extender: bool, extra: tuple[str, ...] = ()
-) -> argparse.Namespace:
-    """`vulcan sim up`'s flags, parsed by its own parser so every default stays its own."""
-    from vulcan.sim_flags import add_up_flags
-
-    parser = argparse.ArgumentParser(add_help=False)
-    add_up_flags(parser)
-    argv = [
-        "--nodes",
-        str(NODES),
-        "--node-profile",
-        NODE_PROFILE,
-        "--state-dir",
-        str(state_dir),
-        "--start-timeout",
-        str(START_TIMEOUT),
-        *extra,
-    ]
-    return parser.parse_args([*argv, "--with-extender"] if with_extender else argv)
-
-
 @contextlib.asynccontextmanager
 async def _cluster(state_dir: Path, with_extender: bool) -> Any:
     from vulcan.sim_up import Cluster
@@ -248,29 +229,6 @@ async def _cluster(state_dir: Path, with_extender: bool) -> Any:
     finally:
         (state_dir / "sim-up.txt").write_text(captured.getvalue())
         await _stop_fully(cluster)
-
-
-async def _stop_fully(cluster: Any) -> None:
-    """Stop the cluster even when Ctrl-C cancels us meanwhile: a stop cut short would leave the
-    API server process running (the children have their own session, so the terminal's SIGINT
-    does not reach them). The cancellation is passed on once the cluster is down."""
-
-    async def stop() -> None:
-        with contextlib.redirect_stdout(io.StringIO()):
-            await cluster.stop()
-
-    stopping = asyncio.ensure_future(stop())
-    cancelled = False
-    while True:
-        try:
-            await asyncio.shield(stopping)
-            break
-        except asyncio.CancelledError:
-            if stopping.done():
-                break
-            cancelled = True
-    if cancelled:
-        raise asyncio.CancelledError
 
 
 @dataclass
@@ -473,21 +431,6 @@ async def _gang() -> int:
         flush=True,
     )
     return 0 if ok else 1
-
-
-async def _interruptible(coro: Any) -> int:
-    """Ctrl-C / SIGTERM cancel the demo, whose `finally`s stop the clusters."""
-    task = asyncio.current_task()
-    assert task is not None
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, task.cancel)
-    try:
-        return int(await coro)
-    except asyncio.CancelledError:
-        task.uncancel()
-        print("\ninterrupted; clusters stopped", file=sys.stderr, flush=True)
-        return 130
 
 
 def run_gang() -> int:

@@ -20,7 +20,7 @@ from pathlib import Path
 import yaml
 
 from core.kube.client import JOBFLOWS, JOBTEMPLATES, VCJOBS, ApiError, KubeClient
-from vulcan.demo import _cluster_args, _interruptible, _stop_fully
+from vulcan.demo_cluster import _cluster_args, _interruptible, _stop_fully
 
 PIPELINE = Path(__file__).with_name("examples") / "jobflow-pipeline.yaml"
 FLOW = "pipeline"

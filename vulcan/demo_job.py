@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from core.kube.client import CONFIGMAPS, PODGROUPS, PODS, VCJOBS, ApiError, KubeClient
-from vulcan.demo import _cluster_args, _interruptible, _stop_fully
+from vulcan.demo_cluster import _cluster_args, _interruptible, _stop_fully
 
 JOB = "tensorflow-benchmark"
 TTL = 3
