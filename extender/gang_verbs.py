@@ -50,6 +50,7 @@ class GangVerbs:
     admitted: set[str]
     reasons: dict[str, str]
     pipelined_wait: float
+    gang_enabled: bool
     _refused: dict[str, set[str]]
     _bound_counts: dict[str, tuple[Any, int, dict[str, int]]]
 
@@ -81,6 +82,8 @@ class GangVerbs:
                 self.poke()  # not judged yet (the pass will have seen every later change)
             reason = self.reasons.get(key) or f"gang {key}: waiting for admission"
             return [], {}, dict.fromkeys(candidates, reason)
+        if not self.gang_enabled:
+            return None  # enqueued; without the gang plugin each member is placed on its own
         reservation = self.ledger.reservation_of(pod.key)
         if (
             reservation is not None
@@ -172,7 +175,7 @@ class GangVerbs:
         (the caller binds it at once). Raises BindError."""
         pod_key = f"{args.pod_namespace}/{args.pod_name}"
         record = self.cache.pods.get(pod_key)
-        if record is None or record.group is None:
+        if record is None or record.group is None or not self.gang_enabled:
             return False
         group = self.cache.podgroups.get(record.group)
         if group is None:
@@ -223,6 +226,8 @@ class GangVerbs:
         key = group_of(pod)
         if key is not None and key not in self.admitted:
             return {}  # a waiting gang never triggers preemption
+        if not self.gang_enabled:
+            return victims  # no gangs to keep whole
         kept: dict[str, tuple[list[str], int]] = {}
         by_uid = {p.uid: p for p in self.cache.pods.values()} if victims else {}
         for node, (uids, pdb) in victims.items():

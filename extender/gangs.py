@@ -88,7 +88,12 @@ class GangScheduler(GangVerbs):
         placement: Prefer = "binpack",
         job_order: tuple[str, ...] = JOB_ORDER_PLUGINS,
         actions: Iterable[str] = ("preempt", "reclaim"),
+        gang_enabled: bool = True,
     ) -> None:
+        # Without the conf's `gang` plugin a PodGroup is only enqueued (queue and overcommit
+        # rules); its members are then placed one by one, with no whole-gang placement and no
+        # bind barrier (Volcano without gang: jobs may end up half placed).
+        self.gang_enabled = gang_enabled
         # The conf's actions that may evict (Volcano's reclaim and preempt).
         self.eviction_actions = frozenset(actions) & {"preempt", "reclaim"}
         # The conf's JobOrder plugins, in its order (`plugins.job_order.job_order_plugins`).
@@ -300,6 +305,13 @@ class GangScheduler(GangVerbs):
             # Placed whole already (e.g. before a restart): later members (an elastic gang
             # growing, a replacement pod) go through filter as members of an admitted gang.
             self.admitted.add(key)
+        elif not self.gang_enabled and key not in self.admitted and not view.completed:
+            reason = self._enqueue(group, total, used)
+            if reason is None:
+                self.admitted.add(key)
+                self._release_admitted(view)
+            self.writer.podgroup_status(group, view, reason is None, reason)
+            return False
         elif group.job_owned and view.created == 0 and group.phase in ("Pending", ""):
             # A vcjob's pods are created only once its PodGroup is Inqueue: Volcano's enqueue
             # admits it on minResources alone (queue and overcommit), and its gang is placed
@@ -435,7 +447,8 @@ class GangScheduler(GangVerbs):
             for name, amount in group.min_resources.items():
                 used[name] = used.get(name, 0) + amount
         self.reasons.pop(key, None)
-        self.writer.group_event(group, NORMAL, "Enqueued", "enqueued: its job creates the pods now")
+        note = "enqueued: its job creates the pods now" if group.job_owned else "enqueued"
+        self.writer.group_event(group, NORMAL, "Enqueued", note)
         return None
 
     def admit(

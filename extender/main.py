@@ -85,6 +85,7 @@ class Extender:
             placement=framework.gang_placement,
             job_order=job_order_plugins(config),
             actions=config.actions,
+            gang_enabled=config.plugin("gang") is not None,
         )
         metrics.registry.register(QueueCollector(lambda: gangs.queue_pass))
         warning = check_timeouts(args.gang_timeout, args.scheduler_bind_timeout)

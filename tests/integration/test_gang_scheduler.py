@@ -47,12 +47,21 @@ def worker(job: str, index: int, task: str = "worker") -> dict[str, Any]:
     }
 
 
-async def started(client: KubeClient) -> tuple[ClusterCache, GangScheduler]:
+async def started(
+    client: KubeClient, *, gang_enabled: bool = True
+) -> tuple[ClusterCache, GangScheduler]:
     cache = ClusterCache()
     cache.start(client)
     await cache.wait_synced(10)
     binder = Binder(client)
-    gangs = GangScheduler(cache, GangLedger(cache.bump_node), client, binder.bind, gang_timeout=5)
+    gangs = GangScheduler(
+        cache,
+        GangLedger(cache.bump_node),
+        client,
+        binder.bind,
+        gang_timeout=5,
+        gang_enabled=gang_enabled,
+    )
     gangs.start(enqueue=False)  # passes are driven by the test, one at a time
     return cache, gangs
 
@@ -580,6 +589,43 @@ async def test_a_member_refused_while_its_slot_is_held_is_released_when_it_frees
             while not await _stamped(client, "job-worker-0"):
                 await asyncio.sleep(0.02)
         assert "default/job-worker-0" not in gangs.slots
+    finally:
+        await gangs.stop()
+        await cache.stop()
+
+
+async def test_without_the_gang_plugin_groups_are_only_enqueued_and_members_go_one_by_one(
+    client: KubeClient,
+) -> None:
+    """A conf without `gang`: both 4-GPU jobs are enqueued on 4 GPUs (no whole-gang placement),
+    nothing is reserved, filter leaves every member to the plain path, and bind holds none:
+    the jobs can end half placed each (why one keeps `gang` on)."""
+    nodes = [f"gpu-{i}" for i in range(4)]
+    for name in nodes:
+        await add_gpu_node(client, name)
+    for job in ("tf-a", "tf-b"):
+        await client.create(
+            PODGROUPS,
+            {"metadata": {"name": job, "namespace": "default"}, "spec": {"minMember": 4}},
+        )
+    pods = {}
+    for index in range(4):
+        for job in ("tf-a", "tf-b"):
+            pod = await client.create(PODS, worker(job, index))
+            pods[pod["metadata"]["name"]] = pod
+    cache, gangs = await started(client, gang_enabled=False)
+    try:
+        await until(lambda: len(cache.pods) == 8 and len(cache.podgroups) == 2)
+        gangs.schedule_pass()
+        assert gangs.admitted == {"default/tf-a", "default/tf-b"}
+        assert not gangs.ledger.by_node  # nothing reserved
+        for name in ("tf-a-worker-0", "tf-b-worker-0"):
+            assert gangs.filter(pod_info(pods[name]), nodes) is None  # the plain path decides
+        member = pods["tf-a-worker-1"]
+        args = BindingArgs(
+            member["metadata"]["name"], "default", member["metadata"]["uid"], "gpu-1"
+        )
+        assert await gangs.bind(args) is False  # not held: bound at once by the caller
     finally:
         await gangs.stop()
         await cache.stop()
