@@ -59,6 +59,9 @@ class Extender:
                 "scheduler configuration read once at start; restart the extender to change it",
                 extra={"config": args.config},
             )
+        # Everything the conf decides is read before connecting: a bad argument fails first.
+        framework = Framework(config)
+        factor = _overcommit_factor(args, config)
         # A gang's commit sends all its Bindings at once: Go's clients multiplex them over
         # HTTP/2 (250 streams per connection by default), ours need a connection each.
         options = dataclasses.replace(options_from_args(args), connections=API_SERVER_CONNECTIONS)
@@ -67,7 +70,6 @@ class Extender:
         metrics = ExtenderMetrics()
         binder = Binder(client, on_result=lambda result: metrics.binds.labels(result).inc())
         ledger = GangLedger(cache.bump_node)
-        framework = Framework(config)
         gangs = GangScheduler(
             cache,
             ledger,
@@ -75,7 +77,7 @@ class Extender:
             binder.bind,
             gang_timeout=args.gang_timeout,
             backoff=args.gang_backoff,
-            overcommit_factor=_overcommit_factor(args, config),
+            overcommit_factor=factor,
             queue_policy=QueuePolicy(config),
             observe_pass=metrics.schedule_pass_duration.observe,
             gang_metrics=metrics.gangs,
