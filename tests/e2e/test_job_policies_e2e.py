@@ -165,19 +165,49 @@ def test_a_node_failure_restarts_the_job(cluster: SimCluster) -> None:
         assert phase(cluster, "survivor") == "Restarting"
     finally:
         cluster.kubectl("annotate", "node", node, "vulcan.sh/sim-node-state-")
-    wait_for(
-        "survivor to run again as version 1",
-        lambda: (
-            phase(cluster, "survivor") == "Running"
-            and {
-                p["metadata"]["annotations"]["volcano.sh/job-version"]
-                for p in pods(cluster, "survivor")
-            }
-            == {"1"}
-        ),
-        90,
-    )
+    try:
+        wait_for(
+            "survivor to run again as version 1",
+            lambda: (
+                phase(cluster, "survivor") == "Running"
+                and {
+                    p["metadata"]["annotations"]["volcano.sh/job-version"]
+                    for p in pods(cluster, "survivor")
+                }
+                == {"1"}
+            ),
+            90,
+        )
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{_diagnosis(cluster, 'survivor')}") from None
     cluster.kubectl("delete", "vcjob", "survivor")
+
+
+def _diagnosis(cluster: SimCluster, name: str) -> str:
+    """What a stuck job looks like (this test once timed out in CI; say where it stopped)."""
+    lines = [f"job status: {status(cluster, name)}"]
+    for pod in pods(cluster, name):
+        meta, pod_status = pod["metadata"], pod.get("status") or {}
+        lines.append(
+            f"pod {meta['name']} v{meta['annotations'].get('volcano.sh/job-version')} "
+            f"node={pod['spec'].get('nodeName')} phase={pod_status.get('phase')} "
+            f"deleting={bool(meta.get('deletionTimestamp'))} "
+            f"conditions={pod_status.get('conditions')} "
+            f"annotations={ {k: v for k, v in meta['annotations'].items() if 'vulcan' in k} }"
+        )
+    groups = cluster.get("/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups")
+    for group in groups.get("items") or ():
+        if group["metadata"]["name"].startswith(f"{name}-"):
+            lines.append(f"podgroup {group['metadata']['name']}: {group.get('status')}")
+    for event in cluster.events(name)[-15:]:
+        lines.append(f"event {event.get('reason')}: {event.get('note')}")
+    logs = cluster.state / "logs"
+    for component in ("controllers", "extender", "scheduler", "kubelets"):
+        for path in sorted(logs.glob(f"*{component}*")):
+            tail = path.read_text(errors="replace").splitlines()[-20:]
+            lines.append(f"--- {path.name} (last 20 lines)")
+            lines.extend(tail)
+    return "\n".join(lines)
 
 
 def test_abort_and_resume_commands_issued_with_kubectl(cluster: SimCluster) -> None:
