@@ -291,12 +291,14 @@ class JobFlowController:
         meta = flow["metadata"]
         if used.get(step, 0) < attempt:
             used[step] = attempt
-            await self.client.patch(
+            written = await self.client.patch(
                 JOBFLOWS,
                 meta["name"],
                 {"metadata": {"annotations": {fs.ANNOTATION_RETRIES_USED: json.dumps(used)}}},
                 meta["namespace"],
             )
+            # The status written at the end of this sync goes on from this version.
+            meta["resourceVersion"] = written["metadata"]["resourceVersion"]
         limit = fs.max_retries(meta.get("annotations") or {}, step)
         self._event(
             flow,
