@@ -9,17 +9,10 @@ change of what a user would watch (`kubectl get vcjob,pg,pods`); exit 0 once it 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import io
-import shutil
-import tempfile
-import time
-from pathlib import Path
 from typing import Any
 
 from core.kube.client import CONFIGMAPS, PODGROUPS, PODS, VCJOBS, ApiError, KubeClient
-from vulcan.demo_cluster import _cluster_args, _interruptible, _stop_fully
+from vulcan.demo_cluster import Watch, controllers_demo, run_demo
 
 JOB = "tensorflow-benchmark"
 TTL = 3
@@ -100,59 +93,31 @@ async def _hosts(client: KubeClient) -> str:
 
 
 async def _job_demo() -> int:
-    from vulcan.sim_up import Cluster
+    async def body(watch: Watch) -> bool:
+        await watch.client.create(VCJOBS, tensorflow_job())
+        watch.say("kubectl create -f tensorflow-job.yaml")
+        hosts = ""
 
-    began = time.monotonic()
-    print(
+        async def look() -> tuple[str, bool | None]:
+            line, gone = await _state(watch.client)
+            return line, True if gone else None
+
+        async def show_hosts() -> None:
+            nonlocal hosts
+            if not hosts and (hosts := await _hosts(watch.client)):
+                print(f"           svc plugin: /etc/volcano/worker.host lists {hosts}")
+
+        return await watch.follow(look, TIMEOUT, after=show_hosts)
+
+    return await controllers_demo(
+        "job",
         f"vulcan demo job: Volcano's TensorFlow job (1 ps + 2 workers, plugins env and svc, "
         f"workers' TaskCompleted -> CompleteJob, ttlSecondsAfterFinished {TTL}) on the "
         "embedded cluster with vulcan's extender and controllers.",
-        flush=True,
+        body,
+        "the job ran, completed and was cleaned up",
     )
-    state_dir = Path(tempfile.mkdtemp(prefix="vulcan-demo-job-"))
-    args = _cluster_args(state_dir, True)
-    args.with_controllers = True
-    cluster = Cluster(args)
-    ok = False
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            await cluster.start()
-        client = cluster.client
-        assert client is not None
-        await client.create(VCJOBS, tensorflow_job())
-        print(f"  {time.monotonic() - began:5.1f}s  kubectl create -f tensorflow-job.yaml")
-        last, hosts = "", ""
-        deadline = time.monotonic() + TIMEOUT
-        while time.monotonic() < deadline:
-            line, gone = await _state(client)
-            if line != last:
-                print(f"  {time.monotonic() - began:5.1f}s  {line}", flush=True)
-                last = line
-            if not hosts and (hosts := await _hosts(client)):
-                print(f"           svc plugin: /etc/volcano/worker.host lists {hosts}")
-            if gone:
-                ok = True
-                break
-            await asyncio.sleep(0.1)
-    finally:
-        await _stop_fully(cluster)
-        if ok:
-            shutil.rmtree(state_dir, ignore_errors=True)
-        else:
-            print(f"logs kept in {state_dir}", flush=True)
-    print(
-        f"\ndemo finished in {time.monotonic() - began:.1f}s: "
-        f"{'the job ran, completed and was cleaned up' if ok else 'FAILED'}",
-        flush=True,
-    )
-    return 0 if ok else 1
 
 
 def run_job() -> int:
-    import logging
-
-    from vulcan.logs import setup_logging
-    from vulcan.sim_commands import run_async
-
-    setup_logging("text", logging.WARNING)
-    return int(run_async(_interruptible(_job_demo())))
+    return run_demo(_job_demo)
