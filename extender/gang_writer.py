@@ -52,33 +52,13 @@ class GangWriter:
     def group_event(self, group: PodGroupRecord, type_: str, reason: str, note: str) -> None:
         if self.recorder is None:
             return
-        self.recorder.record(
-            {
-                "apiVersion": "scheduling.volcano.sh/v1beta1",
-                "kind": "PodGroup",
-                "namespace": group.namespace,
-                "name": group.name,
-                "uid": group.uid,
-            },
-            type_,
-            reason,
-            note,
-        )
+        ref = PODGROUPS.reference(group.name, group.namespace, group.uid)
+        self.recorder.record(ref, type_, reason, note)
 
     def pod_event(self, pod: PodRecord, type_: str, reason: str, note: str) -> None:
         if self.recorder is not None:
-            self.recorder.record(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "namespace": pod.namespace,
-                    "name": pod.name,
-                    "uid": pod.uid,
-                },
-                type_,
-                reason,
-                note,
-            )
+            ref = PODS.reference(pod.name, pod.namespace, pod.uid)
+            self.recorder.record(ref, type_, reason, note)
 
     # ------------------------------------------------------------------ status
 

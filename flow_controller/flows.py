@@ -140,7 +140,8 @@ class JobFlowController:
     def _give_up(self, key: str, exc: BaseException) -> None:
         namespace, name = key.split("/", 1)
         flow = self.flows.items.get(key)
-        warn_given_up(self.recorder, self._ref(namespace, name, flow.uid if flow else ""), key, exc)
+        ref = JOBFLOWS.reference(name, namespace, flow.uid if flow else "")
+        warn_given_up(self.recorder, ref, key, exc)
 
     # ------------------------------------------------------------------ reconcile
 
@@ -440,18 +441,11 @@ class JobFlowController:
     def _event(self, flow: dict[str, Any], type_: str, reason: str, note: str) -> None:
         meta = flow["metadata"]
         self.recorder.record(
-            self._ref(meta["namespace"], meta["name"], meta.get("uid", "")), type_, reason, note
+            JOBFLOWS.reference(meta["name"], meta["namespace"], meta.get("uid", "")),
+            type_,
+            reason,
+            note,
         )
-
-    @staticmethod
-    def _ref(namespace: str, name: str, uid: str) -> dict[str, str]:
-        return {
-            "apiVersion": JOBFLOWS.api_version,
-            "kind": "JobFlow",
-            "namespace": namespace,
-            "name": name,
-            "uid": uid,
-        }
 
 
 def _retries_used(annotations: dict[str, str]) -> dict[str, int]:

@@ -236,13 +236,7 @@ class JobEvents:
             raise
         job = command.target.get("name", "")
         self.recorder.record(
-            {
-                "apiVersion": VCJOBS.api_version,
-                "kind": "Job",
-                "namespace": namespace,
-                "name": job,
-                "uid": command.target.get("uid", ""),
-            },
+            VCJOBS.reference(job, namespace, command.target.get("uid", "")),
             NORMAL,
             "CommandIssued",
             f"Start to execute command {command.action}",

@@ -31,16 +31,6 @@ def _epoch(stamp_: str) -> float:
     return datetime.fromisoformat(stamp_.replace("Z", "+00:00")).timestamp()
 
 
-def job_reference(namespace: str, name: str, uid: str) -> dict[str, str]:
-    return {
-        "apiVersion": VCJOBS.api_version,
-        "kind": "Job",
-        "namespace": namespace,
-        "name": name,
-        "uid": uid,
-    }
-
-
 class JobWriter:
     def __init__(
         self,
@@ -222,18 +212,8 @@ class JobWriter:
 
     def event(self, job: dict[str, Any], type_: str, reason: str, note: str) -> None:
         meta = job["metadata"]
-        self.recorder.record(
-            {
-                "apiVersion": VCJOBS.api_version,
-                "kind": "Job",
-                "namespace": meta["namespace"],
-                "name": meta["name"],
-                "uid": meta.get("uid", ""),
-            },
-            type_,
-            reason,
-            note,
-        )
+        ref = VCJOBS.reference(meta["name"], meta["namespace"], meta.get("uid", ""))
+        self.recorder.record(ref, type_, reason, note)
 
     async def delete_podgroup(self, job: dict[str, Any]) -> None:
         meta = job["metadata"]

@@ -44,7 +44,7 @@ from flow_controller.job_state import (
     resolve_action,
 )
 from flow_controller.job_status import Tally, job_status, task_ready
-from flow_controller.job_writer import JobWriter, job_reference
+from flow_controller.job_writer import JobWriter
 
 log = logging.getLogger("vulcan.controllers.job")
 
@@ -116,7 +116,7 @@ class JobController:
         leaving it half-done. The requests that kept failing are dropped (Volcano forgets
         them); if terminating is what failed, the job is given up (`FailedSync`)."""
         namespace, name = key.split("/", 1)
-        ref = job_reference(namespace, name, getattr(self.jobs.items.get(key), "uid", ""))
+        ref = VCJOBS.reference(name, namespace, getattr(self.jobs.items.get(key), "uid", ""))
         action = self._acting.pop(key, SYNC_JOB)
         self.events.take(key)
         warn_given_up(self.recorder, ref, f"job {key}", exc)

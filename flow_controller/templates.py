@@ -64,13 +64,7 @@ class JobTemplateController:
     def _give_up(self, key: str, exc: BaseException) -> None:
         namespace, name = key.split("/", 1)
         template = self.templates.items.get(key)
-        ref = {
-            "apiVersion": JOBTEMPLATES.api_version,
-            "kind": "JobTemplate",
-            "namespace": namespace,
-            "name": name,
-            "uid": template.uid if template else "",
-        }
+        ref = JOBTEMPLATES.reference(name, namespace, template.uid if template else "")
         warn_given_up(self.recorder, ref, f"jobtemplate {key}", exc)
 
     async def reconcile(self, key: str) -> None:

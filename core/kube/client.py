@@ -93,6 +93,13 @@ class Resource:
     def api_version(self) -> str:
         return f"{self.group}/{self.version}" if self.group else self.version
 
+    def reference(self, name: str, namespace: str = "", uid: str = "") -> dict[str, str]:
+        """An object of this kind as an event's `regarding` (or any object reference)."""
+        ref = {"apiVersion": self.api_version, "kind": self.kind, "name": name, "uid": uid}
+        if namespace:
+            ref["namespace"] = namespace
+        return ref
+
     def path(
         self,
         namespace: str | None = None,
