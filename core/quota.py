@@ -14,8 +14,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
 from core.resources import (
     CPU,
     EPHEMERAL_STORAGE,
@@ -24,6 +22,7 @@ from core.resources import (
     ResourceVector,
     format_quantity,
     pod_requests,
+    pod_resources_key,
 )
 
 COUNT_PODS = "count/pods"
@@ -74,30 +73,13 @@ _USAGE_MEMO: dict[bytes, dict[str, int]] = {}
 _USAGE_MEMO_SIZE = 4096
 
 
-def _usage_key(spec: Mapping[str, Any]) -> bytes | None:
-    try:
-        return orjson.dumps(
-            (
-                [c.get("resources") for c in spec.get("containers") or ()],
-                [
-                    (c.get("resources"), c.get("restartPolicy"))
-                    for c in spec.get("initContainers") or ()
-                ],
-                spec.get("overhead"),
-                spec.get("resources"),
-            )
-        )
-    except (AttributeError, TypeError, orjson.JSONEncodeError):
-        return None  # not plain JSON: compute without the memo
-
-
 def pod_quota_usage(spec: Mapping[str, Any], *, terminal: bool = False) -> dict[str, int]:
     """Quota name -> amount (cpu in millicores, bytes, counts). Unparseable quantities count
     as nothing: the API server has validated stored pods, so this only guards odd input.
     The mapping returned is shared between equal pods: read it, never change it."""
     if terminal:
         return _FINISHED
-    key = _usage_key(spec)
+    key = pod_resources_key(spec, ("quota",))
     if key is not None:
         known = _USAGE_MEMO.get(key)
         if known is not None:

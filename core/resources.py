@@ -799,7 +799,10 @@ _REQUESTS_MEMO: dict[bytes, ResourceVector] = {}
 _REQUESTS_MEMO_SIZE = 4096
 
 
-def _requests_key(spec: Mapping[str, Any], flags: tuple[bool, bool, bool, bool]) -> bytes | None:
+def pod_resources_key(spec: Mapping[str, Any], flags: tuple[Any, ...] = ()) -> bytes | None:
+    """A memo key for what a pod's resource sums are computed from (its containers' and init
+    containers' resources, restart policies, overhead, pod-level resources), with `flags`
+    saying which sum; None when the spec is not plain JSON (compute it without a memo)."""
     try:
         return orjson.dumps(
             (
@@ -830,7 +833,11 @@ def _pod_requests(
     if "containers" not in spec and "spec" in spec:
         raise TypeError("pod_requests needs pod['spec'], not the whole pod")
     flags = (count_pod, from_limits, pod_level, non_missing is None)
-    key = _requests_key(spec, flags) if non_missing is None or non_missing is _NON_MISSING else None
+    key = (
+        pod_resources_key(spec, flags)
+        if non_missing is None or non_missing is _NON_MISSING
+        else None
+    )
     if key is not None:
         known = _REQUESTS_MEMO.get(key)
         if known is not None:
