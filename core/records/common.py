@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import orjson
 
 from core.resources import ResourceVector
 
 NO_LABELS: dict[str, str] = {}
+T = TypeVar("T")
 intern = sys.intern
 
 # Shared values are capped: past this many distinct ones, a pathological variety of shapes
@@ -30,30 +31,27 @@ def opt(value: Any) -> str | None:
     return intern(value) if isinstance(value, str) and value else None
 
 
+def _share(table: dict[Any, T], signature: Any, value: T) -> T:
+    known = table.get(signature)
+    if known is None:
+        if len(table) > _SHARED_LIMIT:
+            return value
+        table[signature] = known = value
+    return known
+
+
 def shared_vector(vector: ResourceVector) -> ResourceVector:
     """One object for every equal vector: the pods of a job all request the same, and 100,000
     pods then hold a few hundred vectors instead of 100,000 (vectors are never mutated)."""
-    signature = tuple(sorted(vector.items()))
-    known = _VECTORS.get(signature)
-    if known is None:
-        if len(_VECTORS) > _SHARED_LIMIT:
-            return vector
-        _VECTORS[signature] = known = vector
-    return known
+    return _share(_VECTORS, tuple(sorted(vector.items())), vector)
 
 
 def shared_mapping(mapping: dict[str, Any]) -> dict[str, Any]:
-    """One dict for every equal small mapping of hashable values (the picked annotations of a
-    job's pods, their quota usage): records never mutate them."""
+    """One dict for every equal small mapping of hashable values (the picked annotations and
+    labels of a job's pods): records never mutate them."""
     if not mapping:
         return NO_LABELS
-    signature = tuple(sorted(mapping.items()))
-    known = _MAPPINGS.get(signature)
-    if known is None:
-        if len(_MAPPINGS) > _SHARED_LIMIT:
-            return mapping
-        _MAPPINGS[signature] = known = mapping
-    return known
+    return _share(_MAPPINGS, tuple(sorted(mapping.items())), mapping)
 
 
 def pick(source: Mapping[str, str] | None, names: tuple[str, ...]) -> dict[str, str]:
