@@ -312,10 +312,17 @@ class GangScheduler(GangVerbs):
                 self._release_admitted(view)
             self.writer.podgroup_status(group, view, reason is None, reason)
             return False
-        elif group.job_owned and view.created == 0 and group.phase in ("Pending", ""):
+        elif (
+            group.job_owned
+            and group.phase in ("Pending", "")
+            and (view.created == 0 or not gangs.valid(view)[0])
+        ):
             # A vcjob's pods are created only once its PodGroup is Inqueue: Volcano's enqueue
-            # admits it on minResources alone (queue and overcommit), and its gang is placed
-            # when the pods arrive.
+            # admits it on minResources alone (queue and overcommit; JobValid does not gate
+            # enqueue), and its gang is placed when the pods arrive. Some of its pods may exist
+            # already (created for an earlier group of the same name, e.g. around a restart):
+            # waiting for the rest here would wait for ever, as the job creates them only
+            # once this group is Inqueue.
             reason = self._enqueue(group, total, used)
             self.writer.podgroup_status(group, view, reason is None, reason)
             return False

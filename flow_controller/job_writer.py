@@ -222,7 +222,14 @@ class JobWriter:
         if group is not None:
             self.deleted_groups.add(group.uid)
         try:
-            await self.client.delete(PODGROUPS, name, meta["namespace"])
+            gone = await self.client.delete(PODGROUPS, name, meta["namespace"])
+            # The group deleted may be one this informer has not seen yet (created by the sync
+            # just before): its ADDED event, arriving later, must not pass for the current
+            # group, or pods are created for a group about to disappear.
+            if isinstance(gone, dict) and gone.get("kind") == "PodGroup":
+                uid = (gone.get("metadata") or {}).get("uid")
+                if uid:
+                    self.deleted_groups.add(uid)
             self.metrics.changes.labels("PodGroup", "deleted").inc()
         except ApiError as exc:
             if not exc.not_found:

@@ -243,7 +243,15 @@ class JobController:
                 if v.volume_claim_name
             },
         }
+        # A sync that finishes the job (every pod done) releases what the job holds at once.
+        # Volcano leaves that to the kill its next event runs in the finished phase, so for a
+        # moment a Completed job still has its plugins' objects and its PodGroup.
+        finished = next_phase in FINISHED and phase not in FINISHED
+        if finished:
+            await self._release_plugins(job, spec, new)
         await self.writer.write_status(job, status, new)
+        if finished:
+            await self.writer.delete_podgroup(job)
 
     def _plugins(self, job: dict[str, Any], spec: JobSpec) -> tuple[JobContext, list[Plugin]]:
         meta = job["metadata"]
@@ -345,14 +353,20 @@ class JobController:
             status, spec, tally, phase=next_phase, version=version, retry_count=retry_count
         )
         if full:
-            # Volcano's OnJobDelete: every plugin drops its objects and its marker.
-            ctx, plugins = self._plugins(job, spec)
-            await self.owned.delete(ctx, plugins)
-            new["controlledResources"] = {
-                k: v
-                for k, v in (status.get("controlledResources") or {}).items()
-                if not k.startswith("plugin-")
-            }
+            await self._release_plugins(job, spec, new)
         await self.writer.write_status(job, status, new, running_duration=True)
         if full:
             await self.writer.delete_podgroup(job)
+
+    async def _release_plugins(
+        self, job: dict[str, Any], spec: JobSpec, new: dict[str, Any]
+    ) -> None:
+        """Volcano's OnJobDelete: every plugin drops its objects and its marker (from the
+        status about to be written, `new`)."""
+        ctx, plugins = self._plugins(job, spec)
+        await self.owned.delete(ctx, plugins)
+        new["controlledResources"] = {
+            k: v
+            for k, v in (new.get("controlledResources") or {}).items()
+            if not k.startswith("plugin-")
+        }

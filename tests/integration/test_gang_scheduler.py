@@ -629,3 +629,38 @@ async def test_without_the_gang_plugin_groups_are_only_enqueued_and_members_go_o
     finally:
         await gangs.stop()
         await cache.stop()
+
+
+async def test_a_vcjob_group_with_some_pods_already_is_still_enqueued(client: KubeClient) -> None:
+    """A vcjob's PodGroup re-created around a restart may find one of its pods made already
+    (for the group it replaces): Volcano's enqueue does not look at the pods (JobValid does not
+    gate it), so the group goes Inqueue and the job controller creates the rest. Waiting for
+    every member first would wait for ever: the controller creates them only once Inqueue."""
+    await add_gpu_node(client, "gpu-0")
+    await add_gpu_node(client, "gpu-1")
+    owner = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "name": "survivor",
+        "uid": "0b7e5c7a-0000-4000-8000-000000000001",
+        "controller": True,
+    }
+    await client.create(
+        PODGROUPS,
+        {
+            "metadata": {"name": "survivor", "namespace": "default", "ownerReferences": [owner]},
+            "spec": {"minMember": 2, "minTaskMember": {"worker": 2}},
+        },
+    )
+    await client.create(PODS, worker("survivor", 1))
+    cache, gangs = await started(client)
+    try:
+        await until(lambda: len(cache.pods) == 1 and len(cache.podgroups) == 1)
+        gangs.schedule_pass()
+        # The status write reaches the API server, and this cache through its watch.
+        await until(lambda: cache.podgroups["default/survivor"].phase == "Inqueue")
+        assert "default/survivor" not in gangs.admitted  # placed whole once its pods exist
+        assert not gangs.ledger.by_node
+    finally:
+        await gangs.stop()
+        await cache.stop()
