@@ -23,8 +23,10 @@ if TYPE_CHECKING:
     from core.cache import ClusterCache
     from extender.barrier import BindBarrier
     from extender.ledger import GangLedger
+    from extender.member_release import MemberRelease
     from extender.queues import QueuePass
     from extender.slots import SlotWatch
+    from plugins.session import PassState, Session
 
 
 def group_of(pod: PodInfo) -> str | None:
@@ -51,7 +53,9 @@ class GangVerbs:
     reasons: dict[str, str]
     pipelined_wait: float
     gang_enabled: bool
-    _refused: dict[str, set[str]]
+    session: Session
+    _state: PassState
+    release: MemberRelease
     _bound_counts: dict[str, tuple[Any, int, dict[str, int]]]
 
     def poke(self) -> None: ...
@@ -72,12 +76,12 @@ class GangVerbs:
             return None
         group = self.cache.podgroups.get(key)
         if group is None:
-            self._refused.setdefault(key, set()).add(pod.key)
+            self.release.refused.setdefault(key, set()).add(pod.key)
             reason = f"podgroup {key} not found"
             return [], {}, dict.fromkeys(candidates, reason)
         self._same_generation(group)
         if key not in self.admitted:
-            self._refused.setdefault(key, set()).add(pod.key)
+            self.release.refused.setdefault(key, set()).add(pod.key)
             if key not in self.reasons:
                 self.poke()  # not judged yet (the pass will have seen every later change)
             reason = self.reasons.get(key) or f"gang {key}: waiting for admission"
@@ -161,7 +165,7 @@ class GangVerbs:
         queue = self.cache.queue_of(record)
         if queue is None:
             return None
-        refused = queue_pass.model.allocatable(queue, record.requests)
+        refused = self.session.allocatable(queue, record.requests, self._state)
         if refused:
             return [], {}, dict.fromkeys(candidates, refused)
         queue_pass.model.on_allocated(queue, record.requests)

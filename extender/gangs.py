@@ -1,29 +1,16 @@
-"""Gang scheduling in the extender: admission (enqueue), filter steering, bind hold, preempt veto.
+"""Gang scheduling in the extender: the scheduling pass, and what applies its decisions.
 
-The pieces (shared/spec/gang-design.md §9.3):
-- **Enqueue** (`GangScheduler.run`, event-driven with a 1 s floor): a Pending PodGroup whose
-  members all exist and whose `minResources` pass the overcommit rule is admitted only if a
-  whole-gang placement over the cache succeeds after subtracting every live reservation
-  (`plugins.placement.plan_gang`); the slots go into the gang ledger, exclusively, and the
-  PodGroup becomes Inqueue. Members gated with `scheduling.volcano.sh/queue-allocation-gate` are
-  ungated then, and members kube-scheduler parked after a refusal get the
-  `vulcan.sh/gang-admitted` stamp (a pod update, which sends them back to its active queue).
-  When the gang does not fit, reclaim or preempt (`plugins.evictions` decides which whole
-  units go).
-- **Filter** (`filter`, in `extender.gang_verbs` with bind and preempt): a member of a group
-  that is not admitted is rejected on every node as unresolvable with the reason; an admitted
-  member is steered to its reserved node, or re-planned onto a candidate with room if that node
-  was not offered or the slot was taken.
-- **Bind** (`bind`): members' binds are held by `extender.barrier.BindBarrier` until the gang has
-  quorum, then all Bindings are created together; a timeout or a member going away fails the
-  whole hold, releases the reservation and backs the group off.
-- **Preempt** (`preempt`): no preemption for a member of a gang that is only waiting, and no
-  victim that is a member of a running gang (kube-scheduler would break it up node by node).
-- **Status**: PodGroup phase, counts and conditions as Volcano computes them
-  (`plugins.podgroup_status`), written coalesced; every write (status, events, evictions,
-  admission stamps) goes through `extender.gang_writer.GangWriter`.
-Decisions live in the API server (PodGroup phase Inqueue, pods bound): after a restart the
-ledger is rebuilt by planning again for Inqueue groups whose members are not bound yet.
+Every pass (`GangScheduler.run`, on every cache change with a 1 s floor) visits the PodGroups
+in the session's order (`extender.admission_order`) and asks the conf's actions
+(`plugins.actions`): **enqueue** a vcjob's group on its minResources, **allocate** a whole gang
+(its slots go into the gang ledger, exclusively; the PodGroup becomes Inqueue) or
+**reclaim/preempt** whole units for it (`extender.evictor` applies the evictions). Admitted
+members kube-scheduler parked are released (`extender.member_release`). The verbs answer
+kube-scheduler from those decisions (`extender.gang_verbs`: filter steering, the bind barrier,
+the preempt veto). PodGroup status is Volcano's (`plugins.podgroup_status`); every write goes
+through `extender.gang_writer.GangWriter`. Decisions live in the API server (phase Inqueue,
+pods bound): after a restart the ledger is rebuilt by planning again for Inqueue groups whose
+members are not bound yet (shared/spec/gang-design.md §9.3).
 """
 
 from __future__ import annotations
@@ -32,8 +19,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from datetime import UTC, datetime
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 from core.api import keys
@@ -42,23 +28,26 @@ from core.kube.client import KubeClient
 from core.kube.events import NORMAL, WARNING
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
+from extender.admission_order import AdmissionOrder, cluster_used, job_input, queue_numbers
 from extender.barrier import BindBarrier
+from extender.evictor import Evictor
 from extender.gang_verbs import GangVerbs
 from extender.gang_writer import GangWriter
 from extender.ledger import GangLedger, Reservation
+from extender.member_release import MemberRelease
 from extender.metrics import GangMetrics
 from extender.protocol import BindingArgs
-from extender.queues import QueuePass, QueuePolicy, members_request
+from extender.queues import QueuePass, QueuePolicy
 from extender.slots import SlotWatch
+from plugins import actions
 from plugins import gang as gangs
-from plugins import overcommit
-from plugins.evictions import EvictionRequest, choose_evictions, victim_units
-from plugins.job_order import JOB_ORDER_PLUGINS, JobInput, job_order_key
-from plugins.placement import Prefer, plan_gang
+from plugins.config import default_config
+from plugins.evictions import victim_units
+from plugins.framework import Framework
+from plugins.placement import Prefer
 from plugins.queue_share import sum_vectors
-from plugins.victims import (
-    VictimUnit,
-)
+from plugins.registry import build_session
+from plugins.session import PassState, Session
 
 log = logging.getLogger("vulcan.extender.gang")
 
@@ -76,7 +65,6 @@ class GangScheduler(GangVerbs):
         gang_timeout: float = 60.0,
         backoff: float = 10.0,
         period: float = 1.0,
-        overcommit_factor: float | None = overcommit.DEFAULT_FACTOR,
         status_interval: float = 0.5,
         queue_policy: QueuePolicy | None = None,
         coalesce: float = 0.01,
@@ -85,45 +73,30 @@ class GangScheduler(GangVerbs):
         event_qps: float = 0.0,
         event_burst: int = 100,
         pipelined_wait: float = 0.5,
-        placement: Prefer = "binpack",
-        job_order: tuple[str, ...] = JOB_ORDER_PLUGINS,
-        actions: Iterable[str] = ("preempt", "reclaim"),
-        gang_enabled: bool = True,
+        session: Session | None = None,
+        placement: Prefer | None = None,
     ) -> None:
+        # The conf's plugins and actions (Volcano's default conf when none is given): every
+        # decision of a pass is the session's (`plugins.actions`), applied here.
+        self.session = session or build_session(default_config())
         # Without the conf's `gang` plugin a PodGroup is only enqueued (queue and overcommit
         # rules); its members are then placed one by one, with no whole-gang placement and no
         # bind barrier (Volcano without gang: jobs may end up half placed).
-        self.gang_enabled = gang_enabled
-        # The conf's actions that may evict (Volcano's reclaim and preempt).
-        self.eviction_actions = frozenset(actions) & {"preempt", "reclaim"}
-        # The conf's JobOrder plugins, in its order (`plugins.job_order.job_order_plugins`).
-        self.job_order = job_order
+        self.gang_enabled = self.session.has("gang")
         self.cache = cache
         # How a gang is laid out: the conf's node order (`Framework.gang_placement`).
-        self.placement: Prefer = placement
+        self.placement: Prefer = placement or Framework(self.session.config).gang_placement
+        self._state = PassState()
         self.ledger = ledger
         # Admitted members refused in filter, moved back to kube-scheduler's active queue when
         # their slot is free (Volcano's pipelined tasks: room still held by terminating victims).
         self.slots = SlotWatch(cache, ledger)
         self.pipelined_wait = pipelined_wait
-        # Room that is being freed: pods terminating, or whose eviction this extender asked
-        # for (pod -> node, requests). Volcano's Releasing, the difference between a node's
-        # Idle and its FutureIdle: admission may pipeline a gang onto it, and never picks
-        # those pods as victims again.
-        self._releasing: dict[str, tuple[str, ResourceVector]] = {}
         self.client = client
         self.period = period
         self.coalesce = coalesce
         self.observe_pass = observe_pass
         self.gang_metrics = gang_metrics
-        # group -> when the loop first saw minMember of its members exist, until it sees
-        # minMember bound (vulcan_gang_admission_duration_seconds).
-        self._quorum_seen: dict[str, float] = {}
-        # group -> its members this process refused in filter before the group was admitted:
-        # kube-scheduler parked them as unschedulable, and only an update of the pod (the
-        # admission stamp) brings them back at once.
-        self._refused: dict[str, set[str]] = {}
-        self.overcommit_factor = overcommit_factor
         self.barrier = BindBarrier(
             commit, default_timeout=gang_timeout, backoff=backoff, on_event=self._barrier_event
         )
@@ -135,8 +108,8 @@ class GangScheduler(GangVerbs):
         # group -> the inputs of its last decision, when that decision cannot change unless
         # they do (see `schedule_pass`); job-order keys by group version; queue checks per pass.
         self._verdicts: dict[str, tuple[Any, ...]] = {}
-        self._order_keys: dict[str, tuple[int | None, ResourceVector, tuple[Any, ...]]] = {}
-        self._queue_checks: dict[tuple[Any, ...], tuple[str | None, str | None]] = {}
+        self.order = AdmissionOrder(cache, self.session)
+        self._queue_checks: dict[Any, Any] = {}
         self._volatile = False
         # Per queue: its numbers when the last pass looked at it, and its groups whose last
         # decision may change without them (no verdict); groups changed by the extender itself.
@@ -153,6 +126,11 @@ class GangScheduler(GangVerbs):
         self.status_writer = self.writer.status_writer
         self.recorder = self.writer.recorder
         self._tasks: list[asyncio.Task[Any]] = []
+        self.release = MemberRelease(
+            cache, self.slots, self.writer, self._spawn, writes=client is not None
+        )
+        # Applies evictions, and keeps the room being freed (Volcano's Releasing).
+        self.evictor = Evictor(cache, ledger, self.writer, self._spawn, self.poke)
         # Every change the cache hears of (a node, a pod, a group) wakes the loop. Changes to
         # the ledger do not: they are the loop's own (admission), or a member's slot moving
         # within its admitted gang (filter), which no decision reads.
@@ -189,10 +167,7 @@ class GangScheduler(GangVerbs):
             pod_key
         ) is not None:
             self.ledger.release(pod_key)
-        if pod is None or pod.node is None or pod.terminal:
-            self._releasing.pop(pod_key, None)
-        elif pod.deleting:
-            self._releasing[pod_key] = (pod.node, pod.requests)
+        self.evictor.pod_changed(pod_key, pod)
 
     async def run(self) -> None:
         await self.cache.synced.wait()
@@ -226,7 +201,7 @@ class GangScheduler(GangVerbs):
         # The pass never awaits, so no event can change the cache under it: read it in place.
         snapshot = self.cache.live_view()
         self._release_bound(snapshot)
-        self._release_due()
+        self.release.release_due(self.admitted)
         touched = self.cache.take_dirty_groups() | self._touched
         self._touched = set()
         # A deleted group is touched by its deletion: only those need looking for.
@@ -236,14 +211,15 @@ class GangScheduler(GangVerbs):
                 self.barrier.forget(key)
                 self._generations.pop(key, None)
                 self._verdicts.pop(key, None)
-                self._order_keys.pop(key, None)
+                self.order.forget(key)
                 self._bound_counts.pop(key, None)
-                self._quorum_seen.pop(key, None)
+                if self.gang_metrics is not None:
+                    self.gang_metrics.forget(key)
                 if not snapshot.pods_by_group.get(key):
                     # Kept while the group has pods: pods created with their PodGroup may reach
                     # filter (refused: "not found") before this cache sees the PodGroup, and
                     # are parked until its admission releases them.
-                    self._refused.pop(key, None)
+                    self.release.refused.pop(key, None)
                 self.reasons.pop(key, None)
         self._touched.clear()  # what _forget_group just noted is in `touched` already
         reserved_by_group = self.ledger.by_group()
@@ -251,11 +227,16 @@ class GangScheduler(GangVerbs):
         self.queue_pass = queue_pass
         self._queue_checks = {}
         self._pass_allocated = self.ledger.pod_keys_set()  # members holding a slot
-        used = self._used(snapshot)
-        total = self._total(snapshot)
+        self._state = PassState(
+            model=queue_pass.model,
+            inputs=queue_pass.inputs,
+            total=snapshot.total_allocatable.as_dict(),
+            used=cluster_used(snapshot, self.ledger.by_node),
+            now=time.time(),
+        )
         dirty_queues = {snapshot.podgroups[k].queue for k in touched if k in snapshot.podgroups}
-        for queue, groups in self._admission_order(snapshot, queue_pass):
-            numbers = _queue_numbers(queue_pass, queue)
+        for queue, groups in self.order.queues(snapshot, queue_pass, self._state):
+            numbers = queue_numbers(queue_pass, queue)
             if (
                 queue not in dirty_queues
                 and queue in self._queue_seen
@@ -267,7 +248,7 @@ class GangScheduler(GangVerbs):
             unsettled: set[str] = set()
             for group in groups:
                 key = group.key
-                if not self._decide(snapshot, queue_pass, group, reserved_by_group, total, used):
+                if not self._decide(snapshot, queue_pass, group, reserved_by_group):
                     unsettled.add(key)
             self._unsettled[queue] = unsettled
         for queue in list(self._queue_seen):
@@ -282,8 +263,6 @@ class GangScheduler(GangVerbs):
         queue_pass: QueuePass,
         group: PodGroupRecord,
         reserved_by_group: Mapping[str, ResourceVector],
-        total: Mapping[str, int],
-        used: dict[str, int],
     ) -> bool:
         """Admit (or not) one group and write its status; True when the decision stands until
         its inputs change (it then has a verdict), False when it must be taken again."""
@@ -306,16 +285,16 @@ class GangScheduler(GangVerbs):
             # growing, a replacement pod) go through filter as members of an admitted gang.
             self.admitted.add(key)
         elif not self.gang_enabled and key not in self.admitted and not view.completed:
-            reason = self._enqueue(group, total, used)
+            reason = self._enqueue(snapshot, group)
             if reason is None:
                 self.admitted.add(key)
-                self._release_admitted(view)
+                self.release.release_admitted(view)
             self.writer.podgroup_status(group, view, reason is None, reason)
             return False
         elif (
             group.job_owned
             and group.phase in ("Pending", "")
-            and (view.created == 0 or not gangs.valid(view)[0])
+            and (view.created == 0 or self.session.job_valid(view) is not None)
         ):
             # A vcjob's pods are created only once its PodGroup is Inqueue: Volcano's enqueue
             # admits it on minResources alone (queue and overcommit; JobValid does not gate
@@ -323,11 +302,11 @@ class GangScheduler(GangVerbs):
             # already (created for an earlier group of the same name, e.g. around a restart):
             # waiting for the rest here would wait for ever, as the job creates them only
             # once this group is Inqueue.
-            reason = self._enqueue(group, total, used)
+            reason = self._enqueue(snapshot, group)
             self.writer.podgroup_status(group, view, reason is None, reason)
             return False
         elif key not in self.admitted and not view.completed:
-            reason = self.admit(snapshot, group, view, total, used)
+            reason = self.admit(snapshot, group, view)
             admitted_now = reason is None
             if admitted_now:
                 self._pass_allocated = self.ledger.pod_keys_set()
@@ -348,211 +327,86 @@ class GangScheduler(GangVerbs):
                 )
                 reason = self.slots.waiting_reason(key, *next(iter(waiting.values())))
         self.writer.podgroup_status(group, view, admitted_now or key in self.admitted, reason)
-        self._observe_latencies(group, view, admitted_now)
+        if self.gang_metrics is not None:
+            self.gang_metrics.observe(group, view, admitted_now)
         if self._volatile or self.cache.group_versions.get(key) is None:
             return False
         held = reserved_by_group.get(key) if not admitted_now else self.ledger.held_by(key)
         self._verdicts[key] = self._decision_inputs(key, queue_pass, held)
         return True
 
-    def _observe_latencies(
-        self, group: PodGroupRecord, view: gangs.GangView, admitted_now: bool
-    ) -> None:
-        metrics = self.gang_metrics
-        if metrics is None:
-            return
-        key = group.key
-        if admitted_now and group.created:
-            with contextlib.suppress(ValueError):
-                waited = time.time() - _epoch_seconds(group.created)
-                metrics.wait_duration.labels(group.queue).observe(max(0.0, waited))
-        if view.scheduled >= view.min_member:
-            seen = self._quorum_seen.pop(key, None)
-            if seen is not None:
-                took = time.monotonic() - seen
-                metrics.admission_duration.labels(group.queue).observe(took)
-        elif view.created >= view.min_member and key not in self._quorum_seen:
-            self._quorum_seen[key] = time.monotonic()
-
     def _decision_inputs(
         self, key: str, queue_pass: QueuePass, held: ResourceVector | None
     ) -> tuple[Any, ...]:
         admitted = key in self.admitted
         group = self.cache.podgroups.get(key)
-        queue = None if admitted or group is None else _queue_numbers(queue_pass, group.queue)
+        queue = None if admitted or group is None else queue_numbers(queue_pass, group.queue)
         return (self.cache.group_versions.get(key), admitted, held, queue)
 
-    def _admission_order(
-        self, snapshot: Snapshot, queue_pass: QueuePass
-    ) -> Iterator[tuple[str, list[PodGroupRecord]]]:
-        """Queues in Volcano's queue order (priority, then share), each with its jobs in job
-        order (priority, gang not ready first, DRF share, SLA deadline, creation), sorted only
-        when the pass looks at that queue. Every group is visited — a head-of-line gang that
-        cannot be admitted never stops the ones behind it, in its queue or in another
-        (Volcano's `traverse`); the order decides who gets contested room first."""
-        total = snapshot.total_allocatable
-        queues = queue_pass.model.queue_order()
-        seen = set(queues)
-        queues += sorted(q for q in queue_pass.groups_by_queue if q not in seen)
-        podgroups = snapshot.podgroups
-        for queue in queues:
-            members = queue_pass.groups_by_queue.get(queue)
-            if not members:
-                continue
-            yield (
-                queue,
-                _LazyOrder(members, podgroups, lambda g: self._order_key(snapshot, g, total)),
-            )
-
-    def _order_key(
-        self, snapshot: Snapshot, group: PodGroupRecord, total: ResourceVector
-    ) -> tuple[Any, ...]:
-        """The group's job-order key, recomputed only when the group (or the cluster total its
-        DRF share divides by) changed."""
-        version = self.cache.group_versions.get(group.key)
-        cached = self._order_keys.get(group.key)
-        if cached is not None and cached[0] == version and cached[1] == total:
-            return cached[2]
-        order = job_order_key(self._job_input(snapshot, group), total, plugins=self.job_order)
-        self._order_keys[group.key] = (version, total, order)
-        return order
-
-    def _job_input(self, snapshot: Snapshot, group: PodGroupRecord) -> JobInput:
-        placed = members_request(snapshot, group, placed=True)
-        return JobInput(
-            key=group.key,
-            queue=group.queue,
-            priority=self._priority(snapshot, group),
-            min_member=group.min_member,
-            ready=group.phase in ("Running", "Completed"),
-            allocated=placed,
-            creation=group.created,
-            uid=group.uid,
-            sla_waiting_seconds=gangs.annotation_duration(
-                group, keys.SLA_WAITING_TIME, keys.SLA_WAITING_TIME_LEGACY
-            ),
-        )
-
-    def _enqueue(
-        self, group: PodGroupRecord, total: Mapping[str, int], used: dict[str, int]
-    ) -> str | None:
-        """Volcano's enqueue for a group without pods: its queue must be Open and able to
-        hold its minResources, and the cluster (x the overcommit factor) too. None when
-        enqueued (the group becomes Inqueue; nothing is reserved on nodes)."""
+    def _enqueue(self, snapshot: Snapshot, group: PodGroupRecord) -> str | None:
+        """Volcano's enqueue for a group without (enough) pods: the session's JobEnqueueable
+        votes (its queue Open and able to hold its minResources, the cluster x the overcommit
+        factor too). None when enqueued (the group becomes Inqueue; nothing is reserved)."""
         key = group.key
-        queue_pass = self.queue_pass
-        if queue_pass is not None:
-            refused = queue_pass.model.enqueueable(group.queue, group.min_resources)
-            if refused:
-                return self._not_admitted(key, f"gang {key}: waiting for admission: {refused}")
-        over = self._overcommit(group, total, used)
-        if over:
-            return self._not_admitted(key, f"gang {key}: waiting for admission: {over}")
-        if queue_pass is not None:
-            queue_pass.model.on_enqueued(group.queue, group.min_resources)
-        if group.min_resources is not None:
-            for name, amount in group.min_resources.items():
-                used[name] = used.get(name, 0) + amount
+        refused = actions.enqueue(self.session, self._state, job_input(snapshot, group))
+        if refused:
+            return self._not_admitted(key, f"gang {key}: waiting for admission: {refused}")
         self.reasons.pop(key, None)
         note = "enqueued: its job creates the pods now" if group.job_owned else "enqueued"
         self.writer.group_event(group, NORMAL, "Enqueued", note)
         return None
 
-    def admit(
-        self,
-        snapshot: Snapshot,
-        group: PodGroupRecord,
-        view: gangs.GangView,
-        total: Mapping[str, int],
-        used: dict[str, int],
-    ) -> str | None:
-        """Try to admit `group`; None on success, else why not (kept for filter). `total` and
-        `used` are the pass's cluster sums (`used` grows with each group admitted)."""
+    def admit(self, snapshot: Snapshot, group: PodGroupRecord, view: gangs.GangView) -> str | None:
+        """Try to admit `group` (the allocate action decides, `plugins.actions.allocate_gang`);
+        None on success, else why not (kept for filter). Applies the decision: evictions, the
+        ledger's reservations, pipelined members, the queue's books and the events."""
         key = group.key
         wait = self.barrier.backing_off(key)
         if wait > 0:
             self._volatile = True
             return self._not_admitted(key, f"backing off for {wait:.0f}s after a gang timeout")
-        ok, why = gangs.valid(view)
-        if not ok:
-            return self._not_admitted(key, why)
-        members = gangs.pending_members(view)
-        need = gangs.members_needed(view)
         queue_pass = self.queue_pass
-        demand = _demand(group, members, need)
-        over_share = None
-        enqueued = group.phase == "Inqueue"
-        if queue_pass is not None:
-            # The queue first (spec §3.4, §3.9–3.10): its state and capability (enqueue), then
-            # its share (what Volcano's allocate checks per task; here once for the gang, as
-            # the whole gang is reserved at once). A queue at its share may still make room
-            # by preempting its own lower-priority work (what it frees counts for it).
-            # Many waiting groups of a queue ask the same: judge (and word) it once per state.
-            memo = (
-                group.queue,
-                _queue_numbers(queue_pass, group.queue),
-                group.min_resources,
-                demand,
-            )
-            checked = self._queue_checks.get(memo)
-            if checked is None:
-                checked = (
-                    queue_pass.model.enqueueable(group.queue, group.min_resources),
-                    queue_pass.model.allocatable(group.queue, demand),
-                )
-                self._queue_checks[memo] = checked
-            refused, over_share = checked
-            if enqueued:
-                # Enqueued already (Volcano's enqueue looks at Pending jobs only): its
-                # minResources are in the queue's `inqueue`, and judging them again would count
-                # them twice. Only a closed queue still refuses it (no allocation there).
-                source = queue_pass.inputs.get(group.queue)
-                refused = None if source is None or source.open else refused
-            if refused:
-                return self._not_admitted(key, f"gang {key}: waiting for admission: {refused}")
-        self._volatile = True  # from here on the answer depends on the rest of the cluster
-        over = "" if enqueued else self._overcommit(group, total, used)
-        if over:
-            return self._not_admitted(key, f"gang {key}: waiting for admission: {over}")
-        reserved = {n: r for n, r in self.ledger.by_node.items()}
-        per_task = gangs.missing_task_members(view)
-        plan = None
-        if over_share is None:
-            plan = plan_gang(
-                snapshot, members, need, reserved, need_per_task=per_task, prefer=self.placement
-            )
-        if self._releasing:
-            # Room being freed counts as free (Volcano's FutureIdle): tried after the idle
-            # room (as Volcano allocates before it pipelines), and before any new eviction.
-            reserved = self._future_reserved()
-            if over_share is None and not plan.ok:
-                plan = plan_gang(
-                    snapshot, members, need, reserved, need_per_task=per_task, prefer=self.placement
-                )
-        if plan is None or not plan.ok:
-            preempted = self._preempt_for(
-                snapshot, group, members, need, per_task, reserved, demand, over_share
-            )
-            if preempted is None:
-                why = over_share or (plan.reason if plan is not None else "")
-                return self._not_admitted(key, f"gang {key}: waiting for admission: {why}")
-            plan = preempted
-        by_key = {pod.key: pod for pod in members}
+        job = job_input(snapshot, group)
+        room = actions.GangRoom(
+            reserved=dict(self.ledger.by_node),
+            future=self.evictor.future_reserved(),
+            victims=lambda: victim_units(
+                snapshot,
+                key,
+                self.evictor.releasing,
+                lambda pod: self.cache.queue_of(pod) or keys.DEFAULT_QUEUE,
+            ),
+        )
+        decision = actions.allocate_gang(
+            self.session,
+            self._state,
+            snapshot,
+            group,
+            view,
+            job,
+            room,
+            prefer=self.placement,
+            queue_memo=self._queue_checks,
+            queue_numbers=queue_numbers(queue_pass, group.queue),
+        )
+        self._volatile = self._volatile or decision.volatile
+        plan = decision.plan
+        if plan is None or decision.reason is not None:
+            return self._not_admitted(key, decision.reason or "")
+        if decision.evictions is not None:
+            chosen = decision.evictions
+            self.evictor.evict_units(snapshot, group, chosen.priority, chosen.action, chosen.units)
+        members = {pod.key: pod for pod in view.members}
         for pod_key, node in plan.slots.items():
-            request = by_key[pod_key].requests
+            request = members[pod_key].requests
             self.ledger.reserve(Reservation(pod_key, node, request, key))
             if not self.slots.fits(pod_key, node, request):
                 # Pipelined: the room is still held by pods being evicted or terminating.
-                holding = [k for k, (n, _) in self._releasing.items() if n == node]
-                self.slots.pipeline(key, pod_key, node, holding)
-        held = sum_vectors(by_key[pod_key].requests for pod_key in plan.slots)
-        if queue_pass is not None:
-            queue_pass.model.on_allocated(group.queue, held)
+                self.slots.pipeline(key, pod_key, node, self.evictor.holding(node))
+        held = sum_vectors(members[pod_key].requests for pod_key in plan.slots)
+        self.session.job_allocated(job, held, self._state)
         self.admitted.add(key)
         self.reasons.pop(key, None)
-        if group.min_resources is not None:
-            for name, amount in group.min_resources.items():
-                used[name] = used.get(name, 0) + amount
         self.writer.group_event(
             group,
             NORMAL,
@@ -560,148 +414,14 @@ class GangScheduler(GangVerbs):
             f"gang admitted: {len(plan.slots)} members "
             f"reserved on {len(set(plan.slots.values()))} nodes",
         )
-        self._release_admitted(view)
+        self.release.release_admitted(view)
         return None
 
     # ------------------------------------------------------------------ preemption
 
-    def _preempt_for(
-        self,
-        snapshot: Snapshot,
-        group: PodGroupRecord,
-        members: list[PodRecord],
-        need: int,
-        per_task: Mapping[str, int],
-        reserved: Mapping[str, ResourceVector],
-        demand: ResourceVector,
-        over_share: str | None = None,
-    ) -> Any:
-        """Reclaim or preempt for a gang that passed its queue's checks but does not fit
-        (`plugins.evictions.choose_evictions` decides); the evictions are started here.
-        Returns the plan the evictions make possible, or None."""
-        units = victim_units(
-            snapshot,
-            group.key,
-            self._releasing,
-            lambda pod: self.cache.queue_of(pod) or keys.DEFAULT_QUEUE,
-        )
-        queue_pass = self.queue_pass
-        chosen = choose_evictions(
-            snapshot,
-            group,
-            members,
-            units,
-            EvictionRequest(
-                need=need,
-                per_task=per_task,
-                reserved=reserved,
-                demand=demand,
-                priority=self._priority(snapshot, group),
-                over_share=over_share,
-                prefer=self.placement,
-                actions=self.eviction_actions,
-            ),
-            queue_pass.model if queue_pass is not None else None,
-            queue_pass.inputs if queue_pass is not None else None,
-        )
-        if chosen is None:
-            return None
-        self._evict_units(snapshot, group, chosen.priority, chosen.action, chosen.units)
-        return chosen.plan
-
-    def _evict_units(
-        self,
-        snapshot: Snapshot,
-        group: PodGroupRecord,
-        priority: int,
-        action: str,
-        chosen: list[VictimUnit],
-    ) -> None:
-        names = ", ".join(u.group or u.pods[0] for u in chosen)
-        for unit in chosen:
-            if action == "reclaim":
-                note = (
-                    f"reclaimed (whole) by queue {group.queue} for gang {group.key}: queue "
-                    f"{unit.queue} holds more than it deserves; {len(unit.pods)} pod(s) of "
-                    f"{unit.group or unit.pods[0]}"
-                )
-            else:
-                note = (
-                    f"preempted (whole) by gang {group.key} of priority {priority}: "
-                    f"{len(unit.pods)} pod(s) of {unit.group or unit.pods[0]}"
-                )
-            victim_group = snapshot.podgroups.get(unit.group) if unit.group else None
-            if victim_group is not None:
-                self.writer.group_event(
-                    victim_group, WARNING, "Reclaimed" if action == "reclaim" else "Preempted", note
-                )
-            for pod_key in unit.pods:
-                victim = snapshot.pods[pod_key]
-                if victim.node is not None:
-                    self._releasing[pod_key] = (victim.node, victim.requests)
-                task = asyncio.create_task(self._evict(victim, note))
-                self._tasks.append(task)
-                task.add_done_callback(self._tasks_done)
-        what = "over-share" if action == "reclaim" else "lower-priority"
-        self.writer.group_event(
-            group,
-            NORMAL,
-            "Reclaiming" if action == "reclaim" else "Preempting",
-            f"evicting {len(chosen)} {what} unit(s) to place the gang: {names}",
-        )
-
-    async def _evict(self, pod: PodRecord, note: str) -> None:
-        outcome = await self.writer.evict(pod)
-        if outcome == "refused":
-            # Not evicted (e.g. a disruption budget): its room is not being freed after all.
-            self._releasing.pop(pod.key, None)
-            self.poke()
-        elif outcome == "gone":
-            if (known := self.cache.pods.get(pod.key)) is None or known.uid != pod.uid:
-                self._releasing.pop(pod.key, None)  # gone already
-        elif outcome == "evicted":
-            self.writer.pod_event(pod, WARNING, "Preempted", note)
-
-    def _future_reserved(self) -> dict[str, ResourceVector]:
-        """The ledger's reservations per node minus the room being freed there: what a
-        placement over the cache's node_requested must subtract to see FutureIdle."""
-        reserved = dict(self.ledger.by_node)
-        for pod_key, (node, request) in list(self._releasing.items()):
-            pod = self.cache.pods.get(pod_key)
-            if pod is None or pod.node != node or not pod.occupies_node:
-                del self._releasing[pod_key]  # gone before the cache told the listener
-                continue
-            reserved[node] = reserved.get(node, _ZERO) - request
-        return reserved
-
     def _not_admitted(self, key: str, reason: str) -> str:
         self.reasons[key] = reason
         return reason
-
-    def _priority(self, snapshot: Snapshot, group: PodGroupRecord) -> int:
-        members = snapshot.pods_by_group.get(group.key, ())
-        return max((snapshot.pods[k].priority for k in members if k in snapshot.pods), default=0)
-
-    def _used(self, snapshot: Snapshot) -> dict[str, int]:
-        """What the overcommit rule counts as taken: admitted groups' minResources (Inqueue
-        and beyond, Volcano's `inqueue` + allocated) — approximated by the requests of bound
-        pods plus the ledger's reservations."""
-        used = snapshot.total_requested.as_dict()
-        for reserved in self.ledger.by_node.values():
-            for name, amount in reserved.items():
-                used[name] = used.get(name, 0) + amount
-        return used
-
-    @staticmethod
-    def _total(snapshot: Snapshot) -> dict[str, int]:
-        """The cluster's allocatable (Ready nodes; kept by the cache with every event)."""
-        return snapshot.total_allocatable.as_dict()
-
-    def _overcommit(
-        self, group: PodGroupRecord, total: Mapping[str, int], used: Mapping[str, int]
-    ) -> str:
-        """Volcano's overcommit enqueue rule (`plugins.overcommit`), when the conf has it."""
-        return overcommit.shortfall(group.min_resources, total, used, self.overcommit_factor)
 
     def _release_bound(self, snapshot: Snapshot) -> None:
         """A member that is bound now counts in node_requested: its reservation goes."""
@@ -734,64 +454,11 @@ class GangScheduler(GangVerbs):
         self.barrier.release(key, why)
         self.writer.forget(key)
 
-    def _release_due(self) -> None:
-        """Admitted members kube-scheduler parked (this filter refused them) whose slot is
-        free now go back to its active queue: one pod update each (the admission stamp, new
-        time), as on admission. Runs at the start of every pass, and a pass follows every
-        cache change, so a member is released as soon as its victims are gone."""
-        due = self.slots.due(self.admitted)
-        if not due or self.client is None:
-            return
-        stamp = _stamp()
-        for pod_key in due:
-            pod = self.cache.pods.get(pod_key)
-            if pod is not None:
-                task = asyncio.create_task(self.writer.admit_pod(pod, stamp))
-                self._tasks.append(task)
-                task.add_done_callback(self._tasks_done)
-
-    def _release_admitted(self, view: gangs.GangView) -> None:
-        """Tell the admitted members' scheduler they may go. Every pending member gets a
-        `GangAdmitted` event. A member kube-scheduler cannot try on its own gets one write:
-        a gated member loses the queue-allocation gate, and a member parked as unschedulable
-        (refused by this filter before admission, or PodScheduled False from an earlier
-        refusal) gets the `vulcan.sh/gang-admitted` stamp. Either is a pod update, which
-        moves the pod back into kube-scheduler's active queue at once instead of after up to
-        five minutes. A member never refused is still in that queue and passes on its first
-        try, so it is not written: on a 1,000-member gang that spares most of 1,000 writes
-        (and their watch events) while the gang is being scheduled.
-
-        A pipelined member (its room still held by victims) that kube-scheduler cannot try on
-        its own is not released yet but parked: released now, it would be tried while its
-        victims terminate and fail, and every failed attempt doubles the backoff it must wait
-        out once the room is free (1 s, 2 s, 4 s ...). The pass releases it when its room is
-        free (`_release_due`)."""
-        refused = self._refused.pop(view.group_key, set())
-        if self.client is None:
-            return
-        stamp = _stamp()
-        waiting = self.slots.waiting_members(view.group_key)
-        for pod in view.members:
-            if pod.node is not None or pod.terminal:
-                continue
-            self.slots.unpark(pod.key)
-            note = f"gang {pod.group} admitted at {stamp[:19]}Z"
-            blocked = waiting.get(pod.key)
-            if blocked is not None:
-                note += "; " + self.slots.waiting_reason(view.group_key, *blocked)
-            self.writer.pod_event(pod, NORMAL, "GangAdmitted", note)
-            if blocked is not None and (pod.gated or pod.unschedulable or pod.key in refused):
-                self.slots.park(pod.key, view.group_key)
-            elif pod.gated or pod.unschedulable or pod.key in refused:
-                refused.discard(pod.key)
-                task = asyncio.create_task(self.writer.admit_pod(pod, stamp))
-                self._tasks.append(task)
-                task.add_done_callback(self._tasks_done)
-        # Refused members this cache has not seen yet (the filter request came first): the
-        # pass releases them once they arrive.
-        for pod_key in refused:
-            if pod_key not in self.cache.pods:
-                self.slots.park(pod_key, view.group_key)
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run a write in the background, kept (tests await them) until it is done."""
+        task = asyncio.create_task(work)
+        self._tasks.append(task)
+        task.add_done_callback(self._tasks_done)
 
     def _tasks_done(self, task: asyncio.Task[Any]) -> None:
         with contextlib.suppress(ValueError):
@@ -824,68 +491,3 @@ class GangScheduler(GangVerbs):
                 f"Gang{reason}",
                 message,
             )
-
-
-def _demand(group: PodGroupRecord, members: list[PodRecord], need: int) -> ResourceVector:
-    """What admitting the gang takes from its queue: `minResources` when set, else the
-    requests of the members it needs (the first `need`, in placement order)."""
-    if group.min_resources is not None:
-        return group.min_resources
-    return sum_vectors(pod.requests for pod in members[:need])
-
-
-def _stamp() -> str:
-    """The admission stamp's value: the time, to the microsecond so that a second stamp in
-    the same second still changes the pod (an unchanged annotation is no update at all)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _epoch_seconds(stamp: str) -> float:
-    """An RFC 3339 timestamp (`2026-11-22T01:02:03Z`) as seconds since the epoch."""
-    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-
-
-def _first(pair: tuple[Any, Any]) -> Any:
-    return pair[0]
-
-
-class _LazyOrder(list):  # type: ignore[type-arg]
-    """A queue's groups, sorted into job order the first time they are iterated (a pass that
-    skips the queue never pays for the sort)."""
-
-    def __init__(
-        self,
-        members: Iterable[str],
-        podgroups: Mapping[str, PodGroupRecord],
-        key: Callable[[PodGroupRecord], Any],
-    ) -> None:
-        super().__init__()
-        self._members: Iterable[str] | None = members
-        self._podgroups = podgroups
-        self._key = key
-
-    def __iter__(self) -> Iterator[PodGroupRecord]:
-        if self._members is not None:
-            podgroups = self._podgroups
-            groups = [podgroups[k] for k in self._members if k in podgroups]
-            ranked = sorted(((self._key(g), g) for g in groups), key=_first)
-            self.extend(g for _, g in ranked)
-            self._members = None
-        return super().__iter__()
-
-
-def _queue_numbers(queue_pass: QueuePass, name: str) -> tuple[Any, ...] | None:
-    """What a waiting group's queue checks read of its queue, comparable across passes."""
-    share = queue_pass.model.shares.get(name)
-    source = queue_pass.inputs.get(name)
-    if share is None or source is None:
-        return None
-    return (
-        share.deserved,
-        share.allocated,
-        share.inqueue,
-        share.elastic,
-        share.real_capability,
-        share.capability,
-        source.open,
-    )

@@ -22,15 +22,11 @@ from extender.metrics import ExtenderMetrics
 from extender.queues import QueueCollector, QueuePolicy
 from extender.server import ExtenderServer, serve
 from extender.webhooks import WebhookServing
-from plugins.config import (
-    ConfigError,
-    SchedulerConfig,
-    load_scheduler_config,
-    require_implemented,
-)
+from plugins.config import ConfigError, load_scheduler_config
 from plugins.framework import Framework
-from plugins.job_order import job_order_plugins
-from plugins.overcommit import overcommit_factor
+from plugins.overcommit import OvercommitPlugin
+from plugins.registry import build_session
+from plugins.session import Session
 
 log = logging.getLogger("vulcan.extender")
 
@@ -50,7 +46,7 @@ class Extender:
     async def build(cls, args: argparse.Namespace) -> Extender:
         config = load_scheduler_config(args.config)
         try:
-            require_implemented(config)
+            session = build_session(config)
         except ConfigError as exc:
             raise ConfigError(f"{args.config}: {exc}") from None
         if args.config:
@@ -61,7 +57,7 @@ class Extender:
             )
         # Everything the conf decides is read before connecting: a bad argument fails first.
         framework = Framework(config)
-        factor = _overcommit_factor(args, config)
+        _apply_overcommit_flag(args, session)
         # A gang's commit sends all its Bindings at once: Go's clients multiplex them over
         # HTTP/2 (250 streams per connection by default), ours need a connection each.
         options = dataclasses.replace(options_from_args(args), connections=API_SERVER_CONNECTIONS)
@@ -77,17 +73,14 @@ class Extender:
             binder.bind,
             gang_timeout=args.gang_timeout,
             backoff=args.gang_backoff,
-            overcommit_factor=factor,
             queue_policy=QueuePolicy(config),
             observe_pass=metrics.schedule_pass_duration.observe,
             gang_metrics=metrics.gangs,
             event_qps=args.event_qps,
             event_burst=args.event_burst,
             pipelined_wait=args.pipelined_wait,
+            session=session,
             placement=framework.gang_placement,
-            job_order=job_order_plugins(config),
-            actions=config.actions,
-            gang_enabled=config.plugin("gang") is not None,
         )
         metrics.registry.register(QueueCollector(lambda: gangs.queue_pass))
         warning = check_timeouts(args.gang_timeout, args.scheduler_bind_timeout)
@@ -99,17 +92,21 @@ class Extender:
         return cls(client, cache, server, gangs)
 
 
-def _overcommit_factor(args: argparse.Namespace, config: SchedulerConfig) -> float | None:
-    """The overcommit plugin's `overcommit-factor` (None: no overcommit plugin, no rule); the
-    deprecated `--overcommit-factor` flag, when given, overrides it."""
-    factor = overcommit_factor(config)
-    if args.overcommit_factor is not None:
-        log.warning(
-            "--overcommit-factor is deprecated: set the overcommit plugin's overcommit-factor "
-            "argument in --config instead"
-        )
-        return float(args.overcommit_factor)
-    return factor
+def _apply_overcommit_flag(args: argparse.Namespace, session: Session) -> None:
+    """The deprecated `--overcommit-factor` flag, when given, overrides the overcommit
+    plugin's `overcommit-factor` argument; without the plugin in the conf there is no
+    overcommit rule, and the flag says so instead of adding one."""
+    if args.overcommit_factor is None:
+        return
+    log.warning(
+        "--overcommit-factor is deprecated: set the overcommit plugin's overcommit-factor "
+        "argument in --config instead"
+    )
+    plugin = session.plugins.get("overcommit")
+    if not isinstance(plugin, OvercommitPlugin):
+        log.warning("--overcommit-factor ignored: the scheduler conf has no overcommit plugin")
+        return
+    plugin.factor = float(args.overcommit_factor)
 
 
 async def run(args: argparse.Namespace) -> int:

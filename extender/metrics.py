@@ -3,14 +3,18 @@ so several servers in one process (tests) do not collide."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable, Iterable
+from datetime import datetime
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from core.gc_pauses import GcPauseTimer
+from core.records import PodGroupRecord
+from plugins.gang import GangView
 
 # Filter and prioritize are sub-millisecond to a few ms; binds may be held for a gang.
 _LATENCY_BUCKETS = (
@@ -87,6 +91,28 @@ class GangMetrics:
             buckets=_GANG_BUCKETS,
             registry=registry,
         )
+        # group -> when the loop first saw minMember of its members exist, until it sees
+        # minMember bound.
+        self._quorum_seen: dict[str, float] = {}
+
+    def observe(self, group: PodGroupRecord, view: GangView, admitted_now: bool) -> None:
+        """What one decision about `group` tells the two histograms."""
+        key = group.key
+        if admitted_now and group.created:
+            with contextlib.suppress(ValueError):
+                created = datetime.fromisoformat(group.created.replace("Z", "+00:00"))
+                waited = time.time() - created.timestamp()
+                self.wait_duration.labels(group.queue).observe(max(0.0, waited))
+        if view.scheduled >= view.min_member:
+            seen = self._quorum_seen.pop(key, None)
+            if seen is not None:
+                took = time.monotonic() - seen
+                self.admission_duration.labels(group.queue).observe(took)
+        elif view.created >= view.min_member and key not in self._quorum_seen:
+            self._quorum_seen[key] = time.monotonic()
+
+    def forget(self, key: str) -> None:
+        self._quorum_seen.pop(key, None)
 
 
 class ExtenderMetrics:

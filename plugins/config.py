@@ -37,8 +37,6 @@ __all__ = [
     "ACTIONS",
     "DEFAULT_SCHEDULER_CONF",
     "ENABLE_FLAGS",
-    "IMPLEMENTED_ACTIONS",
-    "IMPLEMENTED_PLUGINS",
     "PLUGINS",
     "ConfigError",
     "PluginOption",
@@ -48,7 +46,6 @@ __all__ = [
     "int_argument",
     "load_scheduler_config",
     "parse_scheduler_config",
-    "require_implemented",
 ]
 
 
@@ -95,44 +92,6 @@ PLUGINS: tuple[str, ...] = (
     "resourcequota",
     "extender",
 )
-
-# What vulcan acts on. A conf naming anything else (a plugin or action Volcano has and vulcan
-# does not) is refused at start-up: silently ignoring it would leave a user's policy unapplied.
-# `predicates` is kube-scheduler's own filtering, which runs before vulcan's extender.
-IMPLEMENTED_PLUGINS: tuple[str, ...] = (
-    "priority",
-    "gang",
-    "conformance",
-    "drf",
-    "sla",
-    "proportion",
-    "capacity",
-    "overcommit",
-    "predicates",
-    "nodeorder",
-    "binpack",
-)
-IMPLEMENTED_ACTIONS: tuple[str, ...] = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
-
-
-def require_implemented(config: SchedulerConfig) -> None:
-    """Raise ConfigError naming the first plugin or action of `config` vulcan does not
-    implement, with the names it does."""
-    for action in config.actions:
-        if action not in IMPLEMENTED_ACTIONS:
-            raise ConfigError(
-                f'actions: "{action}" is a Volcano action vulcan does not implement '
-                f"(vulcan implements: {', '.join(IMPLEMENTED_ACTIONS)})"
-            )
-    for tier_index, tier in enumerate(config.tiers):
-        for plugin_index, option in enumerate(tier.plugins):
-            if option.name not in IMPLEMENTED_PLUGINS:
-                raise ConfigError(
-                    f'tiers[{tier_index}].plugins[{plugin_index}]: "{option.name}" is a Volcano '
-                    "plugin vulcan does not implement "
-                    f"(vulcan implements: {', '.join(IMPLEMENTED_PLUGINS)})"
-                )
-
 
 # The YAML keys of PluginOption's *bool fields, spelled exactly as Volcano's struct tags do: the
 # enable/enabled prefixes really are inconsistent, and Go's YAML decoder matches them exactly.

@@ -19,20 +19,14 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from core.cache import Snapshot
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
 from plugins.placement import Plan, Prefer, plan_gang
-from plugins.queue_share import QueueInput, ShareModel, sum_vectors
-from plugins.victims import (
-    VictimUnit,
-    is_critical,
-    preemptable_by,
-    reclaimable_by,
-    walk_victims,
-)
+from plugins.queue_share import QueueInput, sum_vectors
+from plugins.session import PassState, Preemptor, Session
+from plugins.victims import VictimUnit, is_critical, select_victims, walk_victims
 
 _ZERO = ResourceVector()
 
@@ -50,6 +44,7 @@ class EvictionRequest:
     over_share: str | None = None
     prefer: Prefer = "binpack"
     actions: frozenset[str] = frozenset({"reclaim", "preempt"})  # the conf's, of these two
+    allocated: ResourceVector = _ZERO  # what the gang's job holds already (drf)
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,33 +110,47 @@ def choose_evictions(
     members: list[PodRecord],
     units: Sequence[VictimUnit],
     request: EvictionRequest,
-    model: ShareModel | None,
-    inputs: Mapping[str, QueueInput] | None,
+    session: Session,
+    state: PassState,
+    *,
+    place: Callable[[Snapshot], Plan] | None = None,
 ) -> Evictions | None:
     """The units to evict so the gang fits (reclaim, else preempt), with its placement; None
-    when no acceptable set of units makes room. `model` is the pass's share model: an
-    over-share preemption books what it frees there (and undoes it when that is not enough)."""
+    when no acceptable set of units makes room. Which units are acceptable is the session's
+    Reclaimable / Preemptable (its plugins by tier) over the action's own candidates; `place`
+    plans the gang on a trial snapshot (default `plan_gang`). An over-share preemption books
+    what it frees in the pass's share model (and undoes it when that is not enough)."""
     if not units:
         return None
-    attempts: list[tuple[str, Any, Any]] = []
+    model = state.model
+    preemptor = Preemptor(
+        group=group.key,
+        queue=group.queue,
+        priority=request.priority,
+        allocated=request.allocated,
+        request=request.demand,
+    )
+    attempts: list[tuple[str, list[VictimUnit]]] = []
     if (
         "reclaim" in request.actions
         and request.over_share is None
-        and model is not None
-        and inputs is not None
-        and model.preemptive(group.queue, request.demand)
+        and session.preemptive(group.queue, request.demand, state)
     ):
-        judge = model.victim_judge(group.queue)
-        attempts.append(
-            (
-                "reclaim",
-                reclaimable_by(group.queue, inputs),
-                lambda unit: judge.take(unit.queue, unit.freed),
-            )
-        )
+        attempts.append(("reclaim", accepted_victims("reclaim", session, state, preemptor, units)))
     if "preempt" in request.actions:
-        eligible = preemptable_by(group.queue, request.priority, group.key)
-        attempts.append(("preempt", eligible, None))
+        attempts.append(("preempt", accepted_victims("preempt", session, state, preemptor, units)))
+
+    def plan_on(trial: Snapshot) -> Plan:
+        if place is not None:
+            return place(trial)
+        return plan_gang(
+            trial,
+            members,
+            request.need,
+            request.reserved,
+            need_per_task=request.per_task,
+            prefer=request.prefer,
+        )
 
     def plan_without(chosen: list[VictimUnit]) -> Plan | None:
         if not chosen:
@@ -152,27 +161,74 @@ def choose_evictions(
                 pod = snapshot.pods[pod_key]
                 assert pod.node is not None
                 requested[pod.node] = requested.get(pod.node, _ZERO).saturating_sub(pod.requests)
-        trial = dataclasses.replace(snapshot, node_requested=requested)
-        plan = plan_gang(
-            trial,
-            members,
-            request.need,
-            request.reserved,
-            need_per_task=request.per_task,
-            prefer=request.prefer,
-        )
+        plan = plan_on(dataclasses.replace(snapshot, node_requested=requested))
         return plan if plan.ok else None
 
-    for action, eligible, accept in attempts:
-        walked = walk_victims(units, eligible, plan_without, accept=accept)
+    for action, allowed in attempts:
+        if not allowed:
+            continue
+        walked = walk_victims(allowed, _ANY, plan_without)
         if walked is None:
             continue
         chosen, plan = walked
         if request.over_share is not None and model is not None:
             freed = sum_vectors(unit.freed for unit in chosen)
             model.on_released(group.queue, freed)
-            if model.allocatable(group.queue, request.demand) is not None:
+            if session.allocatable(group.queue, request.demand, state) is not None:
                 model.on_allocated(group.queue, freed)  # undo: still over
                 return None
         return Evictions(action, chosen, plan, request.priority)
     return None
+
+
+def _ANY(unit: VictimUnit) -> bool:
+    return True
+
+
+def accepted_victims(
+    action: str,
+    session: Session,
+    state: PassState,
+    preemptor: Preemptor,
+    units: Sequence[VictimUnit],
+) -> list[VictimUnit]:
+    """The units `action` ("reclaim" or "preempt") may evict for `preemptor`: the action's
+    own candidates (below), then the session's Reclaimable / Preemptable over them."""
+    if action == "reclaim":
+        inputs = state.inputs
+        candidates = [u for u in units if _reclaim_candidate(u, preemptor.queue, inputs)]
+        return session.reclaimable(preemptor, candidates, state)
+    candidates = [u for u in units if _preempt_candidate(u, preemptor.queue, preemptor.group)]
+    return session.preemptable(preemptor, candidates, state)
+
+
+def victims_for_need(
+    action: str,
+    session: Session,
+    state: PassState,
+    preemptor: Preemptor,
+    need: ResourceVector,
+    units: Sequence[VictimUnit],
+) -> list[VictimUnit] | None:
+    """The units to evict so that `need` (what is still missing after the free room, e.g. a
+    node with 2 free GPUs and a pod asking for 4 needs 2) is freed: only units that free
+    something still missing are offered to the session (so a queue's reclaimable surplus is
+    not spent on a unit that does not help), then `plugins.victims.select_victims`. [] when
+    nothing is needed, None when they cannot."""
+    wanted = [name for name, amount in need.items() if amount > 0]
+    helpful = [u for u in units if any(u.freed.get(name) > 0 for name in wanted)]
+    allowed = accepted_victims(action, session, state, preemptor, helpful)
+    return select_victims(need, allowed, _ANY)
+
+
+def _reclaim_candidate(unit: VictimUnit, queue: str, inputs: Mapping[str, QueueInput]) -> bool:
+    """Reclaim's own candidates (Volcano's reclaim action): preemptable work of another queue
+    that is reclaimable."""
+    source = inputs.get(unit.queue)
+    return unit.queue != queue and source is not None and source.reclaimable and unit.preemptable
+
+
+def _preempt_candidate(unit: VictimUnit, queue: str, group: str) -> bool:
+    """Preempt's own candidates (Volcano's preempt action): preemptable work of the same
+    queue, not the preemptor's own job."""
+    return unit.queue == queue and unit.group != group and unit.preemptable

@@ -62,6 +62,7 @@ class JobInput:
     creation: str  # PodGroup creationTimestamp (RFC 3339)
     uid: str
     sla_waiting_seconds: float | None = None  # volcano.sh/sla-waiting-time (or global), seconds
+    min_resources: ResourceVector | None = None  # PodGroup spec.minResources (enqueue votes)
 
 
 def parse_time(text: str) -> float:

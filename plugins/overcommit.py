@@ -6,9 +6,12 @@ by 1.2, as Volcano does). Without the plugin in the conf there is no such rule a
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from core.resources import ResourceVector, format_shortfall
 from plugins.config import ConfigError, SchedulerConfig
+from plugins.job_order import JobInput
+from plugins.session import PERMITTED, REJECT, PassState, Vote
 
 NAME = "overcommit"
 ARGUMENT = "overcommit-factor"
@@ -20,7 +23,12 @@ def overcommit_factor(config: SchedulerConfig) -> float | None:
     option = config.plugin(NAME)
     if option is None:
         return None
-    raw = option.arguments.get(ARGUMENT, DEFAULT_FACTOR)
+    return parse_factor(option.arguments)
+
+
+def parse_factor(arguments: Mapping[str, Any]) -> float:
+    """The `overcommit-factor` argument (default 1.2; below 1 means 1.2, as in Volcano)."""
+    raw = arguments.get(ARGUMENT, DEFAULT_FACTOR)
     if isinstance(raw, bool) or not isinstance(raw, int | float | str):
         raise ConfigError(f'arguments["{ARGUMENT}"]: expected a number, not {raw!r}')
     try:
@@ -47,3 +55,30 @@ def shortfall(
         if amount > idle:
             return format_shortfall(name, amount, max(idle, 0))
     return ""
+
+
+class OvercommitPlugin:
+    """The session plugin: JobEnqueueable (Reject with the shortfall, else Permit) and
+    JobEnqueued (what was admitted counts as used for the rest of the pass)."""
+
+    name = NAME
+
+    def __init__(self, arguments: Mapping[str, Any]) -> None:
+        self.factor = parse_factor(arguments)
+
+    def job_enqueueable(self, job: JobInput, state: PassState) -> Vote:
+        short = shortfall(job.min_resources, state.total, state.used, self.factor)
+        if short:
+            return Vote(REJECT, short)
+        return PERMITTED
+
+    def job_enqueued(self, job: JobInput, state: PassState) -> None:
+        if job.min_resources is None:
+            return
+        for name, amount in job.min_resources.items():
+            state.used[name] = state.used.get(name, 0) + amount
+
+    def job_allocated(self, job: JobInput, held: ResourceVector, state: PassState) -> None:
+        """A gang admitted whole was enqueued and allocated at once: its minResources count
+        as used for the rest of the pass, as an enqueued job's do."""
+        self.job_enqueued(job, state)

@@ -6,18 +6,12 @@ belongs to no gang. Volcano's gang filter evicts members only while the job keep
 vulcan goes further and never evicts part of a running gang (a gang with a member gone stalls
 while still holding the rest), so the gang filter is satisfied by construction.
 
-Filters, applied to every unit:
-
-* conformance: never a unit with a pod of priority class `system-cluster-critical` /
-  `system-node-critical` or in namespace `kube-system` (`critical`, see `is_critical`);
-* preemptable: `volcano.sh/preemptable` on the pod (annotation wins over label, default true,
-  see `preemptable_flag`); a unit is preemptable only if all its pods are;
-* reclaim: the unit is in ANOTHER queue, that queue is `reclaimable`, and the share model's
-  Reclaimable rule accepts it (proportion: the queue still holds more than it deserves;
-  capacity: more than deserved in a dimension the unit frees; both: never below guarantee),
-  judged against a running copy of each queue's allocated that loses every accepted unit;
-* preempt: the unit is in the SAME queue, of a lower priority than the preemptor, and not the
-  preemptor's own job.
+Which units a reclaim or preempt may take is decided by the session's plugins
+(`plugins.session`: priority, conformance, drf, proportion, capacity, combined by tier) over
+the action's own candidates (`plugins.evictions.accepted_victims`: another, reclaimable queue
+for reclaim; the same queue and not the preemptor's job for preempt; preemptable units only,
+`volcano.sh/preemptable` read as Go's ParseBool, annotation over label). This module holds
+the unit, the critical rule (`is_critical`), the victim order and the walk.
 
 Victim order: lowest priority first, then units whose loss breaks no gang (a plain pod, or
 surplus members of an elastic job), then the youngest (latest creationTimestamp), then group
@@ -39,7 +33,6 @@ from typing import TypeVar
 from core.api.booleans import PREEMPTABLE, preemptable_flag
 from core.resources import ResourceVector
 from plugins.job_order import parse_time
-from plugins.queue_share import QueueInput, ShareModel
 
 __all__ = [
     "CRITICAL_NAMESPACE",
@@ -47,11 +40,7 @@ __all__ = [
     "PREEMPTABLE_KEY",
     "VictimUnit",
     "is_critical",
-    "preempt_victims",
-    "preemptable_by",
     "preemptable_flag",
-    "reclaim_victims",
-    "reclaimable_by",
     "select_victims",
     "victim_order_key",
     "walk_victims",
@@ -61,8 +50,6 @@ PREEMPTABLE_KEY = PREEMPTABLE
 R = TypeVar("R")
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 CRITICAL_NAMESPACE = "kube-system"
-
-# Go's strconv.ParseBool spellings.
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,77 +148,3 @@ def select_victims(
         units, eligible, lambda taken: _covers(taken, wanted), accept=accept, helps=helps
     )
     return None if walked is None else walked[0]
-
-
-def reclaimable_by(queue: str, queues: Mapping[str, QueueInput]) -> Callable[[VictimUnit], bool]:
-    """Reclaim's filter for a job of `queue`: units of another, reclaimable queue that are
-    preemptable and not critical."""
-
-    def eligible(unit: VictimUnit) -> bool:
-        source = queues.get(unit.queue)
-        return (
-            unit.queue != queue
-            and source is not None
-            and source.reclaimable
-            and unit.preemptable
-            and not unit.critical
-        )
-
-    return eligible
-
-
-def preemptable_by(
-    queue: str, priority: int, group: str | None = None
-) -> Callable[[VictimUnit], bool]:
-    """Preempt's filter for a job of `queue` and `priority`: units of the same queue with a
-    lower priority, not the job's own, preemptable and not critical."""
-
-    def eligible(unit: VictimUnit) -> bool:
-        return (
-            unit.queue == queue
-            and unit.priority < priority
-            and (group is None or unit.group != group)
-            and unit.preemptable
-            and not unit.critical
-        )
-
-    return eligible
-
-
-def reclaim_victims(
-    beneficiary_queue: str,
-    need: ResourceVector,
-    units: Sequence[VictimUnit],
-    model: ShareModel,
-    queues: Mapping[str, QueueInput],
-) -> list[VictimUnit] | None:
-    """Units of other queues to evict so that a pod (or gang) of `beneficiary_queue` fits.
-
-    `need` is what is still missing AFTER the free capacity at the target (the caller subtracts
-    the free room first; e.g. a node with 2 free GPUs and a pod asking for 4 has need gpu 2).
-    The caller also checks `model.preemptive(beneficiary_queue, request)` first: a queue at its
-    deserved amount reclaims nothing. Returns None when even every acceptable unit together
-    cannot cover `need`; units of queues missing from `queues` are never taken.
-    """
-    judge = model.victim_judge(beneficiary_queue)
-    eligible = reclaimable_by(beneficiary_queue, queues)
-    return select_victims(need, units, eligible, lambda u: judge.take(u.queue, u.freed))
-
-
-def preempt_victims(
-    beneficiary_queue: str,
-    beneficiary_priority: int,
-    need: ResourceVector,
-    units: Sequence[VictimUnit],
-    *,
-    beneficiary_group: str | None = None,
-) -> list[VictimUnit] | None:
-    """Units of the SAME queue with a lower priority to evict for a starving job (§3.7 phase 1).
-
-    `need` is what is still missing after free capacity (as for `reclaim_victims`). Units of
-    `beneficiary_group` (the preemptor's own job) are never taken; neither are units of equal or
-    higher priority, non-preemptable or critical ones. None when they cannot cover `need`.
-    """
-
-    eligible = preemptable_by(beneficiary_queue, beneficiary_priority, beneficiary_group)
-    return select_victims(need, units, eligible)

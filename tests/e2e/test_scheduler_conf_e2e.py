@@ -162,3 +162,104 @@ def test_without_the_gang_plugin_gangs_are_placed_pod_by_pod(
         assert bound["tf-a"] and bound["tf-b"], bound  # neither job whole: pod by pod
     finally:
         clusters.close()
+
+
+TOPOLOGY_CONF = """\
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: overcommit
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: binpack
+  - name: task-topology
+    arguments:
+      task-topology.weight: 10
+"""
+
+
+def tf_job(name: str) -> dict[str, object]:
+    """A TensorFlow job (1 ps + 4 workers, 8 cpu together) asking for its ps and workers on
+    the same node, as Volcano's task-topology example does."""
+
+    def task(role: str, replicas: int, cpu: str) -> dict[str, object]:
+        container = {
+            "name": role,
+            "image": "volcanosh/dist-mnist-tf-example:0.0.1",
+            "resources": {"requests": {"cpu": cpu}, "limits": {"cpu": cpu}},
+        }
+        return {
+            "name": role,
+            "replicas": replicas,
+            "template": {
+                "metadata": {"annotations": {"vulcan.sh/sim-duration": "forever"}},
+                "spec": {"restartPolicy": "Never", "containers": [container]},
+            },
+        }
+
+    return {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "metadata": {
+            "name": name,
+            "annotations": {
+                "volcano.sh/task-topology-affinity": "ps,worker",
+                "volcano.sh/task-topology-task-order": "ps,worker",
+            },
+        },
+        "spec": {
+            "minAvailable": 5,
+            "schedulerName": "volcano",
+            "tasks": [task("ps", 1, "2"), task("worker", 4, "1500m")],
+        },
+    }
+
+
+def tf_layout(tmp: Path, *extra: str) -> Counter[str]:
+    """Three 8-cpu nodes already running 2, 0 and 1 cpu of other work; the TF job's pods per
+    node once all five are bound."""
+    clusters = start_cluster(
+        tmp,
+        "--nodes",
+        "3",
+        "--node-profile",
+        "cpu=8,memory=32Gi",
+        "--with-extender",
+        "--with-controllers",
+        *extra,
+    )
+    cluster = next(clusters)
+    try:
+        for index, cpu in ((0, "2"), (2, "1")):
+            filler = pod_manifest(f"filler-{index}", cpu=cpu, duration="forever")
+            filler["spec"]["nodeName"] = f"hollow-node-{index}"
+            cluster.apply(filler)
+        cluster.apply(tf_job("tf"))
+
+        def bound() -> Counter[str] | None:
+            pods = cluster.pods(selector="volcano.sh/job-name=tf")
+            nodes = [p["spec"].get("nodeName") for p in pods]
+            return Counter(nodes) if len(nodes) == 5 and all(nodes) else None
+
+        return wait_for("the TF job's 5 pods bound", bound, 90)
+    finally:
+        clusters.close()
+
+
+def test_task_topology_puts_a_tf_jobs_ps_and_workers_together(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """With task-topology (`ps,worker` affinity) the job lands whole on the one node with 8
+    free cpu; Volcano's default conf packs the tightest nodes first and splits it."""
+    conf = tmp_path_factory.mktemp("conf") / "topology.conf"
+    conf.write_text(TOPOLOGY_CONF)
+    together = tf_layout(tmp_path_factory.mktemp("conf-topology"), "--extender-config", str(conf))
+    assert together == Counter({"hollow-node-1": 5}), together
+    split = tf_layout(tmp_path_factory.mktemp("conf-no-topology"))
+    assert len(split) > 1, split

@@ -16,7 +16,16 @@ from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
 from extender.metrics import GangMetrics
 from extender.protocol import BindingArgs
+from plugins.config import default_config, parse_scheduler_config
+from plugins.registry import build_session
 from tests.helpers import add_ready_node, pod_info, until
+
+# Volcano's default conf without the gang plugin.
+NO_GANG = parse_scheduler_config(
+    'actions: "enqueue, allocate, backfill"\n'
+    "tiers:\n- plugins:\n  - name: priority\n  - name: conformance\n"
+    "- plugins:\n  - name: overcommit\n  - name: drf\n  - name: proportion\n"
+)
 
 
 async def add_gpu_node(client: KubeClient, name: str) -> None:
@@ -60,7 +69,7 @@ async def started(
         client,
         binder.bind,
         gang_timeout=5,
-        gang_enabled=gang_enabled,
+        session=build_session(default_config() if gang_enabled else NO_GANG),
     )
     gangs.start(enqueue=False)  # passes are driven by the test, one at a time
     return cache, gangs

@@ -10,7 +10,12 @@ from typing import Any
 from core.cache import ClusterCache, Snapshot
 from core.records import NodeRecord, PodGroupRecord, PodRecord
 from core.resources import ResourceVector
+from plugins.config import default_config
 from plugins.evictions import EvictionRequest, choose_evictions, victim_units
+from plugins.registry import build_session
+from plugins.session import PassState
+
+SESSION = build_session(default_config())
 
 
 def node(name: str, cpu: int = 4) -> NodeRecord:
@@ -92,7 +97,7 @@ def decide(snap: Snapshot, gang: PodGroupRecord, members: list[PodRecord], prior
         demand=ResourceVector({"cpu": 2000 * len(members)}),
         priority=priority,
     )
-    return choose_evictions(snap, gang, members, units, request, None, None)
+    return choose_evictions(snap, gang, members, units, request, SESSION, PassState())
 
 
 def test_preempt_takes_whole_lower_priority_gangs_youngest_first_and_only_what_is_needed() -> None:
@@ -151,6 +156,8 @@ def test_an_action_left_out_of_the_conf_evicts_nothing() -> None:
         priority=10,
         actions=frozenset({"reclaim"}),  # a conf without preempt
     )
-    assert choose_evictions(snap, new, members, units, request, None, None) is None
+    assert choose_evictions(snap, new, members, units, request, SESSION, PassState()) is None
     with_preempt = dataclasses.replace(request, actions=frozenset({"preempt"}))
-    assert choose_evictions(snap, new, members, units, with_preempt, None, None) is not None
+    assert (
+        choose_evictions(snap, new, members, units, with_preempt, SESSION, PassState()) is not None
+    )

@@ -9,12 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from plugins.config import (
-    ConfigError,
-    default_config,
-    parse_scheduler_config,
-    require_implemented,
-)
+from plugins.config import ConfigError, default_config, parse_scheduler_config
+from plugins.registry import require_implemented
 from tests.helpers import REPO
 
 

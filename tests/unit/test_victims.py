@@ -1,5 +1,6 @@
-"""plugins.victims: gang-aware victim selection for reclaim and preempt (spec/volcano.md §2.2,
-§3.7, §3.8, §3.13), with the queue rules of proportion and capacity.
+"""Gang-aware victim selection for reclaim and preempt (spec/volcano.md §2.2, §3.7, §3.8,
+§3.13) as production makes it: the action's candidates, the session of Volcano's default conf
+(priority, gang, conformance; drf, proportion) and the walk of plugins.victims.
 
 Unless a test says otherwise the cluster is 40 cpu shared by `dev` and `prod` (weight 1 each,
 both asking for more than the cluster) so each deserves 20 cpu; prod holds 30 (10 over its
@@ -11,15 +12,41 @@ import pytest
 
 from core.resources import ResourceVector
 from plugins.capacity import capacity_shares
+from plugins.config import default_config
+from plugins.evictions import victims_for_need
 from plugins.proportion import proportion_shares
-from plugins.queue_share import QueueInput
-from plugins.victims import (
-    VictimUnit,
-    is_critical,
-    preempt_victims,
-    preemptable_flag,
-    reclaim_victims,
-)
+from plugins.queue_share import QueueInput, ShareModel
+from plugins.registry import build_session
+from plugins.session import PassState, Preemptor
+from plugins.victims import VictimUnit, is_critical, preemptable_flag
+
+SESSION = build_session(default_config())
+ZERO = ResourceVector()
+
+
+def reclaim_victims(
+    queue: str,
+    need: ResourceVector,
+    units: list[VictimUnit],
+    model: ShareModel,
+    qs: dict[str, QueueInput],
+) -> list[VictimUnit] | None:
+    state = PassState(model=model, inputs=qs)
+    preemptor = Preemptor("ns/reclaimer", queue, 0, ZERO, need)
+    return victims_for_need("reclaim", SESSION, state, preemptor, need, units)
+
+
+def preempt_victims(
+    queue: str,
+    priority: int,
+    need: ResourceVector,
+    units: list[VictimUnit],
+    *,
+    beneficiary_group: str = "ns/preemptor",
+) -> list[VictimUnit] | None:
+    preemptor = Preemptor(beneficiary_group, queue, priority, ZERO, need)
+    return victims_for_need("preempt", SESSION, PassState(), preemptor, need, units)
+
 
 GI = 2**30
 T1, T2, T3 = "2024-05-01T10:00:00Z", "2024-05-01T11:00:00Z", "2024-05-01T12:00:00Z"

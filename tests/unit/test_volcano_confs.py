@@ -4,15 +4,21 @@ is refused by name, and changes what vulcan decides as Volcano's would."""
 
 from __future__ import annotations
 
-import pytest
-
+from core.cache import ClusterCache
+from core.records import PodGroupRecord
 from core.resources import ResourceVector
+from extender.admission_order import job_input
 from extender.queues import QueuePolicy
-from plugins.config import ConfigError, parse_scheduler_config, require_implemented
+from plugins import actions
+from plugins import gang as gangs
+from plugins.config import parse_scheduler_config
 from plugins.framework import Framework
 from plugins.job_order import job_order_plugins
 from plugins.node_state import NodeState
 from plugins.overcommit import overcommit_factor
+from plugins.registry import build_session, require_implemented
+from plugins.session import PassState, Session
+from tests.unit.test_gang_placement import node, pod
 
 VOLCANO_DEFAULT = """\
 actions: "enqueue, allocate, backfill"
@@ -122,7 +128,46 @@ def test_binpack_weights_change_the_node_scores() -> None:
     assert plain_scores[1] > plain_scores[0]
 
 
-def test_the_task_topology_conf_is_refused_by_name() -> None:
-    conf = parse_scheduler_config(TASK_TOPOLOGY)
-    with pytest.raises(ConfigError, match='"task-topology" is a Volcano plugin vulcan does not'):
-        require_implemented(conf)
+def test_the_task_topology_conf_loads_and_puts_a_tf_jobs_ps_with_its_workers() -> None:
+    """Volcano's task-topology example: a TF job whose PodGroup asks `ps,worker` affinity is
+    placed on the one node that holds it whole; without the plugin (Volcano's default conf)
+    the same gang is packed tightest-first and split."""
+    topology = build_session(parse_scheduler_config(TASK_TOPOLOGY))
+    assert topology.plugins["task-topology"].weight == 10
+    group = PodGroupRecord(
+        {
+            "metadata": {
+                "name": "tf",
+                "namespace": "ns",
+                "annotations": {"volcano.sh/task-topology-affinity": "ps,worker"},
+            },
+            "spec": {"minMember": 5},
+        }
+    )
+    cache = ClusterCache()
+    for n in (node("n1", cpu="4"), node("n2", cpu="8"), node("n3", cpu="16")):
+        cache.on_node_add(n)
+    cache.on_podgroup_add(group)
+    cache.on_pod_add(pod("tf-ps-0", task="ps", cpu="2", group="tf"))
+    for i in range(4):
+        cache.on_pod_add(pod(f"tf-worker-{i}", task="worker", cpu="2", group="tf"))
+    snap = cache.snapshot()
+    view = gangs.gang_view(snap, "ns/tf")
+    assert view is not None
+
+    def layout(session: Session) -> set[str]:
+        decision = actions.allocate_gang(
+            session,
+            PassState(total=snap.total_allocatable.as_dict()),
+            snap,
+            group,
+            view,
+            job_input(snap, group),
+            actions.GangRoom(reserved={}, future=None, victims=list),
+            prefer="binpack",
+        )
+        assert decision.plan is not None and decision.plan.ok, decision.reason
+        return set(decision.plan.slots.values())
+
+    assert layout(topology) == {"n3"}  # ps and its 4 workers together
+    assert len(layout(build_session(parse_scheduler_config(VOLCANO_DEFAULT)))) > 1

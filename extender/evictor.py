@@ -1,0 +1,114 @@
+"""Applies the reclaim and preempt actions' decisions (`plugins.evictions`): evicts the chosen
+units' pods through the gang writer, says why on the victims and the gang, and keeps the room
+being freed (Volcano's Releasing: pods terminating, or whose eviction was asked) so that the
+allocate action can pipeline a gang onto it and never picks those pods again."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from core.cache import ClusterCache, Snapshot
+from core.kube.events import NORMAL, WARNING
+from core.records import PodGroupRecord, PodRecord
+from core.resources import ResourceVector
+from extender.gang_writer import GangWriter
+from extender.ledger import GangLedger
+from plugins.victims import VictimUnit
+
+_ZERO = ResourceVector()
+
+
+class Evictor:
+    def __init__(
+        self,
+        cache: ClusterCache,
+        ledger: GangLedger,
+        writer: GangWriter,
+        spawn: Callable[[Coroutine[Any, Any, None]], None],
+        poke: Callable[[], None],
+    ) -> None:
+        self.cache = cache
+        self.ledger = ledger
+        self.writer = writer
+        self._spawn = spawn
+        self._poke = poke
+        # pod -> (node, requests) of the room being freed.
+        self.releasing: dict[str, tuple[str, ResourceVector]] = {}
+
+    def pod_changed(self, pod_key: str, pod: PodRecord | None) -> None:
+        """Track the room a terminating pod holds until it is gone."""
+        if pod is None or pod.node is None or pod.terminal:
+            self.releasing.pop(pod_key, None)
+        elif pod.deleting:
+            self.releasing[pod_key] = (pod.node, pod.requests)
+
+    def holding(self, node: str) -> list[str]:
+        """The pods whose room on `node` is being freed."""
+        return [k for k, (n, _) in self.releasing.items() if n == node]
+
+    def future_reserved(self) -> dict[str, ResourceVector] | None:
+        """The ledger's reservations per node minus the room being freed there: what a
+        placement over the cache's node_requested must subtract to see FutureIdle; None when
+        nothing is being freed."""
+        if not self.releasing:
+            return None
+        reserved = dict(self.ledger.by_node)
+        for pod_key, (node, request) in list(self.releasing.items()):
+            pod = self.cache.pods.get(pod_key)
+            if pod is None or pod.node != node or not pod.occupies_node:
+                del self.releasing[pod_key]  # gone before the cache told the listener
+                continue
+            reserved[node] = reserved.get(node, _ZERO) - request
+        return reserved
+
+    def evict_units(
+        self,
+        snapshot: Snapshot,
+        group: PodGroupRecord,
+        priority: int,
+        action: str,
+        chosen: list[VictimUnit],
+    ) -> None:
+        names = ", ".join(u.group or u.pods[0] for u in chosen)
+        for unit in chosen:
+            if action == "reclaim":
+                note = (
+                    f"reclaimed (whole) by queue {group.queue} for gang {group.key}: queue "
+                    f"{unit.queue} holds more than it deserves; {len(unit.pods)} pod(s) of "
+                    f"{unit.group or unit.pods[0]}"
+                )
+            else:
+                note = (
+                    f"preempted (whole) by gang {group.key} of priority {priority}: "
+                    f"{len(unit.pods)} pod(s) of {unit.group or unit.pods[0]}"
+                )
+            victim_group = snapshot.podgroups.get(unit.group) if unit.group else None
+            if victim_group is not None:
+                self.writer.group_event(
+                    victim_group, WARNING, "Reclaimed" if action == "reclaim" else "Preempted", note
+                )
+            for pod_key in unit.pods:
+                victim = snapshot.pods[pod_key]
+                if victim.node is not None:
+                    self.releasing[pod_key] = (victim.node, victim.requests)
+                self._spawn(self._evict(victim, note))
+        what = "over-share" if action == "reclaim" else "lower-priority"
+        self.writer.group_event(
+            group,
+            NORMAL,
+            "Reclaiming" if action == "reclaim" else "Preempting",
+            f"evicting {len(chosen)} {what} unit(s) to place the gang: {names}",
+        )
+
+    async def _evict(self, pod: PodRecord, note: str) -> None:
+        outcome = await self.writer.evict(pod)
+        if outcome == "refused":
+            # Not evicted (e.g. a disruption budget): its room is not being freed after all.
+            self.releasing.pop(pod.key, None)
+            self._poke()
+        elif outcome == "gone":
+            if (known := self.cache.pods.get(pod.key)) is None or known.uid != pod.uid:
+                self.releasing.pop(pod.key, None)  # gone already
+        elif outcome == "evicted":
+            self.writer.pod_event(pod, WARNING, "Preempted", note)

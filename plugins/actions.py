@@ -1,0 +1,180 @@
+"""Volcano's actions over the session, as pure decisions (spec/volcano.md §3.4-3.8): the
+extender's scheduling pass asks, then applies what they return (writes, reservations,
+evictions, events); nothing here does I/O.
+
+- **enqueue** (`enqueue`): a Pending job is enqueued when the session's JobEnqueueable votes
+  let it (overcommit, proportion/capacity, sla); JobEnqueued books it for the rest of the pass.
+- **allocate** (`allocate_gang`): a whole-gang placement, Volcano's allocate with its statement
+  committed only when the gang is ready: JobValid, then the queue (JobEnqueueable for a job not
+  enqueued yet, Allocatable for the room it takes), then a placement of every required member
+  on the idle room (`plugins.placement.plan_gang`, or bucket by bucket for a job with
+  task-topology), then on the room being freed (Volcano's FutureIdle: pipelined).
+- **reclaim / preempt** (`plugins.evictions.choose_evictions`): when the gang does not fit.
+- **backfill**: members that request nothing need no room; kube-scheduler places them through
+  the extender's plain path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from core.cache import Snapshot
+from core.records import PodGroupRecord, PodRecord
+from core.resources import ResourceVector
+from plugins import gang as gangs
+from plugins.evictions import EvictionRequest, Evictions, choose_evictions
+from plugins.job_order import JobInput
+from plugins.placement import Plan, Prefer, plan_gang
+from plugins.queue_share import sum_vectors
+from plugins.session import PassState, Session
+from plugins.task_topology import (
+    TaskTopology,
+    TaskTopologyError,
+    parse_task_topology,
+    plan_topology_gang,
+)
+from plugins.victims import VictimUnit
+
+__all__ = ["Admission", "GangRoom", "allocate_gang", "enqueue", "gang_demand"]
+
+_ZERO = ResourceVector()
+
+
+def enqueue(session: Session, state: PassState, job: JobInput) -> str | None:
+    """Volcano's enqueue for one Pending job: None when enqueued (booked with JobEnqueued),
+    else the reason of the vote that refused it."""
+    refused = session.job_enqueueable(job, state)
+    if refused is None:
+        session.job_enqueued(job, state)
+    return refused
+
+
+@dataclass(frozen=True, slots=True)
+class GangRoom:
+    """The room a gang may take: `reserved`, what other gangs' reservations hold per node;
+    `future`, when some room is being freed (victims terminating), the same minus that room
+    (Volcano's FutureIdle), else None; `victims`, the units evictions may pick from, built only
+    if needed."""
+
+    reserved: Mapping[str, ResourceVector]
+    future: Mapping[str, ResourceVector] | None
+    victims: Callable[[], list[VictimUnit]]
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """The allocate action's answer for one gang: a placement (`plan`, ok) reached on the
+    idle room, on the room being freed, or after `evictions`; or why not (`reason`).
+    `volatile`: the answer depends on the rest of the cluster (decide again next pass)."""
+
+    plan: Plan | None = None
+    evictions: Evictions | None = None
+    reason: str | None = None
+    volatile: bool = False
+    demand: ResourceVector = _ZERO
+
+
+def gang_demand(group: PodGroupRecord, members: list[PodRecord], need: int) -> ResourceVector:
+    """What admitting the gang takes from its queue: `minResources` when set, else the
+    requests of the members it needs (the first `need`, in placement order)."""
+    if group.min_resources is not None:
+        return group.min_resources
+    return sum_vectors(pod.requests for pod in members[:need])
+
+
+def allocate_gang(
+    session: Session,
+    state: PassState,
+    snapshot: Snapshot,
+    group: PodGroupRecord,
+    view: gangs.GangView,
+    job: JobInput,
+    room: GangRoom,
+    *,
+    prefer: Prefer,
+    queue_memo: dict[Any, Any] | None = None,
+    queue_numbers: Any = None,
+) -> Admission:
+    """Place the whole gang or say why not (see the module docstring). `queue_memo` keeps the
+    queue answers of one pass: many waiting groups of a queue ask the same, judged (and
+    worded) once per state of the queue (`queue_numbers`)."""
+    key = group.key
+    invalid = session.job_valid(view)
+    if invalid is not None:
+        return Admission(reason=invalid)
+    members = gangs.pending_members(view)
+    need = gangs.members_needed(view)
+    demand = gang_demand(group, members, need)
+    enqueued = group.phase == "Inqueue"
+    memo_key = (group.queue, queue_numbers, group.min_resources, demand, enqueued)
+    memo_key += (tuple(sorted(state.used.items())),)
+    checked = queue_memo.get(memo_key) if queue_memo is not None else None
+    if checked is None:
+        # Enqueued already (Volcano's enqueue looks at Pending jobs only): its minResources
+        # are counted in the queue's `inqueue`, and judging them again would count them twice.
+        refused = None if enqueued else session.job_enqueueable(job, state)
+        checked = (refused, session.allocatable(group.queue, demand, state))
+        if queue_memo is not None:
+            queue_memo[memo_key] = checked
+    refused, over_share = checked
+    if refused:
+        return Admission(reason=f"gang {key}: waiting for admission: {refused}")
+    # From here on the answer depends on the rest of the cluster.
+    per_task = gangs.missing_task_members(view)
+    topology = _topology(session, group, view)
+
+    def place(reserved: Mapping[str, ResourceVector], on: Snapshot = snapshot) -> Plan:
+        if topology is not None:
+            return plan_topology_gang(on, members, need, reserved, topology, need_per_task=per_task)
+        return plan_gang(on, members, need, reserved, need_per_task=per_task, prefer=prefer)
+
+    plan = None
+    reserved = room.reserved
+    if over_share is None:
+        plan = place(reserved)
+    if room.future is not None:
+        # Room being freed counts as free (FutureIdle): tried after the idle room (as Volcano
+        # allocates before it pipelines), and before any new eviction.
+        reserved = room.future
+        if plan is not None and not plan.ok:
+            plan = place(reserved)
+    if plan is not None and plan.ok:
+        return Admission(plan=plan, volatile=True, demand=demand)
+    evictions = choose_evictions(
+        snapshot,
+        group,
+        members,
+        room.victims(),
+        EvictionRequest(
+            need=need,
+            per_task=per_task,
+            reserved=reserved,
+            demand=demand,
+            priority=job.priority,
+            over_share=over_share,
+            prefer=prefer,
+            actions=frozenset(session.actions) & {"reclaim", "preempt"},
+            allocated=job.allocated,
+        ),
+        session,
+        state,
+        place=lambda trial: place(reserved, trial),
+    )
+    if evictions is None:
+        why = over_share or (plan.reason if plan is not None else "")
+        return Admission(reason=f"gang {key}: waiting for admission: {why}", volatile=True)
+    return Admission(plan=evictions.plan, evictions=evictions, volatile=True, demand=demand)
+
+
+def _topology(session: Session, group: PodGroupRecord, view: gangs.GangView) -> TaskTopology | None:
+    """The gang's task-topology, when the conf has the plugin and the PodGroup asks for it (an
+    invalid annotation is ignored, as Volcano's plugin ignores the job)."""
+    plugin = session.plugins.get("task-topology")
+    if plugin is None or not plugin.co_locates:  # weight <= 0: its node order adds nothing
+        return None
+    try:
+        return parse_task_topology(group.annotations, {pod.task or "" for pod in view.members})
+    except TaskTopologyError:
+        return None

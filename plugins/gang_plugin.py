@@ -1,0 +1,41 @@
+"""Volcano's `gang` plugin as a session plugin (spec/volcano.md §3.3), over the gang rules of
+`plugins.gang`: JobValid, JobReady, JobPipelined, JobStarving and JobOrder (not-ready first).
+
+Victims: Volcano's gang filter evicts members only while their job keeps minAvailable. vulcan
+never evicts part of a running gang — a unit is a whole gang or a lone pod
+(`plugins.evictions.victim_units`) — so the rule holds by construction and the plugin abstains
+rather than decide its tier with an unfiltered list."""
+
+from __future__ import annotations
+
+from plugins import gang
+from plugins.gang import GangView
+from plugins.job_order import JobInput
+from plugins.session import ABSTAINED, PERMITTED, REJECT, PassState, SessionPlugin, Vote
+
+
+class GangPlugin(SessionPlugin):
+    name = "gang"
+
+    def job_order_key(self, job: JobInput, state: PassState) -> int:
+        return 1 if job.ready else 0  # jobs not ready yet first
+
+    def job_valid(self, view: GangView) -> str | None:
+        ok, why = gang.valid(view)
+        return None if ok else why
+
+    def job_ready(self, view: GangView) -> bool:
+        return gang.ready(view)
+
+    def job_pipelined(self, view: GangView, job: JobInput, state: PassState) -> Vote:
+        waiting = view.count(gang.PIPELINED)
+        placed = view.ready_num + waiting + view.pending_best_effort
+        if placed >= view.min_member and gang.task_ready(view):
+            return PERMITTED
+        return Vote(REJECT, f"gang {view.group_key}: {placed}/{view.min_member} placed")
+
+    def job_starving(self, view: GangView) -> bool:
+        return view.ready_num + view.count(gang.PIPELINED) < view.min_member
+
+
+__all__ = ["ABSTAINED", "GangPlugin"]
