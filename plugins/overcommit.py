@@ -9,21 +9,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.resources import ResourceVector, format_shortfall
-from plugins.config import ConfigError, SchedulerConfig
+from plugins.config import ConfigError
 from plugins.job_order import JobInput
 from plugins.session import PERMITTED, REJECT, PassState, Vote
 
 NAME = "overcommit"
 ARGUMENT = "overcommit-factor"
 DEFAULT_FACTOR = 1.2
-
-
-def overcommit_factor(config: SchedulerConfig) -> float | None:
-    """The factor the conf gives the rule, or None when the conf has no `overcommit` plugin."""
-    option = config.plugin(NAME)
-    if option is None:
-        return None
-    return parse_factor(option.arguments)
 
 
 def parse_factor(arguments: Mapping[str, Any]) -> float:

@@ -1,21 +1,18 @@
-"""plugins.job_order: Volcano's job order within a queue and queue order (spec/volcano.md
-§3.2, §3.12, §3.13, §3.18, §3.21). Each test isolates one level of the chain
-priority -> gang -> drf -> sla -> creationTimestamp -> UID."""
+"""Volcano's job order within a queue and queue order (spec/volcano.md §3.2, §3.12, §3.13,
+§3.18, §3.21), as the session of a conf with priority, gang, drf and sla orders jobs. Each test
+isolates one level of the chain priority -> gang -> drf -> sla -> creationTimestamp -> UID."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 from core.resources import ResourceVector
-from plugins.job_order import (
-    JobInput,
-    drf_share,
-    job_order_key,
-    parse_time,
-    queue_order_key,
-    sla_expired,
-)
+from plugins.config import SchedulerConfig, default_config, parse_scheduler_config
+from plugins.job_order import JobInput, drf_share, parse_time, queue_order_key
 from plugins.queue_share import QueueInput, QueueShare
+from plugins.registry import build_session
+from plugins.session import PassState
+from plugins.sla import SlaPlugin
 
 GI = 2**30
 TOTAL = ResourceVector({"cpu": 100_000, "memory": 100 * GI, "pods": 110})
@@ -38,8 +35,24 @@ def job(name: str, **overrides) -> JobInput:
     return replace(base, **overrides)
 
 
+# The chain of the tests: Volcano's default tiers with sla after drf.
+CHAIN = parse_scheduler_config(
+    "tiers:\n- plugins:\n  - name: priority\n  - name: gang\n  - name: conformance\n"
+    "- plugins:\n  - name: drf\n  - name: sla\n  - name: proportion\n"
+)
+
+
+def job_order_key(job: JobInput, config: SchedulerConfig = CHAIN) -> tuple[object, ...]:
+    state = PassState(total=TOTAL.as_dict(), now=NOW)
+    return build_session(config).job_order_key(job, state)
+
+
 def order(*jobs: JobInput) -> list[str]:
-    return [j.key.split("/")[1] for j in sorted(jobs, key=lambda j: job_order_key(j, TOTAL, NOW))]
+    return [j.key.split("/")[1] for j in sorted(jobs, key=job_order_key)]
+
+
+def job_order_plugins(config: SchedulerConfig) -> tuple[str, ...]:
+    return tuple(p.name for p in build_session(config).plugins_for("job_order_key"))
 
 
 def cpu(cores: float, mem_gi: float = 0) -> ResourceVector:
@@ -126,11 +139,16 @@ def test_unreadable_creation_counts_as_oldest() -> None:
     assert order(job("ok", creation=T10), job("bad", creation="yesterday")) == ["bad", "ok"]
 
 
-def test_sla_expired() -> None:
+def test_sla_permits_once_expired() -> None:
+    sla = SlaPlugin({})
     j = job("j", creation=T10, sla_waiting_seconds=7200)  # deadline 12:00
-    assert sla_expired(j, NOW)
-    assert not sla_expired(j, NOW - 1)
-    assert not sla_expired(job("none"), NOW)
+
+    def permits(j: JobInput, now: float) -> bool:
+        return sla.job_enqueueable(j, PassState(now=now)).verdict == 1
+
+    assert permits(j, NOW)
+    assert not permits(j, NOW - 1)
+    assert not permits(job("none"), NOW)
 
 
 def share(name: str, value: float, best_effort: bool = False) -> QueueShare:
@@ -152,9 +170,6 @@ def test_queue_order_key() -> None:
 
 
 def test_the_conf_decides_which_plugins_vote_and_in_which_order() -> None:
-    from plugins.config import default_config, parse_scheduler_config
-    from plugins.job_order import job_order_plugins
-
     assert job_order_plugins(default_config()) == ("priority", "gang", "drf")  # no sla there
     with_sla = parse_scheduler_config(
         "tiers:\n- plugins:\n  - name: priority\n  - name: gang\n"
@@ -188,8 +203,8 @@ def test_the_conf_decides_which_plugins_vote_and_in_which_order() -> None:
         uid="2",
     )
 
-    def first(plugins: tuple[str, ...]) -> str:
-        return min((important, small), key=lambda j: job_order_key(j, TOTAL, NOW, plugins)).key
+    def first(config: SchedulerConfig) -> str:
+        return min((important, small), key=lambda j: job_order_key(j, config)).key
 
-    assert first(job_order_plugins(default_config())) == "ns/important"  # priority decides
-    assert first(job_order_plugins(drf_first)) == "ns/small"  # the smaller share first
+    assert first(default_config()) == "ns/important"  # priority decides
+    assert first(drf_first) == "ns/small"  # the smaller share first

@@ -13,9 +13,7 @@ from plugins import actions
 from plugins import gang as gangs
 from plugins.config import parse_scheduler_config
 from plugins.framework import Framework
-from plugins.job_order import job_order_plugins
 from plugins.node_state import NodeState
-from plugins.overcommit import overcommit_factor
 from plugins.registry import build_session, require_implemented
 from plugins.session import PassState, Session
 from tests.unit.test_gang_placement import node, pod
@@ -96,8 +94,9 @@ def test_volcanos_default_conf() -> None:
     conf = parse_scheduler_config(VOLCANO_DEFAULT)
     require_implemented(conf)
     assert QueuePolicy(conf).kind == "proportion"
-    assert job_order_plugins(conf) == ("priority", "gang", "drf")
-    assert overcommit_factor(conf) == 1.2
+    session = build_session(conf)
+    assert [p.name for p in session.plugins_for("job_order_key")] == ["priority", "gang", "drf"]
+    assert session.plugins["overcommit"].factor == 1.2
     assert Framework(conf).gang_placement == "binpack"
     # Volcano's own default evicts for nothing: no reclaim, no preempt action.
     assert not {"reclaim", "preempt"} & set(conf.actions)
@@ -108,7 +107,7 @@ def test_the_capacity_conf_switches_the_share_plugin_and_turns_reclaim_on() -> N
     require_implemented(conf)
     assert QueuePolicy(conf).kind == "capacity"
     assert "reclaim" in conf.actions and "preempt" not in conf.actions
-    assert overcommit_factor(conf) is None  # no overcommit plugin there: no overcommit rule
+    assert "overcommit" not in build_session(conf).plugins  # no overcommit rule there
 
 
 def test_binpack_weights_change_the_node_scores() -> None:
