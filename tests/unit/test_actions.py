@@ -1,0 +1,138 @@
+"""plugins.actions: Volcano's enqueue and allocate as pure decisions over the session, on
+hand-built snapshots (the extender applies what they return)."""
+
+from __future__ import annotations
+
+from core.cache import ClusterCache, Snapshot
+from core.records import PodGroupRecord, PodRecord
+from core.resources import ResourceVector
+from extender.admission_order import job_input
+from plugins import actions
+from plugins import gang as gangs
+from plugins.config import default_config, parse_scheduler_config
+from plugins.gang import GangView
+from plugins.gang_plugin import GangPlugin
+from plugins.proportion import proportion_shares
+from plugins.queue_share import QueueInput
+from plugins.registry import build_session
+from plugins.session import PERMIT, REJECT, PassState, Session
+from tests.unit.test_gang_placement import node, pod
+
+DEFAULT = build_session(default_config())
+
+
+def group(name: str, min_member: int, **spec: object) -> PodGroupRecord:
+    return PodGroupRecord(
+        {"metadata": {"name": name, "namespace": "ns"}, "spec": {"minMember": min_member, **spec}}
+    )
+
+
+def cluster(nodes: list[str], groups: list[PodGroupRecord], pods: list[PodRecord]) -> Snapshot:
+    cache = ClusterCache()
+    for name in nodes:
+        cache.on_node_add(node(name, cpu="4"))
+    for g in groups:
+        cache.on_podgroup_add(g)
+    for p in pods:
+        cache.on_pod_add(p)
+    return cache.snapshot()
+
+
+def allocate(
+    session: Session, snap: Snapshot, g: PodGroupRecord, state: PassState | None = None
+) -> actions.Admission:
+    view = gangs.gang_view(snap, g.key)
+    assert view is not None
+    return actions.allocate_gang(
+        session,
+        state or PassState(total=snap.total_allocatable.as_dict()),
+        snap,
+        g,
+        view,
+        job_input(snap, g),
+        actions.GangRoom(reserved={}, future=None, victims=list),
+        prefer="binpack",
+    )
+
+
+def test_allocate_places_the_whole_gang_or_says_why() -> None:
+    g = group("a", 3)
+    members = [pod(f"a-{i}", cpu="2") for i in range(3)]
+    snap = cluster(["n1", "n2"], [g], members)
+    decision = allocate(DEFAULT, snap, g)
+    assert decision.plan is not None and decision.plan.ok and decision.reason is None
+    assert len(decision.plan.slots) == 3
+    big = group("a", 3)
+    snap = cluster(["n1"], [big], [pod(f"a-{i}", cpu="2") for i in range(3)])
+    refused = allocate(DEFAULT, snap, big)
+    assert refused.plan is None and refused.reason is not None
+    assert refused.reason.startswith("gang ns/a: waiting for admission:")
+
+
+def test_allocate_refuses_a_gang_with_too_few_members_by_the_gang_plugin() -> None:
+    g = group("a", 3)
+    snap = cluster(["n1", "n2"], [g], [pod("a-0"), pod("a-1")])
+    decision = allocate(DEFAULT, snap, g)
+    assert decision.reason == "gang ns/a: 2/3 members created"
+    # Without gang in the conf there is no JobValid: the placement itself is what fails.
+    no_gang = build_session(parse_scheduler_config("tiers:\n- plugins:\n  - name: priority\n"))
+    reason = allocate(no_gang, snap, g).reason
+    assert reason == "gang ns/a: waiting for admission: only 2 pending members for 3 required"
+
+
+def test_allocate_asks_the_queue_through_the_session() -> None:
+    g = group("a", 2, minResources={"cpu": "4"}, queue="q")
+    snap = cluster(["n1", "n2"], [g], [pod("a-0", cpu="2"), pod("a-1", cpu="2")])
+    want = ResourceVector({"cpu": 4000})
+
+    def state(capability: ResourceVector | None) -> PassState:
+        queues = {"q": QueueInput("q", request=want, capability=capability)}
+        model = proportion_shares(snap.total_allocatable, list(queues.values()))
+        return PassState(model=model, inputs=queues, total=snap.total_allocatable.as_dict())
+
+    roomy, tight = state(None), state(ResourceVector({"cpu": 2000}))
+    assert allocate(DEFAULT, snap, g, roomy).plan is not None
+    refused = allocate(DEFAULT, snap, g, tight)
+    assert refused.reason is not None and "queue q" in refused.reason
+    # proportion off: the queue's capability refuses nothing.
+    plain = build_session(parse_scheduler_config("tiers:\n- plugins:\n  - name: gang\n"))
+    assert allocate(plain, snap, g, tight).plan is not None
+
+
+def test_enqueue_votes_then_books_what_it_admitted() -> None:
+    state = PassState(total={"cpu": 10_000}, used={})
+    first = job_input(cluster([], [], []), group("a", 1, minResources={"cpu": "8"}))
+    assert actions.enqueue(DEFAULT, state, first) is None
+    assert state.used == {"cpu": 8000}  # overcommit's JobEnqueued
+    second = job_input(cluster([], [], []), group("b", 1, minResources={"cpu": "8"}))
+    refused = actions.enqueue(DEFAULT, state, second)  # 8 + 8 > 10 x 1.2
+    assert refused is not None and "cpu" in refused
+    assert state.used == {"cpu": 8000}  # a refused job books nothing
+
+
+def _view(snap: Snapshot, g: PodGroupRecord) -> GangView:
+    view = gangs.gang_view(snap, g.key)
+    assert view is not None
+    return view
+
+
+def test_the_gang_plugin_extension_points() -> None:
+    plugin = GangPlugin({})
+    g = group("a", 2, minTaskMember={"worker": 2})
+    waiting = cluster(["n1"], [g], [pod("a-0", task="worker")])
+    view = _view(waiting, g)
+    assert plugin.job_valid(view) == "gang ns/a: task worker: 1/2 members created"
+    assert not plugin.job_ready(view) and plugin.job_starving(view)
+    assert plugin.job_pipelined(view, job_input(waiting, g), PassState()).verdict == REJECT
+    running = cluster(
+        ["n1"],
+        [g],
+        [
+            pod("a-0", task="worker", node_name="n1", phase="Running"),
+            pod("a-1", task="worker", node_name="n1", phase="Running"),
+        ],
+    )
+    view = _view(running, g)
+    assert plugin.job_valid(view) is None and plugin.job_ready(view)
+    assert not plugin.job_starving(view)
+    assert plugin.job_pipelined(view, job_input(running, g), PassState()).verdict == PERMIT
