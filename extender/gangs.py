@@ -404,6 +404,8 @@ class GangScheduler(GangVerbs):
                 # Pipelined: the room is still held by pods being evicted or terminating.
                 self.slots.pipeline(key, pod_key, node, self.evictor.holding(node))
         held = sum_vectors(members[pod_key].requests for pod_key in plan.slots)
+        if queue_pass is not None:
+            queue_pass.model.on_allocated(group.queue, held)  # the queue's numbers
         self.session.job_allocated(job, held, self._state)
         self.admitted.add(key)
         self.reasons.pop(key, None)

@@ -27,8 +27,6 @@ class DrfPlugin(SessionPlugin):
         """A unit whose job, without it, still has at least the preemptor's share with its
         request. A unit is its job's whole placed part (or a lone pod), so what the job keeps
         is nothing: only a preemptor that would still hold no share may take it."""
-        total = ResourceVector(state.total)
-        wanted = drf_share(preemptor.allocated + preemptor.request, total)
-        return [
-            unit for unit in candidates if drf_share(ResourceVector(), total) + _EPSILON >= wanted
-        ]
+        wanted = drf_share(preemptor.allocated + preemptor.request, ResourceVector(state.total))
+        left = 0.0  # the victim job's share without the unit: a unit is all it holds
+        return [unit for unit in candidates if left + _EPSILON >= wanted]

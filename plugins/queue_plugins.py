@@ -4,7 +4,9 @@ Their numbers (deserved, realCapability, allocated, inqueue) are the pass's shar
 built by the extender from the cluster (`extender.queues.QueuePolicy`, which picks the
 capacity computation when the conf enables capacity without proportion); these classes are
 the extension points Volcano's plugins register over them. Without either plugin in the conf
-a queue still reports its numbers, but nothing is refused or reclaimed on their account."""
+a queue still reports its numbers, but nothing is refused or reclaimed on their account. The
+numbers' bookkeeping within a pass (a gang placed counts as allocated) is the extender's, so
+that they are right whatever the conf: Volcano's Allocate event handlers here."""
 
 from __future__ import annotations
 
@@ -29,10 +31,6 @@ class _SharePlugin(SessionPlugin):
     def job_enqueued(self, job: JobInput, state: PassState) -> None:
         if state.model is not None:
             state.model.on_enqueued(job.queue, job.min_resources)
-
-    def job_allocated(self, job: JobInput, held: ResourceVector, state: PassState) -> None:
-        if state.model is not None:
-            state.model.on_allocated(job.queue, held)
 
     def allocatable(self, queue: str, request: ResourceVector, state: PassState) -> str | None:
         return state.model.allocatable(queue, request) if state.model is not None else None

@@ -230,3 +230,15 @@ def test_a_plugin_listed_twice_is_asked_once_with_its_last_arguments() -> None:
     )
     assert session.plugins["overcommit"].factor == 3.0
     assert len(session.plugins_for("job_enqueueable")) == 1
+
+
+def test_drf_alone_lets_no_whole_unit_go_to_a_preemptor_with_a_share() -> None:
+    """drf's Preemptable: the victim's job must keep at least the share the preemptor reaches;
+    a unit is all its job holds, so a preemptor that would hold any share takes nothing."""
+    drf = session_of("- plugins:\n  - name: drf\n")
+    state = PassState(total={"cpu": 100_000})
+    units = [unit("low", priority=1)]
+    asking = Preemptor("ns/p", "prod", 5, ZERO, cpu(4))
+    assert drf.preemptable(asking, units, state) == []
+    nothing = Preemptor("ns/p", "prod", 5, ZERO, ZERO)
+    assert [u.group for u in drf.preemptable(nothing, units, state)] == ["ns/low"]
