@@ -7,20 +7,26 @@ contributes (`_node_share`, `_queue_share`): an event removes the pod's old cont
 its new one, so a pod that arrives before its node or its PodGroup, a PodGroup that moves to
 another queue, or a delete seen only after a relist all leave the sums equal to a recomputation
 from scratch (`recompute()`, used by the tests).
+
+The parts of the cache that are not `ClusterCache` itself live next to it:
+`core.cache_snapshot` (`Snapshot` and the per-name totals arithmetic), `core.cache_columns`
+(`NodeColumns`, the numpy columns for the extender's fast path) and `core.cache_changes` (which
+record changes matter to scheduling). `Snapshot`, `NodeColumns` and `ROW_DIMS` are re-exported
+here.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import gc
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
-
-import numpy as np
 
 from core.api import keys
+from core.cache_changes import _same_for_scheduling, _same_node
+from core.cache_columns import ROW_DIMS as ROW_DIMS
+from core.cache_columns import NodeColumns
+from core.cache_snapshot import _ZERO, Snapshot, _add, _free, _sub
 from core.gc_pauses import freeze_on_growth
 from core.kube.client import NAMESPACES, NODES, PODGROUPS, PODS, QUEUES, KubeClient
 from core.kube.informer import Informer
@@ -28,132 +34,6 @@ from core.records import NamespaceRecord, NodeRecord, PodGroupRecord, PodRecord,
 from core.resources import ResourceVector
 
 log = logging.getLogger("vulcan.cache")
-
-_ZERO = ResourceVector()
-
-
-def _add(totals: dict[str, ResourceVector], name: str, amount: ResourceVector) -> None:
-    totals[name] = totals.get(name, _ZERO) + amount
-
-
-def _sub(totals: dict[str, ResourceVector], name: str, amount: ResourceVector) -> None:
-    left = totals.get(name, _ZERO) - amount
-    if left.is_zero():
-        totals.pop(name, None)
-    else:
-        totals[name] = left
-
-
-# Dense per-node columns for the extender's vectorised filter and scoring (extender/fastpath.py):
-# allocatable and requested of the dimensions scheduling reads most.
-ROW_DIMS = ("cpu", "memory", "nvidia.com/gpu", "pods")
-
-
-class NodeColumns:
-    """Allocatable (`cap[d, slot]`) and requested (`used[d, slot]`) per node as int64 numpy
-    columns, one slot per node, kept current by the cache on every change it makes."""
-
-    LIMIT = 1 << 46  # values below it convert to float64 exactly and cannot overflow int64 math
-
-    def __init__(self) -> None:
-        self.slot: dict[str, int] = {}
-        self._free: list[int] = []
-        self.cap = np.zeros((len(ROW_DIMS), 1024), np.int64)
-        self.used = np.zeros((len(ROW_DIMS), 1024), np.int64)
-        self.too_big = 0  # nodes with a value >= LIMIT: the vectorised path stands aside
-
-    def set(self, name: str, allocatable: ResourceVector | None, requested: ResourceVector) -> None:
-        slot = self.slot.get(name)
-        if slot is not None and self.cap[0, slot] < 0:  # it was marked too big
-            self.too_big -= 1
-        if allocatable is None:
-            if slot is not None:
-                del self.slot[name]
-                self.cap[:, slot] = 0
-                self.used[:, slot] = 0
-                self._free.append(slot)
-            return
-        if slot is None:
-            if not self._free:
-                size = self.cap.shape[1]
-                self.cap = np.concatenate([self.cap, np.zeros_like(self.cap)], axis=1)
-                self.used = np.concatenate([self.used, np.zeros_like(self.used)], axis=1)
-                self._free.extend(range(2 * size - 1, size - 1, -1))
-            slot = self.slot[name] = self._free.pop()
-        a, u = allocatable.view(), requested.view()
-        row = [a.get(dim, 0) for dim in ROW_DIMS] + [u.get(dim, 0) for dim in ROW_DIMS]
-        if all(0 <= value < self.LIMIT for value in row):
-            width = len(ROW_DIMS)
-            self.cap[:, slot] = row[:width]
-            self.used[:, slot] = row[width:]
-        else:
-            self.cap[:, slot] = 0
-            self.cap[0, slot] = -1
-            self.too_big += 1
-
-
-@dataclass(frozen=True, slots=True)
-class Snapshot:
-    """A consistent view for one scheduling pass (copies of the top-level maps; the records
-    themselves are immutable)."""
-
-    nodes: dict[str, NodeRecord]
-    pods: dict[str, PodRecord]
-    pods_by_node: dict[str, frozenset[str]]
-    pods_by_group: dict[str, frozenset[str]]
-    podgroups: dict[str, PodGroupRecord]
-    queues: dict[str, QueueRecord]
-    node_requested: dict[str, ResourceVector]
-    queue_allocated: dict[str, ResourceVector]
-    queue_pending: dict[str, ResourceVector] = dataclasses.field(default_factory=dict)
-    """Σ requests of each queue's pods that wait for a node (not bound, not finished)."""
-    namespace_queues: dict[str, str] = dataclasses.field(default_factory=dict)
-    total_allocatable: ResourceVector = _ZERO
-    """Σ allocatable of Ready nodes (what Volcano divides among queues)."""
-    total_requested: ResourceVector = _ZERO
-    """Σ requests of the pods that occupy a node."""
-
-    def node_free(self, name: str) -> ResourceVector:
-        return _free(self.nodes, self.node_requested, name)
-
-
-def _free(
-    nodes: dict[str, NodeRecord], requested: dict[str, ResourceVector], name: str
-) -> ResourceVector:
-    node = nodes.get(name)
-    if node is None:
-        return _ZERO
-    return node.allocatable - requested.get(name, _ZERO)
-
-
-def _same_node(old: NodeRecord, new: NodeRecord) -> bool:
-    return (
-        old.uid == new.uid
-        and old.ready == new.ready
-        and old.unschedulable == new.unschedulable
-        and old.allocatable == new.allocatable
-        and old.taints == new.taints
-        and old.labels == new.labels
-    )
-
-
-def _same_for_scheduling(old: PodRecord, new: PodRecord) -> bool:
-    return (
-        old.uid == new.uid
-        and old.node == new.node
-        and old.phase == new.phase
-        and old.deleting == new.deleting
-        and old.gates == new.gates
-        and old.group == new.group
-        and old.requests is new.requests  # shared vectors: equal requests are one object
-        and old.priority == new.priority
-        and old.task == new.task
-        and old.nominated_node == new.nominated_node
-        and old.queue_annotation == new.queue_annotation
-        and old.annotations_preemptable == new.annotations_preemptable
-        and old.owner == new.owner
-        and old.scheduler_name == new.scheduler_name
-    )
 
 
 class ClusterCache:

@@ -1,0 +1,63 @@
+"""`Snapshot`, the consistent view of the cluster cache a scheduling pass reads, and the
+arithmetic on the per-name totals it carries (`dict[str, ResourceVector]`: what each node has
+requested, what each queue has allocated): `_add`, `_sub` and `_free`.
+
+Separate from `ClusterCache` (`core.cache`), which keeps those totals with these helpers and
+hands out Snapshots of them; `core.cache` re-exports `Snapshot`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from core.records import NodeRecord, PodGroupRecord, PodRecord, QueueRecord
+from core.resources import ResourceVector
+
+_ZERO = ResourceVector()
+
+
+def _add(totals: dict[str, ResourceVector], name: str, amount: ResourceVector) -> None:
+    totals[name] = totals.get(name, _ZERO) + amount
+
+
+def _sub(totals: dict[str, ResourceVector], name: str, amount: ResourceVector) -> None:
+    left = totals.get(name, _ZERO) - amount
+    if left.is_zero():
+        totals.pop(name, None)
+    else:
+        totals[name] = left
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """A consistent view for one scheduling pass (copies of the top-level maps; the records
+    themselves are immutable)."""
+
+    nodes: dict[str, NodeRecord]
+    pods: dict[str, PodRecord]
+    pods_by_node: dict[str, frozenset[str]]
+    pods_by_group: dict[str, frozenset[str]]
+    podgroups: dict[str, PodGroupRecord]
+    queues: dict[str, QueueRecord]
+    node_requested: dict[str, ResourceVector]
+    queue_allocated: dict[str, ResourceVector]
+    queue_pending: dict[str, ResourceVector] = dataclasses.field(default_factory=dict)
+    """Σ requests of each queue's pods that wait for a node (not bound, not finished)."""
+    namespace_queues: dict[str, str] = dataclasses.field(default_factory=dict)
+    total_allocatable: ResourceVector = _ZERO
+    """Σ allocatable of Ready nodes (what Volcano divides among queues)."""
+    total_requested: ResourceVector = _ZERO
+    """Σ requests of the pods that occupy a node."""
+
+    def node_free(self, name: str) -> ResourceVector:
+        return _free(self.nodes, self.node_requested, name)
+
+
+def _free(
+    nodes: dict[str, NodeRecord], requested: dict[str, ResourceVector], name: str
+) -> ResourceVector:
+    node = nodes.get(name)
+    if node is None:
+        return _ZERO
+    return node.allocatable - requested.get(name, _ZERO)
