@@ -106,7 +106,15 @@ async def bench(args: argparse.Namespace) -> None:
     async with contextlib.AsyncExitStack() as stack:
         extender = ServerProcess(
             "vulcan extender",
-            self_argv("--serve-extender", "--nodes", str(args.nodes), "--pods", str(args.pods)),
+            self_argv(
+                "--serve-extender",
+                "--nodes",
+                str(args.nodes),
+                "--pods",
+                str(args.pods),
+                "--counts",  # checked against --nodes by the child's own parse_args
+                ",".join(map(str, args.counts)),
+            ),
         )
         floor = ServerProcess("floor server", self_argv("--serve-floor"))
         stack.push_async_callback(extender.stop)
