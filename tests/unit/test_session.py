@@ -12,6 +12,7 @@ from plugins.queue_share import QueueInput
 from plugins.registry import build_session
 from plugins.session import (
     ABSTAIN,
+    HOOK_FLAGS,
     PERMIT,
     REJECT,
     PassState,
@@ -242,3 +243,17 @@ def test_drf_alone_lets_no_whole_unit_go_to_a_preemptor_with_a_share() -> None:
     assert drf.preemptable(asking, units, state) == []
     nothing = Preemptor("ns/p", "prod", 5, ZERO, ZERO)
     assert [u.group for u in drf.preemptable(nothing, units, state)] == ["ns/low"]
+
+
+def test_capacity_registers_no_overused_and_predicates_registers_nothing() -> None:
+    """capacity lets a queue borrow up to its realCapability (no Overused, unlike proportion);
+    predicates is kube-scheduler's own filtering, which runs before the extender."""
+    queues = {"q": QueueInput("q", request=cpu(100), allocated=cpu(30))}
+    model = proportion_shares(cpu(20), list(queues.values()))
+    state = PassState(model=model, inputs=queues)
+    assert model.overused("q")  # holds 30 of a 20-cpu cluster: more than it deserves
+    assert session_of("- plugins:\n  - name: proportion\n").overused("q", state)
+    assert not session_of("- plugins:\n  - name: capacity\n").overused("q", state)
+    predicates = session_of("- plugins:\n  - name: predicates\n")
+    assert predicates.has("predicates")
+    assert all(not predicates.plugins_for(hook) for hook in HOOK_FLAGS)
