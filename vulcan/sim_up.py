@@ -266,7 +266,7 @@ class Cluster:
                     "127.0.0.1",
                     "--port",
                     "0",
-                    # The embedded cluster has no volcano-system namespace to hold the Lease.
+                    # The embedded cluster has no vulcan-system namespace to hold the Lease.
                     "--leader-elect-resource-namespace",
                     "kube-system",
                 ],

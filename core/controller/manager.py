@@ -100,20 +100,44 @@ class ControllerManager:
                 await events
 
 
-async def check_lease_namespace(client: KubeClient, namespace: str) -> None:
-    """A Lease cannot be created in a namespace that does not exist: say so, or this instance
-    would wait forever without a word (the elector only logs at debug level)."""
-    try:
-        await client.get(NAMESPACES, namespace)
-    except ApiError as exc:
-        if exc.not_found:
-            log.warning(
-                "the leader-election namespace does not exist: this instance cannot lead "
-                "until it does (--leader-elect-resource-namespace)",
-                extra={"namespace": namespace},
-            )
-        else:
+class LeaseNamespaceWatch:
+    """Whether the leader-election namespace exists. A Lease cannot be created in a namespace
+    that does not exist, and the elector only logs that at debug level: while it is missing
+    this instance says so in /readyz and, every `interval`, in the log, until it appears."""
+
+    def __init__(self, client: KubeClient, namespace: str, interval: float = 30.0) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.interval = interval
+        self.missing = False
+
+    async def check(self) -> bool:
+        """True when the namespace exists (or cannot be read: then the elector will say why)."""
+        try:
+            await self.client.get(NAMESPACES, self.namespace)
+        except ApiError as exc:
+            if exc.not_found:
+                log.warning(
+                    "the leader-election namespace does not exist: this instance cannot lead "
+                    "until it does (--leader-elect-resource-namespace)",
+                    extra={"namespace": self.namespace},
+                )
+                self.missing = True
+                return False
             log.warning("could not read the leader-election namespace", extra={"error": str(exc)})
+        if self.missing:
+            log.info(
+                "the leader-election namespace exists now", extra={"namespace": self.namespace}
+            )
+        self.missing = False
+        return True
+
+    async def run(self) -> None:
+        while not await self.check():
+            await asyncio.sleep(self.interval)
+
+    def reason(self) -> str:
+        return f"cannot lead: the leader-election namespace {self.namespace} does not exist"
 
 
 async def run(
@@ -147,8 +171,12 @@ async def run(
 
     election = LeaderElectionConfig.from_args(args)
     elector: LeaderElector | None = None
+    lease_namespace: LeaseNamespaceWatch | None = None
+    namespace_watch: asyncio.Task[None] | None = None
     if election.leader_elect:
-        await check_lease_namespace(client, election.resource_namespace)
+        lease_namespace = LeaseNamespaceWatch(client, election.resource_namespace)
+        if not await lease_namespace.check():
+            namespace_watch = asyncio.create_task(lease_namespace.run(), name="lease-namespace")
         elector = election.elector(client, manager.identity, on_started_leading=term)
         main = asyncio.create_task(elector.run(), name="leader-election")
     else:
@@ -157,6 +185,8 @@ async def run(
     def ready() -> tuple[bool, str]:
         if manager.leading or elector is None:
             return manager.ready()
+        if lease_namespace is not None and lease_namespace.missing:
+            return False, lease_namespace.reason()
         holder = elector.leader
         if holder and holder != manager.identity:
             return True, f"standby (leader: {holder})"
@@ -173,6 +203,8 @@ async def run(
     try:
         await stop.wait()
     finally:
+        if namespace_watch is not None:
+            namespace_watch.cancel()
         main.cancel()  # steps down and releases the Lease, so a standby takes over at once
         with contextlib.suppress(asyncio.CancelledError):
             await main

@@ -74,9 +74,13 @@ def add_leader_election_flags(
     parser: argparse.ArgumentParser,
     *,
     default_name: str = "vulcan",
-    default_namespace: str = "volcano-system",
+    default_namespace: str = "vulcan-system",
 ) -> None:
-    """The component-base flags; durations accept Go syntax (`15s`) as Kubernetes does."""
+    """The component-base flags; durations accept Go syntax (`15s`) as Kubernetes does.
+
+    The Lease lives in vulcan's install namespace, `vulcan-system` (where its webhook Service
+    is too), not Volcano's `volcano-system`: a cluster moving from Volcano may still run
+    Volcano there, and sharing its namespace would mix the two installs' objects."""
     group = parser.add_argument_group("leader election")
     # `--leader-elect` alone means true, `--leader-elect=false` turns it off (Go bool flags).
     group.add_argument(

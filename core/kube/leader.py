@@ -350,7 +350,7 @@ class LeaderElectionConfig:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     resource_name: str = "vulcan"
-    resource_namespace: str = "volcano-system"
+    resource_namespace: str = "vulcan-system"
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> LeaderElectionConfig:
