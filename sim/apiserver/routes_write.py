@@ -17,6 +17,7 @@ from aiohttp import web
 
 from sim.apiserver import errors
 from sim.apiserver.patch import PatchError, UnsupportedPatchType, apply_patch
+from sim.apiserver.protobuf import ProtobufError, decode_object, is_protobuf
 from sim.apiserver.registry import Registry
 from sim.apiserver.routes_common import Target, _json_response
 from sim.apiserver.selectors import label_selector_from_dict
@@ -47,6 +48,14 @@ class WriteRoutes:
         raw = await request.read()
         if not raw:
             return {}
+        if is_protobuf(request.headers.get("Content-Type", "")):
+            # kubectl's typed clients send built-in kinds as protobuf.
+            try:
+                return decode_object(raw)
+            except ProtobufError as exc:
+                raise errors.bad_request(
+                    f"the body of the request could not be decoded: {exc}"
+                ) from None
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError:

@@ -97,3 +97,28 @@ def test_two_gangs_on_four_gpus_deadlock_without_vulcan(cluster: SimCluster) -> 
     phases = [phase(p) for job in ("tf-a", "tf-b") for p in cluster.pods(selector=f"job={job}")]
     assert sorted(phases) == ["Pending"] * 4 + ["Running"] * 4
     cluster.kubectl("delete", "pods", "-l", "job in (tf-a,tf-b)", "--wait=false")
+
+
+def test_kubectls_create_verbs_send_protobuf_and_work(cluster: SimCluster) -> None:
+    """kubectl sends built-in kinds as protobuf (`kubectl create namespace` on a fresh
+    cluster is a user's first command): each is stored as the JSON object it encodes."""
+    cluster.kubectl("create", "namespace", "team-a")
+    cluster.kubectl("create", "configmap", "settings", "--from-literal=mode=fast", "-n", "team-a")
+    cluster.kubectl(
+        "create", "secret", "generic", "token", "--from-literal=pw=hunter2", "-n", "team-a"
+    )
+    cluster.kubectl("create", "deployment", "web", "--image=nginx", "--replicas=2", "-n", "team-a")
+    cluster.kubectl("create", "job", "once", "--image=busybox", "-n", "team-a", "--", "echo", "hi")
+    namespace = cluster.get("/api/v1/namespaces/team-a")
+    assert namespace is not None and namespace["metadata"]["name"] == "team-a"
+    settings = cluster.get("/api/v1/namespaces/team-a/configmaps/settings")
+    assert settings is not None and settings["data"] == {"mode": "fast"}
+    token = cluster.get("/api/v1/namespaces/team-a/secrets/token")
+    assert token is not None and token["data"] == {"pw": "aHVudGVyMg=="}  # base64 of hunter2
+    web = cluster.get("/apis/apps/v1/namespaces/team-a/deployments/web")
+    assert web is not None and web["spec"]["replicas"] == 2
+    assert web["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx"
+    assert web["spec"]["selector"] == {"matchLabels": {"app": "web"}}
+    job = cluster.get("/apis/batch/v1/namespaces/team-a/jobs/once")
+    assert job is not None
+    assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["echo", "hi"]
