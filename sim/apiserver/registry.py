@@ -83,6 +83,9 @@ def _builtin(
 
 
 # What kube-scheduler, kubectl, the controllers and the embedded cluster use (spec §3).
+# Workloads with a replica count serve it through `scale` (autoscaling/v1 Scale).
+_SCALABLE = ("status", "scale")
+
 BUILTINS: tuple[ResourceType, ...] = (
     _builtin(
         "",
@@ -116,9 +119,9 @@ BUILTINS: tuple[ResourceType, ...] = (
     _builtin("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", short=("pvc",)),
     _builtin("", "v1", "resourcequotas", "ResourceQuota", short=("quota",)),
     _builtin("", "v1", "limitranges", "LimitRange", short=("limits",), subresources=()),
-    _builtin("apps", "v1", "deployments", "Deployment", short=("deploy",)),
-    _builtin("apps", "v1", "replicasets", "ReplicaSet", short=("rs",)),
-    _builtin("apps", "v1", "statefulsets", "StatefulSet", short=("sts",)),
+    _builtin("apps", "v1", "deployments", "Deployment", short=("deploy",), subresources=_SCALABLE),
+    _builtin("apps", "v1", "replicasets", "ReplicaSet", short=("rs",), subresources=_SCALABLE),
+    _builtin("apps", "v1", "statefulsets", "StatefulSet", short=("sts",), subresources=_SCALABLE),
     _builtin("apps", "v1", "daemonsets", "DaemonSet", short=("ds",)),
     _builtin("apps", "v1", "controllerrevisions", "ControllerRevision", subresources=()),
     _builtin("batch", "v1", "jobs", "Job"),

@@ -23,13 +23,14 @@ from sim.apiserver.openapi import OpenApiDocuments
 from sim.apiserver.routes_common import Target, _error_response, _flag, _json_response
 from sim.apiserver.routes_discovery import DiscoveryRoutes
 from sim.apiserver.routes_read import ReadRoutes
+from sim.apiserver.routes_scale import ScaleRoutes
 from sim.apiserver.routes_write import WriteRoutes
 from sim.apiserver.store import Store, bind_pod, evict_pod
 from sim.apiserver.tables import table, wants_table
 from sim.apiserver.writes import Writes, dry_run_of
 
 
-class ApiServer(DiscoveryRoutes, ReadRoutes, WriteRoutes):
+class ApiServer(DiscoveryRoutes, ReadRoutes, WriteRoutes, ScaleRoutes):
     """The HTTP face of a Store."""
 
     def __init__(self, store: Store, *, bookmark_interval: float = 10.0) -> None:
@@ -114,6 +115,8 @@ class ApiServer(DiscoveryRoutes, ReadRoutes, WriteRoutes):
     async def _handle(self, request: web.Request, t: Target) -> web.StreamResponse:
         method = request.method
         ns = t.namespace or ""
+        if t.subresource == "scale":
+            return await self._scale(request, t)
         if method == "GET":
             if t.name is None:
                 if _flag(request, "watch"):

@@ -101,7 +101,8 @@ def test_two_gangs_on_four_gpus_deadlock_without_vulcan(cluster: SimCluster) -> 
 
 def test_kubectls_create_verbs_send_protobuf_and_work(cluster: SimCluster) -> None:
     """kubectl sends built-in kinds as protobuf (`kubectl create namespace` on a fresh
-    cluster is a user's first command): each is stored as the JSON object it encodes."""
+    cluster is a user's first command): each is stored as the JSON object it encodes; and
+    `kubectl scale` works through the scale subresource."""
     cluster.kubectl("create", "namespace", "team-a")
     cluster.kubectl("create", "configmap", "settings", "--from-literal=mode=fast", "-n", "team-a")
     cluster.kubectl(
@@ -119,6 +120,13 @@ def test_kubectls_create_verbs_send_protobuf_and_work(cluster: SimCluster) -> No
     assert web is not None and web["spec"]["replicas"] == 2
     assert web["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx"
     assert web["spec"]["selector"] == {"matchLabels": {"app": "web"}}
+    # kubectl scale goes through the scale subresource (autoscaling/v1 Scale).
+    cluster.kubectl("scale", "deployment", "web", "--replicas=3", "-n", "team-a")
+    web = cluster.get("/apis/apps/v1/namespaces/team-a/deployments/web")
+    assert web is not None and web["spec"]["replicas"] == 3
+    scale = cluster.get("/apis/apps/v1/namespaces/team-a/deployments/web/scale")
+    assert scale is not None and scale["kind"] == "Scale"
+    assert scale["spec"] == {"replicas": 3} and scale["status"]["selector"] == "app=web"
     job = cluster.get("/apis/batch/v1/namespaces/team-a/jobs/once")
     assert job is not None
     assert job["spec"]["template"]["spec"]["containers"][0]["command"] == ["echo", "hi"]

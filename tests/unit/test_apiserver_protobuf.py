@@ -73,3 +73,21 @@ def test_what_cannot_be_decoded_is_refused_with_the_reason() -> None:
     raw = namespace.SerializeToString() + bytes([0x98, 0x06, 0x01])
     with pytest.raises(ProtobufError, match=r"unknown protobuf field number\(s\) \[99\]"):
         decode_object(envelope("v1", "Namespace", raw))
+
+
+def test_the_scale_of_a_deployment() -> None:
+    from sim.apiserver.routes_scale import scale_of
+
+    deployment = {
+        "metadata": {"name": "web", "namespace": "team-a", "uid": "u", "labels": {"x": "y"}},
+        "spec": {"replicas": 4, "selector": {"matchLabels": {"tier": "a", "app": "web"}}},
+        "status": {"replicas": 2},
+    }
+    assert scale_of(deployment) == {
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {"name": "web", "namespace": "team-a", "uid": "u"},
+        "spec": {"replicas": 4},
+        "status": {"replicas": 2, "selector": "app=web,tier=a"},
+    }
+    assert scale_of({"metadata": {"name": "d"}})["spec"] == {"replicas": 1}  # the default
