@@ -126,8 +126,10 @@ def _message_name(api_version: str, kind: str) -> str:
     if kind == "DeleteOptions":
         return f"{_META}.DeleteOptions"
     group, _, version = api_version.rpartition("/")
-    group = group.removesuffix(".k8s.io") or "core"
-    return f"k8s.io.api.{group}.{version}.{kind}"
+    # Kubernetes' proto packages are named by the group's first label (rbac.authorization.k8s.io
+    # -> k8s.io.api.rbac.v1); the core group's is `core`.
+    package = group.split(".")[0] if group else "core"
+    return f"k8s.io.api.{package}.{version}.{kind}"
 
 
 def decode_object(body: bytes) -> dict[str, Any]:

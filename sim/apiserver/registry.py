@@ -174,6 +174,25 @@ BUILTINS: tuple[ResourceType, ...] = (
     _builtin(
         "resource.k8s.io", "v1", "deviceclasses", "DeviceClass", namespaced=False, subresources=()
     ),
+    # RBAC objects are stored (an install applies them); nothing authorizes with them yet.
+    _builtin(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterroles",
+        "ClusterRole",
+        namespaced=False,
+        subresources=(),
+    ),
+    _builtin(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterrolebindings",
+        "ClusterRoleBinding",
+        namespaced=False,
+        subresources=(),
+    ),
+    _builtin("rbac.authorization.k8s.io", "v1", "roles", "Role", subresources=()),
+    _builtin("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding", subresources=()),
     # Admission webhooks (sim/apiserver/admission.py calls them on writes, as kube-apiserver).
     _builtin(
         "admissionregistration.k8s.io",
