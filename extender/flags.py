@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from core.durations import parse_duration
-from core.kube.flags import add_client_flags
+from core.kube.flags import add_client_flags, add_leader_election_flags
 from extender.webhook_flags import add_webhook_flags
 
 
@@ -14,6 +14,10 @@ def add_extender_flags(parser: argparse.ArgumentParser) -> None:
     # the admission stamps of its members go out in one burst (a 1,000-member gang at 50/s
     # stayed partly bound for 18 s in bench/gang_admission.py).
     add_client_flags(parser, qps=2000.0, burst=2000)
+    # Off by default (one extender, as `vulcan sim up` runs it); the install runs two replicas
+    # with it on: the gang ledger lives in one process, so only the leader may decide, and
+    # /readyz keeps kube-scheduler's Service on the leader.
+    add_leader_election_flags(parser, default_name="vulcan-extender", default_leader_elect=False)
     parser.add_argument(
         "--port",
         type=int,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import signal
@@ -11,8 +12,10 @@ import sys
 from dataclasses import dataclass
 
 from core.cache import ClusterCache
+from core.controller.manager import LeaseNamespaceWatch
 from core.kube.client import KubeClient
 from core.kube.flags import options_from_args
+from core.kube.leader import LeaderElectionConfig
 from extender.barrier import check_timeouts
 from extender.binder import Binder
 from extender.gang_server import GangExtenderServer
@@ -41,6 +44,7 @@ class Extender:
     cache: ClusterCache
     server: ExtenderServer
     gangs: GangScheduler
+    background: list[asyncio.Task[None]] = dataclasses.field(default_factory=list)
 
     @classmethod
     async def build(cls, args: argparse.Namespace) -> Extender:
@@ -124,13 +128,39 @@ async def run(args: argparse.Namespace) -> int:
     # Failed members; finished pods hold no node capacity (PodRecord.occupies_node).
     extender.server.metrics.gc_pauses.install()
     extender.cache.start(extender.client)
-    extender.gangs.start()
+    election = LeaderElectionConfig.from_args(args)
+    leading: asyncio.Task[None] | None = None
+    if election.leader_elect:
+        # A standby keeps its cache warm; only the leader schedules (the gang ledger is this
+        # process's memory) and only it is ready, so the Service sends kube-scheduler to it.
+        # Losing the Lease ends the process: a restart rebuilds everything from the API server.
+        namespace = LeaseNamespaceWatch(extender.client, election.resource_namespace)
+        if not await namespace.check():
+            extender.background.append(asyncio.create_task(namespace.run()))
+
+        async def lead() -> None:
+            extender.gangs.start()
+            await asyncio.Event().wait()
+
+        elector = election.elector(
+            extender.client, on_started_leading=lead, on_stopped_leading=stop.set
+        )
+        extender.server.is_leader = lambda: elector.is_leader
+        leading = asyncio.create_task(elector.run(), name="leader-election")
+    else:
+        extender.gangs.start()
     runner, port = await serve(extender.server, args.bind_address, args.port)
     print(f"vulcan extender listening on http://{args.bind_address}:{port}/v1", flush=True)
     await webhooks.start(extender.client, extender.cache)
     try:
         await stop.wait()
     finally:
+        for task in extender.background:
+            task.cancel()
+        if leading is not None:
+            leading.cancel()  # steps down and releases the Lease
+            with contextlib.suppress(asyncio.CancelledError):
+                await leading
         # Drain in-flight requests (binds) before going away.
         await runner.cleanup()
         await webhooks.stop()

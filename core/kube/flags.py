@@ -75,6 +75,7 @@ def add_leader_election_flags(
     *,
     default_name: str = "vulcan",
     default_namespace: str = "vulcan-system",
+    default_leader_elect: bool = True,
 ) -> None:
     """The component-base flags; durations accept Go syntax (`15s`) as Kubernetes does.
 
@@ -88,8 +89,9 @@ def add_leader_election_flags(
         type=parse_bool,
         nargs="?",
         const=True,
-        default=True,
-        help="run leader election so only one replica acts (default true)",
+        default=default_leader_elect,
+        help="run leader election so only one replica acts "
+        f"(default {str(default_leader_elect).lower()})",
     )
     group.add_argument(
         "--leader-elect-lease-duration",

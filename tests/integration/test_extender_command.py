@@ -74,3 +74,61 @@ def test_extender_process(tmp_path: Path) -> None:
             if process is not None and process.poll() is None:
                 process.send_signal(signal.SIGTERM)
                 process.wait(timeout=20)
+
+
+def test_two_extenders_with_leader_election_one_leads_and_the_other_takes_over(
+    tmp_path: Path,
+) -> None:
+    """The install runs two extender replicas with --leader-elect: the gang ledger lives in one
+    process, so only the leader schedules and only it is ready (kube-scheduler's Service sends
+    its calls there); when it goes, the standby takes the Lease and becomes ready."""
+    import time
+
+    kubeconfig = tmp_path / "kubeconfig"
+    apiserver, _ = sim_apiserver_process(kubeconfig)
+    extenders = []
+    try:
+        for _ in range(2):
+            process = vulcan_process(
+                "extender",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--port",
+                "0",
+                "--bind-address",
+                "127.0.0.1",
+                "--leader-elect=true",
+                "--leader-elect-resource-namespace",
+                "kube-system",
+                "--leader-elect-lease-duration",
+                "2s",
+                "--leader-elect-renew-deadline",
+                "1s",
+                "--leader-elect-retry-period",
+                "200ms",
+            )
+            base = announced_url(process, "vulcan extender listening on http://127.0.0.1:")
+            extenders.append((process, base.removesuffix("/v1")))
+
+        def ready() -> list[int]:
+            return [_get(f"{base}/readyz")[0] for _, base in extenders]
+
+        deadline = time.monotonic() + 20
+        while sorted(ready()) != [200, 503]:
+            assert time.monotonic() < deadline, ready()
+            time.sleep(0.05)
+        statuses = ready()
+        leader = statuses.index(200)
+        standby = 1 - leader
+        assert b"not the leader" in _get(f"{extenders[standby][1]}/readyz")[1]
+        extenders[leader][0].send_signal(signal.SIGTERM)
+        assert extenders[leader][0].wait(timeout=20) == 0  # releases the Lease on its way out
+        deadline = time.monotonic() + 20
+        while _get(f"{extenders[standby][1]}/readyz")[0] != 200:
+            assert time.monotonic() < deadline, "the standby did not take over"
+            time.sleep(0.05)
+    finally:
+        for process in [p for p, _ in extenders] + [apiserver]:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+                process.wait(timeout=20)
