@@ -22,7 +22,7 @@ CRD_DIR = REPO / "manifests" / "crds"
 
 
 def test_checked_in_crds_are_what_the_models_generate() -> None:
-    files = sorted(p.name for p in CRD_DIR.glob("*.yaml"))
+    files = sorted(p.name for p in CRD_DIR.glob("*.yaml") if p.name != "kustomization.yaml")
     assert files == sorted(crd_filename(info) for info in KINDS)
     for info in KINDS:
         on_disk = (CRD_DIR / crd_filename(info)).read_text()
