@@ -169,6 +169,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=300,
         help="tolerationSeconds of the unreachable:NoExecute toleration added to every pod",
     )
+    apiserver.add_argument(
+        "--token-auth-file",
+        metavar="FILE",
+        help="authenticate bearer tokens from FILE (kube-apiserver's format: "
+        'token,user,uid,"group1,group2") and authorize requests by RBAC; the kubeconfig written '
+        "uses the first system:masters user's token (default: no authentication, all allowed)",
+    )
+    apiserver.add_argument(
+        "--audit-log-path",
+        metavar="FILE",
+        help="with --token-auth-file: append every authorization decision to FILE (JSON lines)",
+    )
     apiserver.add_argument("--log-format", choices=("text", "json"), default="text")
     apiserver.set_defaults(func=_cmd_sim_apiserver)
 

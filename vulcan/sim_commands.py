@@ -27,6 +27,8 @@ async def _serve_apiserver(args: argparse.Namespace) -> None:
         kubeconfig_out=args.kubeconfig_out,
         default_not_ready_toleration_seconds=args.default_not_ready_toleration_seconds,
         default_unreachable_toleration_seconds=args.default_unreachable_toleration_seconds,
+        token_auth_file=args.token_auth_file,
+        audit_log_path=args.audit_log_path,
     )
     async with server:
         print(f"embedded API server listening on {server.url}", flush=True)

@@ -35,6 +35,7 @@ ROOTS = [
         "coordination.v1": "Lease",
         "networking.v1": "NetworkPolicy Ingress",
         "autoscaling.v1": "Scale",
+        "authorization.v1": "SelfSubjectAccessReview",
     }.items()
     for kind in kinds.split()
 ] + ["k8s.io.apimachinery.pkg.apis.meta.v1.DeleteOptions"]

@@ -20,6 +20,8 @@ from sim.apiserver import discovery, errors
 from sim.apiserver.admission import WebhookAdmission
 from sim.apiserver.events import storage_views
 from sim.apiserver.openapi import OpenApiDocuments
+from sim.apiserver.rbac import Rbac
+from sim.apiserver.routes_auth import AuthRoutes
 from sim.apiserver.routes_common import Target, _error_response, _flag, _json_response
 from sim.apiserver.routes_discovery import DiscoveryRoutes
 from sim.apiserver.routes_read import ReadRoutes
@@ -30,7 +32,7 @@ from sim.apiserver.tables import table, wants_table
 from sim.apiserver.writes import Writes, dry_run_of
 
 
-class ApiServer(DiscoveryRoutes, ReadRoutes, WriteRoutes, ScaleRoutes):
+class ApiServer(DiscoveryRoutes, ReadRoutes, WriteRoutes, ScaleRoutes, AuthRoutes):
     """The HTTP face of a Store."""
 
     def __init__(self, store: Store, *, bookmark_interval: float = 10.0) -> None:
@@ -53,6 +55,12 @@ class ApiServer(DiscoveryRoutes, ReadRoutes, WriteRoutes, ScaleRoutes):
         self.openapi = OpenApiDocuments(self.registry)
         self.app.router.add_get("/openapi/v3", self._openapi_root)
         self.app.router.add_get("/openapi/v3/{path:.*}", self._openapi_document)
+        # Authorization (off unless the server is given a token file: `enable_rbac`).
+        self.rbac: Rbac | None = None
+        self.app.router.add_post(
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            self._self_subject_access_review,
+        )
         self.app.router.add_route("*", "/api/{tail:.*}", self._dispatch)
         self.app.router.add_route("*", "/apis/{tail:.*}", self._dispatch)
 
@@ -104,6 +112,7 @@ class ApiServer(DiscoveryRoutes, ReadRoutes, WriteRoutes, ScaleRoutes):
     async def _dispatch(self, request: web.Request) -> web.StreamResponse:
         try:
             target = self._resolve(request.path)
+            self._check(request, None if isinstance(target, dict) else target)
             if isinstance(target, dict):
                 if request.method != "GET":
                     raise errors.ApiError(405, "MethodNotAllowed", "method not allowed")

@@ -28,6 +28,7 @@ from aiohttp import web
 from core.gc_pauses import freeze_on_growth
 from core.serving import start_app
 from sim.apiserver.objects import DEFAULT_TOLERATION_SECONDS
+from sim.apiserver.rbac import MASTERS, Rbac, read_token_file
 from sim.apiserver.registry import (
     BUILTINS,
     Registry,
@@ -116,12 +117,12 @@ def build_store(
     return store
 
 
-def kubeconfig(url: str) -> dict[str, Any]:
+def kubeconfig(url: str, token: str | None = None) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": "vulcan", "cluster": {"server": url}}],
-        "users": [{"name": "vulcan", "user": {}}],
+        "users": [{"name": "vulcan", "user": {"token": token} if token else {}}],
         "contexts": [
             {
                 "name": "vulcan",
@@ -133,10 +134,10 @@ def kubeconfig(url: str) -> dict[str, Any]:
     }
 
 
-def write_kubeconfig(path: str | os.PathLike[str], url: str) -> None:
+def write_kubeconfig(path: str | os.PathLike[str], url: str, token: str | None = None) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(yaml.safe_dump(kubeconfig(url), sort_keys=False))
+    target.write_text(yaml.safe_dump(kubeconfig(url, token), sort_keys=False))
 
 
 class EmbeddedApiServer:
@@ -154,6 +155,8 @@ class EmbeddedApiServer:
         kubeconfig_out: str | os.PathLike[str] | None = None,
         default_not_ready_toleration_seconds: int = DEFAULT_TOLERATION_SECONDS,
         default_unreachable_toleration_seconds: int = DEFAULT_TOLERATION_SECONDS,
+        token_auth_file: str | os.PathLike[str] | None = None,
+        audit_log_path: str | os.PathLike[str] | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -164,6 +167,17 @@ class EmbeddedApiServer:
             default_unreachable_toleration_seconds=default_unreachable_toleration_seconds,
         )
         self.api = ApiServer(self.store, bookmark_interval=bookmark_interval)
+        # With a token file, requests are authenticated by it and authorized by RBAC; the
+        # kubeconfig written carries the token of its first system:masters user.
+        self.admin_token: str | None = None
+        if token_auth_file is not None:
+            tokens = read_token_file(token_auth_file)
+            self.api.rbac = Rbac(
+                self.store, tokens, Path(audit_log_path) if audit_log_path else None
+            )
+            self.admin_token = next(
+                (t for t, user in tokens.items() if MASTERS in user.groups), None
+            )
         self.kubeconfig_out = kubeconfig_out
         self._runner: web.AppRunner | None = None
         self._gc_task: asyncio.Task[None] | None = None
@@ -183,7 +197,7 @@ class EmbeddedApiServer:
         )
         self._gc_task = asyncio.create_task(self.store.run_garbage_collector(), name="apiserver-gc")
         if self.kubeconfig_out:
-            write_kubeconfig(self.kubeconfig_out, self.url)
+            write_kubeconfig(self.kubeconfig_out, self.url, self.admin_token)
         log.info("embedded API server serving", extra={"url": self.url})
         return self
 
