@@ -33,6 +33,12 @@ def add_up_flags(parser: argparse.ArgumentParser) -> None:
         "--with-extender", action="store_true", help="run vulcan's extender and call it"
     )
     parser.add_argument("--with-controllers", action="store_true", help="run vulcan's controllers")
+    parser.add_argument(
+        "--rbac",
+        action="store_true",
+        help="enforce RBAC: the extender and controllers run with the tokens of the install's "
+        "ServiceAccounts and its ClusterRoles (manifests/base); decisions in <state dir>/audit.log",
+    )
     parser.add_argument("--extender-config", metavar="FILE", help="Volcano scheduler conf")
     parser.add_argument(
         "--gang-backoff",

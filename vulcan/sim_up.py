@@ -21,6 +21,7 @@ import asyncio
 import base64
 import contextlib
 import importlib.util
+import secrets
 import signal
 import sys
 import tempfile
@@ -149,6 +150,45 @@ async def wait_ready(url: str, timeout: float) -> None:
             await asyncio.sleep(0.1)
 
 
+# The install's ServiceAccounts (manifests/base), whose tokens the components use with --rbac.
+SERVICE_ACCOUNTS = {
+    "extender": "system:serviceaccount:vulcan-system:vulcan-extender",
+    "controllers": "system:serviceaccount:vulcan-system:vulcan-controllers",
+}
+RBAC_FILES = ("namespace.yaml", "extender-rbac.yaml", "controllers-rbac.yaml")
+
+
+def write_tokens(path: Path) -> dict[str, str]:
+    """A token file (kube-apiserver's format) for the admin and the components."""
+    tokens = {name: secrets.token_hex(16) for name in ("admin", *SERVICE_ACCOUNTS)}
+    lines = [f'{tokens["admin"]},admin,admin,"system:masters"']
+    for component, user in SERVICE_ACCOUNTS.items():
+        lines.append(f'{tokens[component]},{user},{component},"system:serviceaccounts"')
+    path.write_text("\n".join(lines) + "\n")
+    path.chmod(0o600)
+    return tokens
+
+
+async def install_rbac(client: KubeClient) -> None:
+    """The install's namespace, ServiceAccounts, ClusterRoles, Roles and their bindings."""
+    from core.kube.client import ApiError, Resource
+
+    base = Path(__file__).resolve().parents[1] / "manifests" / "base"
+    for name in RBAC_FILES:
+        for doc in yaml.safe_load_all((base / name).read_text()):
+            if not doc:
+                continue
+            kind = doc["kind"]
+            group = "" if kind in ("Namespace", "ServiceAccount") else "rbac.authorization.k8s.io"
+            namespaced = bool(doc["metadata"].get("namespace"))
+            resource = Resource(group, "v1", kind.lower() + "s", namespaced, kind)
+            try:
+                await client.create(resource, doc)
+            except ApiError as exc:
+                if not exc.conflict:
+                    raise
+
+
 class Cluster:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
@@ -157,6 +197,8 @@ class Cluster:
         self.children: list[Child] = []
         self.client: KubeClient | None = None
         self.kubelets: HollowKubelets | None = None
+        self.tokens: dict[str, str] = {}
+        self.api_url = ""
         self.lifecycle: NodeLifecycleController | None = None
 
     async def start(self) -> None:
@@ -169,11 +211,22 @@ class Cluster:
             [parse_node_profile(p) for p in args.node_profile or ()], args.nodes
         )
         timeout = args.start_timeout
+        auth: list[str] = []
+        if args.rbac:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            self.tokens = write_tokens(self.state_dir / "tokens.csv")
+            auth = [
+                "--token-auth-file",
+                str(self.state_dir / "tokens.csv"),
+                "--audit-log-path",
+                str(self.state_dir / "audit.log"),
+            ]
         apiserver = await spawn(
             "apiserver",
             [
                 "sim",
                 "apiserver",
+                *auth,
                 "--port",
                 str(args.port),
                 "--kubeconfig-out",
@@ -187,11 +240,14 @@ class Cluster:
         )
         self.children.append(apiserver)
         line = await apiserver.read_announcement("embedded API server listening on", timeout)
-        print(f"embedded API server: {line.split()[-1]}", flush=True)
+        self.api_url = line.split()[-1]
+        print(f"embedded API server: {self.api_url}", flush=True)
 
         self.client = await KubeClient.connect(
             ClientOptions(kubeconfig=str(self.kubeconfig), qps=0, burst=0)
         )
+        if args.rbac:
+            await install_rbac(self.client)
         self.lifecycle = NodeLifecycleController(
             self.client, node_monitor_grace_period=args.node_monitor_grace_period
         )
@@ -214,7 +270,7 @@ class Cluster:
                 [
                     "extender",
                     "--kubeconfig",
-                    str(self.kubeconfig),
+                    str(self._component_kubeconfig("extender")),
                     "--bind-address",
                     "127.0.0.1",
                     "--port",
@@ -261,14 +317,15 @@ class Cluster:
                 [
                     "controllers",
                     "--kubeconfig",
-                    str(self.kubeconfig),
+                    str(self._component_kubeconfig("controllers")),
                     "--bind-address",
                     "127.0.0.1",
                     "--port",
                     "0",
-                    # The embedded cluster has no vulcan-system namespace to hold the Lease.
+                    # Without --rbac the embedded cluster has no vulcan-system namespace to hold
+                    # the Lease; with it, the install's namespace and Role are there.
                     "--leader-elect-resource-namespace",
-                    "kube-system",
+                    "vulcan-system" if args.rbac else "kube-system",
                 ],
                 self.state_dir,
             )
@@ -301,6 +358,16 @@ class Cluster:
         print(f"  export KUBECONFIG={self.kubeconfig}", flush=True)
         print("  kubectl get nodes", flush=True)
         print(f"{READY_LINE} (Ctrl-C to stop)", flush=True)
+
+    def _component_kubeconfig(self, component: str) -> Path:
+        """The admin kubeconfig, or with --rbac one with the component's ServiceAccount token."""
+        if not self.args.rbac:
+            return self.kubeconfig
+        from sim.apiserver.server import write_kubeconfig
+
+        path = self.state_dir / f"{component}.kubeconfig"
+        write_kubeconfig(path, self.api_url, self.tokens[component])
+        return path
 
     async def _register_webhooks(self, url: str, ca_pem: bytes) -> None:
         """The built-in queues, then vulcan's webhook configurations (pointing at `url`,

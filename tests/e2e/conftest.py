@@ -34,8 +34,11 @@ class SimCluster:
         self.lines = lines
         self.state = state
         self.kubeconfig = state / "kubeconfig"
-        server = yaml.safe_load(self.kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
-        self.api = server.rstrip("/")
+        config = yaml.safe_load(self.kubeconfig.read_text())
+        self.api = config["clusters"][0]["cluster"]["server"].rstrip("/")
+        # With `--rbac` the admin kubeconfig carries a token (kubectl sends it only over HTTPS;
+        # the tests' own requests send it).
+        self.token: str | None = (config["users"][0].get("user") or {}).get("token")
         self.extender: str | None = None
         for line in lines:
             if line.startswith("vulcan extender:"):
@@ -73,10 +76,18 @@ class SimCluster:
 
     # ------------------------------------------------------------------ direct reads
 
+    def request(self, path: str, body: Any = None, method: str | None = None) -> Any:
+        headers = {"Content-Type": "application/json"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.api + path, data, headers, method=method)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.loads(response.read())
+
     def get(self, path: str) -> Any:
         try:
-            with urllib.request.urlopen(self.api + path, timeout=10) as response:
-                return json.loads(response.read())
+            return self.request(path)
         except urllib.error.HTTPError as exc:
             if exc.code == 404:
                 return None
