@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import ssl
+
 from aiohttp import web
 
 
 async def start_app(
-    app: web.Application, host: str, port: int, *, shutdown_timeout: float
+    app: web.Application,
+    host: str,
+    port: int,
+    *,
+    shutdown_timeout: float,
+    ssl_context: ssl.SSLContext | None = None,
 ) -> tuple[web.AppRunner, int]:
     """Serve `app` on host:port (port 0: any free port); returns the runner (`cleanup()` stops
     it, waiting for in-flight requests up to `shutdown_timeout`) and the port bound.
@@ -23,7 +30,9 @@ async def start_app(
         handler_cancellation=True,
     )
     await runner.setup()
-    site = web.TCPSite(runner, host, port, reuse_address=True, backlog=1024)
+    site = web.TCPSite(
+        runner, host, port, reuse_address=True, backlog=1024, ssl_context=ssl_context
+    )
     await site.start()
     sockets = site._server.sockets if site._server else ()  # type: ignore[union-attr]
     return runner, (sockets[0].getsockname()[1] if sockets else port)

@@ -177,6 +177,15 @@ def build_parser() -> argparse.ArgumentParser:
         "uses the first system:masters user's token (default: no authentication, all allowed)",
     )
     apiserver.add_argument(
+        "--tls-cert-file", metavar="FILE", help="serve HTTPS with this certificate (PEM)"
+    )
+    apiserver.add_argument("--tls-private-key-file", metavar="FILE", help="its private key (PEM)")
+    apiserver.add_argument(
+        "--tls-ca-file",
+        metavar="FILE",
+        help="the CA that signed it, trusted by the kubeconfig written (--kubeconfig-out)",
+    )
+    apiserver.add_argument(
         "--audit-log-path",
         metavar="FILE",
         help="with --token-auth-file: append every authorization decision to FILE (JSON lines)",

@@ -29,6 +29,9 @@ async def _serve_apiserver(args: argparse.Namespace) -> None:
         default_unreachable_toleration_seconds=args.default_unreachable_toleration_seconds,
         token_auth_file=args.token_auth_file,
         audit_log_path=args.audit_log_path,
+        tls_cert_file=args.tls_cert_file,
+        tls_private_key_file=args.tls_private_key_file,
+        tls_ca_file=args.tls_ca_file,
     )
     async with server:
         print(f"embedded API server listening on {server.url}", flush=True)

@@ -34,7 +34,7 @@ import yaml
 
 from core.kube.client import QUEUES, ApiError, KubeClient
 from core.kube.flags import ClientOptions
-from vulcan.certs import write_serving_certs
+from vulcan.certs import ServingCerts, write_serving_certs
 
 if TYPE_CHECKING:  # imported for real in Cluster.start, where they are used
     from sim.kubelet import HollowKubelets
@@ -199,6 +199,7 @@ class Cluster:
         self.kubelets: HollowKubelets | None = None
         self.tokens: dict[str, str] = {}
         self.api_url = ""
+        self.api_certs: ServingCerts | None = None
         self.lifecycle: NodeLifecycleController | None = None
 
     async def start(self) -> None:
@@ -215,11 +216,19 @@ class Cluster:
         if args.rbac:
             self.state_dir.mkdir(parents=True, exist_ok=True)
             self.tokens = write_tokens(self.state_dir / "tokens.csv")
+            # HTTPS: kubectl sends its token only over TLS.
+            self.api_certs = write_serving_certs(self.state_dir / "apiserver-certs")
             auth = [
                 "--token-auth-file",
                 str(self.state_dir / "tokens.csv"),
                 "--audit-log-path",
                 str(self.state_dir / "audit.log"),
+                "--tls-cert-file",
+                str(self.api_certs.cert_file),
+                "--tls-private-key-file",
+                str(self.api_certs.key_file),
+                "--tls-ca-file",
+                str(self.state_dir / "apiserver-certs" / "ca.crt"),
             ]
         apiserver = await spawn(
             "apiserver",
@@ -366,7 +375,8 @@ class Cluster:
         from sim.apiserver.server import write_kubeconfig
 
         path = self.state_dir / f"{component}.kubeconfig"
-        write_kubeconfig(path, self.api_url, self.tokens[component])
+        assert self.api_certs is not None
+        write_kubeconfig(path, self.api_url, self.tokens[component], self.api_certs.ca_pem)
         return path
 
     async def _register_webhooks(self, url: str, ca_pem: bytes) -> None:

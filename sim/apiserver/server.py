@@ -14,9 +14,11 @@ The HTTP side is `ApiServer` (`sim.apiserver.routes`) and its route mixins
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import logging
 import os
+import ssl
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -117,11 +119,14 @@ def build_store(
     return store
 
 
-def kubeconfig(url: str, token: str | None = None) -> dict[str, Any]:
+def kubeconfig(url: str, token: str | None = None, ca_pem: bytes | None = None) -> dict[str, Any]:
+    cluster: dict[str, Any] = {"server": url}
+    if ca_pem:
+        cluster["certificate-authority-data"] = base64.b64encode(ca_pem).decode()
     return {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "vulcan", "cluster": {"server": url}}],
+        "clusters": [{"name": "vulcan", "cluster": cluster}],
         "users": [{"name": "vulcan", "user": {"token": token} if token else {}}],
         "contexts": [
             {
@@ -134,10 +139,12 @@ def kubeconfig(url: str, token: str | None = None) -> dict[str, Any]:
     }
 
 
-def write_kubeconfig(path: str | os.PathLike[str], url: str, token: str | None = None) -> None:
+def write_kubeconfig(
+    path: str | os.PathLike[str], url: str, token: str | None = None, ca_pem: bytes | None = None
+) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(yaml.safe_dump(kubeconfig(url, token), sort_keys=False))
+    target.write_text(yaml.safe_dump(kubeconfig(url, token, ca_pem), sort_keys=False))
 
 
 class EmbeddedApiServer:
@@ -157,8 +164,19 @@ class EmbeddedApiServer:
         default_unreachable_toleration_seconds: int = DEFAULT_TOLERATION_SECONDS,
         token_auth_file: str | os.PathLike[str] | None = None,
         audit_log_path: str | os.PathLike[str] | None = None,
+        tls_cert_file: str | os.PathLike[str] | None = None,
+        tls_private_key_file: str | os.PathLike[str] | None = None,
+        tls_ca_file: str | os.PathLike[str] | None = None,
     ) -> None:
         self.host = host
+        # HTTPS when given a serving certificate (kubectl sends tokens only over HTTPS); the
+        # kubeconfig written then trusts `tls_ca_file`.
+        self.ssl_context: ssl.SSLContext | None = None
+        self.ca_pem: bytes | None = None
+        if tls_cert_file is not None and tls_private_key_file is not None:
+            self.ssl_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            self.ssl_context.load_cert_chain(tls_cert_file, tls_private_key_file)
+            self.ca_pem = Path(tls_ca_file).read_bytes() if tls_ca_file else None
         self.port = port
         self.store = build_store(
             crd_dir,
@@ -186,9 +204,10 @@ class EmbeddedApiServer:
 
     async def start(self) -> EmbeddedApiServer:
         self._runner, self.port = await start_app(
-            self.api.app, self.host, self.port, shutdown_timeout=1.0
+            self.api.app, self.host, self.port, shutdown_timeout=1.0, ssl_context=self.ssl_context
         )
-        self.url = f"http://{self.host}:{self.port}"
+        scheme = "https" if self.ssl_context is not None else "http"
+        self.url = f"{scheme}://{self.host}:{self.port}"
         self.api.server_address = f"{self.host}:{self.port}"
         # A full GC over 100k stored pods otherwise pauses the event loop for ~250 ms.
         self._freeze_task = asyncio.create_task(
@@ -197,7 +216,7 @@ class EmbeddedApiServer:
         )
         self._gc_task = asyncio.create_task(self.store.run_garbage_collector(), name="apiserver-gc")
         if self.kubeconfig_out:
-            write_kubeconfig(self.kubeconfig_out, self.url, self.admin_token)
+            write_kubeconfig(self.kubeconfig_out, self.url, self.admin_token, self.ca_pem)
         log.info("embedded API server serving", extra={"url": self.url})
         return self
 
@@ -213,7 +232,9 @@ class EmbeddedApiServer:
         if while_down is not None:
             while_down(self.store)  # e.g. writes through another API server replica
         self.store.reset_watch_cache()
-        self._runner, _ = await start_app(self.api.app, self.host, self.port, shutdown_timeout=1.0)
+        self._runner, _ = await start_app(
+            self.api.app, self.host, self.port, shutdown_timeout=1.0, ssl_context=self.ssl_context
+        )
 
     async def stop(self) -> None:
         if self._freeze_task is not None:

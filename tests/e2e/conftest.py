@@ -7,10 +7,12 @@ Waiting is done by polling the API for the awaited state with a deadline (never 
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import shutil
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -39,6 +41,9 @@ class SimCluster:
         # With `--rbac` the admin kubeconfig carries a token (kubectl sends it only over HTTPS;
         # the tests' own requests send it).
         self.token: str | None = (config["users"][0].get("user") or {}).get("token")
+        # ... and then the server speaks HTTPS, its CA in the kubeconfig.
+        ca = config["clusters"][0]["cluster"].get("certificate-authority-data")
+        self.ssl = ssl.create_default_context(cadata=base64.b64decode(ca).decode()) if ca else None
         self.extender: str | None = None
         for line in lines:
             if line.startswith("vulcan extender:"):
@@ -82,7 +87,7 @@ class SimCluster:
             headers["Authorization"] = f"Bearer {self.token}"
         data = json.dumps(body).encode() if body is not None else None
         request = urllib.request.Request(self.api + path, data, headers, method=method)
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with urllib.request.urlopen(request, timeout=10, context=self.ssl) as response:
             return json.loads(response.read())
 
     def get(self, path: str) -> Any:

@@ -70,5 +70,22 @@ def test_a_volcano_job_completes_with_no_call_of_vulcan_refused(cluster: SimClus
     )
     # Without a token: refused.
     with pytest.raises(urllib.error.HTTPError) as anonymous:
-        urllib.request.urlopen(cluster.api + "/api/v1/pods", timeout=10)
+        urllib.request.urlopen(cluster.api + "/api/v1/pods", timeout=10, context=cluster.ssl)
     assert anonymous.value.code == 403
+
+
+def test_kubectl_works_over_https_and_can_i_answers_per_service_account(
+    cluster: SimCluster,
+) -> None:
+    """kubectl sends its token (HTTPS), so the admin's everyday verbs work, and `kubectl auth
+    can-i` answers for each of the install's ServiceAccounts what their roles grant."""
+    cluster.kubectl("create", "namespace", "team-rbac")
+    assert cluster.kubectl("auth", "can-i", "delete", "nodes").strip() == "yes"
+    extender = str(cluster.state / "extender.kubeconfig")
+
+    def can_i(*args: str) -> str:
+        return cluster.kubectl("--kubeconfig", extender, "auth", "can-i", *args, check=False)
+
+    assert can_i("create", "pods", "--subresource=binding").strip() == "yes"
+    assert can_i("delete", "pods").strip() == "no"
+    assert can_i("patch", "podgroups.scheduling.volcano.sh").strip() == "yes"
