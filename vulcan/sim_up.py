@@ -21,7 +21,6 @@ import asyncio
 import base64
 import contextlib
 import importlib.util
-import secrets
 import signal
 import sys
 import tempfile
@@ -35,6 +34,7 @@ import yaml
 from core.kube.client import QUEUES, ApiError, KubeClient
 from core.kube.flags import ClientOptions
 from vulcan.certs import ServingCerts, write_serving_certs
+from vulcan.sim_rbac import install_rbac, write_tokens
 
 if TYPE_CHECKING:  # imported for real in Cluster.start, where they are used
     from sim.kubelet import HollowKubelets
@@ -148,45 +148,6 @@ async def wait_ready(url: str, timeout: float) -> None:
             if asyncio.get_running_loop().time() > deadline:
                 raise StartError(f"{url} not ready within {timeout:.0f}s")
             await asyncio.sleep(0.1)
-
-
-# The install's ServiceAccounts (manifests/base), whose tokens the components use with --rbac.
-SERVICE_ACCOUNTS = {
-    "extender": "system:serviceaccount:vulcan-system:vulcan-extender",
-    "controllers": "system:serviceaccount:vulcan-system:vulcan-controllers",
-}
-RBAC_FILES = ("namespace.yaml", "extender-rbac.yaml", "controllers-rbac.yaml")
-
-
-def write_tokens(path: Path) -> dict[str, str]:
-    """A token file (kube-apiserver's format) for the admin and the components."""
-    tokens = {name: secrets.token_hex(16) for name in ("admin", *SERVICE_ACCOUNTS)}
-    lines = [f'{tokens["admin"]},admin,admin,"system:masters"']
-    for component, user in SERVICE_ACCOUNTS.items():
-        lines.append(f'{tokens[component]},{user},{component},"system:serviceaccounts"')
-    path.write_text("\n".join(lines) + "\n")
-    path.chmod(0o600)
-    return tokens
-
-
-async def install_rbac(client: KubeClient) -> None:
-    """The install's namespace, ServiceAccounts, ClusterRoles, Roles and their bindings."""
-    from core.kube.client import ApiError, Resource
-
-    base = Path(__file__).resolve().parents[1] / "manifests" / "base"
-    for name in RBAC_FILES:
-        for doc in yaml.safe_load_all((base / name).read_text()):
-            if not doc:
-                continue
-            kind = doc["kind"]
-            group = "" if kind in ("Namespace", "ServiceAccount") else "rbac.authorization.k8s.io"
-            namespaced = bool(doc["metadata"].get("namespace"))
-            resource = Resource(group, "v1", kind.lower() + "s", namespaced, kind)
-            try:
-                await client.create(resource, doc)
-            except ApiError as exc:
-                if not exc.conflict:
-                    raise
 
 
 class Cluster:
