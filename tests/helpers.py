@@ -6,6 +6,8 @@ import asyncio
 import os
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -93,3 +95,12 @@ async def add_ready_node(client: Any, name: str, allocatable: dict[str, str]) ->
         },
     )
     await client.patch(NODES, name, {"spec": {"taints": None}})
+
+
+def http_get(url: str, timeout: float = 5.0) -> tuple[int, str]:
+    """GET `url`: (status, body text), error statuses included (probes answer 503)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read().decode()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from core.controller.manager import LeaseNamespaceWatch
 from core.kube.client import LEASES, NAMESPACES, KubeClient
-from tests.helpers import announced_url, sim_apiserver_process, vulcan_process
+from tests.helpers import announced_url, http_get, sim_apiserver_process, vulcan_process
 
 
 async def test_the_watch_reports_a_missing_namespace_until_it_appears(client: KubeClient) -> None:
@@ -24,14 +24,6 @@ async def test_the_watch_reports_a_missing_namespace_until_it_appears(client: Ku
     await client.create(NAMESPACES, {"metadata": {"name": "vulcan-system"}})
     await asyncio.wait_for(running, 5)
     assert not watch.missing
-
-
-def _http(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
 
 
 def test_controllers_without_their_namespace_say_so_in_readyz_and_the_log(tmp_path: Path) -> None:
@@ -51,7 +43,7 @@ def test_controllers_without_their_namespace_say_so_in_readyz_and_the_log(tmp_pa
             "json",
         )
         base = announced_url(controllers, "vulcan controllers listening on http://127.0.0.1:")
-        status, body = _http(f"{base}/readyz")
+        status, body = http_get(f"{base}/readyz")
         assert status == 503 and "vulcan-system does not exist" in body, (status, body)
         assert controllers.stderr is not None
         for line in controllers.stderr:

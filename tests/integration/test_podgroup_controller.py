@@ -24,7 +24,7 @@ from podgroup_controller.controllers import factories
 from podgroup_controller.options import ControllerOptions
 from podgroup_controller.podgroups import BATCH_JOBS, REPLICASETS, STATEFULSETS
 from sim.apiserver.server import EmbeddedApiServer
-from tests.helpers import announced_url, sim_apiserver_process, until, vulcan_process
+from tests.helpers import announced_url, http_get, sim_apiserver_process, until, vulcan_process
 from tests.integration.controller_harness import (
     events_about,
     eventually,
@@ -355,14 +355,6 @@ async def _idle(manager: Any) -> bool:
     return len(controller.queue) == 0 and not controller.queue.in_flight
 
 
-def _http(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as response:
-            return response.status, response.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
-
-
 def test_controllers_process(tmp_path: Path) -> None:
     """`vulcan controllers`: announces its URL, serves probes and metrics, takes the Lease,
     creates the built-in queues, and on SIGTERM exits 0 having released the Lease."""
@@ -390,12 +382,12 @@ def test_controllers_process(tmp_path: Path) -> None:
             "kube-system",
         )
         base = announced_url(controllers, "vulcan controllers listening on http://127.0.0.1:")
-        assert _http(f"{base}/healthz")[0] == 200
+        assert http_get(f"{base}/healthz")[0] == 200
         assert controllers.stderr is not None
         for line in controllers.stderr:
             if json.loads(line).get("msg") == "informers synced":
                 break
-        assert _http(f"{base}/readyz") == (200, "ok")
+        assert http_get(f"{base}/readyz") == (200, "ok")
 
         def get(path: str) -> Any:
             with urllib.request.urlopen(api + path, timeout=5) as response:
@@ -409,7 +401,7 @@ def test_controllers_process(tmp_path: Path) -> None:
         }:
             assert time.monotonic() < deadline, "built-in queues not created"
             time.sleep(0.05)
-        status, metrics = _http(f"{base}/metrics")
+        status, metrics = http_get(f"{base}/metrics")
         assert status == 200 and "vulcan_controller_leader 1.0" in metrics
         controllers.send_signal(signal.SIGTERM)
         assert controllers.wait(timeout=20) == 0
