@@ -167,7 +167,7 @@ def choose_evictions(
     for action, allowed in attempts:
         if not allowed:
             continue
-        walked = walk_victims(allowed, _ANY, plan_without)
+        walked = walk_victims(allowed, plan_without)
         if walked is None:
             continue
         chosen, plan = walked
@@ -179,10 +179,6 @@ def choose_evictions(
                 return None
         return Evictions(action, chosen, plan, request.priority)
     return None
-
-
-def _ANY(unit: VictimUnit) -> bool:
-    return True
 
 
 def accepted_victims(
@@ -218,7 +214,7 @@ def victims_for_need(
     wanted = [name for name, amount in need.items() if amount > 0]
     helpful = [u for u in units if any(u.freed.get(name) > 0 for name in wanted)]
     allowed = accepted_victims(action, session, state, preemptor, helpful)
-    return select_victims(need, allowed, _ANY)
+    return select_victims(need, allowed)
 
 
 def _reclaim_candidate(unit: VictimUnit, queue: str, inputs: Mapping[str, QueueInput]) -> bool:

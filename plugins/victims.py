@@ -93,17 +93,15 @@ def _covers(units: Iterable[VictimUnit], need: Mapping[str, int]) -> bool:
 
 def walk_victims(
     units: Sequence[VictimUnit],
-    eligible: Callable[[VictimUnit], bool],
     enough: Callable[[list[VictimUnit]], R],
     *,
-    accept: Callable[[VictimUnit], bool] | None = None,
     helps: Callable[[VictimUnit], bool] | None = None,
 ) -> tuple[list[VictimUnit], R] | None:
     """The one victim walk, for reclaim and preempt, of single pods and of whole gangs (see the
-    module docstring). Units are taken in victim order while `enough(taken)` is falsy: those
-    that `helps` (default: all), pass the stateless `eligible` filter and then `accept` (which
-    may keep state, e.g. a share model's VictimJudge). Then every taken unit the others do
-    without is given back, the most valuable first. Returns the units in victim order with
+    module docstring). `units` are the acceptable ones (the session's Preemptable /
+    Reclaimable decided which). They are taken in victim order while `enough(taken)` is falsy,
+    those that `helps` (default: all). Then every taken unit the others do without is given
+    back, the most valuable first. Returns the units in victim order with
     `enough`'s last truthy answer (e.g. a gang's placement), or None when all acceptable units
     together are not enough."""
     taken: list[VictimUnit] = []
@@ -113,8 +111,6 @@ def walk_victims(
     for unit in sorted(units, key=victim_order_key):
         if helps is not None and not helps(unit):
             continue  # frees nothing still missing: evicting it would be pure loss
-        if not eligible(unit) or (accept is not None and not accept(unit)):
-            continue
         taken.append(unit)
         result = enough(taken)
         if result:
@@ -129,12 +125,7 @@ def walk_victims(
     return taken, result
 
 
-def select_victims(
-    need: ResourceVector,
-    units: Sequence[VictimUnit],
-    eligible: Callable[[VictimUnit], bool],
-    accept: Callable[[VictimUnit], bool] | None = None,
-) -> list[VictimUnit] | None:
+def select_victims(need: ResourceVector, units: Sequence[VictimUnit]) -> list[VictimUnit] | None:
     """`walk_victims` until the units free `need` (every dimension, `pods` included: a free pod
     slot is a node resource). [] when nothing is needed, None when they cannot."""
     wanted = {name: amount for name, amount in need.items() if amount > 0}
@@ -144,7 +135,5 @@ def select_victims(
     def helps(unit: VictimUnit) -> bool:
         return any(unit.freed.get(name) > 0 for name in wanted)
 
-    walked = walk_victims(
-        units, eligible, lambda taken: _covers(taken, wanted), accept=accept, helps=helps
-    )
+    walked = walk_victims(units, lambda taken: _covers(taken, wanted), helps=helps)
     return None if walked is None else walked[0]
