@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from plugins.config import DEFAULT_SCHEDULER_CONF
 from tests.e2e.conftest import pod_manifest, start_cluster, wait_for
 
 SPREAD_CONF = """\
@@ -164,24 +165,10 @@ def test_without_the_gang_plugin_gangs_are_placed_pod_by_pod(
         clusters.close()
 
 
-TOPOLOGY_CONF = """\
-actions: "enqueue, allocate, backfill"
-tiers:
-- plugins:
-  - name: priority
-  - name: gang
-  - name: conformance
-- plugins:
-  - name: overcommit
-  - name: drf
-  - name: predicates
-  - name: proportion
-  - name: nodeorder
-  - name: binpack
-  - name: task-topology
-    arguments:
-      task-topology.weight: 10
-"""
+# vulcan's default conf (Volcano's, with binpack, preempt and reclaim) plus task-topology.
+TOPOLOGY_CONF = DEFAULT_SCHEDULER_CONF + (
+    "  - name: task-topology\n    arguments:\n      task-topology.weight: 10\n"
+)
 
 
 def tf_job(name: str) -> dict[str, object]:
@@ -256,7 +243,7 @@ def test_task_topology_puts_a_tf_jobs_ps_and_workers_together(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     """With task-topology (`ps,worker` affinity) the job lands whole on the one node with 8
-    free cpu; Volcano's default conf packs the tightest nodes first and splits it."""
+    free cpu; the default conf (no task-topology) packs the tightest nodes first and splits it."""
     conf = tmp_path_factory.mktemp("conf") / "topology.conf"
     conf.write_text(TOPOLOGY_CONF)
     together = tf_layout(tmp_path_factory.mktemp("conf-topology"), "--extender-config", str(conf))
