@@ -473,6 +473,8 @@ class GangScheduler(GangVerbs):
         holding = reason in ("Held", "Holding")
         if not holding:  # a hold changes nothing a decision or the status reads
             self._touch(group_key)
+        if reason == "TimedOut" and group is not None and self.gang_metrics is not None:
+            self.gang_metrics.timed_out(group)
         if reason in ("TimedOut", "Released"):
             # The hold is gone: so is the placement. Plan again (after the backoff).
             self._forget_group(group_key, message)

@@ -91,6 +91,14 @@ class GangMetrics:
             buckets=_GANG_BUCKETS,
             registry=registry,
         )
+        # A gang whose held binds timed out (its members were released to be placed again):
+        # the alert "gangs past their timeout" counts these, whatever the timeout was set to.
+        self.timeouts = Counter(
+            "vulcan_gang_timeouts",
+            "Gangs whose held binds timed out before all their members arrived (GangTimedOut).",
+            ["queue"],
+            registry=registry,
+        )
         # group -> when the loop first saw minMember of its members exist, until it sees
         # minMember bound.
         self._quorum_seen: dict[str, float] = {}
@@ -110,6 +118,9 @@ class GangMetrics:
                 self.admission_duration.labels(group.queue).observe(took)
         elif view.created >= view.min_member and key not in self._quorum_seen:
             self._quorum_seen[key] = time.monotonic()
+
+    def timed_out(self, group: PodGroupRecord) -> None:
+        self.timeouts.labels(group.queue).inc()
 
     def forget(self, key: str) -> None:
         self._quorum_seen.pop(key, None)

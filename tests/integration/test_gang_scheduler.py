@@ -57,7 +57,7 @@ def worker(job: str, index: int, task: str = "worker") -> dict[str, Any]:
 
 
 async def started(
-    client: KubeClient, *, gang_enabled: bool = True
+    client: KubeClient, *, gang_enabled: bool = True, gang_metrics: GangMetrics | None = None
 ) -> tuple[ClusterCache, GangScheduler]:
     cache = ClusterCache()
     cache.start(client)
@@ -70,6 +70,7 @@ async def started(
         binder.bind,
         gang_timeout=5,
         session=build_session(default_config() if gang_enabled else NO_GANG),
+        gang_metrics=gang_metrics,
     )
     gangs.start(enqueue=False)  # passes are driven by the test, one at a time
     return cache, gangs
@@ -150,7 +151,8 @@ async def test_a_gang_whose_last_member_is_missing_is_not_admitted(client: KubeC
         PODGROUPS, {"metadata": {"name": "job", "namespace": "default"}, "spec": {"minMember": 3}}
     )
     created = [await client.create(PODS, worker("job", i)) for i in range(2)]
-    cache, gangs = await started(client)
+    registry = CollectorRegistry()
+    cache, gangs = await started(client, gang_metrics=GangMetrics(registry))
     try:
         await until(lambda: len(cache.pods) == 2 and len(cache.podgroups) == 1)
         gangs.schedule_pass()
@@ -179,7 +181,8 @@ async def test_held_binds_time_out_together_and_release_the_reservation(
         },
     )
     created = [await client.create(PODS, worker("job", i)) for i in range(2)]
-    cache, gangs = await started(client)
+    registry = CollectorRegistry()
+    cache, gangs = await started(client, gang_metrics=GangMetrics(registry))
     try:
         await until(lambda: len(cache.pods) == 2 and len(cache.podgroups) == 1)
         gangs.schedule_pass()
@@ -196,6 +199,9 @@ async def test_held_binds_time_out_together_and_release_the_reservation(
             raise AssertionError("a lone member's bind must time out")
         assert gangs.admitted == set() and len(gangs.ledger) == 0
         assert gangs.barrier.backing_off("default/job") > 0
+        # Counted for the "gangs past their timeout" alert, under the gang's queue.
+        timeouts = registry.get_sample_value("vulcan_gang_timeouts_total", {"queue": "default"})
+        assert timeouts == 1
         live = await client.get(PODS, "job-worker-0", "default")
         assert not live["spec"].get("nodeName")
     finally:

@@ -283,7 +283,7 @@ def test_every_alert_is_complete() -> None:
         assert len(rule["annotations"]["description"]) > 80, rule["alert"]
     used: set[str] = set().union(*(metric_names(r["expr"]) for r in rules))
     assert used >= {
-        "vulcan_gang_admission_duration_seconds_bucket",  # gangs past their timeout
+        "vulcan_gang_timeouts_total",  # gangs past their timeout
         "vulcan_extender_binds_total",  # failed binds
         "vulcan_extender_requests_total",  # verb errors
         "volcano_queue_capacity_milli_cpu",  # over capability
