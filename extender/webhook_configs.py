@@ -153,6 +153,9 @@ _DEPLOY_HEADER = """\
 #   sed "s|REPLACE_WITH_BASE64_CA_PEM|$(base64 -w0 ca.crt)|" webhooks.yaml | kubectl apply -f -
 # or let cert-manager inject it: annotate both configurations with
 #   cert-manager.io/inject-ca-from: vulcan-system/<Certificate name>
+# or, without cert-manager, remove the caBundle lines and run `vulcan webhook-certs`: it makes
+# the certificate, stores it in the Secret vulcan-webhook-tls and sets every caBundle
+# (manifests/components/cert-manager and components/self-signed-webhooks do these for you).
 #
 # failurePolicy Fail is deliberate: while no extender serves, Volcano objects cannot be
 # written (and are retried) rather than admitted unchecked. `vulcan sim up --with-extender`

@@ -3,7 +3,8 @@
 kube-apiserver calls webhooks over HTTPS only and verifies them against the configuration's
 `caBundle`; `vulcan sim up --with-extender` therefore makes a CA, signs a certificate for
 `localhost`/`127.0.0.1` with it, serves the webhooks with that certificate and puts the CA in
-the webhook configurations. (On a real cluster, cert-manager or an init Job does this.)
+the webhook configurations. On a real cluster cert-manager does this, or `vulcan webhook-certs`
+(vulcan/webhook_certs.py) with `issue` and `serving_problem` here.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
+from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
@@ -46,10 +48,17 @@ def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
 
 
 def issue(
-    hosts: tuple[str, ...] = ("localhost", "127.0.0.1"), *, now: datetime.datetime | None = None
+    hosts: tuple[str, ...] = ("localhost", "127.0.0.1"),
+    *,
+    now: datetime.datetime | None = None,
+    validity: datetime.timedelta = VALIDITY,
 ) -> tuple[bytes, bytes, bytes]:
     """(CA certificate, serving certificate, serving key), PEM. ECDSA P-256: small and quick
-    to make, and accepted by Go's TLS stack (a real kube-apiserver) and OpenSSL alike."""
+    to make, and accepted by Go's TLS stack (a real kube-apiserver) and OpenSSL alike.
+
+    The CA's key is not returned: it signs this one certificate and is dropped, so the CA in a
+    caBundle vouches for nothing else, and a CA left in a bundle after a renewal is harmless.
+    Both certificates expire together (`validity` from `now`)."""
     now = now or datetime.datetime.now(datetime.UTC)
     start = now - datetime.timedelta(minutes=5)  # tolerate a little clock skew
     ca_key = ec.generate_private_key(ec.SECP256R1())
@@ -61,7 +70,7 @@ def issue(
         .public_key(ca_key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(start)
-        .not_valid_after(now + VALIDITY)
+        .not_valid_after(now + validity)
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
             x509.KeyUsage(
@@ -94,7 +103,7 @@ def issue(
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(start)
-        .not_valid_after(now + VALIDITY)
+        .not_valid_after(now + validity)
         .add_extension(x509.SubjectAlternativeName(names), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
@@ -122,3 +131,57 @@ def write_serving_certs(
     key_file.touch(mode=0o600)
     key_file.write_bytes(key_pem)
     return ServingCerts(ca_pem, cert_file, key_file)
+
+
+def load_certificates(pem: bytes) -> list[x509.Certificate]:
+    """Every certificate in a PEM bundle; [] when there is none or it does not parse."""
+    try:
+        return x509.load_pem_x509_certificates(pem)
+    except ValueError:
+        return []
+
+
+def serving_problem(
+    cert_pem: bytes,
+    key_pem: bytes,
+    ca_pem: bytes,
+    hosts: tuple[str, ...],
+    *,
+    now: datetime.datetime | None = None,
+    renew_before: datetime.timedelta = datetime.timedelta(0),
+) -> str | None:
+    """Why this serving certificate, key and CA cannot go on being served for `hosts` (one
+    line), or None when they can: the certificate is for every host (DNS SANs; a client
+    checks the name it dialled), the key is its key, the CA signed it, and neither certificate
+    expires within `renew_before` (nor has yet to start)."""
+    now = now or datetime.datetime.now(datetime.UTC)
+    certs, cas = load_certificates(cert_pem), load_certificates(ca_pem)
+    if not certs:
+        return "tls.crt holds no certificate"
+    if not cas:
+        return "ca.crt holds no certificate"
+    cert, ca = certs[0], cas[0]
+    try:
+        key = serialization.load_pem_private_key(key_pem, password=None)
+    except (ValueError, TypeError):
+        return "tls.key holds no private key"
+    if key.public_key() != cert.public_key():
+        return "tls.key is not the key of tls.crt"
+    try:
+        cert.verify_directly_issued_by(ca)
+    except (ValueError, TypeError, InvalidSignature):
+        return "tls.crt is not signed by ca.crt"
+    try:
+        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        names = set(sans.get_values_for_type(x509.DNSName))
+    except x509.ExtensionNotFound:
+        names = set()
+    missing = [host for host in hosts if host not in names]
+    if missing:
+        return f"tls.crt is not for {', '.join(missing)}"
+    for what, certificate in (("tls.crt", cert), ("ca.crt", ca)):
+        if certificate.not_valid_before_utc > now:
+            return f"{what} is not valid before {certificate.not_valid_before_utc:%Y-%m-%d %H:%M}Z"
+        if certificate.not_valid_after_utc - renew_before <= now:
+            return f"{what} expires {certificate.not_valid_after_utc:%Y-%m-%d %H:%M}Z"
+    return None

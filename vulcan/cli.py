@@ -119,6 +119,22 @@ def build_parser() -> argparse.ArgumentParser:
     add_controllers_flags(controllers)
     controllers.set_defaults(func=_cmd_controllers)
 
+    webhook_certs = sub.add_parser(
+        "webhook-certs",
+        help="make (or keep) the webhooks' certificate and put its CA in their configurations",
+        description="Without cert-manager: keep the kubernetes.io/tls Secret --secret when its "
+        "certificate is for the Service --service and not due for renewal, else write a new CA "
+        "and certificate into it; then set every webhook's caBundle in the Mutating- and "
+        "ValidatingWebhookConfiguration --webhook-configuration (waiting up to --wait for "
+        "them). Idempotent: the Job of manifests/components/self-signed-webhooks runs it.",
+    )
+    from vulcan.webhook_certs_flags import add_webhook_certs_flags
+
+    add_webhook_certs_flags(webhook_certs)
+    webhook_certs.set_defaults(
+        func=lambda args: __import__("vulcan.webhook_certs", fromlist=["main"]).main(args)
+    )
+
     demo = sub.add_parser(
         "demo",
         help="show on the embedded cluster what vulcan is for (gang scheduling)",

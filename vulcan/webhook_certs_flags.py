@@ -1,0 +1,94 @@
+"""`vulcan webhook-certs` flags and options, free of heavy imports so `vulcan --help` stays fast
+(the command itself is vulcan/webhook_certs.py)."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+
+from core.durations import parse_duration
+from core.kube.flags import add_client_flags
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    namespace: str = "vulcan-system"
+    service: str = "vulcan-webhooks"
+    secret: str = "vulcan-webhook-tls"  # the Secret cert-manager's Certificate writes too
+    configuration: str = "vulcan-admission"
+    # Ten years, not the 398/825 days of publicly trusted certificates: those limits are
+    # browsers' (CA/Browser Forum, Apple) and kube-apiserver enforces none; nothing renews this
+    # certificate on a schedule (only a later run of the Job), and when it expires the
+    # webhooks, which fail closed, refuse every Volcano write.
+    valid_days: int = 3650
+    renew_before_days: int = 30
+    wait: float = 120.0
+
+    @property
+    def hosts(self) -> tuple[str, ...]:
+        """The names a client may dial the Service by; the API server uses the first."""
+        svc = f"{self.service}.{self.namespace}.svc"
+        return (svc, f"{svc}.cluster.local", self.service, f"{self.service}.{self.namespace}")
+
+
+def add_webhook_certs_flags(parser: argparse.ArgumentParser) -> None:
+    add_client_flags(parser)
+    defaults = Options()
+    parser.add_argument(
+        "--namespace",
+        default=defaults.namespace,
+        help="namespace of the Service and the Secret (default %(default)s)",
+    )
+    parser.add_argument(
+        "--service",
+        default=defaults.service,
+        help="the Service the API server calls the webhooks through (default %(default)s)",
+    )
+    parser.add_argument(
+        "--secret",
+        default=defaults.secret,
+        help="the kubernetes.io/tls Secret the extender mounts (default %(default)s)",
+    )
+    parser.add_argument(
+        "--webhook-configuration",
+        default=defaults.configuration,
+        help="name of the Mutating- and ValidatingWebhookConfiguration (default %(default)s)",
+    )
+    parser.add_argument(
+        "--valid-days",
+        type=int,
+        default=defaults.valid_days,
+        help="validity of a new CA and certificate (default %(default)s: nothing renews them "
+        "on a schedule, and once expired the webhooks refuse every Volcano write)",
+    )
+    parser.add_argument(
+        "--renew-before-days",
+        type=int,
+        default=defaults.renew_before_days,
+        help="replace a certificate expiring within this many days (default %(default)s)",
+    )
+    parser.add_argument(
+        "--wait",
+        type=parse_duration,
+        default=defaults.wait,
+        help="how long to wait for the webhook configurations to exist (default 120s)",
+    )
+    parser.add_argument("--log-format", choices=("text", "json"), default="text")
+
+
+def options_of(args: argparse.Namespace) -> Options:
+    """The options, or ValueError for a combination that cannot work."""
+    if args.renew_before_days < 0 or args.wait < 0:
+        raise ValueError("--renew-before-days and --wait must not be negative")
+    if args.valid_days <= args.renew_before_days:
+        # Otherwise every run would find the certificate it just made due for renewal.
+        raise ValueError("--valid-days must be more than --renew-before-days")
+    return Options(
+        namespace=args.namespace,
+        service=args.service,
+        secret=args.secret,
+        configuration=args.webhook_configuration,
+        valid_days=args.valid_days,
+        renew_before_days=args.renew_before_days,
+        wait=args.wait,
+    )
