@@ -257,6 +257,9 @@ class Cluster:
                     str(certs.cert_file),
                     "--tls-private-key-file",
                     str(certs.key_file),
+                    # With --rbac the extender runs as the install runs it: electing a leader
+                    # in vulcan-system (its Lease Role is part of what --rbac proves).
+                    *(["--leader-elect"] if args.rbac else []),
                 ],
                 self.state_dir,
             )

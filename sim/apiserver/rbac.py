@@ -28,7 +28,7 @@ import orjson
 if TYPE_CHECKING:
     from sim.apiserver.store import Store
 
-__all__ = ["Attributes", "Rbac", "User", "forbidden_message", "read_token_file"]
+__all__ = ["Attributes", "Rbac", "User", "forbidden_message", "read_token_file", "rule_allows"]
 
 MASTERS = "system:masters"
 ANONYMOUS = "system:anonymous"
@@ -99,9 +99,9 @@ class Rbac:
             return User(user.name, (*user.groups, "system:authenticated"), user.uid)
         return User(ANONYMOUS, ("system:unauthenticated",))
 
-    def authorize(self, user: User, attrs: Attributes) -> bool:
+    def authorize(self, user: User, attrs: Attributes, *, audit: bool = True) -> bool:
         allowed = self._decide(user, attrs)
-        if self.audit_path is not None:
+        if audit and self.audit_path is not None:
             self._record(user, attrs, allowed)
         return allowed
 
@@ -112,7 +112,7 @@ class Rbac:
             if "system:authenticated" in user.groups and attrs.path.startswith(_OPEN_PATHS):
                 return True
             return any(_path_allowed(rule, attrs) for rule in self._rules(user, ""))
-        return any(_rule_allows(rule, attrs) for rule in self._rules(user, attrs.namespace))
+        return any(rule_allows(rule, attrs) for rule in self._rules(user, attrs.namespace))
 
     def _rules(self, user: User, namespace: str) -> list[dict[str, Any]]:
         rules: list[dict[str, Any]] = []
@@ -184,7 +184,7 @@ def _binds(binding: dict[str, Any], user: User, namespace: str) -> bool:
     return False
 
 
-def _rule_allows(rule: dict[str, Any], attrs: Attributes) -> bool:
+def rule_allows(rule: dict[str, Any], attrs: Attributes) -> bool:
     verbs = rule.get("verbs") or ()
     if attrs.verb not in verbs and "*" not in verbs:
         return False
