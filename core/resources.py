@@ -40,6 +40,7 @@ from core.resources_pods import (
     pod_nonzero_requests,
     pod_requests,
     pod_resources_key,
+    without_group,
 )
 from core.resources_quantity import INT64_MAX, INT64_MIN, Quantity, QuantityError, QuantityFormat
 from core.resources_vector import (
@@ -77,4 +78,5 @@ __all__ = [
     "pod_requests",
     "pod_resources_key",
     "to_int",
+    "without_group",
 ]

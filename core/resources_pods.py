@@ -34,6 +34,7 @@ def pod_requests(
     count_pod: bool = True,
     default_requests_from_limits: bool = True,
     pod_level_resources: bool = True,
+    ignored_group: str = "",
 ) -> ResourceVector:
     """A pod's effective request, as kube-scheduler's NodeResourcesFit filter computes it.
 
@@ -50,13 +51,28 @@ def pod_requests(
         template) count the same.
     pod_level_resources: `spec.resources.requests` (PodLevelResources) replace the aggregate for
         cpu, memory and hugepages-*.
+    ignored_group: extended resources `<group>/<name>` left out (NodeResourcesFit's
+        `ignoredResourceGroups`), e.g. vulcan's routing markers.
     """
-    return _pod_requests(
+    total = _pod_requests(
         spec,
         count_pod=count_pod,
         from_limits=default_requests_from_limits,
         pod_level=pod_level_resources,
         non_missing=None,
+    )
+    return without_group(total, ignored_group) if ignored_group else total
+
+
+def without_group(vector: ResourceVector, group: str) -> ResourceVector:
+    """`vector` without the extended resources `<group>/...` (the same object when it has none,
+    so memoised vectors stay shared)."""
+    prefix = group + "/"
+    amounts = vector.view()
+    if not any(name.startswith(prefix) for name in amounts):
+        return vector
+    return ResourceVector._of(
+        {name: amount for name, amount in amounts.items() if not name.startswith(prefix)}
     )
 
 

@@ -16,6 +16,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+from core.api import keys
 from core.cache import ClusterCache
 from core.records import NodeRecord
 from core.resources import ResourceVector, pod_requests
@@ -29,7 +30,8 @@ UNKNOWN_NODE = "node unknown to vulcan (not in its cache yet)"
 
 
 def request_of(spec: dict[str, Any]) -> ResourceVector:
-    return pod_requests(spec)
+    # vulcan's routing markers are no capacity (keys.MARKER_RESOURCE_GROUP).
+    return pod_requests(spec, ignored_group=keys.MARKER_RESOURCE_GROUP)
 
 
 class _Shape:

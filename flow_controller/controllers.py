@@ -11,10 +11,18 @@ from flow_controller.jobs import JOB, JobController
 from flow_controller.templates import JOBTEMPLATE, JobTemplateController
 
 
-def factories(retries: RetryPolicy, *, job_workers: int = 3) -> dict[str, ControllerFactory]:
+def factories(
+    retries: RetryPolicy, *, job_workers: int = 3, pod_markers: tuple[str, ...] = ()
+) -> dict[str, ControllerFactory]:
     return {
         JOB: lambda client, informers, recorder, metrics: JobController(
-            client, informers, recorder, metrics, retries, workers=job_workers
+            client,
+            informers,
+            recorder,
+            metrics,
+            retries,
+            workers=job_workers,
+            pod_markers=pod_markers,
         ),
         JOBFLOW: lambda client, informers, recorder, metrics: JobFlowController(
             client, informers, recorder, metrics, retries
@@ -26,4 +34,8 @@ def factories(retries: RetryPolicy, *, job_workers: int = 3) -> dict[str, Contro
 
 
 def factories_of(args: argparse.Namespace) -> dict[str, ControllerFactory]:
-    return factories(RetryPolicy(max_retries=args.max_requeue_num), job_workers=args.worker_threads)
+    return factories(
+        RetryPolicy(max_retries=args.max_requeue_num),
+        job_workers=args.worker_threads,
+        pod_markers=args.pod_resource_markers,
+    )

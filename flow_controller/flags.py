@@ -6,6 +6,22 @@ import argparse
 
 from core.controller.flags import positive
 
+# = core.api.keys.MARKER_RESOURCE_GROUP, spelled out (no heavy imports here).
+MARKER_GROUP = "vulcan.sh"
+
+
+def marker_names(text: str) -> tuple[str, ...]:
+    """`--pod-resource-markers`: comma-separated extended resources in vulcan's domain."""
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    for name in names:
+        group, _, rest = name.partition("/")
+        if group != MARKER_GROUP or not rest:
+            raise argparse.ArgumentTypeError(
+                f"{name!r}: a marker is an extended resource in vulcan's domain "
+                f"({MARKER_GROUP}/NAME), which vulcan never counts as capacity"
+            )
+    return names
+
 
 def add_job_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -13,4 +29,14 @@ def add_job_flags(parser: argparse.ArgumentParser) -> None:
         type=positive,
         default=3,
         help="concurrent Job reconciles (Volcano's job-controller flag; default 3)",
+    )
+    parser.add_argument(
+        "--pod-resource-markers",
+        type=marker_names,
+        default=(),
+        metavar="NAME[,NAME...]",
+        help="extended resources (1 each) added to the limits of every pod a Volcano Job "
+        "creates: the managedResources markers by which the cluster's own kube-scheduler "
+        "sends pods to vulcan's extender (cluster-scheduler install; e.g. "
+        "vulcan.sh/managed,vulcan.sh/managed-bind; default none)",
     )

@@ -186,6 +186,23 @@ def build_pod(
     }
 
 
+def add_markers(pod: dict[str, Any], markers: tuple[str, ...]) -> None:
+    """Routing markers (`--pod-resource-markers`) as limits of the pod's first container: what
+    kube-scheduler's `managedResources` look for (requests follow limits by the API server's
+    defaulting; no node has them and none needs to, see core.api.keys.MARKERS)."""
+    containers = pod.get("spec", {}).get("containers") or []
+    if not markers or not containers:
+        return
+    resources = containers[0].setdefault("resources", {})
+    limits = resources.setdefault("limits", {})
+    for name in markers:
+        limits.setdefault(name, "1")
+    requests = resources.get("requests")
+    if requests is not None:  # a request, if given, must equal the limit (extended resources)
+        for name in markers:
+            requests.setdefault(name, limits[name])
+
+
 def claim_name(job: str) -> str:
     """Volcano's name for an unnamed claim: `<job>-pvc-<12 random [0-9a-z]>`."""
     alphabet = string.digits + string.ascii_lowercase

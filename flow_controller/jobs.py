@@ -66,8 +66,10 @@ class JobController:
         metrics: ControllerMetrics,
         retries: RetryPolicy,
         workers: int = 3,
+        pod_markers: tuple[str, ...] = (),
     ) -> None:
         self.client = client
+        self.pod_markers = pod_markers
         self.recorder = recorder
         self.metrics = metrics
         self.retries = retries
@@ -307,6 +309,7 @@ class JobController:
                             meta, spec, task, index, version=version, retry_count=retry
                         )
                         objects.mount_volumes(body, meta["name"], spec)
+                        objects.add_markers(body, self.pod_markers)
                         for plugin in plugins:
                             plugin.on_pod_create(body, ctx)
                         create.append(body)

@@ -39,6 +39,15 @@ def add_up_flags(parser: argparse.ArgumentParser) -> None:
         help="enforce RBAC: the extender and controllers run with the tokens of the install's "
         "ServiceAccounts and its ClusterRoles (manifests/base); decisions in <state dir>/audit.log",
     )
+    parser.add_argument(
+        "--install-mode",
+        choices=("second-scheduler", "cluster-scheduler"),
+        default="second-scheduler",
+        help="how vulcan is plugged into the scheduler, as the install's overlays do: "
+        "second-scheduler (every pod of the stand-in goes through the extender) or "
+        "cluster-scheduler (only pods with vulcan's managedResources markers, which the "
+        "controllers add to Volcano Jobs' pods; see manifests/overlays/cluster-scheduler)",
+    )
     parser.add_argument("--extender-config", metavar="FILE", help="Volcano scheduler conf")
     parser.add_argument(
         "--gang-backoff",

@@ -31,6 +31,7 @@ from typing import IO, TYPE_CHECKING
 import aiohttp
 import yaml
 
+from core.api.keys import MARKERS
 from core.kube.client import QUEUES, ApiError, KubeClient
 from core.kube.flags import ClientOptions
 from vulcan.certs import ServingCerts, write_serving_certs
@@ -299,6 +300,11 @@ class Cluster:
                     # the Lease; with it, the install's namespace and Role are there.
                     "--leader-elect-resource-namespace",
                     "vulcan-system" if args.rbac else "kube-system",
+                    *(
+                        ["--pod-resource-markers", ",".join(MARKERS)]
+                        if args.install_mode == "cluster-scheduler"
+                        else []
+                    ),
                 ],
                 self.state_dir,
             )
@@ -316,7 +322,9 @@ class Cluster:
             from sim.scheduler.config import sim_config
 
             config_path = str(self.state_dir / "scheduler-config.yaml")
-            Path(config_path).write_text(yaml.safe_dump(sim_config(extender_url), sort_keys=False))
+            markers = MARKERS if args.install_mode == "cluster-scheduler" else None
+            config = sim_config(extender_url, markers=markers)
+            Path(config_path).write_text(yaml.safe_dump(config, sort_keys=False))
         scheduler = await spawn(
             "scheduler",
             ["sim", "scheduler", "--kubeconfig", str(self.kubeconfig), "--config", config_path],

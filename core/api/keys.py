@@ -83,3 +83,14 @@ ROOT_QUEUE: Final = "root"
 DEFAULT_SCHEDULER_NAME: Final = "volcano"
 # A gang's own bind-barrier timeout (Go duration), overriding the extender's --gang-timeout.
 GANG_TIMEOUT: Final = "vulcan.sh/gang-timeout"
+
+# Routing markers for the cluster-scheduler install (manifests/overlays/cluster-scheduler): the
+# cluster's own kube-scheduler calls vulcan's extender entries only for pods that request their
+# `managedResources` (one name per entry: kube-scheduler refuses a name listed twice), with
+# `ignoredByScheduler` so no node needs to have them, and the kubelet drops requests of
+# extended resources its node does not advertise. Extended resources in vulcan's domain are
+# therefore markers, never capacity: vulcan leaves them out of every request it sums.
+MARKER_RESOURCE_GROUP: Final = "vulcan.sh"
+SCHEDULING_MARKER: Final = "vulcan.sh/managed"  # the filter/prioritize/preempt entry
+BINDING_MARKER: Final = "vulcan.sh/managed-bind"  # the bind entry
+MARKERS: Final = (SCHEDULING_MARKER, BINDING_MARKER)

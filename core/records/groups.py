@@ -12,12 +12,17 @@ from core.records.common import NO_LABELS, OwnerRef, controller_of, owner_refs, 
 # the resource names (a pod's quota usage: `count/pods`, `requests.cpu`, `limits.memory`, ...;
 # spec/volcano.md §4.5). Volcano's scheduler reads only resource names, and so does vulcan.
 _QUOTA_ONLY_PREFIXES = ("requests.", "limits.", "count/")
+_MARKERS = keys.MARKER_RESOURCE_GROUP + "/"  # routing markers, no capacity
 
 
 def _scheduling_names(resource_list: Any) -> Any:
     if not isinstance(resource_list, Mapping):
         return resource_list
-    return {k: v for k, v in resource_list.items() if not k.startswith(_QUOTA_ONLY_PREFIXES)}
+    return {
+        k: v
+        for k, v in resource_list.items()
+        if not k.startswith(_QUOTA_ONLY_PREFIXES) and not k.startswith(_MARKERS)
+    }
 
 
 class PodGroupRecord:

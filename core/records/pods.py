@@ -139,7 +139,10 @@ class PodRecord:
         # Volcano: a pod is preemptable unless it says otherwise (Go's ParseBool reads it).
         self.annotations_preemptable = preemptable_flag(annotations, labels)
         try:
-            self.requests = shared_vector(pod_requests(spec))
+            # vulcan's routing markers are no capacity (keys.MARKER_RESOURCE_GROUP).
+            self.requests = shared_vector(
+                pod_requests(spec, ignored_group=keys.MARKER_RESOURCE_GROUP)
+            )
         except (ValueError, TypeError):
             self.requests = shared_vector(ResourceVector({"pods": 1}))
         # The pod's ResourceQuota usage: what Volcano's controllers build minResources from

@@ -279,10 +279,15 @@ def sim_config(
     filter_timeout: str = "5s",
     bind_timeout: str = "90s",
     qps: int = 5000,
+    markers: tuple[str, str] | None = None,
 ) -> dict[str, Any]:
     """The KubeSchedulerConfiguration `vulcan sim up` uses: JSON content types and no leader
     election (so a real kube-scheduler can use the same file against the embedded API server),
-    and, with an extender, the two entries ARCHITECTURE.md prescribes."""
+    and, with an extender, the two entries ARCHITECTURE.md prescribes.
+
+    `markers` (filter entry's, bind entry's): the cluster-scheduler install, where each entry
+    is called only for pods that request its marker (`managedResources`, ignored by the
+    scheduler's own fit)."""
     doc: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "kind": KIND,
@@ -316,4 +321,6 @@ def sim_config(
                 "httpTimeout": bind_timeout,
             },
         ]
+        for entry, marker in zip(doc["extenders"], markers or (), strict=False):
+            entry["managedResources"] = [{"name": marker, "ignoredByScheduler": True}]
     return doc

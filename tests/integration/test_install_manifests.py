@@ -112,3 +112,28 @@ def test_what_renders_is_accepted_by_an_api_server_without_warnings(tmp_path: Pa
     finally:
         apiserver.send_signal(signal.SIGTERM)
         apiserver.wait(timeout=20)
+
+
+def test_the_cluster_scheduler_stanza_routes_only_marked_pods_to_vulcan() -> None:
+    """Mode 2's stanza is a valid KubeSchedulerConfiguration fragment whose two entries each
+    name one of vulcan's markers, the controllers add those markers, and `vulcan sim up
+    --install-mode cluster-scheduler` runs the very same entries."""
+    from core.api.keys import BINDING_MARKER, MARKERS, SCHEDULING_MARKER
+    from sim.scheduler.config import API_VERSION, KIND, parse_config, sim_config
+
+    docs = render(MANIFESTS / "overlays" / "cluster-scheduler")
+    (configmap,) = [d for d in docs if d["metadata"]["name"] == "vulcan-kube-scheduler-extenders"]
+    stanza = yaml.safe_load(configmap["data"]["extenders.yaml"])
+    config = parse_config({"apiVersion": API_VERSION, "kind": KIND, **stanza})
+    assert "volcano" in config.scheduler_names
+    assert [[r.name for r in e.managed_resources] for e in config.extenders] == [
+        [SCHEDULING_MARKER],
+        [BINDING_MARKER],
+    ]
+    assert config.ignored_resources == set(MARKERS)
+    sim = sim_config("http://sim", markers=MARKERS)["extenders"]
+    url = stanza["extenders"][0]["urlPrefix"]
+    assert [{**e, "urlPrefix": url} for e in sim] == stanza["extenders"]
+    (controllers,) = [d for d in docs if d["kind"] == "Deployment" and "controllers" in key(d)[2]]
+    args = controllers["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert f"--pod-resource-markers={','.join(MARKERS)}" in args
