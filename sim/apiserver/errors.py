@@ -45,6 +45,8 @@ class ApiError(Exception):
             "reason": self.reason,
             "code": self.code,
         }
+        if not self.reason:
+            del out["reason"]  # StatusReasonUnknown is "", omitted as Go omits it
         if self.details:
             out["details"] = self.details
         return out

@@ -4,7 +4,8 @@ document) and its dispatch by method.
 
 The handlers live in mixins, one module each: discovery and probes
 (`sim.apiserver.routes_discovery`), lists and watches (`sim.apiserver.routes_read`), patch,
-delete and eviction (`sim.apiserver.routes_write`); what they share is in
+delete and eviction (`sim.apiserver.routes_write`), server-side apply
+(`sim.apiserver.routes_apply`); what they share is in
 `sim.apiserver.routes_common`. Separate from `sim.apiserver.server`, which assembles a store and
 serves this application.
 """
@@ -21,6 +22,7 @@ from sim.apiserver.admission import WebhookAdmission
 from sim.apiserver.events import storage_views
 from sim.apiserver.openapi import OpenApiDocuments
 from sim.apiserver.rbac import Rbac
+from sim.apiserver.routes_apply import ApplyRoutes, writer_of
 from sim.apiserver.routes_auth import AuthRoutes
 from sim.apiserver.routes_common import Target, _error_response, _flag, _json_response
 from sim.apiserver.routes_discovery import DiscoveryRoutes
@@ -32,7 +34,7 @@ from sim.apiserver.tables import table, wants_table
 from sim.apiserver.writes import Writes, dry_run_of
 
 
-class ApiServer(DiscoveryRoutes, ReadRoutes, WriteRoutes, ScaleRoutes, AuthRoutes):
+class ApiServer(DiscoveryRoutes, ReadRoutes, WriteRoutes, ApplyRoutes, ScaleRoutes, AuthRoutes):
     """The HTTP face of a Store."""
 
     def __init__(self, store: Store, *, bookmark_interval: float = 10.0) -> None:
@@ -147,6 +149,7 @@ class ApiServer(DiscoveryRoutes, ReadRoutes, WriteRoutes, ScaleRoutes, AuthRoute
                     t.into(body),
                     dry_run=dry_run_of(request.query.getall("dryRun", []), "CreateOptions"),
                     field_validation=request.query.get("fieldValidation", ""),
+                    writer=writer_of(request, t, "CreateOptions"),
                 )
                 return _json_response(t.out(raw), 201, warnings)
             if t.subresource == "binding":
@@ -176,6 +179,7 @@ class ApiServer(DiscoveryRoutes, ReadRoutes, WriteRoutes, ScaleRoutes, AuthRoute
                 lambda _stored: body,
                 dry_run=dry_run_of(request.query.getall("dryRun", []), "UpdateOptions"),
                 field_validation=request.query.get("fieldValidation", ""),
+                writer=writer_of(request, t, "UpdateOptions"),
             )
             return _json_response(t.out(raw), 200, warnings)
         if method == "PATCH":

@@ -11,6 +11,7 @@ from aiohttp import web
 
 from sim.apiserver import errors
 from sim.apiserver.patch import PatchError, UnsupportedPatchType, apply_patch
+from sim.apiserver.routes_apply import writer_of
 from sim.apiserver.routes_common import Target, _json_response
 
 if TYPE_CHECKING:
@@ -87,7 +88,12 @@ class ScaleRoutes:
             current.setdefault("spec", {})["replicas"] = replicas
             return current
 
+        # Recorded on the scaled object as an Update of its `scale` subresource, in the object's
+        # API version (the ScaleHandler's mapping of spec.replicas).
+        writer = writer_of(
+            request, t, "PatchOptions" if request.method == "PATCH" else "UpdateOptions"
+        )
         raw_object, warnings = await self.writes.update(
-            t.rtype, ns, name, None, produce, dry_run=False, field_validation=""
+            t.rtype, ns, name, None, produce, dry_run=False, field_validation="", writer=writer
         )
         return _json_response(orjson.dumps(scale_of(orjson.loads(raw_object))), 200, warnings)

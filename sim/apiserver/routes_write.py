@@ -1,6 +1,6 @@
 """The embedded API server's writes beyond create and update: the request body's decoding, the
-three patch types, delete (with its options) and delete-collection, and the PodDisruptionBudget
-check an eviction must pass.
+three patch types (an apply patch goes to `sim.apiserver.routes_apply`), delete (with its
+options) and delete-collection, and the PodDisruptionBudget check an eviction must pass.
 
 Separate from the reads (`sim.apiserver.routes_read`); the write path itself (admission,
 validation, the store) is `sim.apiserver.writes.Writes`, which these handlers call. `ApiServer`
@@ -19,6 +19,7 @@ from sim.apiserver import errors
 from sim.apiserver.patch import PatchError, UnsupportedPatchType, apply_patch
 from sim.apiserver.protobuf import ProtobufError, decode_object, is_protobuf
 from sim.apiserver.registry import Registry
+from sim.apiserver.routes_apply import is_apply, refuse_force, writer_of
 from sim.apiserver.routes_common import Target, _json_response
 from sim.apiserver.selectors import label_selector_from_dict
 from sim.apiserver.store import Store, Stored
@@ -43,6 +44,9 @@ class WriteRoutes:
         # Provided by ReadRoutes (declared for the type checker only, so that it never shadows
         # the real method).
         def _matcher(self, request: web.Request, rtype: ResourceType) -> Matcher | None: ...
+
+        # Provided by ApplyRoutes.
+        async def _apply(self, request: web.Request, t: Target) -> web.Response: ...
 
     async def _body(self, request: web.Request) -> Any:
         raw = await request.read()
@@ -71,6 +75,10 @@ class WriteRoutes:
 
     async def _patch(self, request: web.Request, t: Target) -> web.Response:
         content_type = request.headers.get("Content-Type", "")
+        if is_apply(content_type):
+            return await self._apply(request, t)
+        refuse_force(request)
+        writer = writer_of(request, t, "PatchOptions")
         if t.rtype.custom and content_type.split(";")[0].strip() == STRATEGIC:
             raise errors.ApiError(
                 415,
@@ -81,8 +89,13 @@ class WriteRoutes:
             )
         raw = await request.read()
 
+        # A patch that does not mention managedFields cannot change them: they are set aside
+        # while it runs (patching copies the object, and they are often its biggest part).
+        detach = b"managedFields" not in raw
+
         def patched(stored: Stored) -> dict[str, Any]:
             current = stored.decode()
+            entries = current["metadata"].pop("managedFields", None) if detach else None
             if t.view is not None:
                 current = t.view.out(current)  # the patch is written against this API's format
             try:
@@ -94,6 +107,8 @@ class WriteRoutes:
             if not isinstance(result, dict):
                 raise errors.bad_request("the patch did not produce an object")
             meta = result.setdefault("metadata", {})
+            if entries is not None and isinstance(meta, dict):
+                meta["managedFields"] = entries
             if meta.get("resourceVersion") == str(stored.rv):
                 meta.pop("resourceVersion")  # unchanged: no precondition
             return result
@@ -106,6 +121,7 @@ class WriteRoutes:
             patched,
             dry_run=dry_run_of(request.query.getall("dryRun", []), "PatchOptions"),
             field_validation=request.query.get("fieldValidation", ""),
+            writer=writer,
         )
         return _json_response(t.out(body), 200, warnings)
 

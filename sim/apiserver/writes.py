@@ -7,6 +7,10 @@ decode (CR defaults) -> mutating webhooks -> the registry's defaulting and valid
 validating webhooks -> storage. Since webhooks are awaited, the object may change meanwhile: an
 update then re-reads and runs again (as kube-apiserver's GuaranteedUpdate retries), unless the
 client asked for a resourceVersion, which gets its 409 Conflict.
+
+Creates and updates given a `Writer` record its `metadata.managedFields` entry
+(sim.apiserver.managed_fields) before admission, where kube-apiserver's field manager runs;
+server-side apply (sim.apiserver.routes_apply) computes the entries itself and carries them.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ import orjson
 
 from sim.apiserver import errors
 from sim.apiserver.admission import WebhookAdmission
+from sim.apiserver.field_shapes import shape_of
+from sim.apiserver.managed_fields import Writer, record_update
 from sim.apiserver.registry import ResourceType
 from sim.apiserver.store import Store, Stored
 from sim.apiserver.webhook_call import Attributes
@@ -89,8 +95,13 @@ class Writes:
         *,
         dry_run: bool,
         field_validation: str,
+        writer: Writer | None = None,
     ) -> tuple[bytes, list[str]]:
+        """`writer` records its managedFields entry (None: the body carries them already)."""
         store = self.store
+        if writer is not None and isinstance(body, dict):
+            # Before admission, as kube-apiserver's field manager runs on the decoded request.
+            record_update(None, body, writer, shape_of(rtype), ignore_status=rtype.has_status)
         hooks = self.admission.match(rtype, None, "CREATE")
         if hooks is None and not dry_run:
             stored, warnings = store.create(
@@ -128,23 +139,36 @@ class Writes:
         *,
         dry_run: bool,
         field_validation: str,
+        writer: Writer | None = None,
+        carry_managed_fields: bool = False,
     ) -> tuple[bytes, list[str]]:
         """PUT or PATCH: `produce(stored)` gives the object to write (the body, or the patch
-        applied to the stored object)."""
+        applied to the stored object). `writer` records its managedFields entry; with
+        `carry_managed_fields` the produced object's entries are stored as they are (an apply
+        computed them), even on a subresource."""
         store = self.store
         hooks = self.admission.match(rtype, subresource, "UPDATE")
+        tracked = writer is not None or carry_managed_fields
         if hooks is None and not dry_run:
             stored = store.get(rtype, namespace, name)
-            new, warnings = store.update(
-                rtype,
-                namespace,
-                name,
-                produce(stored),
-                subresource=subresource,
-                field_validation=field_validation,
-                current=stored,
+            if not tracked:
+                new, warnings = store.update(
+                    rtype,
+                    namespace,
+                    name,
+                    produce(stored),
+                    subresource=subresource,
+                    field_validation=field_validation,
+                    current=stored,
+                )
+                return new.raw, warnings
+            obj = produce(stored)
+            stored, old, merged = store.begin_update(
+                rtype, namespace, name, obj, subresource=subresource, current=stored
             )
-            return new.raw, warnings
+            _managed_fields(rtype, subresource, writer, obj, old, merged)
+            warnings = store.finish_update(rtype, old, merged, subresource, field_validation)
+            return store.commit_update(rtype, stored, old, merged, subresource).raw, warnings
         for attempt in range(_UPDATE_ATTEMPTS):
             stored = store.get(rtype, namespace, name)
             obj = produce(stored)
@@ -152,6 +176,8 @@ class Writes:
             stored, old, new = store.begin_update(
                 rtype, namespace, name, obj, subresource=subresource, current=stored
             )
+            if tracked:
+                _managed_fields(rtype, subresource, writer, obj, old, new)
             warnings: list[str] = []
             attrs = None
             if hooks is not None:
@@ -252,6 +278,27 @@ class Writes:
         if hooks.validating:
             await self.admission.validate(hooks.validating, attrs, warnings)
         return body, warnings
+
+
+def _managed_fields(
+    rtype: ResourceType,
+    subresource: str | None,
+    writer: Writer | None,
+    obj: dict[str, Any],
+    old: dict[str, Any],
+    new: dict[str, Any],
+) -> None:
+    """Set `new`'s managedFields: the writer's Update recorded, or those of `obj` (what the
+    request produced) carried over."""
+    if writer is not None:
+        main = subresource is None and rtype.has_status  # status is not the writer's to set
+        record_update(old, new, writer, shape_of(rtype), ignore_status=main)
+        return
+    entries = (obj.get("metadata") or {}).get("managedFields")
+    if entries:
+        new["metadata"]["managedFields"] = entries
+    else:
+        new["metadata"].pop("managedFields", None)
 
 
 def _keep_identity(rtype: ResourceType, namespace: str, obj: dict[str, Any]) -> None:
