@@ -44,10 +44,12 @@ manifests:
 	  echo "# equal to the base render. Install: kubectl apply -f manifests/vulcan.yaml"; \
 	  kubectl kustomize manifests/base; } > manifests/vulcan.yaml
 
-# Two GPU jobs on the embedded cluster: deadlocked by the scheduler alone, run in turn with vulcan;
-# then a Volcano Job from submission to its TTL clean-up.
+# Two GPU jobs on the embedded cluster: deadlocked by the scheduler alone, run in turn with vulcan
+# (each run drawn as a timeline into $(DEMO_OUT)/); then a Volcano Job from submission to its TTL
+# clean-up, and a JobFlow.
+DEMO_OUT ?= demo-out
 demo: $(STAMP)
-	$(BIN)/vulcan demo gang
+	$(BIN)/vulcan demo gang --timeline-dir $(DEMO_OUT)
 	$(BIN)/vulcan demo job
 	$(BIN)/vulcan demo flow
 

@@ -135,6 +135,21 @@ def build_parser() -> argparse.ArgumentParser:
         func=lambda args: __import__("vulcan.webhook_certs", fromlist=["main"]).main(args)
     )
 
+    timeline = sub.add_parser(
+        "timeline",
+        help="draw what the scheduler did: a Gantt chart of pods per node (or queue) over time",
+        description="Read pods, events, PodGroups and nodes from the API server and draw one "
+        "bar per pod on its node's row from its bind to its end (or now, while it runs), gangs "
+        "(PodGroups) in one colour each, pods that never bound hatched. Writes --output (.png "
+        "or .svg) and the bars as drawn to --data-out (default: the picture's name with .json).",
+    )
+    from vulcan.timeline.command import add_timeline_flags
+
+    add_timeline_flags(timeline)
+    timeline.set_defaults(
+        func=lambda args: __import__("vulcan.timeline.command", fromlist=["main"]).main(args)
+    )
+
     demo = sub.add_parser(
         "demo",
         help="show on the embedded cluster what vulcan is for (gang scheduling)",
@@ -150,7 +165,17 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "which", nargs="?", choices=("gang", "job", "flow", "extender"), default="gang"
     )
-    demo.set_defaults(func=lambda args: __import__("vulcan.demo", fromlist=["run"]).run(args.which))
+    demo.add_argument(
+        "--timeline-dir",
+        metavar="DIR",
+        help="gang: draw each run as `vulcan timeline` does, into DIR/gang-deadlock.png and "
+        "DIR/gang-vulcan.png",
+    )
+    demo.set_defaults(
+        func=lambda args: __import__("vulcan.demo", fromlist=["run"]).run(
+            args.which, timeline_dir=args.timeline_dir
+        )
+    )
 
     sim = sub.add_parser("sim", help="the embedded cluster (no real Kubernetes needed)")
     sim_sub = sim.add_subparsers(dest="sim_command", metavar="COMMAND")

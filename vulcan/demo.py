@@ -91,5 +91,9 @@ DEMOS = {
 }
 
 
-def run(which: str | None = None) -> int:
+def run(which: str | None = None, timeline_dir: str | None = None) -> int:
+    """`vulcan demo WHICH`; `timeline_dir` (--timeline-dir) is the gang demo's: where it draws
+    its two runs."""
+    if (which or "gang") == "gang":
+        return run_gang(timeline_dir)
     return DEMOS[which or "gang"]()

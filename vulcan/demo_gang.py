@@ -24,7 +24,15 @@ from vulcan.demo_cluster import (
     _interruptible,
     _stop_fully,
 )
-from vulcan.demo_gang_jobs import JOBS, RUN_TIME, WORKERS, Run, _scheduled_message, _state
+from vulcan.demo_gang_jobs import (
+    JOBS,
+    NAMESPACE,
+    RUN_TIME,
+    WORKERS,
+    Run,
+    _scheduled_message,
+    _state,
+)
 
 POLL = 0.1
 # Bounded waits. The stand-in fills the 4 GPUs within a second or two; "no progress" can only
@@ -63,6 +71,19 @@ async def _cluster(state_dir: Path, with_extender: bool) -> Any:
         await _stop_fully(cluster)
 
 
+async def _picture(client: Any, path: Path, title: str) -> None:
+    """Draw the run as `vulcan timeline` does (pods per node over time) while its cluster is
+    still up, and say where. A picture that cannot be drawn is said, and the demo goes on."""
+    from vulcan.timeline.command import capture
+
+    try:
+        await capture(client, path, namespace=NAMESPACE, title=title)
+    except Exception as exc:  # the story does not depend on the picture
+        print(f"  timeline: not drawn: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        return
+    print(f"  timeline: {path.resolve()}", flush=True)
+
+
 @dataclass
 class PlainResult:
     deadlocked: bool = False
@@ -71,7 +92,7 @@ class PlainResult:
     story: str = ""
 
 
-async def _plain(state_dir: Path) -> PlainResult:
+async def _plain(state_dir: Path, pictures: Path | None = None) -> PlainResult:
     print("\n1. kube-scheduler alone (the stand-in, no vulcan)", flush=True)
     result = PlainResult()
     async with _cluster(state_dir, with_extender=False) as cluster:
@@ -115,6 +136,10 @@ async def _plain(state_dir: Path) -> PlainResult:
         print(f"  {result.story}", flush=True)
         if result.why_pending:
             print(f"  the pending workers' PodScheduled: {result.why_pending}", flush=True)
+        if pictures is not None:
+            ending = "deadlocked" if result.deadlocked else "no deadlock"
+            title = f"vulcan demo gang, run 1: kube-scheduler alone ({ending})"
+            await _picture(cluster.client, pictures / "gang-deadlock.png", title)
     return result
 
 
@@ -137,7 +162,7 @@ def _reason(condition: dict[str, Any]) -> str:
     return f"{condition.get('reason')}: {condition.get('message')}"
 
 
-async def _vulcan(state_dir: Path) -> VulcanResult:
+async def _vulcan(state_dir: Path, pictures: Path | None = None) -> VulcanResult:
     print("\n2. kube-scheduler + vulcan's extender (a fresh cluster, same jobs)", flush=True)
     result = VulcanResult()
     async with _cluster(state_dir, with_extender=True) as cluster:
@@ -180,6 +205,10 @@ async def _vulcan(state_dir: Path) -> VulcanResult:
             result.first, result.second = sorted(JOBS, key=lambda j: run.done_at[j])
             result.story = f"both jobs completed: all {WORKERS * len(JOBS)} workers Succeeded"
         print(f"  {result.story}", flush=True)
+        if pictures is not None:
+            ending = "both jobs completed, in turn" if result.completed else "not completed"
+            title = f"vulcan demo gang, run 2: kube-scheduler + vulcan's extender ({ending})"
+            await _picture(cluster.client, pictures / "gang-vulcan.png", title)
     return result
 
 
@@ -229,7 +258,7 @@ def _summary(plain: PlainResult, vulcan: VulcanResult) -> list[str]:
     return lines
 
 
-async def _gang() -> int:
+async def _gang(timeline_dir: str | None = None) -> int:
     began = time.monotonic()
     print(
         f"vulcan demo: two training jobs ({', '.join(JOBS)}), {WORKERS} workers each, 1 GPU per "
@@ -241,8 +270,9 @@ async def _gang() -> int:
     workdir = Path(tempfile.mkdtemp(prefix="vulcan-demo-"))
     ok = keep = False
     try:
-        plain = await _plain(workdir / "plain")
-        vulcan = await _vulcan(workdir / "vulcan")
+        pictures = Path(timeline_dir) if timeline_dir else None
+        plain = await _plain(workdir / "plain", pictures)
+        vulcan = await _vulcan(workdir / "vulcan", pictures)
         print("\nWhat happened:", flush=True)
         for line in _summary(plain, vulcan):
             print(f"  {line}", flush=True)
@@ -265,7 +295,9 @@ async def _gang() -> int:
     return 0 if ok else 1
 
 
-def run_gang() -> int:
+def run_gang(timeline_dir: str | None = None) -> int:
+    """The gang demo; with `timeline_dir`, each run is drawn there as `vulcan timeline` draws
+    (gang-deadlock.png, gang-vulcan.png, each with its .json)."""
     import logging
 
     from vulcan.logs import setup_logging
@@ -273,4 +305,4 @@ def run_gang() -> int:
 
     # The in-process kubelets log every pod at INFO; the demo prints its own story.
     setup_logging("text", logging.WARNING)
-    return int(run_async(_interruptible(_gang())))
+    return int(run_async(_interruptible(_gang(timeline_dir))))

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -23,8 +25,8 @@ def progress(lines: list[str]) -> list[tuple[dict[str, int], dict[str, int]]]:
     return [(counts(m["a"]), counts(m["b"])) for line in lines if (m := PROGRESS.match(line))]
 
 
-def test_gang_demo_shows_the_deadlock_then_vulcan_running_the_jobs_in_turn() -> None:
-    out = _demo("gang")
+def test_gang_demo_shows_the_deadlock_then_vulcan_running_the_jobs_in_turn(tmp_path: Path) -> None:
+    out = _demo("gang", "--timeline-dir", str(tmp_path))
     plain, rest = out.split("\n2. kube-scheduler + vulcan", 1)
     vulcan, summary = rest.split("\nWhat happened:", 1)
 
@@ -54,6 +56,26 @@ def test_gang_demo_shows_the_deadlock_then_vulcan_running_the_jobs_in_turn() -> 
     assert "Unschedulable condition said NotEnoughResources" in lines[2]
     assert "one after the other" in lines[3]
     assert "vulcan completed both jobs" in lines[-1]
+
+    # Each run drawn (as `vulcan timeline` draws), and said where.
+    for name in ("gang-deadlock", "gang-vulcan"):
+        assert f"  timeline: {tmp_path / name}.png" in out.splitlines()
+        assert (tmp_path / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    deadlock = json.loads((tmp_path / "gang-deadlock.json").read_text())["bars"]
+    assert (
+        sorted((b["bound"], b["open"]) for b in deadlock)
+        == [(False, True)] * 4 + [(True, True)] * 4
+    )
+    finished = json.loads((tmp_path / "gang-vulcan.json").read_text())["bars"]
+    assert {b["state"] for b in finished} == {"succeeded"} and len(finished) == 8
+    first, second = sorted(
+        ([b for b in finished if f"/{job}-" in b["pod"]] for job in ("tf-a", "tf-b")),
+        key=lambda bars: min(b["start"] for b in bars),
+    )
+    # One gang after the other: the second bound after the first's last finish (which the API
+    # has in whole seconds, truncated).
+    assert min(b["start_s"] for b in second) >= max(b["end_s"] for b in first)
+    assert len({b["color"] for b in first}) == len({b["color"] for b in second}) == 1
 
 
 def test_demo_without_argument_is_the_gang_demo() -> None:
@@ -103,10 +125,10 @@ def test_the_packaged_pipeline_is_the_users_fixture() -> None:
     assert packaged.read_text() == fixture.read_text()
 
 
-def _demo(which: str) -> str:
+def _demo(which: str, *args: str) -> str:
     """`vulcan demo WHICH` as a user runs it: its output, once it exited 0."""
     result = subprocess.run(
-        [sys.executable, "-m", "vulcan", "demo", which],
+        [sys.executable, "-m", "vulcan", "demo", which, *args],
         cwd=REPO,
         capture_output=True,
         text=True,
