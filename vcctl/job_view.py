@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from core.kube.client import VCJOBS, Resource
@@ -218,5 +219,11 @@ async def view(session: Session, args: argparse.Namespace) -> None:
     namespace = session.namespace(args.namespace)
     job = await get_object(session.client, VCJOBS, "job", args.name, namespace)
     session.out.write(format_job(job))
-    listed = await call(session.client, session.client.list(EVENTS, namespace))
+    try:
+        listed = await call(session.client, session.client.list(EVENTS, namespace))
+    except VcctlError as exc:
+        # As Volcano: the Job is shown even when its events cannot be read (e.g. no RBAC
+        # for events); the reason goes to stderr and the dump ends without them.
+        print(f"vcctl: cannot list events: {exc}", file=sys.stderr)
+        return
     session.out.write(format_events(job_events(listed.get("items") or [], job)))

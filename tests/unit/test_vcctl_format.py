@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from core.kube.client import COMMANDS, QUEUES
+from core.kube.client import COMMANDS, QUEUES, ApiError
 from tests.unit.test_vcctl_jobs import FakeClient, run, vcjob
 from vcctl import flows, job_view, pods, queues
 from vcctl.output import go_time, human_duration
@@ -332,3 +332,18 @@ def test_job_view_events_are_the_jobs() -> None:
     fields = [f.strip() for f in lines[4].split("\t")]
     assert fields == ["Warning", "PodGroupPending", "30s", "vulcan-controllers, host-1", "waiting"]
     assert job_view.format_events([]) == "Events: \t<none>\n"
+
+
+def test_job_view_still_shows_the_job_when_events_are_forbidden(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    class NoEvents(FakeClient):
+        async def list(self, resource: Any, namespace: str | None = None, **_: Any) -> Any:
+            raise ApiError(403, "Forbidden", 'events is forbidden: User "u" cannot list events')
+
+    client = NoEvents({("jobs", "default", "train"): vcjob("train")})
+    out = run(job_view.view, client, ["job", "view", "-N", "train"])
+    assert out.startswith("Name:       \ttrain\n") and "Events" not in out
+    assert capsys.readouterr().err == (
+        'vcctl: cannot list events: events is forbidden: User "u" cannot list events\n'
+    )
