@@ -176,6 +176,20 @@ class BindBarrier:
         group = self._groups.get(group_key)
         return group is not None and group.committed
 
+    def hold_of(self, group_key: str) -> tuple[list[str], float, float] | None:
+        """(held pods, the hold's timeout, seconds left) while the group holds binds (the
+        extender's debug view); None otherwise."""
+        group = self._groups.get(group_key)
+        if group is None or group.timer is None:
+            return None
+        left = max(0.0, group.timer.when() - asyncio.get_running_loop().time())
+        return list(group.members), group.timeout, left
+
+    def effective_timeout(self, requested: float | None) -> float:
+        """How long a hold of a gang asking for `requested` (its annotation) would wait."""
+        timeout = requested if requested is not None and requested > 0 else self._default_timeout
+        return timeout if self._max_timeout is None else min(timeout, self._max_timeout)
+
     # ------------------------------------------------------------------------------ hold
 
     async def hold(self, group: GangRequirement, args: BindingArgs, task: str | None) -> None:
@@ -259,11 +273,7 @@ class BindBarrier:
     # ------------------------------------------------------------------------------ timeout
 
     def _start_timer(self, state: _Group) -> None:
-        timeout = state.requirement.timeout
-        if timeout is None or timeout <= 0:
-            timeout = self._default_timeout
-        if self._max_timeout is not None:
-            timeout = min(timeout, self._max_timeout)
+        timeout = self.effective_timeout(state.requirement.timeout)
         state.timeout = timeout
         state.timer = asyncio.get_running_loop().call_later(timeout, self._on_timeout, state)
 

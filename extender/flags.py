@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from core.durations import parse_duration
-from core.kube.flags import add_client_flags, add_leader_election_flags
+from core.kube.flags import add_client_flags, add_leader_election_flags, parse_bool
 from extender.webhook_flags import add_webhook_flags
 
 
@@ -80,6 +80,17 @@ def add_extender_flags(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=100,
         help="Event writes allowed in a burst above --event-qps (default 100)",
+    )
+    # On by default: read-only names and numbers (no specs, no secrets), built only when asked,
+    # and the one place a pending gang's holds, backoff and reservations can be seen.
+    parser.add_argument(
+        "--enable-debug-endpoints",
+        type=parse_bool,
+        nargs="?",
+        const=True,
+        default=True,
+        help="serve GET /debug/gangs/<namespace>/<name> and /debug/queues, read-only JSON "
+        "for `vulcan explain` (default true; =false: 404)",
     )
     parser.add_argument("--log-format", choices=("text", "json"), default="text")
     add_webhook_flags(parser)

@@ -18,6 +18,7 @@ from core.kube.flags import options_from_args
 from core.kube.leader import LeaderElectionConfig
 from extender.barrier import check_timeouts
 from extender.binder import Binder
+from extender.debug_view import add_debug_routes
 from extender.gang_server import GangExtenderServer
 from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
@@ -93,6 +94,8 @@ class Extender:
         server = GangExtenderServer(
             cache, framework, binder, ledger=ledger, metrics=metrics, gangs=gangs
         )
+        if args.enable_debug_endpoints:
+            add_debug_routes(server.app, gangs)
         return cls(client, cache, server, gangs)
 
 

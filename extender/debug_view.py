@@ -1,0 +1,194 @@
+"""Read-only JSON views of what the extender holds in memory, for people and `vulcan explain`:
+
+    GET /debug/gangs/<namespace>/<name>   one PodGroup as the gang scheduler sees it
+    GET /debug/queues                     every queue as the last scheduling pass computed it
+
+Why: the answer to "why is my job still pending?" is partly in this process only (the gang
+ledger, the held binds and their timers, the backoff after a timeout, the deserved shares of
+the last pass); the API server holds conditions and events, not these. The views carry names
+and numbers only (no pod specs, no secrets) and are built on request, from state the
+scheduling pass keeps anyway: nothing is computed for them on the hot path. Building one reads
+the cache in place without awaiting, like a pass, so it is consistent.
+
+`--enable-debug-endpoints=false` leaves the routes out (404).
+
+Shapes (quantities are Kubernetes strings, "pods" left out as in the queue plugins):
+
+gang: {"podgroup", "uid", "queue", "phase", "minMember", "minTaskMember", "minResources",
+       "admitted", "reason", "members": {"created", "admitted", "holdingBinds", "bound",
+       "pending"}, "statuses": {<Volcano task status>: n}, "gangTimeoutSeconds",
+       "hold": {"pods", "timeoutSeconds", "secondsLeft"} | null, "committed",
+       "backoffSecondsLeft", "reserved", "reservations": [{"pod", "node", "request",
+       "waitingFor": {"node", "pods"} | null}]}
+queues: {"plugin", "hierarchical", "total", "queues": [{"name", "state", "open", "weight",
+       "priority", "reclaimable", "parent", "capability", "realCapability", "guarantee",
+       "deserved", "allocated", "request", "inqueue", "elastic", "share", "bestEffort",
+       "overused", "borrowing", "waiting", "podgroups"}], "borrowing": [...], "waiting": [...]}
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import orjson
+from aiohttp import web
+
+from core.api import keys
+from core.resources import ResourceVector
+from plugins import gang as gangs_plugin
+from plugins.queue_share import strip_pods
+
+if TYPE_CHECKING:
+    from extender.gangs import GangScheduler
+    from extender.queues import QueuePass
+
+JSON = "application/json"
+
+
+def quantities(vector: ResourceVector | None, *, zeros: bool = False) -> dict[str, str]:
+    """A vector as a ResourceList without `pods` (and without zero amounts unless `zeros`: a
+    capability of 0 GPUs is a limit, not an absence)."""
+    if vector is None:
+        return {}
+    listed = strip_pods(vector).to_resource_list()
+    return listed if zeros else {n: q for n, q in listed.items() if q != "0"}
+
+
+def gang_view(gangs: GangScheduler, key: str) -> dict[str, Any] | None:
+    """One PodGroup ("namespace/name") as the gang scheduler sees it; None if not cached."""
+    cache = gangs.cache
+    group = cache.podgroups.get(key)
+    if group is None:
+        return None
+    ledger, barrier = gangs.ledger, gangs.barrier
+    reserved_pods = ledger.of_group(key)
+    hold = barrier.hold_of(key)
+    held = hold[0] if hold is not None else []
+    view = gangs_plugin.gang_view(
+        cache.live_view(), key, allocated=set(reserved_pods), binding=set(held)
+    )
+    assert view is not None  # the group exists
+    reservations = []
+    for pod_key in sorted(reserved_pods):
+        reservation = ledger.reservation_of(pod_key)
+        if reservation is None:
+            continue
+        blocked = gangs.slots.blockers(pod_key, group=key)
+        reservations.append(
+            {
+                "pod": pod_key,
+                "node": reservation.node,
+                "request": quantities(reservation.request),
+                # The room is held by terminating pods (victims evicted for this gang).
+                "waitingFor": {"node": blocked[0], "pods": blocked[1]} if blocked else None,
+            }
+        )
+    timeout = gangs_plugin.annotation_duration(group, keys.GANG_TIMEOUT)
+    return {
+        "podgroup": key,
+        "uid": group.uid,
+        "queue": group.queue,
+        "phase": group.phase,
+        "minMember": group.min_member,
+        "minTaskMember": dict(group.min_task_member),
+        "minResources": quantities(group.min_resources) if group.min_resources else None,
+        "admitted": key in gangs.admitted,
+        # Why it is not admitted, word for word what filter answers its members.
+        "reason": gangs.reasons.get(key),
+        "members": {
+            "created": view.created,
+            # Volcano's AllocatedStatus: a reserved slot, a held bind, bound or running.
+            "admitted": view.allocated,
+            "holdingBinds": len(held),
+            "bound": sum(1 for pod in view.members if pod.node is not None),
+            "pending": view.pending,
+        },
+        "statuses": dict(sorted(view.counts.items())),
+        "gangTimeoutSeconds": barrier.effective_timeout(timeout),
+        "hold": (
+            {"pods": sorted(held), "timeoutSeconds": hold[1], "secondsLeft": round(hold[2], 1)}
+            if hold is not None
+            else None
+        ),
+        "committed": barrier.committed(key),
+        "backoffSecondsLeft": round(barrier.backing_off(key), 1),
+        "reserved": quantities(ledger.held_by(key)),
+        "reservations": reservations,
+    }
+
+
+def queues_view(gangs: GangScheduler) -> dict[str, Any] | None:
+    """Every queue as the last pass computed it; None before the first pass."""
+    queue_pass: QueuePass | None = gangs.queue_pass
+    if queue_pass is None:
+        return None
+    model = queue_pass.model
+    rows = []
+    borrowing, waiting = [], []
+    for name in sorted(model.shares):
+        share = model.shares[name]
+        source = queue_pass.inputs.get(name)
+        over = quantities(share.allocated.saturating_sub(share.deserved))
+        wants = quantities(share.request.saturating_sub(share.allocated))
+        if over and not share.best_effort:
+            borrowing.append(name)
+        if wants:
+            waiting.append(name)
+        rows.append(
+            {
+                "name": name,
+                "state": source.state if source is not None else "Open",
+                "open": source.open if source is not None else True,
+                "weight": source.weight if source is not None else 1,
+                "priority": source.priority if source is not None else 0,
+                "reclaimable": source.reclaimable if source is not None else True,
+                "parent": source.parent if source is not None else None,
+                # An absent dimension of capability is unbounded.
+                "capability": quantities(share.capability, zeros=True),
+                "realCapability": quantities(share.real_capability),
+                "guarantee": quantities(share.guarantee),
+                "deserved": quantities(share.deserved),
+                "allocated": quantities(share.allocated),
+                "request": quantities(share.request),
+                "inqueue": quantities(share.inqueue),
+                "elastic": quantities(share.elastic),
+                "share": round(share.share, 4),
+                "bestEffort": share.best_effort,
+                "overused": model.overused(name),
+                "borrowing": over,  # held above its deserved share
+                "waiting": wants,  # asked for above what it holds
+                "podgroups": dict(sorted(queue_pass.phases.get(name, {}).items())),
+            }
+        )
+    return {
+        "plugin": gangs.queue_policy.kind,
+        "hierarchical": gangs.queue_policy.hierarchical,
+        "total": quantities(gangs.cache.total_allocatable),
+        "queues": rows,
+        "borrowing": borrowing,
+        "waiting": waiting,
+    }
+
+
+def _answer(body: Any, status: int = 200) -> web.Response:
+    return web.Response(body=orjson.dumps(body), status=status, content_type=JSON)
+
+
+def add_debug_routes(app: web.Application, gangs: GangScheduler) -> None:
+    """Serve the two views on the extender's app (before it starts)."""
+
+    async def gang(request: web.Request) -> web.Response:
+        key = f"{request.match_info['namespace']}/{request.match_info['name']}"
+        view = gang_view(gangs, key)
+        if view is None:
+            return _answer({"error": f"podgroup {key} is not in the extender's cache"}, 404)
+        return _answer(view)
+
+    async def queues(request: web.Request) -> web.Response:
+        view = queues_view(gangs)
+        if view is None:
+            return _answer({"error": "no scheduling pass yet"}, 503)
+        return _answer(view)
+
+    app.router.add_get("/debug/gangs/{namespace}/{name}", gang)
+    app.router.add_get("/debug/queues", queues)
