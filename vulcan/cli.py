@@ -150,6 +150,22 @@ def build_parser() -> argparse.ArgumentParser:
         func=lambda args: __import__("vulcan.timeline.command", fromlist=["main"]).main(args)
     )
 
+    explain = sub.add_parser(
+        "explain",
+        help="why is it pending? the cause first, then flow -> job -> PodGroup -> queue -> "
+        "gang -> nodes",
+        description="Explain in plain words why a pod, PodGroup (pg), Volcano Job (vcjob, job) "
+        "or JobFlow (jf) is where it is: the first line names the cause, then the chain and "
+        "what would unblock it. Reads the API server and, with --extender, the extender's "
+        "read-only /debug endpoints. Exits 1 with one line on error.",
+    )
+    from vulcan.explain.command import add_explain_flags
+
+    add_explain_flags(explain)
+    explain.set_defaults(
+        func=lambda args: __import__("vulcan.explain.command", fromlist=["main"]).main(args)
+    )
+
     demo = sub.add_parser(
         "demo",
         help="show on the embedded cluster what vulcan is for (gang scheduling)",
