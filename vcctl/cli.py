@@ -7,7 +7,7 @@ flags are). Success prints what Volcano prints; any failure prints one line,
 prints `Failed to <command>: <err>` on stdout and exits 255; a script testing `$? -ne 0` sees
 the same, and the reason on stderr keeps stdout parseable.
 
-`vcctl job explain` is reserved for `vulcan explain` and not defined here.
+`vcctl job explain` (vulcan's, not Volcano's) is `vulcan explain vcjob` (vcctl/job_explain.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from functools import partial
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, NoReturn
 
-from vcctl import flows, job_view, jobs, pods, queues
+from vcctl import flows, job_explain, job_view, jobs, pods, queues
 from vcctl.kube import Session, Target, VcctlError, connect, one_line
 
 Handler = Callable[[Session, argparse.Namespace], Awaitable[None]]
@@ -104,6 +104,20 @@ def add_job_commands(root: Any) -> None:
         parser = leaf(group, verb, short, handler, jobs.name_check(verb))
         add_job_name_flags(parser, name_short="-N", namespace_short="-n")
     add_job_name_flags(view, name_short="-N", namespace_short="-n")
+
+    explain = leaf(
+        group,
+        "explain",
+        "say why a job is where it is (vulcan's; the first line names the cause)",
+        job_explain.explain_job,
+        jobs.name_check("explain"),
+    )
+    add_job_name_flags(explain, name_short="-N", namespace_short="-n")
+    explain.add_argument(
+        "--extender",
+        default="",
+        help="vulcan extender URL, to read its debug endpoints (default: $VULCAN_EXTENDER_URL)",
+    )
 
 
 def add_job_run_flags(

@@ -377,6 +377,18 @@ def test_a_jobflow_and_its_vcjob_name_the_pending_step_and_why(cluster: SimClust
     text = explain(cluster, "vcjob", "pipe-train")
     labels = [row.split()[0] for row in text.splitlines()[1:] if not row.startswith("   ")]
     assert labels[:6] == ["job", "podgroup", "queue", "gang", "nodes", "unblock"]
+    # `vcctl job explain` is the same screen.
+    assert cluster.extender is not None
+    args = ["job", "explain", "-N", "pipe-train", "-k", str(cluster.kubeconfig)]
+    vcctl = subprocess.run(
+        [sys.executable, "-m", "vcctl", *args, "--extender", cluster.extender],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert vcctl.returncode == 0, vcctl.stderr
+    assert vcctl.stdout.splitlines()[0] == text.splitlines()[0]
 
 
 # ------------------------------------------------------------------------------ errors, the flag
