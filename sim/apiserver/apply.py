@@ -88,13 +88,7 @@ def apply_configuration(
         merged = merge(base, {k: v for k, v in config.items() if k != "status"}, shape)
     elif status == "only":
         applied = {"f:status": applied["f:status"]} if "f:status" in applied else {}
-        merged = dict(base)
-        if "status" in config:
-            merged["status"] = merge(
-                base.get("status", _ABSENT), config["status"], shape.field("status")
-            )
-            if merged["status"] is _ABSENT:
-                del merged["status"]
+        merged = merge(base, {"status": config["status"]} if "status" in config else {}, shape)
     else:
         merged = merge(base, config, shape)
 

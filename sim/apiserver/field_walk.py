@@ -7,7 +7,8 @@ sigs.k8s.io/structured-merge-diff's typed package:
   `additionalProperties`) is a member too. Empty non-atomic lists are not, as in Go.
 - `compare(old, new, shape)` (`TypedValue.Compare`): the paths added, modified and removed between
   two versions of an object. A path present on one side only is marked with everything below it;
-  an atomic value or a type change is one modified path.
+  an atomic value or a type change is one modified path. `created(new, shape)` is the comparison
+  of a create, from the zero object of the kind (the hot path: one walk, nothing compared).
 
 Both work on plain JSON values guided by a `Shape` (sim.apiserver.field_shapes). The comparison
 skips equal subtrees with one `==` (so a status update costs about the size of what changed) and
@@ -35,7 +36,8 @@ from sim.apiserver.field_sets import (
 from sim.apiserver.field_shapes import ATOMIC, MAP, ListType, Shape
 
 _ABSENT: Final = object()
-# metadata fields kube-apiserver strips from every manager's set (stripmeta.go): never compared.
+# metadata fields only the server sets (most also stripped from every set, stripmeta.go): no
+# manager owns them, so they are never compared.
 SERVER_METADATA: Final = frozenset(
     {
         "managedFields",

@@ -14,6 +14,9 @@ Faithful: the identifiers, which request's entries are used (the body's unless e
 subresource always the live object's, `[]` resets), the metadata fields no set may hold
 (stripmeta.go), the cap of 10 update entries (older ones merge into "ancient-changes"), the
 entries' order and `printManager`'s wording used by conflict messages.
+A write of the `scale` subresource is recorded on the scaled object (subresource "scale", the
+object's apiVersion, `.spec.replicas`), as the ScaleHandler maps it. Like kube-apiserver, the
+writes that bypass the field manager record nothing: pods/binding, and what a deletion sets.
 Simplified: an invalid managedFields in a request is ignored rather than reported; timestamps have
 second precision (as the real server's RFC 3339 output does anyway).
 """
@@ -137,8 +140,12 @@ def identifier_key(ident: Identifier) -> str:
     """The identifier as kube-apiserver encodes it (BuildManagerIdentifier); conflicts are
     grouped in the order of these strings."""
     manager, operation, api_version, subresource = ident
-    fields = {"manager": manager, "operation": operation, "apiVersion": api_version}
-    fields["subresource"] = subresource
+    fields = {
+        "manager": manager,
+        "operation": operation,
+        "apiVersion": api_version,
+        "subresource": subresource,
+    }
     return orjson.dumps({k: v for k, v in fields.items() if v}).decode()
 
 
