@@ -11,6 +11,10 @@ from the first create until the last pod is bound, watching pods over the API as
 would. Both phases run on the same machine minutes apart, so the ratio is what to read: the
 absolute numbers move with the machine.
 
+Per phase it also prints the CPU seconds per 1,000 pods of each part of the cluster (the API
+server, the hollow kubelets, the scheduler stand-in, the extender, this load generator; from
+/proc), and for the extender phase each verb's p50/p99 as the stand-in waited for it.
+
 Last line: `pods_per_s=<A> with_extender_pods_per_s=<B> ratio=<B/A>`.
 """
 
@@ -27,6 +31,7 @@ from typing import Any
 
 import orjson
 
+from bench.proc_cpu import cpu_by_role, spent
 from bench.sim_cluster import start_sim_up, stop_sim_up
 from core.kube.client import PODS, ApiError, KubeClient
 from core.kube.flags import ClientOptions
@@ -73,6 +78,33 @@ def pod_body(index: int) -> bytes:
     )
 
 
+def _quantile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def report_cpu(label: str, pods: int, used: dict[str, float]) -> None:
+    parts = ", ".join(
+        f"{role} {seconds * 1000 / pods:.2f}" for role, seconds in sorted(used.items())
+    )
+    print(f"[{label}] CPU seconds per 1000 pods: {parts}", flush=True)
+    if "extender" in used:
+        print(f"extender_cpu_s_per_1000_pods={used['extender'] * 1000 / pods:.3f}", flush=True)
+
+
+def report_latency(label: str, path: Path) -> None:
+    if not path.exists():
+        return
+    for verb, samples in sorted(orjson.loads(path.read_bytes()).items()):
+        if samples:
+            p50, p99 = (_quantile(samples, q) * 1e3 for q in (0.5, 0.99))
+            print(
+                f"[{label}] {verb}: {len(samples)} calls, p50 {p50:.2f} ms, p99 {p99:.2f} ms "
+                "(as the scheduler waited)",
+                flush=True,
+            )
+
+
 async def run_phase(nodes: int, pods: int, with_extender: bool, concurrency: int) -> float:
     label = "with extender" if with_extender else "stand-in alone"
     with tempfile.TemporaryDirectory(prefix="vulcan-bench-") as tmp:
@@ -102,6 +134,7 @@ async def run_phase(nodes: int, pods: int, with_extender: bool, concurrency: int
             await informer.wait_synced()
             bodies = [pod_body(i) for i in range(pods)]
             path = PODS.path(NAMESPACE)
+            cpu_before = {**cpu_by_role(process.pid), "load generator": time.process_time()}
             start = time.monotonic()
             next_index = 0
 
@@ -126,6 +159,7 @@ async def run_phase(nodes: int, pods: int, with_extender: bool, concurrency: int
                         flush=True,
                     )
             elapsed = time.monotonic() - start
+            cpu_after = {**cpu_by_role(process.pid), "load generator": time.process_time()}
             rate = pods / elapsed
             print(
                 f"[{label}] {pods} pods created in {created:.1f}s, all bound after "
@@ -135,10 +169,12 @@ async def run_phase(nodes: int, pods: int, with_extender: bool, concurrency: int
             watch.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watch
-            return rate
+            report_cpu(label, pods, spent(cpu_before, cpu_after))
         finally:
             await client.close()
             await stop_sim_up(process)
+        report_latency(label, state / "extender-latency.json")
+        return rate
 
 
 async def main(args: argparse.Namespace) -> None:

@@ -268,6 +268,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     scheduler.add_argument("--seed", type=int, help="seed for tie-breaking (default: random)")
     scheduler.add_argument("--log-format", choices=("text", "json"), default="text")
+    scheduler.add_argument(
+        "--extender-stats-out",
+        metavar="FILE",
+        help="on exit, write each extender verb's call latencies as the stand-in saw them "
+        "(JSON: verb -> seconds), for benchmarks",
+    )
     scheduler.set_defaults(func=_cmd_sim_scheduler)
 
     up = sim_sub.add_parser(

@@ -73,6 +73,12 @@ async def _serve_scheduler(args: argparse.Namespace) -> None:
             await stop.wait()
         finally:
             await scheduler.stop()
+            if args.extender_stats_out:
+                import orjson
+
+                Path(args.extender_stats_out).write_bytes(
+                    orjson.dumps(scheduler.extender_latencies())
+                )
 
 
 def run_scheduler(args: argparse.Namespace) -> int:

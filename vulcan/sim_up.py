@@ -327,7 +327,17 @@ class Cluster:
             Path(config_path).write_text(yaml.safe_dump(config, sort_keys=False))
         scheduler = await spawn(
             "scheduler",
-            ["sim", "scheduler", "--kubeconfig", str(self.kubeconfig), "--config", config_path],
+            [
+                "sim",
+                "scheduler",
+                "--kubeconfig",
+                str(self.kubeconfig),
+                "--config",
+                config_path,
+                # Each extender verb's latency as the stand-in saw it, written when it stops.
+                "--extender-stats-out",
+                str(self.state_dir / "extender-latency.json"),
+            ],
             self.state_dir,
         )
         self.children.append(scheduler)

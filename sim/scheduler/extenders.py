@@ -8,6 +8,7 @@ subset rule for `NodeNames`, `{}` = every node rejected, preempt answers read in
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -47,12 +48,18 @@ class GoTransportConnector(aiohttp.TCPConnector):
         super()._release(key, protocol, should_close=should_close)
 
 
+_LATENCY_SAMPLES = 200_000
+
+
 class HTTPExtender:
     def __init__(self, config: ExtenderConfig) -> None:
         self.config = config
         self.name = config.url_prefix
         self._session: aiohttp.ClientSession | None = None
         self.calls: dict[str, int] = {}
+        # verb -> seconds of each call as the scheduler waited for it (benchmarks read them;
+        # the first _LATENCY_SAMPLES per verb are kept).
+        self.latencies: dict[str, list[float]] = {}
 
     async def close(self) -> None:
         if self._session is not None:
@@ -79,6 +86,15 @@ class HTTPExtender:
         return bool(self.config.bind_verb)
 
     async def _post(self, verb: str, body: Mapping[str, Any]) -> Any:
+        started = time.perf_counter()
+        try:
+            return await self._call(verb, body)
+        finally:
+            samples = self.latencies.setdefault(verb, [])
+            if len(samples) < _LATENCY_SAMPLES:
+                samples.append(time.perf_counter() - started)
+
+    async def _call(self, verb: str, body: Mapping[str, Any]) -> Any:
         url = self.config.url(verb)
         self.calls[verb] = self.calls.get(verb, 0) + 1
         try:

@@ -122,6 +122,14 @@ class Scheduler(SchedulerCache, SchedulingCycle, Binding, Reporting):
             extra={"profiles": list(self.served), "extenders": len(self.extenders)},
         )
 
+    def extender_latencies(self) -> dict[str, list[float]]:
+        """Each extender verb's call latencies (seconds), all extenders together."""
+        merged: dict[str, list[float]] = {}
+        for extender in self.extenders:
+            for verb, samples in extender.latencies.items():
+                merged.setdefault(verb, []).extend(samples)
+        return merged
+
     async def stop(self) -> None:
         self.queue.close()
         for task in self._tasks:
