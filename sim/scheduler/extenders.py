@@ -175,13 +175,19 @@ class HTTPExtender:
             raise ExtenderError("extender prioritize answer is not a HostPriorityList")
         scores: dict[str, int] = {}
         for item in result:
-            item = _fold(item)
-            score = item.get("score")
-            if not isinstance(score, int) or isinstance(score, bool):
+            # Go decodes this list into structs at a fraction of Python's cost per item: the
+            # canonical casing every extender sends is read as is, any other is folded first
+            # (same answer either way).
+            if type(item) is dict and len(item) == 2 and "Host" in item and "Score" in item:
+                host, score = item["Host"], item["Score"]
+            else:
+                item = _fold(item)
+                host, score = item.get("host"), item.get("score")
+            if type(score) is not int:  # bool is no int64 either
                 raise ExtenderError(
                     f"cannot unmarshal number {score!r} into Go value of type int64"
                 )
-            scores[str(item.get("host"))] = score
+            scores[str(host)] = score
         return scores
 
     async def preempt(

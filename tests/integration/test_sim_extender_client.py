@@ -6,11 +6,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import pytest
 import pytest_asyncio
 from aiohttp import web
 
 from sim.scheduler.config import ExtenderConfig
-from sim.scheduler.extenders import GO_MAX_IDLE_CONNS_PER_HOST, HTTPExtender
+from sim.scheduler.extenders import GO_MAX_IDLE_CONNS_PER_HOST, ExtenderError, HTTPExtender
 from tests.helpers import until
 from tests.unit.test_sim_scheduler import pod
 
@@ -78,3 +79,33 @@ async def test_held_binds_each_open_a_connection_and_only_two_stay_idle(
         assert "filter" not in extender.latencies
     finally:
         await extender.close()
+
+
+async def test_prioritize_answers_are_read_in_any_casing_and_scores_must_be_integers() -> None:
+    """Go matches the HostPriority fields case-insensitively and refuses a non-integer score."""
+    answers = [
+        [{"Host": "node-1", "Score": 7}, {"host": "node-2", "SCORE": 3}],
+        [{"Host": "node-1", "Score": True}],
+    ]
+
+    async def prioritize(request: web.Request) -> web.Response:
+        return web.json_response(answers.pop(0))
+
+    app = web.Application()
+    app.router.add_post("/v1/prioritize", prioritize)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    config = ExtenderConfig(
+        url_prefix=f"http://127.0.0.1:{port}/v1", prioritize_verb="prioritize", weight=1
+    )
+    extender = HTTPExtender(config)
+    try:
+        assert await extender.prioritize(pod("p"), []) == {"node-1": 7, "node-2": 3}
+        with pytest.raises(ExtenderError, match="cannot unmarshal number True"):
+            await extender.prioritize(pod("p"), [])
+    finally:
+        await extender.close()
+        await runner.cleanup()
