@@ -3,10 +3,8 @@ so several servers in one process (tests) do not collide."""
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable, Iterable
-from datetime import datetime
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily
@@ -14,6 +12,7 @@ from prometheus_client.registry import Collector
 
 from core.gc_pauses import GcPauseTimer
 from core.records import PodGroupRecord
+from core.timestamps import epoch_seconds
 from plugins.gang import GangView
 
 # Filter and prioritize are sub-millisecond to a few ms; binds may be held for a gang.
@@ -106,11 +105,10 @@ class GangMetrics:
     def observe(self, group: PodGroupRecord, view: GangView, admitted_now: bool) -> None:
         """What one decision about `group` tells the two histograms."""
         key = group.key
-        if admitted_now and group.created:
-            with contextlib.suppress(ValueError):
-                created = datetime.fromisoformat(group.created.replace("Z", "+00:00"))
-                waited = time.time() - created.timestamp()
-                self.wait_duration.labels(group.queue).observe(max(0.0, waited))
+        created = epoch_seconds(group.created) if admitted_now else None
+        if created is not None:
+            waited = time.time() - created
+            self.wait_duration.labels(group.queue).observe(max(0.0, waited))
         if view.scheduled >= view.min_member:
             seen = self._quorum_seen.pop(key, None)
             if seen is not None:

@@ -13,9 +13,9 @@ the epoch (oldest), so a malformed object cannot break a scheduling pass.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from core.resources import ResourceVector
+from core.timestamps import epoch_seconds
 from plugins.queue_share import QueueInput, QueueShare
 
 __all__ = [
@@ -46,15 +46,8 @@ class JobInput:
 
 def parse_time(text: str) -> float:
     """RFC 3339 timestamp -> POSIX seconds; "" or garbage -> 0.0 (oldest). Naive = UTC."""
-    if not text:
-        return 0.0
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return 0.0
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
+    seconds = epoch_seconds(text)
+    return seconds if seconds is not None else 0.0
 
 
 def drf_share(allocated: ResourceVector, total: ResourceVector) -> float:

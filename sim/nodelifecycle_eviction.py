@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from core.kube.client import PODS, STRATEGIC_MERGE_PATCH, ApiError
 from core.kube.events import NORMAL
-from sim.nodelifecycle_views import _NodeView, _parse_time, _PodView, _rfc3339
+from core.timestamps import epoch_seconds
+from sim.nodelifecycle_views import _NodeView, _PodView, _rfc3339
 from sim.taints import NO_EXECUTE, matching_toleration
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ def eviction_time(
         seconds = toleration.get("tolerationSeconds")
         if seconds is None:
             continue
-        added = _parse_time(taint.get("timeAdded")) or now
+        added = epoch_seconds(taint.get("timeAdded")) or now
         at = added + max(0, int(seconds))
         deadline = at if deadline is None else min(deadline, at)
     return deadline

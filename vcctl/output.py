@@ -11,6 +11,8 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from core.timestamps import parse_time
+
 # What Go prints for a zero metav1.Time through `%s` (Time.String()).
 ZERO_TIME = "0001-01-01 00:00:00 +0000 UTC"
 
@@ -18,16 +20,6 @@ ZERO_TIME = "0001-01-01 00:00:00 +0000 UTC"
 def pad(value: object, width: int) -> str:
     """Go's `%-{width}s` / `%-{width}d`."""
     return f"{value!s:<{width}}"
-
-
-def parse_time(text: str | None) -> datetime | None:
-    """An RFC 3339 timestamp from the API (`2024-05-01T10:00:00Z`, MicroTime too)."""
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def local(moment: datetime) -> datetime:

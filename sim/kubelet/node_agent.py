@@ -17,8 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from core.kube.client import LEASES, NODES, STRATEGIC_MERGE_PATCH, ApiError
 from core.kube.events import micro_time
+from core.timestamps import epoch_seconds
 from sim.kubelet.keys import NODE_STATE_FAILED, SIM_NODE_STATE
-from sim.kubelet.pods import node_ip, parse_time
+from sim.kubelet.pods import node_ip
 from sim.kubelet.profiles import NodeProfile
 from sim.kubelet.status import (
     LEASE_NAMESPACE,
@@ -222,7 +223,7 @@ class NodeAgent:
             existing = await self.client.get(NODES, node.name)
             meta = existing["metadata"]
             node.uid = meta.get("uid", "")
-            node.registered_at = parse_time(meta.get("creationTimestamp")) or now
+            node.registered_at = epoch_seconds(meta.get("creationTimestamp")) or now
             labels = node_labels(node.name, node.profile)
             current = meta.get("labels") or {}
             if any(current.get(k) != v for k, v in labels.items()):

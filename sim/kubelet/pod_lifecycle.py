@@ -17,6 +17,7 @@ import time
 from typing import TYPE_CHECKING
 
 from core.kube.client import PODS, STRATEGIC_MERGE_PATCH, ApiError
+from core.timestamps import epoch_seconds
 from sim.kubelet.pods import (
     BACKOFF,
     CREATING,
@@ -27,7 +28,6 @@ from sim.kubelet.pods import (
     TERMINATED,
     PodRun,
     PodView,
-    parse_time,
     termination_delay,
 )
 from sim.kubelet.status import (
@@ -120,11 +120,11 @@ class PodLifecycle:
             run.phase = view.phase
         elif view.phase == RUNNING:
             run.restart_count = view.restart_count
-            run.start_time = parse_time(view.start_time) or now
+            run.start_time = epoch_seconds(view.start_time) or now
             run.container_id = view.container_id or ""
             if view.pod_ip and self._ips.claim(view.pod_ip):
                 run.pod_ip = view.pod_ip
-            started = parse_time(view.running_since)
+            started = epoch_seconds(view.running_since)
             if started is not None:
                 run.state = STARTED
                 run.started_at = started

@@ -8,7 +8,6 @@ import asyncio
 import contextlib
 import logging
 import math
-from datetime import datetime
 from typing import Any
 
 from core.durations import parse_duration
@@ -152,16 +151,6 @@ def parse_exit_code(text: str | None, default: int) -> int:
     except ValueError:
         log.warning("ignoring invalid %s %r", SIM_EXIT_CODE, text)
         return default
-
-
-def parse_time(text: str | None) -> float | None:
-    """Epoch seconds of an RFC 3339 timestamp as the API writes them, or None."""
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 # ------------------------------------------------------------------------------ runtime

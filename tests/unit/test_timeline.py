@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
+from core.timestamps import parse_time
 from tests.helpers import REPO
 from vulcan.timeline.data import NO_QUEUE, PENDING_LANE, build_timeline
-from vulcan.timeline.records import Bar, Timeline, format_time, parse_time
+from vulcan.timeline.records import Bar, Timeline, format_time
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 NOW = T0 + timedelta(seconds=60)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.resources import ResourceVector, format_quantity
+from core.timestamps import epoch_seconds
 from plugins import gang as gangs
 from plugins.queue_share import requested_dims, strip_pods
 from vulcan.explain.focus import flow_job_name, flow_steps, job_phase, key_of, meta
@@ -14,7 +15,6 @@ from vulcan.explain.texts import (
     duration,
     origin_reason,
     short,
-    timestamp,
     unschedulable_message,
 )
 from vulcan.explain.world import World, amounts
@@ -58,7 +58,7 @@ def podgroup_line(raw: dict[str, Any], group_key: str, now: float) -> str:
         message = message.removeprefix(prefix)
     if message:
         # Its age: the condition is rewritten only when the verdict changes.
-        since = timestamp((condition(raw, "Unschedulable") or {}).get("lastTransitionTime"))
+        since = epoch_seconds((condition(raw, "Unschedulable") or {}).get("lastTransitionTime"))
         age = f" (since {duration(now - since)})" if since else ""
         text += f"; Unschedulable{age}: {short(message, 160)}"
     return text

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector, format_quantity
+from core.timestamps import epoch_seconds
 from plugins import gang as gangs
 from plugins.placement import plan_gang
 from plugins.queue_share import requested_dims
@@ -31,7 +32,6 @@ from vulcan.explain.texts import (
     scheduling_message,
     scheduling_time,
     short,
-    timestamp,
     unschedulable_message,
 )
 from vulcan.explain.world import World, amount, amounts
@@ -214,7 +214,7 @@ def victims(case: GangCase) -> Finding | None:
     keys = sorted(set(waiting))
     pods = case.world.snapshot.pods
     where = [f"{k} on {pods[k].node}" if k in pods and pods[k].node else k for k in keys]
-    ends = [timestamp(meta(case.raw_pod(k)).get("deletionTimestamp")) for k in keys]
+    ends = [epoch_seconds(meta(case.raw_pod(k)).get("deletionTimestamp")) for k in keys]
     text = f"waiting for {len(keys)} pod(s) evicted for it to terminate: {named(where)}"
     known = [t for t in ends if t is not None]
     if known:

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
+
+from core.timestamps import epoch_seconds
 
 MESSAGE_LIMIT = 240  # characters of a condition or event message shown in one line
 
@@ -53,21 +54,12 @@ def scheduling_message(pod: dict[str, Any]) -> str:
 
 def scheduling_time(pod: dict[str, Any]) -> float:
     entry = condition(pod, "PodScheduled") or {}
-    return timestamp(entry.get("lastTransitionTime")) or 0.0
+    return epoch_seconds(entry.get("lastTransitionTime")) or 0.0
 
 
 def short(text: str, limit: int = MESSAGE_LIMIT) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def timestamp(text: Any) -> float | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def duration(seconds: float) -> str:
@@ -104,7 +96,7 @@ def event_time(event: dict[str, Any]) -> float:
         event.get("lastTimestamp"),
         (event.get("metadata") or {}).get("creationTimestamp"),
     ):
-        when = timestamp(value)
+        when = epoch_seconds(value)
         if when is not None:
             return when
     return 0.0

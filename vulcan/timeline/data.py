@@ -21,7 +21,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 from core.api import keys
-from vulcan.timeline.records import Bar, Event, Json, Mark, Timeline, natural_key, parse_time
+from core.timestamps import parse_time
+from vulcan.timeline.records import Bar, Event, Json, Mark, Timeline, natural_key
 
 PENDING_LANE = "(pending)"
 NO_QUEUE = "(no queue)"

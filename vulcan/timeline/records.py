@@ -11,20 +11,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from core.timestamps import parse_time
+
 Json = Mapping[str, Any]
 # Where a bar's end comes from when that time has whole seconds only.
 SECOND_RESOLUTION = frozenset({"finishedAt", "condition", "deletionTimestamp"})
-
-
-def parse_time(text: str | None) -> datetime | None:
-    """An RFC 3339 timestamp (Time or MicroTime) as an aware UTC datetime; None if absent."""
-    if not text:
-        return None
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
 def format_time(when: datetime) -> str:
