@@ -52,6 +52,14 @@ def add_extender_flags(parser: argparse.ArgumentParser) -> None:
         "it is not longer than --gang-timeout",
     )
     parser.add_argument(
+        "--min-pass-interval",
+        type=parse_duration,
+        default=0.01,
+        help="least time between two scheduling passes: the changes heard in between share "
+        "one pass (a change after a quiet spell is served at once; default 10ms, 0: a pass "
+        "per wake)",
+    )
+    parser.add_argument(
         "--pipelined-wait",
         type=parse_duration,
         default=0.5,

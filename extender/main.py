@@ -84,6 +84,7 @@ class Extender:
             event_qps=args.event_qps,
             event_burst=args.event_burst,
             pipelined_wait=args.pipelined_wait,
+            min_pass_interval=args.min_pass_interval,
             session=session,
             placement=framework.gang_placement,
         )

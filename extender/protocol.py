@@ -227,6 +227,24 @@ _AFTER_NAME = {score: f'","Score":{score}}},{{"Host":"' for score in range(11)}
 _AFTER_LAST = {score: f'","Score":{score}}}]' for score in range(11)}
 
 
+def above_lowest(names: list[str], scores: list[int]) -> tuple[list[str], list[int]]:
+    """The scores less the lowest, without the nodes that have it (all equal: nothing).
+
+    kube-scheduler adds `score × weight × 10` to each node's total and nothing for a node the
+    answer omits, then takes the highest total: taking one constant off every candidate's
+    score changes no choice and no tie. Sent whole, a 0..10 list names every candidate (about
+    420 per pod at 1,000 nodes, 5,000 at the most) although most often nearly all of them
+    score the same: this way the answer names only the nodes that are preferred over the
+    rest, and both sides encode and decode a few entries instead of hundreds."""
+    if not scores:
+        return names, scores
+    low = min(scores)
+    if low == max(scores):
+        return [], []
+    kept = [(name, score - low) for name, score in zip(names, scores, strict=True) if score > low]
+    return [name for name, _ in kept], [score for _, score in kept]
+
+
 def host_priority_list(names: list[str], scores: list[int]) -> bytes:
     """`[{"Host": ..., "Score": ...}, ...]` with integer scores 0..10 (Go refuses 5.0 for an
     int64 Score and drops the whole answer).

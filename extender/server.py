@@ -173,7 +173,7 @@ class ExtenderServer:
             vectorised=rows is not None,
             rows=rows,
         )
-        return protocol.host_priority_list(names, scores)
+        return protocol.host_priority_list(*protocol.above_lowest(names, scores))
 
     @staticmethod
     def _parse(body: bytes) -> protocol.ExtenderArgs:

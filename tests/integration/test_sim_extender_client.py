@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
+import orjson
 import pytest
 import pytest_asyncio
 from aiohttp import web
@@ -13,7 +15,7 @@ from aiohttp import web
 from sim.scheduler.config import ExtenderConfig
 from sim.scheduler.extenders import GO_MAX_IDLE_CONNS_PER_HOST, ExtenderError, HTTPExtender
 from tests.helpers import until
-from tests.unit.test_sim_scheduler import pod
+from tests.unit.test_sim_scheduler import node, pod
 
 
 class HoldingBinder:
@@ -109,3 +111,58 @@ async def test_prioritize_answers_are_read_in_any_casing_and_scores_must_be_inte
     finally:
         await extender.close()
         await runner.cleanup()
+
+
+async def test_filter_and_prioritize_send_the_args_go_would_encode() -> None:
+    """The stand-in builds ExtenderArgs from parts (the pod encoded once per cycle, filter's
+    passing names reused by prioritize); every body is still exactly the JSON of the args."""
+    received: list[tuple[str, bytes]] = []
+    keep: list[list[str]] = [["n1", "n2", "n3"], ["n1", "n3"]]  # all pass, then n2 fails
+
+    async def verb(request: web.Request) -> web.Response:
+        raw = await request.read()
+        received.append((request.path, raw))
+        if request.path.endswith("/prioritize"):
+            return web.json_response([{"Host": "n3", "Score": 2}])
+        names = keep.pop(0)
+        failed = {"n2": "too full"} if len(names) < 3 else {}
+        return web.json_response({"NodeNames": names, "FailedNodes": failed, "Error": ""})
+
+    app = web.Application()
+    app.router.add_post("/v1/filter", verb)
+    app.router.add_post("/v1/prioritize", verb)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    config = ExtenderConfig(
+        url_prefix=f"http://127.0.0.1:{port}/v1",
+        filter_verb="filter",
+        prioritize_verb="prioritize",
+        weight=1,
+        node_cache_capable=True,
+    )
+    extender = HTTPExtender(config)
+    nodes = [node("n1"), node("n2"), node("n3")]
+    first, second = pod("first"), pod("second")
+    try:
+        passing, failed, _ = await extender.filter(first, nodes)
+        assert [n.name for n in passing] == ["n1", "n2", "n3"] and failed == {}
+        assert await extender.prioritize(first, passing) == {"n3": 2}
+        passing, failed, _ = await extender.filter(second, nodes)
+        assert [n.name for n in passing] == ["n1", "n3"] and failed == {"n2": "too full"}
+        assert await extender.prioritize(second, passing) == {"n3": 2}
+    finally:
+        await extender.close()
+        await runner.cleanup()
+
+    def args(p: Any, names: list[str]) -> bytes:
+        return orjson.dumps({"Pod": p.raw, "Nodes": None, "NodeNames": names})
+
+    assert received == [
+        ("/v1/filter", args(first, ["n1", "n2", "n3"])),
+        ("/v1/prioritize", args(first, ["n1", "n2", "n3"])),
+        ("/v1/filter", args(second, ["n1", "n2", "n3"])),
+        ("/v1/prioritize", args(second, ["n1", "n3"])),
+    ]

@@ -10,6 +10,7 @@ import pytest
 
 from extender.protocol import (
     BadRequest,
+    above_lowest,
     host_priority_list,
     parse_binding_args,
     parse_extender_args,
@@ -70,3 +71,34 @@ def test_preemption_result_meta_form() -> None:
     assert orjson.loads(preemption_result({"n": (["u1"], 2)})) == {
         "NodeNameToMetaVictims": {"n": {"Pods": [{"UID": "u1"}], "NumPDBViolations": 2}}
     }
+
+
+def _choices(totals: dict[str, int]) -> set[str]:
+    best = max(totals.values())
+    return {name for name, total in totals.items() if total == best}
+
+
+def test_above_lowest_changes_no_choice_of_kube_scheduler() -> None:
+    """kube-scheduler adds `score × weight × 10` to each node's in-tree total and nothing for a
+    node the answer omits; the nodes it may pick (the highest totals, ties broken at random)
+    are the same with the whole answer and with the one relative to the lowest score."""
+    rng = random.Random(7)
+    for _ in range(2_000):
+        names = [f"n{i}" for i in range(rng.randint(1, 12))]
+        scores = [rng.randint(0, 10) for _ in names]
+        weight = rng.randint(1, 5)
+        in_tree = {name: rng.choice((0, 50, 100, 1_200)) for name in names}
+        kept, relative = above_lowest(names, scores)
+        assert all(0 < score <= 10 for score in relative)
+        assert kept == [n for n, s in zip(names, scores, strict=True) if s > min(scores)]
+        whole = {n: in_tree[n] + s * weight * 10 for n, s in zip(names, scores, strict=True)}
+        sent = dict(in_tree)
+        for name, score in zip(kept, relative, strict=True):
+            sent[name] += score * weight * 10
+        assert _choices(whole) == _choices(sent)
+
+
+def test_above_lowest_of_equal_scores_is_empty() -> None:
+    assert above_lowest(["a", "b"], [7, 7]) == ([], [])
+    assert above_lowest([], []) == ([], [])
+    assert above_lowest(["a", "b", "c"], [3, 9, 3]) == (["b"], [6])

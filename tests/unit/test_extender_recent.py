@@ -100,14 +100,20 @@ def lookups(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return counted
 
 
+def in_order_of(answer: list[dict[str, Any]], names: list[str]) -> bool:
+    """The answer names some candidates (those above the lowest score), in candidate order."""
+    hosts = [entry["Host"] for entry in answer]
+    return bool(hosts) and hosts == [name for name in names if name in set(hosts)]
+
+
 async def test_same_body_reuses_filter_lookup(lookups: list[int]) -> None:
     c = Cluster()
-    request = body(pod_doc("p", 1000), c.names)
+    request = body(pod_doc("p", 3000), c.names)  # 3 of 4, 8 or 12 cores: scores differ
     await c.server.filter(request)
     answer = orjson.loads(await c.server.prioritize(request))
     assert lookups == [len(c.names)]  # prioritize looked nothing up again
     assert answer == await c.fresh_prioritize(request)
-    assert [entry["Host"] for entry in answer] == c.names
+    assert in_order_of(answer, c.names)
 
 
 async def test_survivors_reuse_the_passing_rows(lookups: list[int]) -> None:
@@ -122,12 +128,12 @@ async def test_survivors_reuse_the_passing_rows(lookups: list[int]) -> None:
     answer = orjson.loads(await c.server.prioritize(request))
     assert lookups == [len(c.names)]
     assert answer == await c.fresh_prioritize(request)
-    assert [entry["Host"] for entry in answer] == survivors
+    assert in_order_of(answer, survivors)
 
 
 async def test_any_node_change_in_between_is_seen(lookups: list[int]) -> None:
     c = Cluster()
-    request = body(pod_doc("p", 1000), c.names)
+    request = body(pod_doc("p", 3000), c.names)
     await c.server.filter(request)
     before = orjson.loads(await c.server.prioritize(request))
     await c.server.filter(request)

@@ -1,0 +1,78 @@
+"""The scheduling loop under a stream of changes: a change after a quiet spell gets a pass at
+once, and passes stay `min_pass_interval` apart, so the changes heard in between share one."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from core.cache import ClusterCache
+from core.records import NodeRecord
+from extender.gangs import GangScheduler
+from extender.ledger import GangLedger
+
+
+def node(name: str, rv: int) -> NodeRecord:
+    return NodeRecord(
+        {
+            "metadata": {"name": name, "resourceVersion": str(rv)},
+            "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"}},
+        }
+    )
+
+
+async def _commit(_args: Any) -> None:
+    return None
+
+
+async def loop_with(interval: float) -> tuple[ClusterCache, GangScheduler, asyncio.Queue[float]]:
+    cache = ClusterCache()
+    passes: asyncio.Queue[float] = asyncio.Queue()
+    gangs = GangScheduler(
+        cache,
+        GangLedger(cache.bump_node),
+        None,
+        _commit,
+        period=3600.0,  # no timed passes: only changes wake the loop here
+        min_pass_interval=interval,
+        observe_pass=passes.put_nowait,
+    )
+    cache.synced.set()
+    gangs.start()
+    return cache, gangs, passes
+
+
+async def test_changes_within_the_interval_share_one_pass() -> None:
+    cache, gangs, passes = await loop_with(3600.0)
+    try:
+        cache.on_node_add(node("n0", 1))
+        await asyncio.wait_for(passes.get(), 10)  # the first change: a pass at once
+        for rv in range(2, 200):
+            cache.on_node_add(node(f"n{rv % 7}", rv))
+            await asyncio.sleep(0)  # each change on its own: the loop hears every one
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert passes.empty()  # all of them wait for the one pass after the interval
+    finally:
+        await gangs.stop()
+
+
+async def test_without_an_interval_each_change_heard_gets_its_pass() -> None:
+    cache, gangs, passes = await loop_with(0.0)
+    try:
+        for rv in range(1, 6):
+            cache.on_node_add(node(f"n{rv}", rv))
+            await asyncio.wait_for(passes.get(), 10)
+    finally:
+        await gangs.stop()
+
+
+async def test_a_change_after_the_interval_is_served_at_once() -> None:
+    cache, gangs, passes = await loop_with(0.05)
+    try:
+        cache.on_node_add(node("n0", 1))
+        await asyncio.wait_for(passes.get(), 10)
+        cache.on_node_add(node("n1", 2))  # within the interval: waits for it to end
+        await asyncio.wait_for(passes.get(), 10)
+    finally:
+        await gangs.stop()
