@@ -86,8 +86,9 @@ async def pair(
 def check_extender(
     names: list[str], filtered: bytes, scored: bytes
 ) -> tuple[int, int, dict[str, int]]:
-    """The extender's answers are well-formed and cover every candidate: (passed, failed,
-    reason -> count)."""
+    """The extender's answers are well-formed, filter's covering every candidate and
+    prioritize's naming candidates only, each once (it omits those at the lowest score):
+    (passed, failed, reason -> count)."""
     result = orjson.loads(filtered)
     if result.get("Error"):
         raise BenchError(f"filter answered an error: {result['Error']}")
@@ -102,8 +103,11 @@ def check_extender(
             f"{len(failed)} failed nodes"
         )
     scores = orjson.loads(scored)
-    if not isinstance(scores, list) or len(scores) != len(names):
-        raise BenchError(f"prioritize of {len(names)} candidates returned {len(scores)} scores")
+    hosts = [s.get("Host") for s in scores] if isinstance(scores, list) else None
+    if hosts is None or len(set(hosts)) != len(hosts) or not set(hosts) <= set(names):
+        raise BenchError(
+            f"prioritize of {len(names)} candidates named other nodes: {scored[:200]!r}"
+        )
     if not all(type(s["Score"]) is int and 0 <= s["Score"] <= 10 for s in scores):
         raise BenchError("prioritize returned a score outside 0..10 or not an integer")
     reasons: dict[str, int] = {}
