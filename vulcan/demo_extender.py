@@ -91,8 +91,12 @@ async def _walkthrough() -> None:
                 scores = await _post(
                     http, f"{url}/prioritize", {**args, "NodeNames": filtered["NodeNames"]}
                 )
-                best = max(scores, key=lambda s: s["Score"])["Host"]
-                print(f"  prioritize {[(s['Host'], s['Score']) for s in scores]} -> {best}")
+                # Scores are relative to the lowest (nodes at it are left out, as
+                # kube-scheduler adds nothing for them); none at all: no preference.
+                passed = filtered["NodeNames"]
+                best = max(scores, key=lambda s: s["Score"])["Host"] if scores else passed[0]
+                shown = [(s["Host"], s["Score"]) for s in scores] or "no preference"
+                print(f"  prioritize {shown} -> {best}")
                 answer = await _post(
                     http,
                     f"{url}/bind",
