@@ -33,7 +33,7 @@ from core.resources import ResourceVector, format_quantity
 from plugins.capacity import capacity_shares
 from plugins.config import SchedulerConfig
 from plugins.proportion import proportion_shares
-from plugins.queue_share import QueueInput, ShareModel
+from plugins.queue_share import QueueInput, ShareModel, queue_input
 
 _ZERO = ResourceVector()
 _WAITING_PHASES = ("", "Pending")
@@ -109,22 +109,13 @@ class QueuePolicy:
             bound = snapshot.queue_allocated.get(name, _ZERO)
             allocated = bound + reserved.get(name, _ZERO)
             request = bound + snapshot.queue_pending.get(name, _ZERO) + unasked.get(name, _ZERO)
-            inputs[name] = QueueInput(
-                name=name,
-                weight=record.weight if record is not None else 1,
-                capability=record.capability if record is not None else None,
-                deserved=record.deserved if record is not None else None,
-                guarantee=record.guarantee if record is not None else None,
-                parent=(record.parent or None) if record is not None else None,
-                priority=record.priority if record is not None else 0,
-                reclaimable=record.reclaimable if record is not None else True,
-                open=(record.scheduling_state if record is not None else "Open") == "Open",
+            inputs[name] = queue_input(
+                name,
+                record,
                 allocated=allocated,
-                request=request.elementwise_max(allocated),
+                request=request,
                 inqueue=inqueue.get(name, _ZERO),
-                has_jobs=bool(groups_by_queue.get(name)) or not request.is_zero(),
-                creation=record.created if record is not None else "",
-                state=record.scheduling_state if record is not None else "Open",
+                has_groups=bool(groups_by_queue.get(name)),
             )
         total = snapshot.total_allocatable
         model: ShareModel

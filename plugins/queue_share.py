@@ -37,6 +37,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
+from core.records import QueueRecord
 from core.resources import ResourceVector, format_quantity
 
 __all__ = [
@@ -89,6 +90,39 @@ class QueueInput:
     has_jobs: bool = True  # proportion only divides among queues with jobs
     creation: str = ""  # creationTimestamp, for queue order ties
     state: str = ""  # status.state, only for messages ("queue x is Closed"); `open` decides
+
+
+def queue_input(
+    name: str,
+    record: QueueRecord | None,
+    *,
+    allocated: ResourceVector,
+    request: ResourceVector,
+    inqueue: ResourceVector,
+    has_groups: bool,
+) -> QueueInput:
+    """One queue as a pass sees it: its spec from `record` (None: Volcano's default queue,
+    which its scheduler always has, before it is created) and the pass's amounts. `request`
+    is raised to at least `allocated`; a queue has jobs when it has PodGroups or asks for
+    anything."""
+    state = record.scheduling_state if record is not None else "Open"
+    return QueueInput(
+        name=name,
+        weight=record.weight if record is not None else 1,
+        capability=record.capability if record is not None else None,
+        deserved=record.deserved if record is not None else None,
+        guarantee=record.guarantee if record is not None else None,
+        parent=(record.parent or None) if record is not None else None,
+        priority=record.priority if record is not None else 0,
+        reclaimable=record.reclaimable if record is not None else True,
+        open=state == "Open",
+        allocated=allocated,
+        request=request.elementwise_max(allocated),
+        inqueue=inqueue,
+        has_jobs=has_groups or not request.is_zero(),
+        creation=record.created if record is not None else "",
+        state=state,
+    )
 
 
 @dataclass(slots=True)

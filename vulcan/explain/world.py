@@ -21,7 +21,7 @@ from plugins import gang as gangs
 from plugins.capacity import CapacityShares
 from plugins.placement import schedulable_node
 from plugins.proportion import ProportionShares, proportion_shares
-from plugins.queue_share import QueueInput, QueueShare, QueueShares, requested_dims
+from plugins.queue_share import QueueInput, QueueShare, QueueShares, queue_input, requested_dims
 
 if TYPE_CHECKING:
     from vulcan.explain.collect import Collected
@@ -113,22 +113,13 @@ def computed_inputs(snapshot: Snapshot) -> dict[str, QueueInput]:
     for name, record in records.items():
         allocated = snapshot.queue_allocated.get(name, _ZERO)
         request = allocated + snapshot.queue_pending.get(name, _ZERO) + unasked.get(name, _ZERO)
-        state = record.scheduling_state if record is not None else "Open"
-        inputs[name] = QueueInput(
-            name=name,
-            weight=record.weight if record is not None else 1,
-            capability=record.capability if record is not None else None,
-            deserved=record.deserved if record is not None else None,
-            guarantee=record.guarantee if record is not None else None,
-            priority=record.priority if record is not None else 0,
-            reclaimable=record.reclaimable if record is not None else True,
-            open=state == "Open",
+        inputs[name] = queue_input(
+            name,
+            record,
             allocated=allocated,
-            request=request.elementwise_max(allocated),
+            request=request,
             inqueue=inqueue.get(name, _ZERO),
-            has_jobs=name in with_groups or not request.is_zero(),
-            creation=record.created if record is not None else "",
-            state=state,
+            has_groups=name in with_groups,
         )
     return inputs
 
