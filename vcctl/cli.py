@@ -126,6 +126,12 @@ def add_job_run_flags(
     parser.add_argument("-i", "--image", default="busybox", help="the container image of job")
     add_namespace(parser, "job", namespace_short)
     parser.add_argument(name_short, "--name", default="", help="the name of job")
+    add_job_shape_flags(parser)
+    parser.add_argument("-S", "--scheduler", default="volcano", help="the scheduler for this job")
+
+
+def add_job_shape_flags(parser: argparse.ArgumentParser) -> None:
+    """The job's size and resources, the same in `vcctl job run` and `vsub`."""
     parser.add_argument(
         "-m", "--min", type=int, default=1, help="the minimal available tasks of job"
     )
@@ -139,7 +145,6 @@ def add_job_run_flags(
     parser.add_argument(
         "-L", "--limits", default="cpu=1000m,memory=100Mi", help="the resource limit of the task"
     )
-    parser.add_argument("-S", "--scheduler", default="volcano", help="the scheduler for this job")
 
 
 def add_job_list_flags(parser: argparse.ArgumentParser) -> None:

@@ -20,7 +20,7 @@ import argparse
 import os
 
 from vcctl import job_view, jobs, queues
-from vcctl.cli import Parser, add_common, add_job_list_flags, execute
+from vcctl.cli import Parser, add_common, add_job_list_flags, add_job_shape_flags, execute
 from vcctl.kube import Session, VcctlError
 
 NAMESPACE_HELP = "the namespace of job (default: the kubeconfig context's namespace, else default)"
@@ -58,19 +58,7 @@ def vsub_parser() -> Parser:
         "(default: the kubeconfig context's namespace, else default)",
     )
     parser.add_argument("-n", "--name", default="", help="the name of job")
-    parser.add_argument(
-        "-m", "--min", type=int, default=1, help="the minimal available tasks of job"
-    )
-    parser.add_argument("-r", "--replicas", type=int, default=1, help="the total tasks of job")
-    parser.add_argument(
-        "-R",
-        "--requests",
-        default="cpu=1000m,memory=100Mi",
-        help="the resource request of the task",
-    )
-    parser.add_argument(
-        "-L", "--limits", default="cpu=1000m,memory=100Mi", help="the resource limit of the task"
-    )
+    add_job_shape_flags(parser)
     parser.add_argument(
         "-S",
         "--scheduler",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
+from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 
 
@@ -72,6 +74,16 @@ def _cmd_controllers(args: argparse.Namespace) -> int:
         return 2
 
 
+def _main_of(module: str) -> Callable[[argparse.Namespace], int]:
+    """`module.main`, imported only when its command runs: `vulcan --help` and the other
+    commands do not pay for matplotlib, cryptography or the explain chain."""
+
+    def run(args: argparse.Namespace) -> int:
+        return importlib.import_module(module).main(args)
+
+    return run
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="vulcan",
@@ -131,9 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     from vulcan.webhook_certs_flags import add_webhook_certs_flags
 
     add_webhook_certs_flags(webhook_certs)
-    webhook_certs.set_defaults(
-        func=lambda args: __import__("vulcan.webhook_certs", fromlist=["main"]).main(args)
-    )
+    webhook_certs.set_defaults(func=_main_of("vulcan.webhook_certs"))
 
     timeline = sub.add_parser(
         "timeline",
@@ -146,9 +156,7 @@ def build_parser() -> argparse.ArgumentParser:
     from vulcan.timeline.command import add_timeline_flags
 
     add_timeline_flags(timeline)
-    timeline.set_defaults(
-        func=lambda args: __import__("vulcan.timeline.command", fromlist=["main"]).main(args)
-    )
+    timeline.set_defaults(func=_main_of("vulcan.timeline.command"))
 
     explain = sub.add_parser(
         "explain",
@@ -162,9 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     from vulcan.explain.command import add_explain_flags
 
     add_explain_flags(explain)
-    explain.set_defaults(
-        func=lambda args: __import__("vulcan.explain.command", fromlist=["main"]).main(args)
-    )
+    explain.set_defaults(func=_main_of("vulcan.explain.command"))
 
     demo = sub.add_parser(
         "demo",

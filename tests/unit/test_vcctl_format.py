@@ -3,8 +3,6 @@ counted per phase), jobflows and jobtemplates, pods (kubectl's status column), `
 
 from __future__ import annotations
 
-import os
-import time
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -13,6 +11,7 @@ from typing import Any
 import pytest
 
 from core.kube.client import COMMANDS, QUEUES, ApiError
+from tests.helpers import local_zone_utc
 from tests.unit.test_vcctl_jobs import FakeClient, run, vcjob
 from vcctl import flows, job_view, pods, queues
 from vcctl.output import go_time, human_duration
@@ -23,15 +22,8 @@ NOW = 1714557600.0  # 2024-05-01T10:00:00Z
 @pytest.fixture(autouse=True)
 def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    before = os.environ.get("TZ")
-    os.environ["TZ"] = "UTC"
-    time.tzset()
-    yield
-    if before is None:
-        os.environ.pop("TZ", None)
-    else:
-        os.environ["TZ"] = before
-    time.tzset()
+    with local_zone_utc():
+        yield
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import os
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +12,7 @@ from typing import Any
 import pytest
 
 from core.kube.client import COMMANDS, VCJOBS, ApiError, Resource
+from tests.helpers import local_zone_utc
 from vcctl import cli, jobs
 from vcctl.kube import Session, Target, VcctlError
 
@@ -26,15 +25,8 @@ def outside_a_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(autouse=True)
 def utc() -> Iterator[None]:
     """Dates print in local time (as Go's metav1.Time): pin the zone for exact tables."""
-    before = os.environ.get("TZ")
-    os.environ["TZ"] = "UTC"
-    time.tzset()
-    yield
-    if before is None:
-        os.environ.pop("TZ", None)
-    else:
-        os.environ["TZ"] = before
-    time.tzset()
+    with local_zone_utc():
+        yield
 
 
 class FakeClient:
