@@ -1,9 +1,10 @@
 """kube-scheduler's HTTPExtender, client side (shared/spec/extender-protocol.md §1–§3, §5.6).
 
-One aiohttp session per extender entry, `httpTimeout` as a whole-request deadline, POST of a
-compact JSON body with only `Content-Type: application/json`, and the response rules a Go client
-applies: exactly 200, one JSON value, keys matched case-insensitively, integer scores, the
-subset rule for `NodeNames`, `{}` = every node rejected, preempt answers read in the Meta form.
+One Go-like transport per extender entry (`go_transport`: two idle connections kept per host),
+`httpTimeout` as a whole-request deadline, POST of a compact JSON body with
+`Content-Type: application/json`, and the response rules a Go client applies: exactly 200, one
+JSON value, keys matched case-insensitively, integer scores, the subset rule for `NodeNames`,
+`{}` = every node rejected, preempt answers read in the Meta form.
 """
 
 from __future__ import annotations
@@ -12,11 +13,13 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import aiohttp
 import orjson
 
 from sim.scheduler.config import ExtenderConfig
 from sim.scheduler.framework import SchedNode, SchedPod
+from sim.scheduler.go_transport import GO_MAX_IDLE_CONNS_PER_HOST, GoTransport, TransportError
+
+__all__ = ["GO_MAX_IDLE_CONNS_PER_HOST", "ExtenderError", "HTTPExtender"]
 
 
 class ExtenderError(Exception):
@@ -31,23 +34,6 @@ def _fold(obj: Any) -> Any:
     return obj
 
 
-# net/http's DefaultMaxIdleConnsPerHost: kube-scheduler's extender transport sets no other.
-GO_MAX_IDLE_CONNS_PER_HOST = 2
-
-
-class GoTransportConnector(aiohttp.TCPConnector):
-    """Go's default http.Transport as kube-scheduler's extender client has it: no cap on open
-    connections, at most two kept idle per host; any other connection closes when its response
-    has been read. A burst of held binds therefore opens a connection per bind, every burst."""
-
-    def _release(self, key: Any, protocol: Any, *, should_close: bool = False) -> None:
-        # aiohttp's hook for a connection whose request is done (it keeps every one idle).
-        idle = self._conns.get(key)
-        if idle is not None and len(idle) >= GO_MAX_IDLE_CONNS_PER_HOST:
-            should_close = True
-        super()._release(key, protocol, should_close=should_close)
-
-
 _LATENCY_SAMPLES = 200_000
 
 
@@ -55,7 +41,7 @@ class HTTPExtender:
     def __init__(self, config: ExtenderConfig) -> None:
         self.config = config
         self.name = config.url_prefix
-        self._session: aiohttp.ClientSession | None = None
+        self.transport = GoTransport()
         self.calls: dict[str, int] = {}
         # verb -> seconds of each call as the scheduler waited for it (benchmarks read them;
         # the first _LATENCY_SAMPLES per verb are kept).
@@ -66,19 +52,7 @@ class HTTPExtender:
         self._passing_json: tuple[Sequence[SchedNode] | None, bytes] = (None, b"")
 
     async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None
-
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            self._session = aiohttp.ClientSession(
-                timeout=aiohttp.ClientTimeout(total=self.config.http_timeout),
-                # Unbounded like Go's dialer (aiohttp's limit 0), two idle kept like Go's pool.
-                connector=GoTransportConnector(limit=0, limit_per_host=0),
-                skip_auto_headers=("User-Agent",),
-            )
-        return self._session
+        await self.transport.close()
 
     def is_interested(self, pod: SchedPod) -> bool:
         managed = self.config.managed_resources
@@ -102,23 +76,21 @@ class HTTPExtender:
         url = self.config.url(verb)
         self.calls[verb] = self.calls.get(verb, 0) + 1
         try:
-            async with self._client().post(
+            status, raw = await self.transport.post(
                 url,
-                data=body if isinstance(body, bytes) else orjson.dumps(body),
-                headers={"Content-Type": "application/json", "User-Agent": "Go-http-client/1.1"},
-            ) as response:
-                if response.status != 200:
-                    raise ExtenderError(
-                        f"failed {verb} with extender at URL {url}, code {response.status}"
-                    )
-                raw = await response.read()
+                body if isinstance(body, bytes) else orjson.dumps(body),
+                b"application/json",
+                self.config.http_timeout,
+            )
         except TimeoutError as exc:
             raise ExtenderError(
                 f'Post "{url}": context deadline exceeded (Client.Timeout exceeded while '
                 "awaiting headers)"
             ) from exc
-        except aiohttp.ClientError as exc:
+        except (TransportError, OSError) as exc:
             raise ExtenderError(f'Post "{url}": {exc}') from exc
+        if status != 200:
+            raise ExtenderError(f"failed {verb} with extender at URL {url}, code {status}")
         if not raw.strip():
             raise ExtenderError(f"failed {verb} with extender at URL {url}: EOF")
         try:

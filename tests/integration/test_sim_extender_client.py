@@ -65,10 +65,7 @@ async def test_held_binds_each_open_a_connection_and_only_two_stay_idle(
         server.release.set()
         await asyncio.wait_for(asyncio.gather(*binds), 5)
         # Go keeps two idle per host and closes the rest once their answers are read.
-        connector = extender._client().connector
-        assert connector is not None
-        idle = sum(len(conns) for conns in connector._conns.values())  # type: ignore[attr-defined]
-        assert idle == GO_MAX_IDLE_CONNS_PER_HOST
+        assert extender.transport.idle() == GO_MAX_IDLE_CONNS_PER_HOST
         # The next burst opens new connections again, beyond the two kept.
         second = [
             asyncio.create_task(extender.bind(pod(f"other-{i}"), "node-1")) for i in range(burst)
