@@ -28,6 +28,12 @@ def _stat(pid: int) -> tuple[int, float] | None:
     return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICKS
 
 
+def cpu_of(pid: int) -> float:
+    """CPU seconds so far of one process (0 when it is gone)."""
+    stat = _stat(pid)
+    return stat[1] if stat else 0.0
+
+
 def _role(pid: int) -> str | None:
     try:
         words = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")

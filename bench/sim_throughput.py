@@ -13,7 +13,13 @@ absolute numbers move with the machine.
 
 Per phase it also prints the CPU seconds per 1,000 pods of each part of the cluster (the API
 server, the hollow kubelets, the scheduler stand-in, the extender, this load generator; from
-/proc), and for the extender phase each verb's p50/p99 as the stand-in waited for it.
+/proc), and for the extender phases each verb's p50/p99 as the stand-in waited for it.
+
+A third phase (skip it with `--no-floor`) runs the same cluster with `bench.floor_extender`, the
+cheapest extender Python can be (all nodes pass, no preference, bind creates the Binding): the
+most any extender can reach on this test bed and machine. It separates the extender's own cost
+from the test bed's cost of an extender round trip at all:
+`floor_pods_per_s=<F> floor_ratio=<F/A> extender_to_floor=<B/F>`.
 
 Last line: `pods_per_s=<A> with_extender_pods_per_s=<B> ratio=<B/A>`.
 """
@@ -24,18 +30,21 @@ import argparse
 import asyncio
 import contextlib
 import os
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import orjson
+import yaml
 
-from bench.proc_cpu import cpu_by_role, spent
+from bench.proc_cpu import cpu_by_role, cpu_of, spent
 from bench.sim_cluster import start_sim_up, stop_sim_up
 from core.kube.client import PODS, ApiError, KubeClient
 from core.kube.flags import ClientOptions
 from core.kube.informer import Informer
+from sim.scheduler.config import sim_config
 
 NAMESPACE = "default"
 
@@ -105,12 +114,42 @@ def report_latency(label: str, path: Path) -> None:
             )
 
 
-async def run_phase(nodes: int, pods: int, with_extender: bool, concurrency: int) -> float:
-    label = "with extender" if with_extender else "stand-in alone"
+LABELS = {"alone": "stand-in alone", "extender": "with extender", "floor": "floor extender"}
+
+
+async def start_floor_extender(state: Path) -> tuple[asyncio.subprocess.Process, str]:
+    """`bench.floor_extender` (reading the kubeconfig the cluster will write into `state`) and
+    a scheduler configuration pointing at it, written where `vulcan sim up` can take it."""
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "bench.floor_extender",
+        "--kubeconfig",
+        str(state / "kubeconfig"),
+        stdout=asyncio.subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    line = (await asyncio.wait_for(process.stdout.readline(), 60)).decode()
+    if "listening on" not in line:
+        raise RuntimeError(f"floor extender did not start: {line!r}")
+    config = state / "floor-scheduler-config.yaml"
+    config.write_text(yaml.safe_dump(sim_config(line.split()[-1].removesuffix("/v1"))))
+    return process, str(config)
+
+
+async def run_phase(nodes: int, pods: int, mode: str, concurrency: int) -> float:
+    label = LABELS[mode]
     with tempfile.TemporaryDirectory(prefix="vulcan-bench-") as tmp:
         state = Path(tmp)
         started = time.monotonic()
-        process = await start_sim_up(nodes, state, *(["--with-extender"] if with_extender else []))
+        floor: asyncio.subprocess.Process | None = None
+        extra: list[str] = []
+        if mode == "extender":
+            extra = ["--with-extender"]
+        elif mode == "floor":
+            floor, config = await start_floor_extender(state)
+            extra = ["--scheduler-config", config]
+        process = await start_sim_up(nodes, state, *extra)
         print(
             f"[{label}] cluster of {nodes} nodes up in {time.monotonic() - started:.1f}s",
             flush=True,
@@ -135,6 +174,8 @@ async def run_phase(nodes: int, pods: int, with_extender: bool, concurrency: int
             bodies = [pod_body(i) for i in range(pods)]
             path = PODS.path(NAMESPACE)
             cpu_before = {**cpu_by_role(process.pid), "load generator": time.process_time()}
+            if floor is not None:
+                cpu_before[label] = cpu_of(floor.pid)
             start = time.monotonic()
             next_index = 0
 
@@ -160,6 +201,8 @@ async def run_phase(nodes: int, pods: int, with_extender: bool, concurrency: int
                     )
             elapsed = time.monotonic() - start
             cpu_after = {**cpu_by_role(process.pid), "load generator": time.process_time()}
+            if floor is not None:
+                cpu_after[label] = cpu_of(floor.pid)
             rate = pods / elapsed
             print(
                 f"[{label}] {pods} pods created in {created:.1f}s, all bound after "
@@ -173,13 +216,26 @@ async def run_phase(nodes: int, pods: int, with_extender: bool, concurrency: int
         finally:
             await client.close()
             await stop_sim_up(process)
+            if floor is not None:
+                floor.terminate()
+                await floor.wait()
         report_latency(label, state / "extender-latency.json")
         return rate
 
 
 async def main(args: argparse.Namespace) -> None:
-    alone = await run_phase(args.nodes, args.pods, False, args.concurrency)
-    with_extender = await run_phase(args.nodes, args.pods, True, args.concurrency)
+    alone = await run_phase(args.nodes, args.pods, "alone", args.concurrency)
+    with_extender = await run_phase(args.nodes, args.pods, "extender", args.concurrency)
+    if args.floor:
+        floor = await run_phase(args.nodes, args.pods, "floor", args.concurrency)
+        print(
+            f"BENCH sim.floor_pods_per_s value={floor:.1f} unit=pods/s baseline={alone:.1f} "
+            f"ratio={floor / alone:.3f}"
+        )
+        print(
+            f"floor_pods_per_s={floor:.1f} floor_ratio={floor / alone:.3f} "
+            f"extender_to_floor={with_extender / floor:.3f}"
+        )
     print(
         f"BENCH sim.pods_per_s value={with_extender:.1f} unit=pods/s baseline={alone:.1f} "
         f"ratio={with_extender / alone:.3f}"
@@ -195,6 +251,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--pods", type=int, default=10000)
     parser.add_argument("--concurrency", type=int, default=8, help="parallel pod creates")
+    parser.add_argument(
+        "--no-floor",
+        dest="floor",
+        action="store_false",
+        help="skip the third phase (bench.floor_extender, the most any extender can reach)",
+    )
     return parser.parse_args(argv)
 
 
