@@ -113,11 +113,17 @@ class ExtenderConnection(asyncio.Protocol):
         elif verb == b"bind":
             # Answered in order: kube-scheduler (like Go) sends one request at a time.
             task = asyncio.ensure_future(self.binder.bind(orjson.loads(body)))
-            task.add_done_callback(lambda done: self._reply(done.result()))
+            task.add_done_callback(self._bound)
         elif verb == b"preempt":
             self._reply(b'{"NodeNameToMetaVictims":{}}')
         else:
             self._reply(b'{"Error":"not found"}', b"404 Not Found")
+
+    def _bound(self, done: asyncio.Future[bytes]) -> None:
+        if done.cancelled():
+            return
+        error = done.exception()
+        self._reply(orjson.dumps({"Error": f"bind: {error!r}"}) if error else done.result())
 
     def _reply(self, body: bytes, status: bytes = b"200 OK") -> None:
         if self.transport is None or self.transport.is_closing():
