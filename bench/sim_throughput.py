@@ -149,7 +149,12 @@ async def run_phase(nodes: int, pods: int, mode: str, concurrency: int) -> float
         elif mode == "floor":
             floor, config = await start_floor_extender(state)
             extra = ["--scheduler-config", config]
-        process = await start_sim_up(nodes, state, *extra)
+        try:
+            process = await start_sim_up(nodes, state, *extra)
+        except BaseException:
+            if floor is not None:  # not left running when the cluster never came up
+                floor.terminate()
+            raise
         print(
             f"[{label}] cluster of {nodes} nodes up in {time.monotonic() - started:.1f}s",
             flush=True,
