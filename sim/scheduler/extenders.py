@@ -17,9 +17,7 @@ import orjson
 
 from sim.scheduler.config import ExtenderConfig
 from sim.scheduler.framework import SchedNode, SchedPod
-from sim.scheduler.go_transport import GO_MAX_IDLE_CONNS_PER_HOST, GoTransport, TransportError
-
-__all__ = ["GO_MAX_IDLE_CONNS_PER_HOST", "ExtenderError", "HTTPExtender"]
+from sim.scheduler.go_transport import GoTransport, TransportError
 
 
 class ExtenderError(Exception):

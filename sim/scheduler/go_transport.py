@@ -42,7 +42,6 @@ class _Connection(asyncio.Protocol):
         self.answer: asyncio.Future[tuple[int, bytes]] | None = None
         self.closed = False
         self._body: list[bytes] = []
-        self._header: bytes = b""
         self._headers_done = False
         self._eof_delimited = True  # until a Content-Length or chunked says otherwise
         self._gzip = False
@@ -139,7 +138,6 @@ class GoTransport:
         self._idle: dict[_Host, list[_Connection]] = {}
         self._targets: dict[str, tuple[_Host, bytes]] = {}  # url -> host, request line + Host
         self._open: set[_Connection] = set()
-        self.opened = 0  # connections dialled, ever
 
     def idle(self) -> int:
         return sum(len(conns) for conns in self._idle.values())
@@ -213,7 +211,6 @@ class GoTransport:
             )
         except OSError as exc:
             raise TransportError(f"dial tcp {hostname}:{port}: {exc.strerror or exc}") from exc
-        self.opened += 1
         self._open.add(connection)
         return connection
 

@@ -13,6 +13,7 @@ import yaml
 from aiohttp import web
 
 from bench.floor_extender import Binder, ExtenderConnection
+from core.serving import start_app
 from sim.scheduler.config import ExtenderConfig
 from sim.scheduler.extenders import ExtenderError, HTTPExtender
 from tests.unit.test_sim_scheduler import node, pod
@@ -29,11 +30,7 @@ async def test_floor_extender_passes_all_prefers_none_and_binds(tmp_path: Path) 
 
     app = web.Application()
     app.router.add_post("/api/v1/namespaces/{ns}/pods/{name}/binding", binding)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    api_port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, api_port = await start_app(app, "127.0.0.1", 0, shutdown_timeout=1.0)
     kubeconfig = tmp_path / "kubeconfig"
     kubeconfig.write_text(
         yaml.safe_dump({"clusters": [{"cluster": {"server": f"http://127.0.0.1:{api_port}"}}]})

@@ -12,8 +12,10 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
+from core.serving import start_app
 from sim.scheduler.config import ExtenderConfig
-from sim.scheduler.extenders import GO_MAX_IDLE_CONNS_PER_HOST, ExtenderError, HTTPExtender
+from sim.scheduler.extenders import ExtenderError, HTTPExtender
+from sim.scheduler.go_transport import GO_MAX_IDLE_CONNS_PER_HOST
 from tests.helpers import until
 from tests.unit.test_sim_scheduler import node, pod
 
@@ -41,11 +43,7 @@ async def binder() -> AsyncIterator[tuple[HoldingBinder, str]]:
     server = HoldingBinder()
     app = web.Application()
     app.router.add_post("/v1/bind", server.bind)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, port = await start_app(app, "127.0.0.1", 0, shutdown_timeout=1.0)
     yield server, f"http://127.0.0.1:{port}/v1"
     await runner.cleanup()
 
@@ -92,11 +90,7 @@ async def test_prioritize_answers_are_read_in_any_casing_and_scores_must_be_inte
 
     app = web.Application()
     app.router.add_post("/v1/prioritize", prioritize)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, port = await start_app(app, "127.0.0.1", 0, shutdown_timeout=1.0)
     config = ExtenderConfig(
         url_prefix=f"http://127.0.0.1:{port}/v1", prioritize_verb="prioritize", weight=1
     )
@@ -128,11 +122,7 @@ async def test_filter_and_prioritize_send_the_args_go_would_encode() -> None:
     app = web.Application()
     app.router.add_post("/v1/filter", verb)
     app.router.add_post("/v1/prioritize", verb)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, port = await start_app(app, "127.0.0.1", 0, shutdown_timeout=1.0)
     config = ExtenderConfig(
         url_prefix=f"http://127.0.0.1:{port}/v1",
         filter_verb="filter",
