@@ -10,6 +10,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
+from core.api import limits
 from core.api.base import (
     DNS1123_SUBDOMAIN,
     FreeForm,
@@ -143,7 +144,7 @@ class TaskSpec(KubeModel):
         )
     )
 
-    name: str | None = Field(default=None, max_length=63)
+    name: str | None = Field(default=None, max_length=limits.MAX_TASK_NAME)
     replicas: int = Field(default=0, json_schema_extra={"minimum": 0})
     min_available: int | None = Field(default=None, json_schema_extra={"minimum": 0})
     template: FreeForm = Field(default_factory=dict)
@@ -161,20 +162,17 @@ class VolumeSpec(KubeModel):
 
 
 class JobSpec(KubeModel):
-    model_config = ConfigDict(
-        json_schema_extra=cel(
-            (
-                "!has(self.tasks) || self.tasks.all(t, !has(t.name) || "
-                "self.tasks.exists_one(u, has(u.name) && u.name == t.name))",
-                "duplicated task name found",
-            ),
-        )
-    )
+    # Task names are unique: checked by the validating webhook and `vulcan validate`
+    # (core.api.validation_job, Volcano's "duplicated task name"), not by a CEL rule: the
+    # pairwise comparison is quadratic, and under a JobFlow's `patch.jobSpec` (128 flows) its
+    # estimated cost is far over kube-apiserver's budget.
 
     scheduler_name: str | None = Field(default=None, max_length=63)
     min_available: int | None = Field(default=None, json_schema_extra={"minimum": 0})
     volumes: list[VolumeSpec] | None = None
-    tasks: list[TaskSpec] | None = Field(default=None, json_schema_extra={"minItems": 1})
+    tasks: list[TaskSpec] | None = Field(
+        default=None, max_length=limits.MAX_TASKS, json_schema_extra={"minItems": 1}
+    )
     policies: list[LifecyclePolicy] | None = None
     plugins: dict[str, list[str]] | None = None
     running_estimate: Duration | None = None

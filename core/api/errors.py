@@ -64,8 +64,12 @@ def _reason(err: Any) -> str:
         return f"Unsupported value: {shown}: supported values: {ctx.get('expected')}"
     if kind == "string_pattern_mismatch":
         return f"Invalid value: {shown}: should match '{ctx.get('pattern')}'"
-    if kind in ("string_too_long", "too_long"):
-        return f"Too long: may not be more than {ctx.get('max_length')} characters"
+    if kind == "too_long":
+        # A list over maxItems: the API server's wording.
+        count, most = ctx.get("actual_length"), ctx.get("max_length")
+        return f"Too many: {count}: must have at most {most} items"
+    if kind == "string_too_long":
+        return f"Too long: may not be more than {ctx.get('max_length')} bytes"
     if kind in ("string_too_short", "too_short"):
         return f"Invalid value: {shown}: should be at least {ctx.get('min_length')} chars long"
     if kind.endswith("_type"):

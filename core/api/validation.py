@@ -18,7 +18,7 @@ from __future__ import annotations
 from core.api.base import KubeObject
 from core.api.batch import ALL_ACTIONS, Command, Job
 from core.api.errors import FieldError
-from core.api.flow import JobFlow, JobTemplate
+from core.api.flow import Flow, JobFlow, JobTemplate
 from core.api.scheduling import PodGroup, Queue
 from core.api.validation_common import (
     ClusterView,
@@ -120,11 +120,31 @@ def validate_jobflow(flow: JobFlow) -> list[FieldError]:
                     )
                 )
         graph.setdefault(item.name, []).extend(t for t in targets if t in names)
+        errors += _patch_task_name_errors(item, index)
     cycle = find_cycle(graph)
     if cycle:
         errors.append(
             FieldError("spec.flows", f"jobflow Flow is not DAG (cycle: {' -> '.join(cycle)})")
         )
+    return errors
+
+
+def _patch_task_name_errors(item: Flow, index: int) -> list[FieldError]:
+    """Task names of a flow's `patch.jobSpec` are unique, as in any JobSpec. Checked here rather
+    than by CEL in the CRD: the pairwise check under every flow is over kube-apiserver's budget."""
+    spec = item.patch.job_spec if item.patch else None
+    seen: set[str] = set()
+    errors: list[FieldError] = []
+    for t_index, task in enumerate((spec.tasks or []) if spec else []):
+        if task.name and task.name in seen:
+            errors.append(
+                FieldError(
+                    f"spec.flows[{index}].patch.jobSpec.tasks[{t_index}].name",
+                    f"duplicated task name {task.name}",
+                )
+            )
+        if task.name:
+            seen.add(task.name)
     return errors
 
 

@@ -601,6 +601,17 @@ def test_jobflow_undefined_target() -> None:
     ]
 
 
+def test_jobflow_patch_job_spec_task_names_are_unique() -> None:
+    """Left to admission: the CRD's CEL could not afford the pairwise check under every flow."""
+    tasks = [{"name": "w", "replicas": 1}, {"name": "w", "replicas": 2}]
+    doc = jobflow([{"name": "a", "patch": {"jobSpec": {"tasks": tasks}}}])
+    assert errors_of(doc) == [
+        ("spec.flows[0].patch.jobSpec.tasks[1].name", "duplicated task name w")
+    ]
+    tasks[1]["name"] = "ps"
+    assert errors_of(doc) == []
+
+
 def test_jobflow_cycle_and_self_dependency() -> None:
     doc = jobflow(
         [
