@@ -334,3 +334,34 @@ def test_factor_wording() -> None:
     assert "of 1.188420x " in cost_error_message("c", 11_884_200, 10_000_000)
     assert "of 22.9x " in cost_error_message("c", 229_000_000, 10_000_000)
     assert "of more than 100x " in cost_error_message("c", 1_000_000_001, 10_000_000)
+
+
+def test_the_parser_gives_cel_gos_shape() -> None:
+    from sim.apiserver.cel_parse import (
+        Call,
+        CelSyntaxError,
+        Ident,
+        ListLit,
+        Literal,
+        Macro,
+        Select,
+        parse,
+    )
+
+    assert parse("has(self.a)") == Select(Ident("self"), "a", test_only=True)
+    assert parse("!!x") == Ident("x")  # cel-go drops pairs of the same unary operator
+    assert parse("-1") == Literal(-1, "int")
+    assert parse("self.xs.all(x, x > 1u)") == Macro(
+        "all", Select(Ident("self"), "xs"), "x", (Call("_>_", (Ident("x"), Literal(1, "uint"))),)
+    )
+    assert parse("a ? b : c[0]") == Call(
+        "_?_:_", (Ident("a"), Ident("b"), Call("_[_]", (Ident("c"), Literal(0, "int"))))
+    )
+    assert parse("'x' in [r'\\d', b'y']") == Call(
+        "@in",
+        (Literal("x", "string"), ListLit((Literal("\\d", "string"), Literal(b"y", "bytes")))),
+    )
+    assert parse("s.startsWith('a')") == Call("startsWith", (Literal("a", "string"),), Ident("s"))
+    for broken in ("has(x)", "a &&", "(a", "a.1"):
+        with pytest.raises(CelSyntaxError):
+            parse(broken)
