@@ -127,6 +127,9 @@ class ControlPlane:
                 "--authorization-mode=RBAC",
                 f"--token-auth-file={tokens}",
                 "--profiling=false",
+                # No Endpoints for the `kubernetes` Service: loopback addresses are refused there
+                # (an error logged every 10 s), and nothing here reaches the API server that way.
+                "--endpoint-reconciler-type=none",
             ],
         )
         self.apiserver.start()
