@@ -25,12 +25,13 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import KUBECTL, SimCluster
+from tests.e2e.conftest import KUBECTL, SimCluster, wait_for
 from tests.real.assets import AssetsMissing, find_assets
 from tests.real.control_plane import ControlPlane
 from tests.real.install import VulcanInstall
 from tests.real.processes import log_tail
 
+BUILTIN_QUEUES = ("root", "default")
 DEFAULT_PROFILES = ["count=4,cpu=8,memory=32Gi,nvidia.com/gpu=1"]
 _running: list[ControlPlane] = []  # the module's control plane, for failure reports
 
@@ -107,6 +108,35 @@ def cluster(request: pytest.FixtureRequest, control_plane: ControlPlane) -> Iter
         yield RealCluster(control_plane, install)
     finally:
         install.stop()
+
+
+CLEANED_KINDS = ",".join(
+    (
+        "jobflows.flow.volcano.sh",
+        "jobs.batch.volcano.sh",
+        "jobtemplates.flow.volcano.sh",
+        "deployments",
+        "podgroups.scheduling.volcano.sh",
+        "pods",
+    )
+)
+
+
+@pytest.fixture(autouse=True)
+def clean_slate(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test on a vulcan cluster, passed or failed: its workloads deleted and their
+    pods gone, its queues but the built-in ones deleted, so the next test starts on empty
+    nodes."""
+    yield
+    if "cluster" not in request.fixturenames:
+        return
+    cluster: RealCluster = request.getfixturevalue("cluster")
+    cluster.kubectl("delete", CLEANED_KINDS, "--all", "--ignore-not-found", "--wait=true")
+    queues = cluster.get("/apis/scheduling.volcano.sh/v1beta1/queues")["items"]
+    extra = [q["metadata"]["name"] for q in queues if q["metadata"]["name"] not in BUILTIN_QUEUES]
+    if extra:
+        cluster.kubectl("delete", "queue", *extra, "--ignore-not-found", "--wait=true")
+    wait_for("the test's pods to be gone", lambda: not cluster.pods(), 60)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -36,17 +36,6 @@ def job_phase(cluster: RealCluster, name: str) -> str:
     return ((job.get("status") or {}).get("state") or {}).get("phase", "")
 
 
-def delete(cluster: RealCluster, manifest: Path) -> None:
-    """`kubectl delete -f` and wait until the objects (and their pods) are gone, so the next
-    test starts on empty nodes."""
-    cluster.kubectl("delete", "-f", str(manifest), "--ignore-not-found", "--wait=true")
-    wait_for(
-        "the pods of the previous test to be gone",
-        lambda: not cluster.pods(),
-        60,
-    )
-
-
 def test_two_competing_gangs_run_one_after_the_other_never_half_bound(
     cluster: RealCluster,
 ) -> None:
@@ -70,7 +59,6 @@ def test_two_competing_gangs_run_one_after_the_other_never_half_bound(
         lambda: all(status(j).get("succeeded") == 4 for j in ("tf-a", "tf-b")),
         60,
     )
-    delete(cluster, manifest)
 
 
 def test_the_tensorflow_job_runs_to_completed(cluster: RealCluster) -> None:
@@ -98,7 +86,6 @@ def test_the_tensorflow_job_runs_to_completed(cluster: RealCluster) -> None:
     assert cluster.kubectl("get", "vcjob", name, "-o", "jsonpath={.status.state.phase}") == (
         "Completed"
     )
-    delete(cluster, manifest)
 
 
 FLOWS = "/apis/flow.volcano.sh/v1alpha1/namespaces/default/jobflows"
@@ -136,8 +123,6 @@ def test_the_jobflow_pipeline_succeeds_each_job_after_its_targets(cluster: RealC
     cluster.kubectl("delete", "-f", str(manifest), "--wait=true")
     # jobRetainPolicy: retain: the Jobs outlived their flow.
     assert cluster.get(f"{JOBS}/pipeline-job-e") is not None
-    cluster.kubectl("delete", "vcjob", *(f"pipeline-job-{s}" for s in "abcde"), "--wait=true")
-    wait_for("the pipeline's pods to be gone", lambda: not cluster.pods(), 60)
 
 
 def hold(what: str, predicate: Callable[[], bool], seconds: float) -> None:
@@ -177,10 +162,6 @@ def test_reclaim_gives_the_second_queue_its_share_back(cluster: RealCluster) -> 
         return abs(shares["big"] - 12) <= 1 and abs(shares["small"] - 4) <= 1
 
     wait_for(f"reclaim to reach 12/4 (±1) (now {shares})", reclaimed, 120)
-    for manifest in (small, big):  # the evicted pods are gone already
-        cluster.kubectl("delete", "-f", str(manifest), "--ignore-not-found", "--wait=true")
-    wait_for("the reclaim pods to be gone", lambda: not cluster.pods(), 60)
-    cluster.kubectl("delete", "-f", str(queues), "--wait=true")
 
 
 def test_a_deployment_gang_with_pods_from_kube_controller_manager_binds_whole(
@@ -232,7 +213,6 @@ def test_a_deployment_gang_with_pods_from_kube_controller_manager_binds_whole(
     wait_for(
         "the PodGroup to be collected", lambda: cluster.get(f"{PODGROUPS}/{group}") is None, 60
     )
-    wait_for("the trainer pods to be gone", lambda: not cluster.pods(), 60)
 
 
 def events_of(cluster: RealCluster, name: str) -> list[tuple[str, str, str]]:
@@ -271,7 +251,6 @@ def test_held_binds_of_a_gang_that_cannot_complete_time_out_together(
         assert cluster.pod("late-worker-2")["spec"]["nodeName"] == node
     finally:
         cluster.kubectl("label", "node", node, "rack-")
-    delete(cluster, manifest)
 
 
 @pytest.mark.xfail(
@@ -302,15 +281,10 @@ def test_reapplying_an_unchanged_job_and_jobflow_is_accepted_and_changes_nothing
     cluster.apply_yaml(flow)
     wait_for("the Job to run", lambda: job_phase(cluster, "gitops-job") == "Running", 60)
     before = specs()
-    try:
-        for args in ((), (), ("--server-side",), ("--server-side",)):
-            for manifest in (job, flow):
-                cluster.apply_yaml(manifest, *args)  # raises with kubectl's error if refused
-            assert specs() == before, args
-    finally:
-        for manifest in (flow, job):
-            cluster.kubectl("delete", "-f", str(manifest), "--ignore-not-found", "--wait=true")
-        wait_for("the re-apply pods to be gone", lambda: not cluster.pods(), 60)
+    for args in ((), (), ("--server-side",), ("--server-side",)):
+        for manifest in (job, flow):
+            cluster.apply_yaml(manifest, *args)  # raises with kubectl's error if refused
+        assert specs() == before, args
 
 
 def test_the_workload_completes_across_a_kube_apiserver_restart_never_half_bound(
@@ -343,4 +317,3 @@ def test_the_workload_completes_across_a_kube_apiserver_restart_never_half_bound
     assert watch.bound_at[second] >= watch.done_at[first] - 0.5
     restarts = {c.name: c.exits for c in cluster.install.children if c.exits}
     print(f"kube-apiserver unavailable {downtime[0]:.1f}s; components that exited: {restarts}")
-    delete(cluster, manifest)
