@@ -28,6 +28,15 @@ from tests.real.assets import KubeAssets
 from tests.real.processes import Child, free_port, wait_until
 
 SERVICE_CIDR = "10.0.0.0/24"
+# Audit what vulcan's ServiceAccounts do (and nothing else): the tier checks that the install's
+# RBAC refused none of their calls.
+AUDITED_GROUP = "system:serviceaccounts:vulcan-system"
+AUDIT_POLICY = {
+    "apiVersion": "audit.k8s.io/v1",
+    "kind": "Policy",
+    "omitStages": ["RequestReceived"],
+    "rules": [{"level": "Metadata", "userGroups": [AUDITED_GROUP]}, {"level": "None"}],
+}
 ISSUER = "https://kubernetes.default.svc.cluster.local"
 
 
@@ -78,7 +87,11 @@ class ControlPlane:
         self.admin_token = secrets.token_hex(16)
         self.admin_kubeconfig = root / "admin.kubeconfig"
         self.sa_key = root / "service-account.key"
+        self.audit_log = root / "audit.log"
         self.children: list[Child] = []
+        # (stopped, ready again) wall-clock times of each restart: a starting kube-apiserver
+        # serves requests before its authorizer has synced and refuses them meanwhile.
+        self.restarts: list[tuple[float, float]] = []
         self.etcd: Child | None = None
         self.apiserver: Child | None = None
         self.controller_manager: Child | None = None
@@ -94,6 +107,8 @@ class ControlPlane:
         tokens.write_text(f'{self.admin_token},admin,admin,"system:masters"\n')
         tokens.chmod(0o600)
         write_kubeconfig(self.admin_kubeconfig, self.server, self.admin_token, "admin")
+        audit_policy = self.root / "audit-policy.yaml"
+        audit_policy.write_text(yaml.safe_dump(AUDIT_POLICY, sort_keys=False))
 
         client, peer = free_port(), free_port()
         self.etcd = self._child(
@@ -127,6 +142,8 @@ class ControlPlane:
                 "--authorization-mode=RBAC",
                 f"--token-auth-file={tokens}",
                 "--profiling=false",
+                f"--audit-policy-file={audit_policy}",
+                f"--audit-log-path={self.audit_log}",
                 # No Endpoints for the `kubernetes` Service: loopback addresses are refused there
                 # (an error logged every 10 s), and nothing here reaches the API server that way.
                 "--endpoint-reconciler-type=none",
@@ -185,12 +202,19 @@ class ControlPlane:
         """Stop kube-apiserver (SIGTERM), wait `down_for`, start it again with the same flags
         and wait until it serves; returns the seconds it was unavailable."""
         assert self.apiserver is not None
-        began = time.monotonic()
+        began, stopped = time.monotonic(), time.time()
         self.apiserver.stop()
         time.sleep(down_for)
         self.apiserver.start()
         self.wait_ready(timeout)
+        self.restarts.append((stopped, time.time()))
         return time.monotonic() - began
+
+    def audit_events(self) -> list[dict[str, Any]]:
+        """The audit log's events (vulcan's ServiceAccounts' requests, see AUDIT_POLICY)."""
+        if not self.audit_log.exists():
+            return []
+        return [json.loads(line) for line in self.audit_log.read_text().splitlines() if line]
 
     def stop(self) -> None:
         for child in reversed(self.children):

@@ -10,6 +10,7 @@ import threading
 import time
 import urllib.error
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -317,3 +318,31 @@ def test_the_workload_completes_across_a_kube_apiserver_restart_never_half_bound
     assert watch.bound_at[second] >= watch.done_at[first] - 0.5
     restarts = {c.name: c.exits for c in cluster.install.children if c.exits}
     print(f"kube-apiserver unavailable {downtime[0]:.1f}s; components that exited: {restarts}")
+
+
+def epoch(timestamp: str) -> float:
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+
+
+def test_the_installs_rbac_refused_none_of_vulcans_calls(cluster: RealCluster) -> None:
+    """Last in the module, after every scenario: kube-apiserver's audit log of the install's
+    ServiceAccounts (extender, controllers, vulcan-scheduler) holds no 403."""
+    events = [
+        e
+        for e in cluster.control_plane.audit_events()
+        if e["user"]["username"].startswith("system:serviceaccount:vulcan-system:")
+    ]
+    users = {e["user"]["username"].rsplit(":", 1)[1] for e in events}
+    assert {"vulcan-extender", "vulcan-controllers", "vulcan-scheduler"} <= users, users
+    refused = [
+        (e["requestReceivedTimestamp"], e["user"]["username"], e["verb"], e["requestURI"])
+        for e in events
+        if (e.get("responseStatus") or {}).get("code") == 403
+        # A restarted kube-apiserver answers before its authorizer has synced, refusing what
+        # its RBAC allows: not the install's doing.
+        and not any(
+            start <= epoch(e["requestReceivedTimestamp"]) <= ready
+            for start, ready in cluster.control_plane.restarts
+        )
+    ]
+    assert not refused
