@@ -164,7 +164,6 @@ class ControlPlane:
                     "--use-service-account-credentials=false",
                     f"--root-ca-file={self.root / 'apiserver-certs' / 'apiserver.crt'}",
                 ],
-                restart_on_exit=True,
             )
             self.controller_manager.start()
             # Its ServiceAccount controller makes every namespace's `default` account, without

@@ -22,14 +22,18 @@ from __future__ import annotations
 
 import base64
 import subprocess
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from extender.webhook_configs import webhook_configurations
 from tests.helpers import REPO
 from tests.real.control_plane import ControlPlane, write_kubeconfig
 from tests.real.processes import Child, Watcher, free_port, vulcan_argv, wait_until
+from vulcan.certs import write_serving_certs
 
 MODES = ("second-scheduler", "cluster-scheduler")
 NAMESPACE = "vulcan-system"
@@ -163,8 +167,6 @@ class VulcanInstall:
         )
 
     def start_extender(self, kubeconfig: Path) -> None:
-        from vulcan.certs import write_serving_certs
-
         self.webhook_certs = write_serving_certs(self.root / "webhook-certs")
         conf = self.root / "volcano-scheduler.conf"
         conf.write_text(
@@ -197,8 +199,6 @@ class VulcanInstall:
         self._run("vulcan-controllers", vulcan_argv(*args))
 
     def register_webhooks(self) -> None:
-        from extender.webhook_configs import webhook_configurations
-
         configs = webhook_configurations(
             url=f"https://127.0.0.1:{self.webhook_port}",
             ca_bundle=base64.b64encode(self.webhook_certs.ca_pem).decode(),
@@ -283,9 +283,6 @@ class VulcanInstall:
         return child
 
     def wait_ready(self, url: str, what: str, timeout: float) -> None:
-        import urllib.error
-        import urllib.request
-
         def ready() -> bool:
             for child in self.children:
                 if not child.running:
@@ -297,9 +294,6 @@ class VulcanInstall:
                 return False
 
         wait_until(f"{what} to be ready ({url})", ready, timeout)
-
-    def child(self, name: str) -> Child:
-        return next(c for c in self.children if c.name == name)
 
     # ------------------------------------------------------------------ stop
 
