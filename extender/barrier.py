@@ -172,6 +172,14 @@ class BindBarrier:
         self._drop_if_idle(group)
         return 0.0
 
+    def backoff_ends(self, group_key: str) -> float | None:
+        """When (on this barrier's clock) the group's current backoff ends; None when it is not
+        backing off. Stable for the whole backoff, unlike `backing_off`'s countdown."""
+        group = self._groups.get(group_key)
+        if group is None or group.backoff_until <= self._clock():
+            return None
+        return group.backoff_until
+
     def committed(self, group_key: str) -> bool:
         group = self._groups.get(group_key)
         return group is not None and group.committed

@@ -21,6 +21,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Coroutine, Mapping
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from core.api import keys
@@ -77,6 +78,7 @@ class GangScheduler(GangVerbs):
         pipelined_wait: float = 0.5,
         session: Session | None = None,
         placement: Prefer | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         # The conf's plugins and actions (Volcano's default conf when none is given): every
         # decision of a pass is the session's (`plugins.actions`), applied here.
@@ -101,8 +103,13 @@ class GangScheduler(GangVerbs):
         self.observe_pass = observe_pass
         self.gang_metrics = gang_metrics
         self.barrier = BindBarrier(
-            commit, default_timeout=gang_timeout, backoff=backoff, on_event=self._barrier_event
+            commit,
+            default_timeout=gang_timeout,
+            backoff=backoff,
+            clock=clock,
+            on_event=self._barrier_event,
         )
+        self._backoff_reasons: dict[str, tuple[float | None, str]] = {}
         self.admitted: set[str] = set()
         self.reasons: dict[str, str] = {}  # group -> why it is not admitted (for filter)
         self.queue_policy = queue_policy or QueuePolicy()
@@ -377,7 +384,7 @@ class GangScheduler(GangVerbs):
         wait = self.barrier.backing_off(key)
         if wait > 0:
             self._volatile = True
-            return self._not_admitted(key, f"backing off for {wait:.0f}s after a gang timeout")
+            return self._not_admitted(key, self._backoff_reason(key, wait))
         queue_pass = self.queue_pass
         job = job_input(snapshot, group)
         room = actions.GangRoom(
@@ -434,6 +441,19 @@ class GangScheduler(GangVerbs):
 
     # ------------------------------------------------------------------ preemption
 
+    def _backoff_reason(self, key: str, wait: float) -> str:
+        """Why a gang waits after a timeout, worded once per backoff: the PodGroup's condition
+        (and the pods' filter reason) then stay the same while the passes repeat, so nothing is
+        written every second for no news; the end is a time of day, not a countdown."""
+        ends = self.barrier.backoff_ends(key)
+        known = self._backoff_reasons.get(key)
+        if known is not None and known[0] == ends:
+            return known[1]
+        until = datetime.now(UTC) + timedelta(seconds=wait)
+        reason = f"backing off after a gang timeout until {until.strftime('%H:%M:%SZ')}"
+        self._backoff_reasons[key] = (ends, reason)
+        return reason
+
     def _not_admitted(self, key: str, reason: str) -> str:
         self.reasons[key] = reason
         return reason
@@ -468,6 +488,7 @@ class GangScheduler(GangVerbs):
             self.ledger.release(pod_key)
         self.barrier.release(key, why)
         self.writer.forget(key)
+        self._backoff_reasons.pop(key, None)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run a write in the background, kept (tests await them) until it is done."""

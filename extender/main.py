@@ -15,7 +15,7 @@ from core.cache import ClusterCache
 from core.controller.manager import LeaseNamespaceWatch
 from core.kube.client import KubeClient
 from core.kube.flags import options_from_args
-from core.kube.leader import LeaderElectionConfig
+from core.kube.leader import LeaderElectionConfig, LeaderElector
 from extender.barrier import check_timeouts
 from extender.binder import Binder
 from extender.debug_view import add_debug_routes
@@ -134,10 +134,12 @@ async def run(args: argparse.Namespace) -> int:
     extender.cache.start(extender.client)
     election = LeaderElectionConfig.from_args(args)
     leading: asyncio.Task[None] | None = None
+    elector: LeaderElector | None = None
     if election.leader_elect:
         # A standby keeps its cache warm; only the leader schedules (the gang ledger is this
         # process's memory) and only it is ready, so the Service sends kube-scheduler to it.
-        # Losing the Lease ends the process: a restart rebuilds everything from the API server.
+        # Losing the Lease ends the process with status 1 ("leaderelection lost", as
+        # kube-scheduler): a restart rebuilds everything from the API server.
         namespace = LeaseNamespaceWatch(extender.client, election.resource_namespace)
         if not await namespace.check():
             extender.background.append(asyncio.create_task(namespace.run()))
@@ -172,4 +174,7 @@ async def run(args: argparse.Namespace) -> int:
         await extender.cache.stop()
         await extender.client.close()
         extender.server.metrics.gc_pauses.uninstall()
+    if elector is not None and elector.lost:
+        print("vulcan extender: leaderelection lost", file=sys.stderr, flush=True)
+        return 1
     return 0

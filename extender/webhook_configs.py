@@ -1,10 +1,11 @@
 """The Mutating/ValidatingWebhookConfiguration that register vulcan's webhooks (`webhooks.py`).
 
 Volcano's set and defaults (spec/volcano.md §6): queues mutate (CREATE) and validate (CREATE,
-UPDATE, DELETE), podgroups mutate and validate (CREATE), jobs mutate (CREATE) and validate
-(CREATE, UPDATE), jobflows validate (CREATE, UPDATE); `failurePolicy: Fail`, `timeoutSeconds:
-10`, `sideEffects: None`, and a namespaceSelector that leaves `kube-system` (and vulcan's own
-namespace) alone. No pod webhooks: pod creation never waits for vulcan.
+UPDATE, DELETE), podgroups mutate and validate (CREATE), jobs mutate and validate (CREATE,
+UPDATE; Volcano mutates jobs on CREATE only), jobflows validate (CREATE, UPDATE);
+`failurePolicy: Fail`, `timeoutSeconds: 10`, `sideEffects: None`, and a namespaceSelector that
+leaves `kube-system` (and vulcan's own namespace) alone. No pod webhooks: pod creation never
+waits for vulcan.
 
 `failurePolicy: Fail` is deliberate: a Queue deleted, or a Job admitted to a closed queue, while
 the webhook is down cannot be undone afterwards, whereas a refused write is retried. The price
@@ -30,7 +31,9 @@ TIMEOUT_SECONDS = 10
 MUTATING: tuple[tuple[str, str, tuple[str, str], str, tuple[str, ...]], ...] = (
     ("mutatequeue.volcano.sh", "/queues/mutate", GROUP_SCHEDULING, "queues", ("CREATE",)),
     ("mutatepodgroup.volcano.sh", "/podgroups/mutate", GROUP_SCHEDULING, "podgroups", ("CREATE",)),
-    ("mutatejob.volcano.sh", "/jobs/mutate", GROUP_BATCH, "jobs", ("CREATE",)),
+    # UPDATE too (Volcano: CREATE only): a re-applied manifest lacks the defaults added at
+    # create, and without them again an unchanged `kubectl apply` would read as a change.
+    ("mutatejob.volcano.sh", "/jobs/mutate", GROUP_BATCH, "jobs", ("CREATE", "UPDATE")),
 )
 VALIDATING: tuple[tuple[str, str, tuple[str, str], str, tuple[str, ...]], ...] = (
     (

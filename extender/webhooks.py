@@ -200,14 +200,24 @@ class AdmissionWebhooks:
     # --------------------------------------------------------------------- mutating
 
     async def mutate_defaults(self, req: dict[str, Any]) -> Verdict:
-        """Queues and Jobs on CREATE: Volcano's defaults as a JSONPatch."""
+        """Queues on CREATE, Jobs on CREATE and UPDATE: Volcano's defaults as a JSONPatch.
+
+        Jobs are defaulted on UPDATE as well (beyond Volcano): `kubectl apply` of an unchanged
+        manifest replaces `spec.tasks` (an atomic list) with the manifest's tasks, which lack
+        the defaults added at create (task names, maxRetry, minAvailable). Defaulting them again
+        makes the update equal to the stored object, so the re-apply is a no-op instead of a
+        change the validating webhook refuses. The defaults only fill what is unset, so nothing
+        a user wrote is overridden."""
         obj = req.get("object")
-        if req.get("operation") != "CREATE" or not isinstance(obj, dict):
+        operation = req.get("operation")
+        if not isinstance(obj, dict) or operation not in ("CREATE", "UPDATE"):
             return Verdict()
         try:
             model = _decode(obj)
         except (InvalidObject, LookupError):
             return Verdict()  # left to schema validation and the validating webhook
+        if operation == "UPDATE" and not isinstance(model, Job):
+            return Verdict()
         return Verdict(patch=defaults_patch(obj, model.to_dict(), apply_defaults(model).to_dict()))
 
     async def mutate_podgroup(self, req: dict[str, Any]) -> Verdict:
@@ -267,7 +277,10 @@ class AdmissionWebhooks:
     async def validate_job(self, req: dict[str, Any]) -> Verdict:
         operation = req.get("operation")
         if operation == "UPDATE":
-            old, new = _decode(req.get("oldObject")), _decode(req.get("object"))
+            # Both sides as defaulted, like CREATE: the verdict on an unchanged re-apply is the
+            # same whether or not the mutating webhook ran first.
+            old = apply_defaults(_decode(req.get("oldObject")))
+            new = apply_defaults(_decode(req.get("object")))
             assert isinstance(old, Job) and isinstance(new, Job)
             errors = validate_job_update(old, new)
             return _deny(errors) if errors else Verdict()

@@ -8,7 +8,7 @@ from pydantic import ConfigDict, Field
 
 from core.api import limits
 from core.api.base import KubeModel, KubeObject, cel
-from core.api.batch import JobPhase, JobSpec, TaskState
+from core.api.batch import UNIQUE_TASK_NAMES, JobPhase, JobSpec, TaskState
 
 FLOW_GROUP = "flow.volcano.sh"
 FLOW_VERSION = "v1alpha1"
@@ -137,5 +137,5 @@ class JobTemplateStatus(KubeModel):
 class JobTemplate(KubeObject):
     """Its `spec` is a whole batch JobSpec, exactly as in Volcano."""
 
-    spec: JobSpec = Field(default_factory=JobSpec)
+    spec: JobSpec = Field(default_factory=JobSpec, json_schema_extra=UNIQUE_TASK_NAMES)
     status: JobTemplateStatus | None = None

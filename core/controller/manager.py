@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -177,7 +178,12 @@ async def run(
         lease_namespace = LeaseNamespaceWatch(client, election.resource_namespace)
         if not await lease_namespace.check():
             namespace_watch = asyncio.create_task(lease_namespace.run(), name="lease-namespace")
-        elector = election.elector(client, manager.identity, on_started_leading=term)
+        # Losing the Lease ends the process with status 1 ("leaderelection lost"), as
+        # kube-controller-manager does: the next term starts from what is stored anyway, and a
+        # process that lost contact with the API server is restarted rather than left standing.
+        elector = election.elector(
+            client, manager.identity, on_started_leading=term, on_stopped_leading=stop.set
+        )
         main = asyncio.create_task(elector.run(), name="leader-election")
     else:
         main = asyncio.create_task(term(), name="controllers")
@@ -210,4 +216,7 @@ async def run(
             await main
         await runner.cleanup()
         await client.close()
+    if elector is not None and elector.lost:
+        print("vulcan controllers: leaderelection lost", file=sys.stderr, flush=True)
+        return 1
     return 1 if failed else 0

@@ -11,6 +11,9 @@
   acting before anyone else may take over.
 - On clean shutdown (cancel `run()`, or `release()`) the holder is cleared so another instance
   takes over at once (client-go's ReleaseOnCancel).
+- `lost` tells a step-down because renewals failed (or another holder appeared) from one asked
+  for: vulcan's commands then exit non-zero with "leaderelection lost", as kube-scheduler and
+  kube-controller-manager do, and a clean stop exits 0. The elector itself would contend again.
 """
 
 from __future__ import annotations
@@ -81,6 +84,7 @@ class LeaderElector:
         self._observed_at = 0.0  # loop time the observed record last changed
         self._observed_holder = ""
         self._leading_task: asyncio.Task[Any] | None = None
+        self.lost = False  # the last term ended because the Lease was lost, not released
         self._stopping = False
         self._stop = asyncio.Event()
 
@@ -105,10 +109,15 @@ class LeaderElector:
                     break
                 await self._start_leading()
                 await self._renew_until_lost()
+                if not self._stopping:
+                    self.lost = True
+                    log.error("leaderelection lost", extra={"lease": self.name})
                 await self._step_down("lost the lease")
         except asyncio.CancelledError:
             await self._step_down("cancelled")
-            if self.release_on_cancel:
+            # After a loss the Lease is not ours: do not spend renew_deadline on an API server
+            # that may be the reason it was lost.
+            if self.release_on_cancel and not self.lost:
                 await self._release_lease()
             raise
         finally:
@@ -254,6 +263,7 @@ class LeaderElector:
             extra={"lease": f"{self.namespace}/{self.name}", "identity": self.identity},
         )
         self.leading.set()
+        self.lost = False
         if self.on_started_leading is not None:
             # A task, as client-go runs OnStartedLeading in a goroutine: it may run the
             # component for as long as we lead, and is cancelled when we stop leading.

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from sim.apiserver import errors, webhook_config
+from sim.apiserver.crd_cel_budget import validate_crd_cel_cost
 from sim.apiserver.objects import default_pod, validate_pod
 from sim.apiserver.registry import ResourceType
 from sim.apiserver.schema import apply_schema
@@ -74,6 +75,11 @@ class StoreAdmission(StoreCore):
                 raise errors.invalid(rtype.kind, name, rtype.group, result.causes)
         elif rtype.kind == "Pod" and rtype.group == "":
             causes = validate_pod(obj)
+            if causes:
+                raise errors.invalid(rtype.kind, name, rtype.group, causes)
+        elif rtype.kind == "CustomResourceDefinition" and rtype.group == "apiextensions.k8s.io":
+            # kube-apiserver refuses rules whose estimated CEL cost is over its budget.
+            causes = validate_crd_cel_cost(obj)
             if causes:
                 raise errors.invalid(rtype.kind, name, rtype.group, causes)
         elif rtype.group == webhook_config.GROUP:

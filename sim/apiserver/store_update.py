@@ -159,15 +159,35 @@ class StoreUpdate(StoreAdmission):
 
 
 def _same_object(new: dict[str, Any], old: dict[str, Any]) -> bool:
-    """Equal apart from resourceVersion (which a write would bump)."""
+    """Equal apart from resourceVersion (which a write would bump) and the times of
+    managedFields entries that are otherwise unchanged: kube-apiserver's
+    IgnoreManagedFieldsTimestampsTransformer reverts such time updates so that they alone
+    never cause a write (e.g. a client-side re-apply whose patch a mutating webhook undoes)."""
     if new.keys() != old.keys():
         return False
     for key, value in new.items():
         if key == "metadata":
             old_meta = old["metadata"]
-            meta_keys = (value.keys() | old_meta.keys()) - {"resourceVersion"}
+            meta_keys = (value.keys() | old_meta.keys()) - {"resourceVersion", "managedFields"}
             if any(value.get(k) != old_meta.get(k) for k in meta_keys):
+                return False
+            if not _same_entries(value.get("managedFields"), old_meta.get("managedFields")):
                 return False
         elif value != old[key]:
             return False
     return True
+
+
+def _same_entries(new: Any, old: Any) -> bool:
+    if new == old:
+        return True
+    if not isinstance(new, list) or not isinstance(old, list) or len(new) != len(old):
+        return False  # an entry added or removed is news, even for an unchanged value
+
+    def untimed(entries: list[Any]) -> list[Any]:
+        return [
+            {k: v for k, v in e.items() if k != "time"} if isinstance(e, dict) else e
+            for e in entries
+        ]
+
+    return untimed(new) == untimed(old)

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+import yaml
 
 from tests.e2e.conftest import SimCluster, metric, start_cluster, wait_for
 
@@ -198,3 +199,61 @@ def _in_state(cluster: SimCluster, name: str, state: str) -> Any:
 def _metrics(cluster: SimCluster) -> str:
     with urllib.request.urlopen(controllers_url(cluster) + "/metrics", timeout=10) as response:
         return response.read().decode()
+
+
+@pytest.mark.parametrize("flags", [("--server-side",), ()], ids=["server-side", "client-side"])
+def test_reapplying_an_unchanged_job_and_jobflow_changes_nothing(
+    cluster: SimCluster, flags: tuple[str, ...]
+) -> None:
+    """GitOps tools re-apply constantly. The Job manifest lacks the task defaults the mutating
+    webhook added at create (maxRetry, minAvailable); the webhook adds them again on update, so
+    the validating webhook sees no change and the spec stays as stored, while the controllers
+    run the job."""
+    mode = "ssa" if flags else "csa"
+    manifest = yaml.safe_dump_all(
+        [
+            {
+                "apiVersion": "batch.volcano.sh/v1alpha1",
+                "kind": "Job",
+                "metadata": {"name": f"again-{mode}"},
+                "spec": {
+                    "tasks": [
+                        {
+                            "name": "worker",
+                            "replicas": 1,
+                            "template": {
+                                "metadata": {"annotations": {"vulcan.sh/sim-duration": "1h"}},
+                                "spec": {
+                                    "containers": [
+                                        {
+                                            "name": "w",
+                                            "image": "busybox",
+                                            "resources": {"requests": {"cpu": "100m"}},
+                                        }
+                                    ]
+                                },
+                            },
+                        }
+                    ]
+                },
+            },
+            {
+                "apiVersion": "flow.volcano.sh/v1alpha1",
+                "kind": "JobFlow",
+                "metadata": {"name": f"flow-{mode}"},
+                "spec": {"flows": [{"name": f"missing-template-{mode}"}]},
+            },
+        ]
+    )
+    cluster.kubectl("apply", *flags, "-f", "-", stdin=manifest)
+    job_path = f"/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs/again-{mode}"
+    flow_path = f"/apis/flow.volcano.sh/v1alpha1/namespaces/default/jobflows/flow-{mode}"
+    job, flow = cluster.get(job_path), cluster.get(flow_path)
+    assert job["spec"]["tasks"][0]["maxRetry"] == 3
+    for _ in range(2):
+        cluster.kubectl("apply", *flags, "-f", "-", stdin=manifest)
+        again, flow_again = cluster.get(job_path), cluster.get(flow_path)
+        assert again["spec"] == job["spec"]
+        assert again["metadata"]["generation"] == job["metadata"]["generation"]
+        assert flow_again["spec"] == flow["spec"]
+        assert flow_again["metadata"]["generation"] == flow["metadata"]["generation"]

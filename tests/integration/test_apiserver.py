@@ -290,7 +290,25 @@ async def test_schema_violation_is_422_with_field_path(api: ApiClient) -> None:
             "batch.volcano.sh", "v1alpha1", NS, "jobs", job
         )
     assert exc.value.status == 422
-    assert "'minAvailable' is greater than 'replicas'" in json.loads(exc.value.body)["message"]
+    # kube-apiserver v1.36.2's wording for a failed rule (no value shown).
+    assert json.loads(exc.value.body)["message"].endswith(
+        "is invalid: spec.tasks[0]: Invalid value: 'minAvailable' is greater than 'replicas' "
+        "in task"
+    )
+    # Unique task names: a rule on the Job's spec.
+    job["spec"]["tasks"] = [{"name": "w", "replicas": 1}, {"name": "w", "replicas": 1}]
+    with pytest.raises(ApiException) as exc:
+        await custom.create_namespaced_custom_object(
+            "batch.volcano.sh", "v1alpha1", NS, "jobs", job
+        )
+    body = json.loads(exc.value.body)
+    assert body["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "field": "spec",
+            "message": "Invalid value: duplicated task name found",
+        }
+    ]
 
 
 async def test_unknown_fields_pruned_or_rejected_when_strict(

@@ -137,3 +137,40 @@ def test_the_cluster_scheduler_stanza_routes_only_marked_pods_to_vulcan() -> Non
     (controllers,) = [d for d in docs if d["kind"] == "Deployment" and "controllers" in key(d)[2]]
     args = controllers["spec"]["template"]["spec"]["containers"][0]["args"]
     assert f"--pod-resource-markers={','.join(MARKERS)}" in args
+
+
+def _seconds(duration: str) -> float:
+    from core.durations import parse_duration
+
+    return parse_duration(duration)
+
+
+def test_the_extender_is_told_the_bind_timeout_kube_scheduler_is_configured_with() -> None:
+    """The extender warns at start when kube-scheduler's bind httpTimeout is not longer than
+    its gang timeout; it knows that timeout only from --scheduler-bind-timeout, so every install
+    passes the value its kube-scheduler configuration sets (no false warning)."""
+    flags: set[float] = set()
+    for directory in [MANIFESTS / "base", *OVERLAYS]:
+        docs = render(directory)
+        (extender,) = [
+            d for d in docs if key(d) == ("Deployment", "vulcan-system", "vulcan-extender")
+        ]
+        args = extender["spec"]["template"]["spec"]["containers"][0]["args"]
+        (flag,) = [a.split("=", 1)[1] for a in args if a.startswith("--scheduler-bind-timeout=")]
+        flags.add(_seconds(flag))
+        gang = [a.split("=", 1)[1] for a in args if a.startswith("--gang-timeout=")]
+        assert _seconds(flag) > (_seconds(gang[0]) if gang else 60.0)
+        bind_timeouts = [
+            _seconds(entry["httpTimeout"])
+            for doc in docs
+            if doc["kind"] == "ConfigMap"
+            for text in (doc.get("data") or {}).values()
+            for config in [yaml.safe_load(text)]
+            if isinstance(config, dict)
+            for entry in config.get("extenders") or []
+            if entry.get("bindVerb")
+        ]
+        if directory.parent.name == "overlays":
+            assert bind_timeouts, f"{directory.name}: no bind extender entry found"
+        assert all(t == _seconds(flag) for t in bind_timeouts), (directory.name, bind_timeouts)
+    assert len(flags) == 1

@@ -165,7 +165,7 @@ async def test_a_clean_release_hands_over_at_once(contest: Contest) -> None:
     loop = asyncio.get_running_loop()
     released_at = loop.time()
     await contest.crash("a")  # cancel with release_on_cancel=True: a clean shutdown
-    assert not leader.is_leader
+    assert not leader.is_leader and not leader.lost
     await asyncio.wait_for(follower.leading.wait(), 10)
     assert loop.time() - released_at < LEASE_DURATION  # no waiting for expiry
     spec = await lease(contest)
@@ -180,7 +180,7 @@ async def test_release_stops_run_and_clears_the_holder(contest: Contest) -> None
     await elector.release()
     await asyncio.wait_for(contest.tasks.pop("a"), 5)  # run() returns
     spec = await lease(contest)
-    assert spec["holderIdentity"] == "" and not elector.is_leader
+    assert spec["holderIdentity"] == "" and not elector.is_leader and not elector.lost
     assert contest.log == ["start:a", "stop:a"]
 
 
@@ -202,6 +202,7 @@ async def test_a_leader_that_cannot_renew_steps_down_within_the_renew_deadline(
     broken_at = loop.time()
     await until(lambda: "stop:a" in contest.log, 5)
     assert not a.is_leader
+    assert a.lost  # what the commands turn into exit status 1 ("leaderelection lost")
     # The last good renewal was before the breakage, so the deadline had passed by then.
     assert loop.time() - broken_at <= RENEW_DEADLINE + 0.5
     # The follower takes over once the lease expires — after a stopped acting, never before.
