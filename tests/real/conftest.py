@@ -8,7 +8,9 @@ mode, its nodes and extra extender flags with module-level constants:
 
     INSTALL_MODE = "second-scheduler"          # or "cluster-scheduler"
     NODE_PROFILES = ["count=4,cpu=8,memory=32Gi,nvidia.com/gpu=1"]
-    EXTENDER_FLAGS = ("--gang-backoff=1s",)
+    EXTENDER_FLAGS = ("--gang-backoff=1s",)    # added to the Deployment's arguments
+    POD_DURATION = "2s"                        # `vulcan sim kubelets --pod-duration`
+    CONTROLLER_MANAGER = False                 # a bare API server (the `control_plane` fixture)
 
 Everything is stopped by pid and its temporary directory removed at the end of the module,
 failed or not; a failed test's report carries the tail of every component's log.
