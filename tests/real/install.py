@@ -30,6 +30,7 @@ from typing import Any
 import yaml
 
 from extender.webhook_configs import webhook_configurations
+from sim.kubelet.profiles import expand_profiles, parse_node_profile
 from tests.helpers import REPO
 from tests.real.control_plane import ControlPlane, write_kubeconfig
 from tests.real.processes import Child, Watcher, free_port, vulcan_argv, wait_until
@@ -103,7 +104,7 @@ class VulcanInstall:
         control_plane: ControlPlane,
         mode: str,
         *,
-        node_profiles: list[str],
+        node_profiles: list[str],  # `vulcan sim kubelets --node-profile`, each with count=
         extender_flags: tuple[str, ...] = (),
         pod_duration: str = "10s",
     ) -> None:
@@ -259,12 +260,8 @@ class VulcanInstall:
             args += ["--node-profile", profile]
         args += ["--pod-duration", self.pod_duration]
         child = self._run("hollow-kubelets", vulcan_argv(*args))
-        expected = sum(
-            int(item.split("=", 1)[1])
-            for profile in self.node_profiles
-            for item in profile.split(",")
-            if item.startswith("count=")
-        )
+        profiles = expand_profiles([parse_node_profile(p) for p in self.node_profiles], None)
+        expected = sum(p.count or 0 for p in profiles)
 
         def ready() -> bool:
             if not child.running:
