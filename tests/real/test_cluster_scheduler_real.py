@@ -73,3 +73,12 @@ def test_a_pod_without_markers_is_scheduled_without_vulcan(cluster: RealCluster)
         60,
     )
     assert metric(cluster.metrics(), "vulcan_extender_requests_total", verb="filter") == before
+
+
+def test_the_extender_runs_without_the_false_bind_timeout_warning(cluster: RealCluster) -> None:
+    """The install's Deployment tells the extender the bind timeout its kube-scheduler
+    configuration sets (90 s, above the 60 s gang timeout): no warning that it is unset
+    (issue 30 item 3)."""
+    log = (cluster.control_plane.logs / "vulcan-extender.log").read_text()
+    assert "vulcan extender listening on" in log
+    assert "bind httpTimeout" not in log, log
