@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import SimCluster, pod_manifest, start_cluster, wait_for
-from tests.helpers import VOLCANO_FIXTURES
+from tests.helpers import EXAMPLES
 from tests.rbac_coverage import Coverage, install_rules, read_audit
 
 EXTENDER = "system:serviceaccount:vulcan-system:vulcan-extender"
@@ -187,7 +187,7 @@ def reclaim_between_queues(cluster: SimCluster) -> None:
 def mpi_job_completes(cluster: SimCluster) -> None:
     (job,) = [
         d
-        for d in yaml.safe_load_all((VOLCANO_FIXTURES / "mpi-job.yaml").read_text())
+        for d in yaml.safe_load_all((EXAMPLES / "mpi-job.yaml").read_text())
         if d and d.get("kind") == "Job"
     ]
     cluster.request(VCJOBS, job)

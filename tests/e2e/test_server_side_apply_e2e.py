@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import KUBECTL, SimCluster, start_cluster, wait_for
-from tests.helpers import VOLCANO_FIXTURES
+from tests.helpers import EXAMPLES, volcano_fixture_files
 
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 
@@ -181,7 +181,7 @@ def test_dry_run_server_stores_nothing(cluster: SimCluster) -> None:
 
 
 def test_apply_volcano_queue_and_job(cluster: SimCluster) -> None:
-    queues = (VOLCANO_FIXTURES / "queues.yaml").read_text()
+    queues = (EXAMPLES / "queues.yaml").read_text()
     out = apply(cluster, queues)
     assert "queue.scheduling.volcano.sh/research serverside-applied" in out
     research = get(cluster, "queue", "research", "--show-managed-fields")
@@ -213,8 +213,8 @@ def test_apply_volcano_queue_and_job(cluster: SimCluster) -> None:
 
 
 def _fixture_with_kind(kind: str) -> Path:
-    for path in sorted(VOLCANO_FIXTURES.glob("*.yaml")):
+    for path in volcano_fixture_files():
         docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
         if len(docs) == 1 and docs[0].get("kind") == kind:
             return path
-    raise AssertionError(f"no single-{kind} fixture under {VOLCANO_FIXTURES}")
+    raise AssertionError(f"no single-{kind} example or fixture")

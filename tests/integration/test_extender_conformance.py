@@ -15,10 +15,10 @@ import pytest_asyncio
 
 from core.kube.client import PODS
 from extender.protocol import BindingArgs
-from tests.helpers import SHARED
+from tests.helpers import KUBE_SCHEDULER_CAPTURES
 from tests.integration.extender_harness import Harness, extender_harness
 
-CAPTURES = SHARED / "fixtures" / "kube-scheduler"
+CAPTURES = KUBE_SCHEDULER_CAPTURES
 
 
 @pytest_asyncio.fixture
