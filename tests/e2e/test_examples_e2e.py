@@ -70,7 +70,9 @@ def runs_to_completed(
         wait_for(f"{name} Completed", completed, timeout)
     except AssertionError as exc:
         states = {n: (p.get("status") or {}).get("phase") for n, p in seen.items()}
-        raise AssertionError(f"{exc}; job phase {job_phase(cluster, name)!r}, pods {states}")
+        raise AssertionError(
+            f"{exc}; job phase {job_phase(cluster, name)!r}, pods {states}"
+        ) from None
     bound = [p for p in seen.values() if p["spec"].get("nodeName")]
     per_task: dict[str, int] = {}
     for pod in bound:
