@@ -77,6 +77,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]:
         "--rbac",
         "--pod-duration",
         "2s",
+        # pods_owned_by_workloads makes each workload's pod itself (one per kind, DaemonSet and
+        # batch Job included, which the embedded cluster has no controller for).
+        "--workload-controllers",
+        "none",
     ):
         run_workload(sim)
         yield sim
