@@ -45,7 +45,7 @@ if TYPE_CHECKING:  # imported for real in Cluster.start, where they are used
 
 READY_LINE = "cluster ready"
 WEBHOOKS_LINE = "vulcan admission webhooks listening on"
-# Volcano's built-in queues, as its scheduler creates them (spec/volcano.md §1.2).
+# Volcano's built-in queues, as its scheduler creates them (Volcano's scheduler, at start).
 BUILTIN_QUEUES = (
     ("root", {"weight": 1, "reclaimable": False}),
     ("default", {"weight": 1, "reclaimable": True}),

@@ -1,5 +1,6 @@
-"""The extender driven exactly as kube-scheduler drives it (shared/spec/extender-protocol.md
-§1-§7, checklist §9): real captures, PascalCase, nulls, both node modes, all four verbs."""
+"""The extender driven exactly as kube-scheduler drives it (k8s.io/kube-scheduler/extender/v1):
+requests captured from a real kube-scheduler (tests/fixtures/kube-scheduler), PascalCase,
+nulls, both node modes, all four verbs."""
 
 from __future__ import annotations
 
