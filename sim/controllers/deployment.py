@@ -172,7 +172,7 @@ class DeploymentController(KeyedController):
             },
         }
         try:
-            created = await self.client.create(REPLICASETS, body, meta["namespace"])
+            created = await self.create(REPLICASETS, body, meta["namespace"])
         except ApiError as exc:
             if not exc.conflict:
                 raise
@@ -185,7 +185,7 @@ class DeploymentController(KeyedController):
                 "uid"
             ] and tpl.equal_ignoring_hash(existing["spec"]["template"], spec.get("template") or {}):
                 return existing
-            await self.client.patch(
+            await self.patch(
                 DEPLOYMENTS,
                 meta["name"],
                 {"status": {"collisionCount": int(collisions or 0) + 1}},
@@ -219,7 +219,7 @@ class DeploymentController(KeyedController):
         have = new["metadata"].get("annotations") or {}
         if have != want:
             patch = {**dict.fromkeys(set(have) - set(want)), **want}
-            await self.client.patch(
+            await self.patch(
                 REPLICASETS,
                 new["metadata"]["name"],
                 {"metadata": {"annotations": patch}},
@@ -230,7 +230,7 @@ class DeploymentController(KeyedController):
     async def _set_revision(self, deployment: dict[str, Any], revision: int) -> None:
         if _revision(deployment) != revision:
             meta = deployment["metadata"]
-            await self.client.patch(
+            await self.patch(
                 DEPLOYMENTS,
                 meta["name"],
                 {"metadata": {"annotations": {tpl.REVISION: str(revision)}}},
@@ -244,7 +244,7 @@ class DeploymentController(KeyedController):
         before = _replicas(replicaset)
         surge, _ = max_surge_and_unavailable(deployment)
         want = _replicas(deployment)
-        await self.client.patch(
+        await self.patch(
             REPLICASETS,
             meta["name"],
             {
@@ -304,7 +304,7 @@ class DeploymentController(KeyedController):
             status["collisionCount"] = old_status["collisionCount"]
         if status != old_status:
             patch = {**dict.fromkeys(counts, None), **status}  # merge patch: null removes a count
-            await self.client.patch(
+            await self.patch(
                 DEPLOYMENTS,
                 meta["name"],
                 {"status": patch},

@@ -214,7 +214,7 @@ class ReplicaSetController(KeyedController):
                 pod_meta[field] = template_meta[field]
         body = {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": template["spec"]}
         try:
-            pod = await self.client.create(PODS, body, meta["namespace"])
+            pod = await self.create(PODS, body, meta["namespace"])
         except ApiError as exc:
             self.recorder.record(
                 _ref(replicaset), WARNING, "FailedCreate", f"Error creating: {exc}"
@@ -267,7 +267,7 @@ class ReplicaSetController(KeyedController):
         old = replicaset.get("status") or {}
         if {k: old.get(k) for k in _COUNTS if old.get(k)} != {k: v for k, v in status.items() if v}:
             patch = {**dict.fromkeys(counts, None), **status}  # merge patch: null removes
-            await self.client.patch(
+            await self.patch(
                 REPLICASETS,
                 meta["name"],
                 {"status": patch},

@@ -16,12 +16,15 @@ from collections.abc import Callable, Coroutine, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from core.kube.client import KubeClient, Resource
+from core.kube.client import MERGE_PATCH, KubeClient, Resource
 from core.kube.events import EventRecorder
 from core.kube.informer import Informer, R
 from core.kube.workqueue import WorkQueue
 
 log = logging.getLogger("vulcan.sim.controllers")
+
+# The writes show in managedFields under kube-controller-manager's name, as on a real cluster.
+FIELD_MANAGER = "kube-controller-manager"
 
 
 class ObjectRecord:
@@ -96,6 +99,29 @@ class KeyedController:
 
     async def sync(self, key: str) -> None:
         raise NotImplementedError
+
+    async def create(self, resource: Resource, body: dict[str, Any], namespace: str) -> Any:
+        return await self.client.request(
+            "POST", resource.path(namespace), query={"fieldManager": FIELD_MANAGER}, body=body
+        )
+
+    async def patch(
+        self,
+        resource: Resource,
+        name: str,
+        patch: dict[str, Any],
+        namespace: str,
+        *,
+        subresource: str | None = None,
+    ) -> Any:
+        """A JSON merge patch (`null` removes a field)."""
+        return await self.client.request(
+            "PATCH",
+            resource.path(namespace, name, subresource),
+            query={"fieldManager": FIELD_MANAGER},
+            body=patch,
+            content_type=MERGE_PATCH,
+        )
 
     async def start(self) -> None:
         """Start the informers and wait for their first list, then the workers."""
