@@ -11,7 +11,7 @@ Processes, as in a real cluster, each talking to the API server over HTTP:
   directory, and the webhook configurations registered, as an installer does on a real cluster);
 - `vulcan sim scheduler` (child): the kube-scheduler stand-in, configured by a real
   KubeSchedulerConfiguration (`--scheduler-config`, or one written here that points at the
-  extender the way ARCHITECTURE.md prescribes).
+  extender the way docs/architecture.md describes).
 Children's logs go to files under the state directory. Ctrl-C (or SIGTERM) stops everything.
 """
 

@@ -283,7 +283,7 @@ def sim_config(
 ) -> dict[str, Any]:
     """The KubeSchedulerConfiguration `vulcan sim up` uses: JSON content types and no leader
     election (so a real kube-scheduler can use the same file against the embedded API server),
-    and, with an extender, the two entries ARCHITECTURE.md prescribes.
+    and, with an extender, the two entries docs/architecture.md describes.
 
     `markers` (filter entry's, bind entry's): the cluster-scheduler install, where each entry
     is called only for pods that request its marker (`managedResources`, ignored by the
