@@ -118,10 +118,10 @@ def pytorch(cluster: SimCluster) -> None:
 
 
 def task_dependency(cluster: SimCluster) -> None:
-    # 60 s: the job needs about 10 (workers, then the launcher), and while issue 31 is open
+    # 40 s: the job needs about 10 (workers, then the launcher); while issue 31 is open
     # (below) it never completes, and the expected failure should not cost more.
     pods = runs_to_completed(cluster, "task-dependency.yaml", "mpi-with-dependency",
-                             {"mpimaster": 1, "mpiworker": 2}, timeout=60)  # fmt: skip
+                             {"mpimaster": 1, "mpiworker": 2}, timeout=40)  # fmt: skip
     # The launcher was created only once its workers ran.
     by_name = {p["metadata"]["name"]: p for p in pods}
     master = stamp(by_name["mpi-with-dependency-mpimaster-0"]["metadata"]["creationTimestamp"])
