@@ -8,8 +8,10 @@ hold part of the cluster and deadlock.
 
 Free capacity of a node = allocatable - requested by pods bound to it (the snapshot) - what live
 reservations of OTHER gangs have promised on it (`reserved`) - what this plan already placed.
-Nodes are judged by `node_ok` (default `schedulable_node`); the fit rule is Volcano's
-(`ResourceVector.fits_in`: only the dimensions a pod requests are compared).
+Nodes are judged by kube-scheduler's filters (`plugins.gang_fit.GangFit` over
+`plugins.feasibility`: readiness, cordon, taints and tolerations, node affinity and nodeSelector,
+host ports, pod affinity and anti-affinity, topology spread), or by the caller's `node_ok`; the
+fit rule is Volcano's (`ResourceVector.fits_in`: only the dimensions a pod requests are compared).
 
 Algorithm (first-fit decreasing, batched): members are grouped by request shape (pods of one
 task share one request), and each group is placed in one walk over a per-dimension index of the
@@ -19,6 +21,9 @@ enough of the shape's most selective dimension, and takes as many members per no
 walks from the emptiest node downwards, one member per node per round. Cost is about
 O(shapes x candidate nodes + members), i.e. 1,000 members of one shape on 5,000 nodes is one
 pass; the worst case (every member a different shape) is O(members x candidate nodes).
+Members whose answer changes as the gang lands (host ports, pod (anti-)affinity, topology
+spread: `GangFit.dynamic`), or members with different constraints, are placed one at a time,
+each on the first node of the same walk that its rules accept: O(members x candidate nodes).
 
 Pure functions: no I/O.
 """
@@ -32,6 +37,8 @@ from typing import TYPE_CHECKING, Literal
 
 from core.records import NodeRecord, PodRecord
 from core.resources import ResourceVector, format_quantity, format_shortfall
+from plugins.feasibility import fit_error, insufficient
+from plugins.gang_fit import GangFit, Held
 
 if TYPE_CHECKING:  # annotations only: core.cache pulls in the informers and asyncio
     from core.cache import Snapshot
@@ -48,7 +55,6 @@ __all__ = [
 Prefer = Literal["binpack", "spread"]
 
 _ZERO = ResourceVector()
-_BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
 # Report order for shortfalls, as core.resources orders "insufficient" lists.
 _REPORT_ORDER = {"pods": 0, "cpu": 1, "memory": 2, "ephemeral-storage": 3}
 # When several dimensions are equally selective, walk the scarce one: extended resources (GPUs)
@@ -57,14 +63,9 @@ _DIM_PRIORITY = {"cpu": 1, "memory": 2, "ephemeral-storage": 3, "pods": 4}
 
 
 def schedulable_node(node: NodeRecord) -> bool:
-    """Default node check: Ready, not cordoned, and no NoSchedule/NoExecute taint.
-
-    Gang pods' tolerations are not in PodRecord, so any taint that repels pods excludes the
-    node here; callers that know the gang tolerates a taint pass their own `node_ok`.
-    """
-    if not node.ready or node.unschedulable:
-        return False
-    return not any(effect in _BLOCKING_EFFECTS for _key, _value, effect in node.taints)
+    """The node check for a pod without constraints: Ready, not cordoned, and no
+    NoSchedule/NoExecute taint (`plugins.feasibility.static_reason` for such a pod)."""
+    return node.ready and not node.unschedulable and not node.blocking_taints
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,18 +122,30 @@ def _fit_count(free: list[int], need: tuple[int, ...], positive: tuple[int, ...]
     return count
 
 
-class _Placer:
-    __slots__ = ("nodes", "prefer", "slots")
+Allowed = Callable[[int, PodRecord], bool]  # node number, member -> its rules accept it
 
-    def __init__(self, nodes: _Nodes, prefer: Prefer) -> None:
+
+class _Placer:
+    __slots__ = ("allowed", "nodes", "on_take", "prefer", "slots")
+
+    def __init__(
+        self,
+        nodes: _Nodes,
+        prefer: Prefer,
+        allowed: Allowed | None = None,
+        on_take: Callable[[int, PodRecord], None] | None = None,
+    ) -> None:
         self.nodes = nodes
         self.prefer = prefer
+        # None: every candidate node takes every member (resources aside), the batched walk.
+        self.allowed = allowed
+        self.on_take = on_take
         self.slots: dict[str, int] = {}  # pod key -> node number
 
-    def place(self, need: tuple[int, ...], keys: list[str], limit: int) -> int:
-        """Give up to `limit` of `keys` (members sharing the request `need`) a node each;
-        returns how many were placed. The first ones in `keys` are placed first."""
-        limit = min(limit, len(keys))
+    def place(self, need: tuple[int, ...], pods: list[PodRecord], limit: int) -> int:
+        """Give up to `limit` of `pods` (members sharing the request `need`) a node each;
+        returns how many were placed. The first ones in `pods` are placed first."""
+        limit = min(limit, len(pods))
         if limit <= 0:
             return 0
         nodes = self.nodes
@@ -144,6 +157,9 @@ class _Placer:
                 key=lambda d: _DIM_PRIORITY.get(nodes.dims[d], 0),
             )
         )
+        if self.allowed is not None:
+            return self._place_each(need, pods, limit, positive)
+        keys = [pod.key for pod in pods]
         if not positive:
             # Requests nothing we track: it fits anywhere; one node is as good as another.
             order = range(len(nodes.names))
@@ -190,6 +206,46 @@ class _Placer:
             nodes.reindex(i, old)
         return placed
 
+    def _place_each(
+        self, need: tuple[int, ...], pods: list[PodRecord], limit: int, positive: tuple[int, ...]
+    ) -> int:
+        """One member at a time, each on the first node of the walk its rules accept (they
+        change as members land: ports taken, anti-affinity, spread counts)."""
+        nodes = self.nodes
+        allowed = self.allowed
+        assert allowed is not None
+        placed = 0
+        for pod in pods:
+            if placed == limit:
+                break
+            if positive:
+                starts = [bisect_left(nodes.index[d], (need[d], -1)) for d in positive]
+                pick = min(
+                    range(len(positive)),
+                    key=lambda n: len(nodes.index[positive[n]]) - starts[n],
+                )
+                column = nodes.index[positive[pick]]
+                walk = range(starts[pick], len(column))
+                if self.prefer == "spread":
+                    walk = walk[::-1]
+                order = (column[pos][1] for pos in walk)
+            else:
+                order = iter(range(len(nodes.names)))
+            for i in order:
+                if positive and _fit_count(nodes.free[i], need, positive) <= 0:
+                    continue
+                if not allowed(i, pod):
+                    continue
+                touched: dict[int, list[int]] = {}
+                self._take(i, need, positive, pod.key, touched)
+                if touched:
+                    nodes.reindex(i, touched[i])
+                if self.on_take is not None:
+                    self.on_take(i, pod)
+                placed += 1
+                break
+        return placed
+
     def _take(
         self,
         i: int,
@@ -231,6 +287,7 @@ def plan_gang(
     need_per_task: Mapping[str, int] | None = None,
     node_ok: Callable[[NodeRecord], bool] | None = None,
     prefer: Prefer = "binpack",
+    held: Held | None = None,
 ) -> Plan:
     """Place a gang's pending `members` together, or explain why they cannot be.
 
@@ -243,13 +300,19 @@ def plan_gang(
         reservations of members that have since bound must already be gone from it, or they
         would be counted twice (once in the snapshot's node_requested).
 
+    node_ok: replaces the node's own filters (readiness, cordon, taints, node affinity) when
+        given; the rules that depend on other pods (ports, pod affinity, spread) still apply.
+    held: pod key -> node of another gang's reservation (`GangLedger.slot_of`): those pods
+        count where they will be for host ports, pod affinity and spread.
+
     The plan gives slots to at least `need` members (and each role its share) and then to as
     many further members as fit, so an elastic gang gets everything the cluster can hold now.
     """
     if prefer not in ("binpack", "spread"):
         raise ValueError(f'prefer must be "binpack" or "spread", not {prefer!r}')
     per_task = {task: n for task, n in (need_per_task or {}).items() if n > 0}
-    check = node_ok or schedulable_node
+    fit = GangFit(snapshot, members, held)
+    check = node_ok or gang_node_check(fit, members)
 
     dims = _dims_of(members)
     names: list[str] = []
@@ -268,7 +331,7 @@ def plan_gang(
             if amount > 0:
                 total_free[d] += amount
     nodes = _Nodes(names, rows, dims)
-    placer = _Placer(nodes, prefer)
+    placer = _member_placer(snapshot, nodes, prefer, fit, own_filters=node_ok is None)
 
     def shape(pod: PodRecord) -> tuple[int, ...]:
         return tuple(pod.requests.get(d) for d in dims)
@@ -284,14 +347,14 @@ def plan_gang(
     for (task, need_vector), pods in role_batches.items():
         left = per_task[task] - placed_by_task[task]
         if left > 0:
-            placed_by_task[task] += placer.place(need_vector, [pod.key for pod in pods], left)
+            placed_by_task[task] += placer.place(need_vector, pods, left)
     tasks_ok = all(placed_by_task[task] >= n for task, n in per_task.items())
 
     # Pass 2: everyone else, as many as fit (skipped when a role already failed: not ok anyway).
     if tasks_ok:
         rest = [pod for pod in members if pod.key not in placer.slots]
         for need_vector, pods in _batches(rest, shape):
-            placer.place(need_vector, [pod.key for pod in pods], len(pods))
+            placer.place(need_vector, pods, len(pods))
     placed = len(placer.slots)
 
     if tasks_ok and placed >= need:
@@ -306,18 +369,87 @@ def plan_gang(
     # What is left on the best node in each dimension, to tell "too big for any node" apart
     # from "fits in total but is scattered".
     largest = {d: max((row[n] for row in rows), default=0) for n, d in enumerate(dims)}
-    return Plan(
-        ok=False,
-        reason=_reason(
-            members,
-            need,
-            per_task,
-            placed_by_task,
-            placed,
-            _Capacity(total_free, largest, len(names), placer.slots.keys()),
-        ),
-        placed=placed,
+    reason = _reason(
+        members,
+        need,
+        per_task,
+        placed_by_task,
+        placed,
+        _Capacity(total_free, largest, len(names), placer.slots.keys()),
     )
+    blocked = _first_unplaced(members, per_task, placer.slots)
+    if blocked is not None and (not names or blocked.constraints is not None or not fit.fast):
+        why = _diagnose(snapshot, blocked, fit, node_ok, nodes)
+        reason = f"no schedulable node: {why}" if not names else f"{reason}; {blocked.key}: {why}"
+    return Plan(ok=False, reason=reason, placed=placed)
+
+
+def gang_node_check(fit: GangFit, members: Sequence[PodRecord]) -> Callable[[NodeRecord], bool]:
+    """Which nodes enter the plan at all: for the common gang (no constraints, nothing in the
+    cluster repelling it) `schedulable_node` itself; else the nodes some member's own filters
+    accept (`GangFit`)."""
+    if fit.fast and members:
+        if members[0].constraints is None and not fit.repelled:
+            return schedulable_node
+        return fit.node_ok(members[0])
+    return fit.any_ok
+
+
+def _member_placer(
+    snapshot: Snapshot, nodes: _Nodes, prefer: Prefer, fit: GangFit, *, own_filters: bool
+) -> _Placer:
+    """The batched placer when one node filter decides for every member (`fit.fast`), else
+    one that asks `fit` for each member and tells it where each landed."""
+    if fit.fast:
+        return _Placer(nodes, prefer)
+    records = [snapshot.nodes[name] for name in nodes.names]
+
+    def allowed(i: int, pod: PodRecord) -> bool:
+        return fit.reason(pod, records[i], static=own_filters) is None
+
+    return _Placer(nodes, prefer, allowed, lambda i, pod: fit.place(pod, records[i]))
+
+
+def _first_unplaced(
+    members: Sequence[PodRecord], per_task: Mapping[str, int], slots: Mapping[str, int]
+) -> PodRecord | None:
+    """The member a failed plan is explained by: of a short role first, else the first."""
+    for pod in members:
+        if pod.key not in slots and (not per_task or (pod.task or "") in per_task):
+            return pod
+    return next((pod for pod in members if pod.key not in slots), None)
+
+
+def _diagnose(
+    snapshot: Snapshot,
+    pod: PodRecord,
+    fit: GangFit,
+    node_ok: Callable[[NodeRecord], bool] | None,
+    nodes: _Nodes,
+) -> str:
+    """kube-scheduler's FitError for `pod` as the plan left the cluster: each node's first
+    failing filter, counted ("0/4 nodes are available: 4 node(s) didn't have free ports for
+    the requested pod ports.")."""
+    index = {name: i for i, name in enumerate(nodes.names)}
+    reasons: dict[str, int] = {}
+    for name, node in snapshot.nodes.items():
+        found: list[str] = []
+        if node_ok is not None and not node_ok(node):
+            found.append("node(s) didn't pass the caller's node check")
+        else:
+            why = fit.reason(pod, node, static=node_ok is None)
+            if why is not None:
+                found.append(why)
+            elif name in index:
+                free = nodes.free[index[name]]
+                found.extend(
+                    insufficient(d)
+                    for n, d in enumerate(nodes.dims)
+                    if pod.requests.get(d) > max(0, free[n])
+                )
+        for why in found:
+            reasons[why] = reasons.get(why, 0) + 1
+    return fit_error(len(snapshot.nodes), reasons)
 
 
 def _batches(
