@@ -18,6 +18,8 @@ from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector, format_quantity
 from core.timestamps import epoch_seconds
 from plugins import gang as gangs
+from plugins.feasibility import fit_error
+from plugins.gang_fit import GangFit
 from plugins.placement import plan_gang
 from plugins.queue_share import requested_dims
 from vulcan.explain.focus import key_of, meta
@@ -271,6 +273,9 @@ def placement(case: GangCase) -> Finding | None:
     if plan.ok:
         return None
     world = case.world
+    filtered = node_filters(world, members_[:need], plan.reason)
+    if filtered is not None:
+        return filtered
     if not world.schedulable():
         return Finding(
             "node-room",
@@ -286,6 +291,50 @@ def placement(case: GangCase) -> Finding | None:
         f"the gang does not fit in the nodes' free room: {plan.reason}",
         ["wait for running pods to finish", "or add nodes", "or ask for less per member"],
     )
+
+
+# What to do about each of kube-scheduler's filter reasons (plugins.feasibility's texts).
+_FILTER_HINTS = (
+    ("untolerated taint", "add a toleration for that taint to the pods, or untaint nodes"),
+    ("node affinity/selector", "check the pods' nodeSelector / node affinity against node labels"),
+    ("free ports", "one member per node holds a hostPort: add nodes, or drop the hostPort"),
+    ("anti-affinity", "required anti-affinity allows one pod per topology domain: add nodes"),
+    ("pod affinity rules", "required pod affinity needs a matching pod in the node's domain"),
+    ("topology spread", "the spread's maxSkew leaves no domain: add nodes or raise maxSkew"),
+    ("unschedulable", "uncordon a node (kubectl uncordon)"),
+    ("not ready", "make a node Ready"),
+)
+
+
+def node_filters(world: World, members: list[PodRecord], reason: str) -> Finding | None:
+    """The gang is held back by kube-scheduler's filters, not by room: a member that no node
+    accepts (taints, node affinity, ...), or rules that leave too few nodes for all of them
+    (host ports, anti-affinity, spread: the plan's reason then carries the filter counts)."""
+    snapshot = world.snapshot
+    fit = GangFit(snapshot, members)
+    for pod in members:
+        reasons: dict[str, int] = {}
+        for node in snapshot.nodes.values():
+            why = fit.reason(pod, node)
+            if why is None:
+                break
+            reasons[why] = reasons.get(why, 0) + 1
+        else:
+            if not reasons:
+                continue
+            text = f"no node passes kube-scheduler's filters for {pod.key}: "
+            text += fit_error(len(snapshot.nodes), reasons)
+            return Finding("node-filters", text, _hints(reasons))
+    counted = re.search(r"0/\d+ nodes are available: (.*)", reason)
+    if counted is None or "node(s)" not in counted.group(1):
+        return None
+    text = f"kube-scheduler's filters leave too few nodes for the whole gang: {reason}"
+    return Finding("node-filters", text, _hints({counted.group(1): 1}))
+
+
+def _hints(reasons: dict[str, int]) -> list[str]:
+    hints = [hint for needle, hint in _FILTER_HINTS if any(needle in r for r in reasons)]
+    return hints or ["check the members' scheduling constraints against the nodes"]
 
 
 def member_room(world: World, pod: PodRecord) -> Finding | None:
