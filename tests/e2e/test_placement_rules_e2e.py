@@ -162,3 +162,56 @@ def test_a_node_affinity_gang_lands_where_pinned(cluster: SimCluster) -> None:
     podgroup(cluster, "pinned", 3)
     cluster.apply([member("pinned", i, affinity=pinned) for i in range(3)])
     assert set(bound_nodes(cluster, "pinned", 3)) == {"hollow-node-1"}
+
+
+def test_a_gated_gang_does_not_block_its_queue_and_runs_once_ungated(cluster: SimCluster) -> None:
+    """Queue `gates` holds 2 cpu. Gang `held` (2 x 1 cpu) comes first, its pods gated by the
+    user: they cannot be scheduled, so they neither count for its quorum nor hold the queue's
+    room, and gang `free`, created after it, runs. Once the gates are removed `held` runs."""
+    cluster.apply(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": "gates"},
+            "spec": {"weight": 1, "capability": {"cpu": "2"}},
+        }
+    )
+    for name in ("held", "free"):
+        cluster.apply(
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "PodGroup",
+                "metadata": {"name": name},
+                "spec": {"minMember": 2, "queue": "gates"},
+            }
+        )
+    gate = [{"name": "example.com/wait-for-data"}]
+    cluster.apply([member("held", i, schedulingGates=gate) for i in range(2)])
+    condition = wait_for(
+        "the gated gang to say it waits for its gated members",
+        lambda: group_condition(cluster, "held", "Unschedulable"),
+    )
+    assert "2 SchedulingGated" in condition["message"]
+    cluster.apply([member("free", i) for i in range(2)])
+    bound_nodes(cluster, "free", 2)
+    assert all(not p["spec"].get("nodeName") for p in cluster.pods(selector="job=held"))
+    wait_for(
+        "the free gang to complete",
+        lambda: all(phase(p) == "Succeeded" for p in cluster.pods(selector="job=free")),
+        timeout=60,
+    )
+    for i in range(2):
+        cluster.kubectl(
+            "patch",
+            "pod",
+            f"held-{i}",
+            "--type=json",
+            "-p",
+            '[{"op": "remove", "path": "/spec/schedulingGates"}]',
+        )
+    bound_nodes(cluster, "held", 2)
+    wait_for(
+        "the ungated gang to complete",
+        lambda: all(phase(p) == "Succeeded" for p in cluster.pods(selector="job=held")),
+        timeout=60,
+    )
