@@ -115,8 +115,17 @@ class GangFit:
         held = held or _no_slot
         self._profiles: dict[tuple[int, int, str], _Profile] = {}
         self._of: dict[str, _Profile] = {}
+        # Labels and namespace only tell members apart when some rule selects pods: a gang
+        # whose pods differ only in a per-pod label (an index, a name) stays one profile.
+        anti_pods = snapshot.anti_affinity_pods
+        labels_matter = bool(anti_pods) or any(
+            pod.constraints is not None and pod.constraints.dynamic for pod in members
+        )
         for pod in members:
-            key = (id(pod.constraints), id(pod.labels), pod.namespace)
+            if labels_matter:
+                key = (id(pod.constraints), id(pod.labels), pod.namespace)
+            else:
+                key = (id(pod.constraints), 0, "")
             profile = self._profiles.get(key)
             if profile is None:
                 profile = self._profiles[key] = _Profile(pod)
@@ -125,7 +134,6 @@ class GangFit:
         self.dynamic = any(p.constraints is not None and p.constraints.dynamic for p in profiles)
         self.ports: dict[str, list[HostPort]] = {}  # node -> host ports in use
         own = {pod.key for pod in members}
-        anti_pods = snapshot.anti_affinity_pods
         needs_ports = any(p.constraints is not None and p.constraints.host_ports for p in profiles)
         needs_all = any(
             p.constraints is not None

@@ -255,6 +255,24 @@ def _decode(spec: Mapping[str, Any], namespace: str, labels: Mapping[str, str]):
     return None if constraints == _NONE else constraints
 
 
+def _port_parts(spec: Mapping[str, Any]) -> list[Any] | None:
+    """The containers' ports when one of them asks for a host port (None: none does, the
+    common case even for pods that declare container ports)."""
+    found = False
+    for field in ("containers", "initContainers"):
+        for container in spec.get(field) or ():
+            ports = container.get("ports") if isinstance(container, Mapping) else None
+            if ports and any(isinstance(p, Mapping) and p.get("hostPort") for p in ports):
+                found = True
+    if not found:
+        return None
+    return [
+        [c.get("ports"), c.get("restartPolicy")]
+        for c in (*(spec.get("containers") or ()), *(spec.get("initContainers") or ()))
+        if isinstance(c, Mapping)
+    ]
+
+
 _NONE = PlacementConstraints()
 _MEMO: dict[bytes, PlacementConstraints | None] = {}
 _MEMO_SIZE = 4096
@@ -272,27 +290,13 @@ def placement_constraints(
         spec.get("affinity"),
         spec.get("topologySpreadConstraints"),
     )
-    has_ports = any(
-        c.get("ports")
-        for c in (*(spec.get("containers") or ()), *(spec.get("initContainers") or ()))
-        if isinstance(c, Mapping)
-    )
-    if not has_ports and not any(parts):
+    ports = _port_parts(spec)
+    if ports is None and not any(parts):
         return None
     label_keys = bool(parts[2] or parts[3])  # matchLabelKeys read the pod's labels
     try:
-        ports = (
-            [
-                [c.get("ports"), c.get("restartPolicy")]
-                for c in (*(spec.get("containers") or ()), *(spec.get("initContainers") or ()))
-            ]
-            if has_ports
-            else None
-        )
-        key: bytes | None = orjson.dumps(
-            [parts, ports, namespace, labels if label_keys else None],
-            option=orjson.OPT_SORT_KEYS,
-        )
+        # The API server writes a pod's fields in one order: equal specs give equal keys.
+        key: bytes | None = orjson.dumps([parts, ports, namespace, labels if label_keys else None])
     except (TypeError, orjson.JSONEncodeError):
         key = None
     if key is not None and key in _MEMO:

@@ -21,7 +21,7 @@ from core.records.common import (
     opt,
     owner_refs,
     pick,
-    shared_mapping,
+    shared_labels,
     shared_vector,
 )
 from core.records.constraints import PlacementConstraints, placement_constraints
@@ -121,7 +121,7 @@ class PodRecord:
         self.annotations: dict[str, str] = pick(annotations, POD_ANNOTATIONS)
         # Every label (shared between pods with the same set): pod (anti-)affinity terms and
         # topology spread constraints select pods by any label.
-        self.labels: dict[str, str] = shared_mapping(dict(labels)) if labels else NO_LABELS
+        self.labels: dict[str, str] = shared_labels(labels)
         self.owner_refs: tuple[OwnerRef, ...] = owner_refs(meta)
         self.owner: OwnerRef | None = controller_of(self.owner_refs)
         self.node: str | None = opt(spec.get("nodeName"))

@@ -317,3 +317,27 @@ def test_topology_spread_counts_members_as_they_land() -> None:
         zone = "abc"[int(name[1:]) % 3]
         per_zone[zone] = per_zone.get(zone, 0) + 1
     assert per_zone == {"a": 2, "b": 2, "c": 2}
+
+
+def test_tasks_with_different_tolerations_each_go_where_they_may() -> None:
+    """A GPU task that tolerates the GPU nodes' taint and a CPU task that does not: two
+    profiles, each member on a node its own filters accept."""
+    nodes = [node("gpu-0", taints=[GPU_TAINT]), node("cpu-0"), node("cpu-1")]
+    tolerations = [{"key": "nvidia.com/gpu", "operator": "Exists"}]
+    gpu = [pod(f"g{i}", tolerations=tolerations, nodeSelector={"pool": "gpu"}) for i in range(2)]
+    cpu = [pod(f"c{i}", cpu="10") for i in range(2)]
+    nodes[0] = node("gpu-0", taints=[GPU_TAINT], labels={"pool": "gpu"})
+    plan = plan_gang(cluster(nodes), [*gpu, *cpu], 4, {})
+    assert plan.ok
+    assert {plan.slots["ns/g0"], plan.slots["ns/g1"]} == {"gpu-0"}
+    assert {plan.slots["ns/c0"], plan.slots["ns/c1"]} == {"cpu-0", "cpu-1"}
+
+
+def test_members_differing_only_in_a_per_pod_label_are_one_profile() -> None:
+    from plugins.gang_fit import GangFit
+
+    tolerations = [{"key": "nvidia.com/gpu", "operator": "Exists"}]
+    members = [pod(f"m{i}", labels={"index": str(i)}, tolerations=tolerations) for i in range(3)]
+    snap = cluster([node("gpu-0", taints=[GPU_TAINT])])
+    assert GangFit(snap, members).fast  # the batched walk, not one member at a time
+    assert plan_gang(snap, members, 3, {}).ok
