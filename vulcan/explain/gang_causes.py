@@ -276,7 +276,7 @@ def placement(case: GangCase) -> Finding | None:
     filtered = node_filters(world, members_[:need], plan.reason)
     if filtered is not None:
         return filtered
-    if not world.schedulable():
+    if not world.schedulable(members_[0]):
         return Finding(
             "node-room",
             "no node can take pods: every node is NotReady, cordoned or tainted",
@@ -343,11 +343,11 @@ def member_room(world: World, pod: PodRecord) -> Finding | None:
     request = pod.requests
     dims = requested_dims(request)
     for dim in dims:
-        node, free = world.largest_free(dim)
+        node, free = world.largest_free(dim, pod=pod)
         if request.get(dim) <= free:
             continue
         nodes = world.snapshot.nodes
-        most = max((nodes[n].allocatable.get(dim) for n in world.schedulable()), default=0)
+        most = max((nodes[n].allocatable.get(dim) for n in world.schedulable(pod)), default=0)
         text = (
             f"no node has room for a member: {pod.key} needs {amount(dim, request.get(dim))} on "
             f"one node; the largest free is {format_quantity(dim, free)} on {node}"
@@ -365,7 +365,7 @@ def member_room(world: World, pod: PodRecord) -> Finding | None:
                 "or ask for less per pod",
             ]
         return Finding("node-room", text, unblock)
-    if any(request.fits_in(world.snapshot.node_free(n)) for n in world.schedulable()):
+    if any(request.fits_in(world.snapshot.node_free(n)) for n in world.schedulable(pod)):
         return None
     return Finding(
         "node-room",
