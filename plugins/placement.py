@@ -318,9 +318,12 @@ def plan_gang(
     names: list[str] = []
     rows: list[list[int]] = []
     total_free: dict[str, int] = dict.fromkeys(dims, 0)
+    filtered = 0  # nodes a member's own rules turned away though a plain pod could use them
     for name in sorted(snapshot.nodes):
         node = snapshot.nodes[name]
         if not check(node):
+            if check is not schedulable_node and schedulable_node(node):
+                filtered += 1
             continue
         requested = snapshot.node_requested.get(name, _ZERO)
         promised = reserved.get(name, _ZERO)
@@ -378,7 +381,9 @@ def plan_gang(
         _Capacity(total_free, largest, len(names), placer.slots.keys()),
     )
     blocked = _first_unplaced(members, per_task, placer.slots)
-    if blocked is not None and (not names or blocked.constraints is not None or not fit.fast):
+    # kube-scheduler's view of the first member left out, when the members' rules had a say
+    # (the common failed plan, short of room on nodes any pod may use, skips this O(nodes) walk).
+    if blocked is not None and (not names or filtered or not fit.fast):
         why = _diagnose(snapshot, blocked, fit, node_ok, nodes)
         reason = f"no schedulable node: {why}" if not names else f"{reason}; {blocked.key}: {why}"
     return Plan(ok=False, reason=reason, placed=placed)
