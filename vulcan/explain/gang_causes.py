@@ -162,7 +162,11 @@ def held_binds(case: GangCase) -> Finding | None:
     unblock = []
     if missing:
         pod = missing[0]
-        why = scheduling_message(case.raw_pod(pod.key)) or "kube-scheduler has not tried it yet"
+        why = (
+            scheduling_message(case.raw_pod(pod.key))
+            or _odd_scheduler(case, pod)
+            or "kube-scheduler has not tried it yet"
+        )
         others = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
         text += f": {pod.key}{others} cannot be placed: {short(why, 180)}"
         unblock.append(f"make {pod.key} schedulable ({short(why, 100)})")
@@ -190,7 +194,21 @@ def _blamed(waiting: list[PodRecord], case: GangCase, known: bool) -> list[PodRe
 
     fresh = [m for m in waiting if not stale(m) and scheduling_message(case.raw_pod(m.key))]
     fresh.sort(key=lambda m: -scheduling_time(case.raw_pod(m.key)))
-    return fresh
+    # A member no scheduler of its gang picks up leaves no refusal at all: name it too.
+    return fresh + [m for m in waiting if m not in fresh and _odd_scheduler(case, m)]
+
+
+def _odd_scheduler(case: GangCase, pod: PodRecord) -> str | None:
+    """Why `pod` may never be tried: it names another scheduler than the rest of its gang (a
+    typo in schedulerName leaves it waiting for a scheduler that does not run)."""
+    names = [m.scheduler_name for m in case.view.members]
+    common = max(sorted(set(names)), key=names.count)
+    if pod.scheduler_name == common:
+        return None
+    return (
+        f"its schedulerName is {pod.scheduler_name} while the rest of its gang's is {common}: "
+        "no scheduler that places the gang will try it"
+    )
 
 
 def _api_hold(case: GangCase) -> float | None:
