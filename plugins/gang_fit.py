@@ -259,6 +259,10 @@ class GangFit:
                 return EXISTING_ANTI_AFFINITY
         return None
 
+    def profile_id(self, pod: PodRecord) -> int:
+        """Members with the same id get the same answers (one profile)."""
+        return id(self._of[pod.key])
+
     def node_ok(self, pod: PodRecord) -> Callable[[NodeRecord], bool]:
         """A node filter for `pod` (the fast path: no rule changes as members land)."""
         return lambda node: self.static_reason(pod, node) is None

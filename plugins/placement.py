@@ -31,14 +31,15 @@ Pure functions: no I/O.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from core.records import NodeRecord, PodRecord
-from core.resources import ResourceVector, format_quantity, format_shortfall
-from plugins.feasibility import fit_error, insufficient
+from core.resources import ResourceVector
+from plugins.feasibility import AFFINITY_RULES, SPREAD
 from plugins.gang_fit import GangFit, Held
+from plugins.placement_reasons import Capacity, diagnose, first_unplaced, gang_reason
 
 if TYPE_CHECKING:  # annotations only: core.cache pulls in the informers and asyncio
     from core.cache import Snapshot
@@ -55,8 +56,9 @@ __all__ = [
 Prefer = Literal["binpack", "spread"]
 
 _ZERO = ResourceVector()
-# Report order for shortfalls, as core.resources orders "insufficient" lists.
-_REPORT_ORDER = {"pods": 0, "cpu": 1, "memory": 2, "ephemeral-storage": 3}
+# Refusals that placing more members can lift (the others only grow).
+_CHANGING = frozenset({SPREAD, AFFINITY_RULES})
+_NONE_REFUSED: frozenset[int] = frozenset()
 # When several dimensions are equally selective, walk the scarce one: extended resources (GPUs)
 # before cpu, memory, storage and the pod count, so binpack packs by what runs out first.
 _DIM_PRIORITY = {"cpu": 1, "memory": 2, "ephemeral-storage": 3, "pods": 4}
@@ -126,7 +128,7 @@ Allowed = Callable[[int, PodRecord], bool]  # node number, member -> its rules a
 
 
 class _Placer:
-    __slots__ = ("allowed", "nodes", "on_take", "prefer", "slots")
+    __slots__ = ("allowed", "nodes", "on_take", "prefer", "refused", "slots")
 
     def __init__(
         self,
@@ -134,12 +136,15 @@ class _Placer:
         prefer: Prefer,
         allowed: Allowed | None = None,
         on_take: Callable[[int, PodRecord], None] | None = None,
+        refused: Callable[[PodRecord], set[int]] | None = None,
     ) -> None:
         self.nodes = nodes
         self.prefer = prefer
         # None: every candidate node takes every member (resources aside), the batched walk.
         self.allowed = allowed
         self.on_take = on_take
+        # The nodes a member's rules refuse for good (skipped before anything is asked).
+        self.refused = refused
         self.slots: dict[str, int] = {}  # pod key -> node number
 
     def place(self, need: tuple[int, ...], pods: list[PodRecord], limit: int) -> int:
@@ -218,6 +223,7 @@ class _Placer:
         for pod in pods:
             if placed == limit:
                 break
+            refused = self.refused(pod) if self.refused is not None else _NONE_REFUSED
             if positive:
                 starts = [bisect_left(nodes.index[d], (need[d], -1)) for d in positive]
                 pick = min(
@@ -232,6 +238,8 @@ class _Placer:
             else:
                 order = iter(range(len(nodes.names)))
             for i in order:
+                if i in refused:
+                    continue
                 if positive and _fit_count(nodes.free[i], need, positive) <= 0:
                     continue
                 if not allowed(i, pod):
@@ -267,15 +275,6 @@ def _dims_of(members: Sequence[PodRecord]) -> tuple[str, ...]:
     for pod in members:
         names.update(name for name, amount in pod.requests.items() if amount > 0)
     return tuple(sorted(names))
-
-
-def _shortfall(required: dict[str, int], free: dict[str, int]) -> list[str]:
-    names = sorted(required, key=lambda name: (_REPORT_ORDER.get(name, len(_REPORT_ORDER)), name))
-    return [
-        format_shortfall(name, required[name], max(0, free.get(name, 0)))
-        for name in names
-        if required[name] > free.get(name, 0)
-    ]
 
 
 def plan_gang(
@@ -372,19 +371,19 @@ def plan_gang(
     # What is left on the best node in each dimension, to tell "too big for any node" apart
     # from "fits in total but is scattered".
     largest = {d: max((row[n] for row in rows), default=0) for n, d in enumerate(dims)}
-    reason = _reason(
+    reason = gang_reason(
         members,
         need,
         per_task,
         placed_by_task,
         placed,
-        _Capacity(total_free, largest, len(names), placer.slots.keys()),
+        Capacity(total_free, largest, len(names), placer.slots.keys()),
     )
-    blocked = _first_unplaced(members, per_task, placer.slots)
+    blocked = first_unplaced(members, per_task, placer.slots)
     # kube-scheduler's view of the first member left out, when the members' rules had a say
     # (the common failed plan, short of room on nodes any pod may use, skips this O(nodes) walk).
     if blocked is not None and (not names or filtered or not fit.fast):
-        why = _diagnose(snapshot, blocked, fit, node_ok, nodes)
+        why = diagnose(snapshot, blocked, fit, node_ok, (nodes.names, nodes.free, nodes.dims))
         reason = f"no schedulable node: {why}" if not names else f"{reason}; {blocked.key}: {why}"
     return Plan(ok=False, reason=reason, placed=placed)
 
@@ -408,53 +407,24 @@ def _member_placer(
     if fit.fast:
         return _Placer(nodes, prefer)
     records = [snapshot.nodes[name] for name in nodes.names]
+    # Refusals that only grow as members land (the node's own filters, ports taken,
+    # anti-affinity) are remembered per profile: the walk of the next member skips those
+    # nodes without asking again, so a 1,000-member hostPort gang is not O(members^2) asks.
+    # Spread and pod affinity may turn a refusal into a yes: always asked.
+    lasting: dict[int, set[int]] = {}
+
+    def refused(pod: PodRecord) -> set[int]:
+        return lasting.setdefault(fit.profile_id(pod), set())
 
     def allowed(i: int, pod: PodRecord) -> bool:
-        return fit.reason(pod, records[i], static=own_filters) is None
+        why = fit.reason(pod, records[i], static=own_filters)
+        if why is None:
+            return True
+        if why not in _CHANGING:
+            refused(pod).add(i)
+        return False
 
-    return _Placer(nodes, prefer, allowed, lambda i, pod: fit.place(pod, records[i]))
-
-
-def _first_unplaced(
-    members: Sequence[PodRecord], per_task: Mapping[str, int], slots: Mapping[str, int]
-) -> PodRecord | None:
-    """The member a failed plan is explained by: of a short role first, else the first."""
-    for pod in members:
-        if pod.key not in slots and (not per_task or (pod.task or "") in per_task):
-            return pod
-    return next((pod for pod in members if pod.key not in slots), None)
-
-
-def _diagnose(
-    snapshot: Snapshot,
-    pod: PodRecord,
-    fit: GangFit,
-    node_ok: Callable[[NodeRecord], bool] | None,
-    nodes: _Nodes,
-) -> str:
-    """kube-scheduler's FitError for `pod` as the plan left the cluster: each node's first
-    failing filter, counted ("0/4 nodes are available: 4 node(s) didn't have free ports for
-    the requested pod ports.")."""
-    index = {name: i for i, name in enumerate(nodes.names)}
-    reasons: dict[str, int] = {}
-    for name, node in snapshot.nodes.items():
-        found: list[str] = []
-        if node_ok is not None and not node_ok(node):
-            found.append("node(s) didn't pass the caller's node check")
-        else:
-            why = fit.reason(pod, node, static=node_ok is None)
-            if why is not None:
-                found.append(why)
-            elif name in index:
-                free = nodes.free[index[name]]
-                found.extend(
-                    insufficient(d)
-                    for n, d in enumerate(nodes.dims)
-                    if pod.requests.get(d) > max(0, free[n])
-                )
-        for why in found:
-            reasons[why] = reasons.get(why, 0) + 1
-    return fit_error(len(snapshot.nodes), reasons)
+    return _Placer(nodes, prefer, allowed, lambda i, pod: fit.place(pod, records[i]), refused)
 
 
 def _batches(
@@ -465,87 +435,6 @@ def _batches(
     for pod in pods:
         groups.setdefault(shape(pod), []).append(pod)
     return list(groups.items())
-
-
-def _sum_requests(pods: Iterable[PodRecord]) -> dict[str, int]:
-    total: dict[str, int] = {}
-    for pod in pods:
-        for name, amount in pod.requests.items():
-            if amount > 0:
-                total[name] = total.get(name, 0) + amount
-    return total
-
-
-@dataclass(frozen=True, slots=True)
-class _Capacity:
-    """What a failed plan's message is computed from."""
-
-    total_free: dict[str, int]  # summed over candidate nodes, before this plan
-    largest: dict[str, int]  # best single node, after this plan's placements
-    candidates: int
-    placed_keys: Collection[str]
-
-
-def _too_big(pods: Sequence[PodRecord], capacity: _Capacity) -> str:
-    """For the first of `pods` that got no node: "no node has 8 nvidia.com/gpu free (at most
-    4)" when one of its requests exceeds what any node has left; "" when it is the combination
-    that no node offers (fragmentation)."""
-    blocked = next((pod for pod in pods if pod.key not in capacity.placed_keys), None)
-    if blocked is None:
-        return ""
-    names = sorted(
-        (name for name, amount in blocked.requests.items() if amount > 0),
-        key=lambda name: (_REPORT_ORDER.get(name, len(_REPORT_ORDER)), name),
-    )
-    for name in names:
-        amount, best = blocked.requests.get(name), max(0, capacity.largest.get(name, 0))
-        if amount > best:
-            return (
-                f"no node has {format_quantity(name, amount)} {name} free "
-                f"(at most {format_quantity(name, best)})"
-            )
-    return ""
-
-
-_FRAGMENTED = "free capacity is fragmented across nodes"
-
-
-def _reason(
-    members: Sequence[PodRecord],
-    need: int,
-    per_task: Mapping[str, int],
-    placed_by_task: Mapping[str, int],
-    placed: int,
-    capacity: _Capacity,
-) -> str:
-    """Why a plan failed, for a person. First the cluster-wide totals: the resources the
-    required members ask for against the free total of every candidate node ("not enough
-    nvidia.com/gpu (need 4, free 2)"). When the totals would do, the first member left without
-    a node is either bigger than any node's free capacity, or the capacity is fragmented."""
-    if capacity.candidates == 0:
-        return "no schedulable node (every node is not ready, cordoned or tainted)"
-    if need > len(members) and not per_task:
-        return f"only {len(members)} pending members for {need} required"
-    parts: list[str] = []
-    for task, required in per_task.items():
-        got = placed_by_task.get(task, 0)
-        if got >= required:
-            continue
-        role = [pod for pod in members if (pod.task or "") == task]
-        text = f"task {task}: {got}/{required} members placeable"
-        if len(role) < required:
-            parts.append(f"{text} (only {len(role)} pending)")
-            continue
-        short = _shortfall(_sum_requests(role[:required]), capacity.total_free)
-        detail = ", ".join(short) if short else (_too_big(role, capacity) or _FRAGMENTED)
-        parts.append(f"{text}: {detail}")
-    if parts:
-        return "; ".join(parts)
-    short = _shortfall(_sum_requests(members[:need]), capacity.total_free)
-    if short:
-        return ", ".join(short)
-    detail = _too_big(members, capacity) or _FRAGMENTED
-    return f"only {placed} of {need} required members fit: {detail}"
 
 
 # --------------------------------------------------------------------------- ledger helpers
