@@ -116,21 +116,27 @@ class JobController:
         """`--max-requeue-num` failed reconciles of a job: as Volcano, say which action failed
         (`ExecuteAction`) and terminate the job, releasing its pods and PodGroup, instead of
         leaving it half-done. The requests that kept failing are dropped (Volcano forgets
-        them); if terminating is what failed, the job is given up (`FailedSync`)."""
+        them); if terminating is what failed, the job is given up (`FailedSync`, where
+        Volcano only logs "Failed to terminate Job")."""
         namespace, name = key.split("/", 1)
         ref = VCJOBS.reference(name, namespace, getattr(self.jobs.items.get(key), "uid", ""))
         action = self._acting.pop(key, SYNC_JOB)
         self.events.take(key)
-        warn_given_up(self.recorder, ref, f"job {key}", exc)
         if action == TERMINATE_JOB:
+            warn_given_up(self.recorder, ref, f"job {key}", exc)
             return
+        # Volcano's recordJobEvent: type Normal, reason ExecuteAction; its FailedSync-like
+        # log line ("Dropping job ... because max retries has reached") is a log, not an event.
         self.recorder.record(
             ref,
-            WARNING,
+            NORMAL,
             "ExecuteAction",
             f"Job failed on action {action} for retry limit reached",
         )
-        log.warning("terminating job after retry limit", extra={"job": key, "action": action})
+        log.warning(
+            "terminating job after retry limit",
+            extra={"job": key, "action": action, "error": str(exc)},
+        )
         self.events.request(key, Request(action=TERMINATE_JOB))
 
     # ------------------------------------------------------------------ reconcile
