@@ -179,7 +179,11 @@ class GangVerbs:
         (the caller binds it at once). Raises BindError."""
         pod_key = f"{args.pod_namespace}/{args.pod_name}"
         record = self.cache.pods.get(pod_key)
-        if record is None or record.group is None or not self.gang_enabled:
+        if record is None or record.group is None:
+            return False
+        # Without the gang plugin members bind at once, except those of a gang already held at
+        # the barrier when a reloaded conf dropped the plugin: it still binds whole.
+        if not self.gang_enabled and not self.barrier.held(record.group):
             return False
         group = self.cache.podgroups.get(record.group)
         if group is None:

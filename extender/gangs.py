@@ -150,6 +150,20 @@ class GangScheduler(GangVerbs):
         cache.change_listeners.append(self._wake.set)
         cache.pod_listeners.append(self._pod_changed)
 
+    def use_conf(self, session: Session, placement: Prefer, queue_policy: QueuePolicy) -> None:
+        """A reloaded scheduler conf (`extender.conf_reload`), taken between two passes (a pass
+        never awaits). What the old conf decided is forgotten, so the next pass decides every
+        group again; the ledger, held binds and admitted gangs stay."""
+        self.session = session
+        self.gang_enabled = session.has("gang")
+        self.placement = placement
+        self.queue_policy = queue_policy
+        self.order = AdmissionOrder(self.cache, session)
+        self._verdicts.clear()
+        self._queue_seen.clear()
+        self._unsettled.clear()
+        self.poke()
+
     # ------------------------------------------------------------------ lifecycle
 
     def start(self, *, enqueue: bool = True) -> None:
