@@ -30,7 +30,8 @@ from core.records import JobRecord, PodGroupRecord, PodRecord
 from flow_controller import job_objects as objects
 from flow_controller.job_events import JobEvents
 from flow_controller.job_owned import PluginObjects
-from flow_controller.job_plugins import JobContext, Plugin, build_plugins
+from flow_controller.job_plugin_registry import build_plugins
+from flow_controller.job_plugins import JobContext, Plugin, PluginFailed
 from flow_controller.job_state import (
     FINISHED,
     KILL,
@@ -317,7 +318,12 @@ class JobController:
                         objects.mount_volumes(body, meta["name"], spec)
                         objects.add_markers(body, self.pod_markers)
                         for plugin in plugins:
-                            plugin.on_pod_create(body, ctx)
+                            try:
+                                plugin.on_pod_create(body, ctx)
+                            except PluginFailed as exc:
+                                # Volcano only logs it; the sync fails and is retried.
+                                self.writer.event(job, WARNING, "PluginError", str(exc))
+                                raise
                         create.append(body)
                 elif pod.deleting:
                     tally.terminating += 1
