@@ -31,6 +31,13 @@ def add_extender_flags(parser: argparse.ArgumentParser) -> None:
         help="Volcano scheduler configuration (actions and tiers of plugins)",
     )
     parser.add_argument(
+        "--scheduler-name",
+        action="append",
+        metavar="NAME[,NAME...]",
+        help="schedulerName(s) the podgroup controller groups pods of (its --scheduler-name; "
+        "repeatable; default volcano): such a pod is refused until it names its PodGroup",
+    )
+    parser.add_argument(
         "--gang-timeout",
         type=parse_duration,
         default=60.0,
