@@ -6,12 +6,10 @@ vulcan's extender; the cluster's own kube-scheduler schedules everything else. U
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import threading
 import time
 import urllib.error
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ import pytest
 from tests.e2e.conftest import wait_for
 from tests.e2e.test_gang_e2e import GangWatch
 from tests.real.conftest import RealCluster
+from tests.real.grouping import controllers_paused, refused_waiting
 
 pytestmark = pytest.mark.real
 
@@ -134,30 +133,6 @@ def hold(what: str, predicate: Callable[[], bool], seconds: float) -> None:
     while time.monotonic() < deadline:
         assert predicate(), f"{what} stopped holding"
         time.sleep(0.1)
-
-
-@contextlib.contextmanager
-def controllers_paused(cluster: RealCluster) -> Iterator[None]:
-    """`vulcan controllers` stopped (SIGSTOP) for the block: the pg controller groups nothing
-    meanwhile, as when it is slow or restarting. Keep the block well under its Lease's 15 s."""
-    child = next(c for c in cluster.install.children if c.name == "vulcan-controllers")
-    assert child.process is not None
-    os.kill(child.process.pid, signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        os.kill(child.process.pid, signal.SIGCONT)
-
-
-WAITING = "waiting for its PodGroup"
-
-
-def refused_waiting(cluster: RealCluster, name: str) -> bool:
-    """kube-scheduler tried the pod and vulcan refused it for want of its group."""
-    for condition in (cluster.pod(name) or {}).get("status", {}).get("conditions") or ():
-        if condition.get("type") == "PodScheduled":
-            return WAITING in condition.get("message", "")
-    return False
 
 
 def running_per_queue(cluster: RealCluster) -> dict[str, int]:
