@@ -223,20 +223,9 @@ def test_every_example_has_a_test() -> None:
     assert sorted(p.name for p in EXAMPLES.glob("*.yaml")) == sorted(EXAMPLE_TESTS)
 
 
-ISSUE_31 = pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="issue 31: with minAvailable (1) below the sum of the tasks' minimums, the bind "
-    "barrier's quorum waits for the launcher, which dependsOn creates only after the workers run",
-)
-
-
 @pytest.mark.parametrize(
     "example",
-    [
-        pytest.param(name, marks=ISSUE_31) if name == "task-dependency.yaml" else name
-        for name in sorted(EXAMPLE_TESTS)
-    ],
+    sorted(EXAMPLE_TESTS),
 )
 def test_example_runs_as_the_readme_says(cluster: SimCluster, example: str) -> None:
     EXAMPLE_TESTS[example](cluster)

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import wait_for
+from tests.e2e.conftest import pod_manifest, wait_for
 from tests.e2e.test_gang_e2e import GangWatch
 from tests.real.conftest import RealCluster
 from tests.real.grouping import controllers_paused, refused_waiting
@@ -414,6 +414,60 @@ def test_the_workload_completes_across_a_kube_apiserver_restart_never_half_bound
     # Nobody asked them to stop: a component that gave up (its Lease lost) says so with a
     # failure status, as kube-scheduler does, never a clean 0 (issue 30 item 4).
     assert not [name for name, codes in exits.items() if 0 in codes], exits
+
+
+GPU_TAINT = "nvidia.com/gpu=present:NoSchedule"
+TOLERATE_GPU = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+
+
+def gpu_member(job: str, index: int, *, tolerate: bool) -> dict[str, Any]:
+    manifest = pod_manifest(
+        f"{job}-{index}",
+        cpu="1",
+        duration="1s",
+        labels={"job": job},
+        annotations={"scheduling.k8s.io/group-name": job},
+        schedulerName="volcano",
+        **({"tolerations": TOLERATE_GPU} if tolerate else {}),
+    )
+    manifest["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] = "1"
+    return manifest
+
+
+def test_a_gpu_gang_tolerating_the_taint_of_every_gpu_node_runs(cluster: RealCluster) -> None:
+    """Issue 32 on the real kube-scheduler: every node tainted as managed Kubernetes taints GPU
+    nodes. vulcan's plan agrees with the real TaintToleration filter: the tolerating gang is
+    placed whole (one GPU per node) and completes; an intolerant gang is held with the taint
+    named on its PodGroup, and no member of it is bound."""
+    cluster.kubectl("taint", "nodes", "--all", GPU_TAINT)
+    try:
+        for job, size, tolerate in (("gpu-ok", 4, True), ("gpu-no", 2, False)):
+            cluster.apply(
+                {
+                    "apiVersion": "scheduling.volcano.sh/v1beta1",
+                    "kind": "PodGroup",
+                    "metadata": {"name": job},
+                    "spec": {"minMember": size},
+                }
+            )
+            cluster.apply([gpu_member(job, i, tolerate=tolerate) for i in range(size)])
+        watch = GangWatch(cluster, {"gpu-ok": 4})
+        watch.until("the tolerating gang to complete", lambda: "gpu-ok" in watch.done_at, 120)
+        nodes = {p["spec"]["nodeName"] for p in cluster.pods(selector="job=gpu-ok")}
+        assert len(nodes) == 4, nodes
+
+        def unschedulable() -> str | None:
+            status = (cluster.get(f"{PODGROUPS}/gpu-no") or {}).get("status") or {}
+            for condition in status.get("conditions") or []:
+                if condition.get("type") == "Unschedulable":
+                    return str(condition.get("message", ""))
+            return None
+
+        message = wait_for("the intolerant gang's Unschedulable condition", unschedulable, 60)
+        assert "untolerated taint {nvidia.com/gpu: present}" in message, message
+        assert not [p for p in cluster.pods(selector="job=gpu-no") if p["spec"].get("nodeName")]
+    finally:
+        cluster.kubectl("taint", "nodes", "--all", "nvidia.com/gpu-", check=False)
 
 
 def epoch(timestamp: str) -> float:
