@@ -40,6 +40,13 @@ def add_extender_flags(parser: argparse.ArgumentParser) -> None:
         "when not (default 5s; 0 disables)",
     )
     parser.add_argument(
+        "--scheduler-name",
+        action="append",
+        metavar="NAME[,NAME...]",
+        help="schedulerName(s) the podgroup controller groups pods of (its --scheduler-name; "
+        "repeatable; default volcano): such a pod is refused until it names its PodGroup",
+    )
+    parser.add_argument(
         "--gang-timeout",
         type=parse_duration,
         default=60.0,

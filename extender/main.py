@@ -33,6 +33,7 @@ from extender.ledger import GangLedger
 from extender.metrics import ExtenderMetrics
 from extender.queues import QueueCollector
 from extender.server import ExtenderServer, serve
+from extender.ungrouped import scheduler_names
 from extender.webhooks import WebhookServing
 from plugins.config import ConfigError
 from plugins.overcommit import OvercommitPlugin
@@ -91,7 +92,13 @@ class Extender:
         if warning:
             log.warning(warning)
         server = GangExtenderServer(
-            cache, framework, binder, ledger=ledger, metrics=metrics, gangs=gangs
+            cache,
+            framework,
+            binder,
+            ledger=ledger,
+            metrics=metrics,
+            gangs=gangs,
+            scheduler_names=scheduler_names(args.scheduler_name),
         )
         if args.enable_debug_endpoints:
             add_debug_routes(server.app, gangs)
