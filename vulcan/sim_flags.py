@@ -34,6 +34,13 @@ def add_up_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--with-controllers", action="store_true", help="run vulcan's controllers")
     parser.add_argument(
+        "--workload-controllers",
+        default="deployment,replicaset",
+        metavar="LIST",
+        help="kube-controller-manager's workload controllers to run (sim.controllers): "
+        "deployment,replicaset (the default), or none",
+    )
+    parser.add_argument(
         "--rbac",
         action="store_true",
         help="enforce RBAC: the extender and controllers run with the tokens of the install's "
