@@ -74,6 +74,8 @@ class Scheduler(SchedulerCache, SchedulingCycle, Binding, Reporting):
         self.columns = NodeColumns()
         self.pods: dict[str, SchedPod] = {}
         self.assumed: dict[str, tuple[SchedPod, str]] = {}
+        self.affinity_pods: dict[str, SchedPod] = {}  # pods with pod (anti-)affinity terms
+        self.waiting_on_pods: set[str] = set()  # unschedulable pods with such terms or spread
         self.next_start_node = 0
         self.random = random.Random(seed)
         self.recorders = {
