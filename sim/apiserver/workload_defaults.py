@@ -54,10 +54,11 @@ def _statefulset(spec: dict[str, Any]) -> None:
     strategy = spec.setdefault("updateStrategy", {})
     if isinstance(strategy, dict):
         strategy.setdefault("type", "RollingUpdate")
-        if strategy["type"] == "RollingUpdate":
-            rolling = strategy.setdefault("rollingUpdate", {})
-            if isinstance(rolling, dict):
-                rolling.setdefault("partition", 0)
+        rolling = strategy.get("rollingUpdate")
+        # Only a given rollingUpdate gets its partition (kubectl's rollout status then
+        # reports a "partitioned roll out").
+        if strategy["type"] == "RollingUpdate" and isinstance(rolling, dict):
+            rolling.setdefault("partition", 0)
     spec.setdefault("revisionHistoryLimit", 10)
     spec.setdefault(
         "persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"}

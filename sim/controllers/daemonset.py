@@ -129,7 +129,11 @@ class DaemonSetController(KeyedController):
                 await self._delete(ds, pod)  # replaced by the next sync
                 continue
             by_node.setdefault(pod.target, []).append(pod)
-        wanted = {name for name, node in self.nodes.items.items() if eligible(spec, node.obj)}
+        wanted = {
+            node.obj["metadata"]["name"]
+            for node in self.nodes.items.values()
+            if eligible(spec, node.obj)
+        }
         missing = sorted(name for name in wanted if not by_node.get(name))
         if missing and self.expectations.satisfied(key):
             self.expectations.expect(key, adds=len(missing))
