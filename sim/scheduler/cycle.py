@@ -32,6 +32,7 @@ from sim.scheduler.framework import (
 )
 from sim.scheduler.placement import Placement, needs_placement
 from sim.scheduler.queue import QueuedPod
+from sim.scheduler.volumes import PreFilterError, VolumeCheck, VolumeObject
 
 if TYPE_CHECKING:
     from sim.scheduler.columns import NodeColumns
@@ -49,10 +50,11 @@ class SchedulingError(Exception):
 
 
 class FitError(Exception):
-    def __init__(self, num_all_nodes: int, statuses: Statuses) -> None:
+    def __init__(self, num_all_nodes: int, statuses: Statuses, pre_filter: str = "") -> None:
         super().__init__("no feasible node")
         self.num_all_nodes = num_all_nodes
         self.statuses = statuses
+        self.pre_filter = pre_filter  # a PreFilter's rejection, which stands for every node
 
 
 class SchedulingCycle:
@@ -70,6 +72,9 @@ class SchedulingCycle:
     assumed: dict[str, tuple[SchedPod, str]]
     affinity_pods: dict[str, SchedPod]
     waiting_on_pods: set[str]
+    claims: dict[str, VolumeObject]
+    volumes: dict[str, VolumeObject]
+    storage_classes: dict[str, VolumeObject]
     next_start_node: int
     random: random.Random
     preemptor: Preemptor
@@ -100,7 +105,9 @@ class SchedulingCycle:
         except FitError as fit:
             self.unschedulable_attempts += 1
             post_filter, nominated = await self.preemptor.post_filter(pod, fit)
-            message = fit_error_message(fit.num_all_nodes, fit.statuses, post_filter)
+            message = fit_error_message(
+                fit.num_all_nodes, fit.statuses, post_filter, fit.pre_filter
+            )
             self._record_failure(pod, "Unschedulable", message, nominated)
             if pod.spread or pod.pod_affinity is not None:
                 self.waiting_on_pods.add(pod.key)
@@ -147,19 +154,29 @@ class SchedulingCycle:
         return Placement.build(pod, self.nodes, self.placed_pods(), self.affinity_holders())
 
     def _judge(
-        self, pod: SchedPod, node: SchedNode, placement: Placement | None
+        self,
+        pod: SchedPod,
+        node: SchedNode,
+        placement: Placement | None,
+        volumes: VolumeCheck | None = None,
     ) -> tuple[str, list[str]] | None:
         failure = run_filters(pod, node, self.ignored_resources)
+        if failure is None and volumes is not None:
+            failure = volumes.filter(node)
         if failure is None and placement is not None:
             failure = placement.filter(node)
         return failure
 
     async def _select_node(self, pod: SchedPod) -> SchedNode:
         ignored = self.ignored_resources
+        try:
+            volumes = VolumeCheck.build(pod, self.claims, self.volumes, self.storage_classes)
+        except PreFilterError as exc:
+            raise FitError(len(self.node_order), {}, exc.reason) from None
         placement = self.placement_for(pod)
         if pod.nominated_node is not None:
             node = self.nodes.get(pod.nominated_node)
-            if node is not None and self._judge(pod, node, placement) is None:
+            if node is not None and self._judge(pod, node, placement, volumes) is None:
                 passing, _ = await self._extender_filter(pod, [node])
                 if passing:
                     return passing[0]
@@ -180,7 +197,7 @@ class SchedulingCycle:
                 lambda p, n: run_filters(p, n, ignored) is None,
             )
         if scan is None:
-            feasible, processed, missed = self._scan_nodes(pod, start, to_find, placement)
+            feasible, processed, missed = self._scan_nodes(pod, start, to_find, placement, volumes)
         else:
             feasible, processed, missed = scan
         self.next_start_node = (start + processed) % total
@@ -191,7 +208,7 @@ class SchedulingCycle:
             # The in-tree reasons serve only the FitError: worked out for the nodes that
             # failed, now that one is raised.
             for name in missed:
-                failure = self._judge(pod, self.nodes[name], placement)
+                failure = self._judge(pod, self.nodes[name], placement, volumes)
                 if failure is not None:
                     statuses[name] = (failure[0], failure[1])
             raise FitError(total, statuses)
@@ -200,7 +217,12 @@ class SchedulingCycle:
         return await self._prioritize(pod, feasible, placement)
 
     def _scan_nodes(
-        self, pod: SchedPod, start: int, to_find: int, placement: Placement | None = None
+        self,
+        pod: SchedPod,
+        start: int,
+        to_find: int,
+        placement: Placement | None = None,
+        volumes: VolumeCheck | None = None,
     ) -> tuple[list[SchedNode], int, list[str]]:
         """The filter loop node by node, round-robin from `start`: (the first `to_find` nodes
         that pass the in-tree filters, how many nodes were looked at, the names of those that
@@ -223,7 +245,7 @@ class SchedulingCycle:
                 if len(feasible) >= to_find:
                     break
                 continue
-            if self._judge(pod, node, placement) is None:
+            if self._judge(pod, node, placement, volumes) is None:
                 feasible.append(node)
                 if len(feasible) >= to_find:
                     break

@@ -21,6 +21,7 @@ from sim.scheduler.pod_terms import (
     HostPort,
     host_ports,
     pod_affinity,
+    pod_claims,
     ports_conflict,
     spread_constraints,
 )
@@ -138,6 +139,7 @@ class SchedPod:
     extenders receive, as kube-scheduler sends the pod its informer holds)."""
 
     __slots__ = (
+        "claims",
         "created",
         "deleting",
         "fit_items",
@@ -207,6 +209,7 @@ class SchedPod:
         self.host_ports = host_ports(spec)
         self.pod_affinity = pod_affinity(spec, self.namespace)
         self.spread = spread_constraints(spec, self.labels)
+        self.claims = pod_claims(spec, self.name)
         # NodeAffinity, NodePorts and the inter-pod plugins cannot fail for this pod: on an
         # `open` node only NodeResourcesFit can (unless other pods' anti-affinity rules it out,
         # which the cycle checks).
@@ -216,6 +219,7 @@ class SchedPod:
             and not self.host_ports
             and self.pod_affinity is None
             and not self.spread
+            and not self.claims
         )
         self.limits_names = frozenset(_resource_names(spec))
         # What an update must change to count as one for scheduling (kube-scheduler ignores
@@ -397,6 +401,7 @@ def fit_error_message(
     num_all_nodes: int,
     statuses: Mapping[str, tuple[str, Sequence[str]]],
     post_filter: str = "",
+    pre_filter: str = "",
 ) -> str:
     """FitError.Error(): `0/3 nodes are available: 1 Insufficient cpu, 2 node(s) were
     unschedulable. preemption: ...` (reasons counted, then sorted as strings, like Go)."""
@@ -407,7 +412,10 @@ def fit_error_message(
             counts[reason] = counts.get(reason, 0) + 1
     message = f"0/{num_all_nodes} nodes are available:"
     histogram = sorted(f"{count} {reason}" for reason, count in counts.items())
-    if histogram:
+    if pre_filter:
+        # A PreFilter's rejection stands for every node: its reason alone, no histogram.
+        message += f" {pre_filter}."
+    elif histogram:
         message += f" {', '.join(histogram)}."
     if post_filter:
         message += f" {post_filter}."

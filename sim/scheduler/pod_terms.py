@@ -179,3 +179,15 @@ def spread_constraints(
     spec: Mapping[str, Any], labels: Mapping[str, str]
 ) -> tuple[SpreadConstraint, ...]:
     return tuple(SpreadConstraint(c, labels) for c in spec.get("topologySpreadConstraints") or ())
+
+
+def pod_claims(spec: Mapping[str, Any], pod_name: str) -> tuple[tuple[str, bool], ...]:
+    """(claim name, is a generic ephemeral volume's) for each volume backed by a claim."""
+    found: list[tuple[str, bool]] = []
+    for volume in spec.get("volumes") or ():
+        claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+        if claim:
+            found.append((claim, False))
+        elif volume.get("ephemeral") is not None:
+            found.append((f"{pod_name}-{volume.get('name', '')}", True))
+    return tuple(found)

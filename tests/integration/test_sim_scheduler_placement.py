@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest_asyncio
 
-from core.kube.client import NODES, PODS, KubeClient
+from core.kube.client import NODES, PODS, KubeClient, Resource
 from sim.scheduler.config import parse_config, sim_config
 from sim.scheduler.scheduler import Scheduler
 from tests.helpers import add_ready_node
@@ -168,3 +168,74 @@ async def test_topology_spread_max_skew_one_holds(client: KubeClient, scheduler:
         "0/3 nodes are available: 3 node(s) didn't match pod topology spread constraints "
         "(missing required label)."
     )
+
+
+PVS = Resource("", "v1", "persistentvolumes", False, "PersistentVolume")
+PVCS = Resource("", "v1", "persistentvolumeclaims", True, "PersistentVolumeClaim")
+
+
+async def bound_claim(
+    client: KubeClient, name: str, *, node: str | None = None, zone: str | None = None
+) -> None:
+    """A PersistentVolume (local to `node`, or labelled with `zone`) and a claim bound to it."""
+    volume: dict[str, Any] = {
+        "metadata": {"name": f"pv-{name}", "labels": {}},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"]},
+    }
+    if node:
+        volume["spec"]["nodeAffinity"] = {
+            "required": {
+                "nodeSelectorTerms": [
+                    {
+                        "matchExpressions": [
+                            {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}
+                        ]
+                    }
+                ]
+            }
+        }
+    if zone:
+        volume["metadata"]["labels"]["topology.kubernetes.io/zone"] = zone
+    await client.create(PVS, volume)
+    claim = {
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+            "volumeName": f"pv-{name}",
+        },
+    }
+    await client.create(PVCS, claim, "default")
+
+
+def mounting(name: str, claim: str) -> dict[str, Any]:
+    return web_pod(name, volumes=[{"name": "data", "persistentVolumeClaim": {"claimName": claim}}])
+
+
+async def test_bound_claims_pin_pods_to_their_volumes_nodes(
+    client: KubeClient, scheduler: Scheduler
+) -> None:
+    await bound_claim(client, "local", node="n1")
+    await bound_claim(client, "zonal", zone="b")
+    for name, claim in (("uses-local", "local"), ("uses-zonal", "zonal")):
+        await client.create(PODS, mounting(name, claim), "default")
+    where = await settle(client, ["uses-local", "uses-zonal"], 2)
+    assert where == {"uses-local": "n1", "uses-zonal": "n2"}  # n2 is zone b's only node
+    # A claim that does not exist keeps the pod off every node (VolumeBinding's PreFilter).
+    await client.create(PODS, mounting("orphan", "nope"), "default")
+    assert (await failed_scheduling(client, "orphan")).startswith(
+        '0/3 nodes are available: persistentvolumeclaim "nope" not found.'
+    )
+    # Unbound, with no class that waits for a consumer: kube-scheduler's immediate-binding text.
+    unbound = {
+        "metadata": {"name": "pending", "namespace": "default"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
+    }
+    await client.create(PVCS, unbound, "default")
+    await client.create(PODS, mounting("waits", "pending"), "default")
+    assert (await failed_scheduling(client, "waits")).startswith(
+        "0/3 nodes are available: pod has unbound immediate PersistentVolumeClaims."
+    )
+    # The claim arriving later is an event that retries the pod.
+    await bound_claim(client, "nope", node="n0")
+    assert (await settle(client, ["orphan"], 1))["orphan"] == "n0"
