@@ -90,7 +90,9 @@ class DaemonSetController(KeyedController):
         super().__init__(client)
         self.sets = self.informer(DAEMONSETS, ObjectRecord, lambda r: self.queue.add(r.key))
         self.nodes = self.informer(NODES, ObjectRecord, self._node_changed)
-        self.pods = self.informer(PODS, _DaemonPod, self._pod_changed)
+        self.pods = self.informer(
+            PODS, _DaemonPod, self._pod_changed, label_selector=TEMPLATE_GENERATION
+        )
         self.expectations = Expectations()
         self.pods.add_handlers(self._seen, lambda _old, _new: None, lambda _pod: None)
 

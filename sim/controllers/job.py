@@ -98,7 +98,9 @@ class JobController(KeyedController):
         self.base_backoff = base_backoff
         self.expectations = Expectations()
         self.jobs = self.informer(JOBS, ObjectRecord, lambda r: self.queue.add(r.key))
-        self.pods = self.informer(PODS, JobPodView, self._pod_changed)
+        self.pods = self.informer(
+            PODS, JobPodView, self._pod_changed, label_selector=CONTROLLER_UID
+        )
         self._pods_of: dict[str, set[str]] = {}
         self.pods.add_handlers(self._index, self._reindex, self._drop)
 

@@ -50,7 +50,7 @@ class StatefulSetController(KeyedController):
     def __init__(self, client: KubeClient) -> None:
         super().__init__(client)
         self.sets = self.informer(STATEFULSETS, ObjectRecord, lambda r: self.queue.add(r.key))
-        self.pods = self.informer(PODS, PodView, self._pod_changed)
+        self.pods = self.informer(PODS, PodView, self._pod_changed, label_selector=POD_NAME)
 
     def _pod_changed(self, pod: PodView) -> None:
         if pod.owner is not None and pod.owner[0] == STATEFULSETS.kind:
