@@ -77,8 +77,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]:
         "--rbac",
         "--pod-duration",
         "2s",
-        # pods_owned_by_workloads makes each workload's pod itself (one per kind, DaemonSet and
-        # batch Job included, which the embedded cluster has no controller for).
+        # pods_owned_by_workloads makes each workload's pod itself (one per kind, so each
+        # owner has exactly the pods the test counts): no workload controllers.
         "--workload-controllers",
         "none",
     ):
