@@ -158,7 +158,7 @@ async def test_a_first_run_writes_the_secret_and_every_ca_bundle_and_a_rerun_cha
     assert status == 0, log
     assert "created Secret vulcan-system/vulcan-webhook-tls (it does not exist)" in log
     assert "patched MutatingWebhookConfiguration vulcan-admission: caBundle of 3 of its 3" in log
-    assert "patched ValidatingWebhookConfiguration vulcan-admission: caBundle of 4 of its 4" in log
+    assert "patched ValidatingWebhookConfiguration vulcan-admission: caBundle of 5 of its 5" in log
 
     secret = await cluster.secret()
     assert secret["type"] == "kubernetes.io/tls"
