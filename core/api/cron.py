@@ -93,11 +93,14 @@ class Schedule:
     every: timedelta | None = None
 
     def next(self, after: datetime) -> datetime | None:
-        """The first activation strictly after `after` (None if there is none within five
-        years, e.g. `0 0 30 2 *`)."""
+        """The first activation strictly after `after`, in UTC (None if there is none within
+        five years, e.g. `0 0 30 2 *`). UTC so that differences and sums of the results are
+        real time (Python's arithmetic on datetimes of one zone is wall-clock)."""
         if self.every is not None:
-            return after - timedelta(microseconds=after.microsecond) + self.every
-        return _next_spec(self, after)
+            start = after.astimezone(UTC)
+            return start - timedelta(microseconds=start.microsecond) + self.every
+        found = _next_spec(self, after)
+        return None if found is None else found.astimezone(UTC)
 
 
 def parse(spec: str, zone: tzinfo = UTC) -> Schedule:
