@@ -70,9 +70,10 @@ class CronError(ValueError):
 
 
 def load_zone(name: str) -> tzinfo:
-    """A tz database zone (Go's time.LoadLocation: "" and "UTC" are UTC). Raises CronError with
-    Go's message for an unknown name."""
-    if name in ("", "UTC"):
+    """A tz database zone (Go's time.LoadLocation: "" and "UTC" are UTC, "Local" the process's
+    zone, which for vulcan's controllers is UTC). Raises CronError with Go's message for an
+    unknown name."""
+    if name in ("", "UTC", "Local"):
         return UTC
     try:
         return ZoneInfo(name)
