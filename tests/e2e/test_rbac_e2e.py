@@ -6,8 +6,8 @@ One workload exercises what vulcan does with the API: a Volcano Job with the ssh
 (Secrets, ConfigMaps, Services, NetworkPolicies), a Job with a volume claim (PVCs), Commands on a
 Job (abort, resume) and on a Queue (close, open), a JobFlow of two JobTemplates, a CronJob, pods
 owned by a ReplicaSet, a StatefulSet, a DaemonSet and a batch Job (the PodGroup controller),
-reclaim between two queues (evictions) with a member held by Volcano's queue-allocation gate (lifted by the
-extender), and leader election by both components. Then:
+reclaim between two queues (evictions) with a member held by Volcano's queue-allocation gate
+(lifted by the extender), and leader election by both components. Then:
 - not one call of theirs was refused;
 - every rule of their roles was needed: some allowed call of the scenario is allowed by that
   rule alone, so without it the scenario has a refusal (tests/rbac_coverage.py);
