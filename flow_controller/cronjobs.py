@@ -102,6 +102,9 @@ class CronJobController:
             "cronjobs", base_delay=retries.base, max_delay=retries.max_delay
         )
         self._timers: dict[str, Timer] = {}
+        # Jobs this controller deleted that the informer may still list for a moment: not
+        # "unexpected" (forgotten when the informer sees them go).
+        self.deleted: set[str] = set()
         self.cronjobs.add_handlers(
             on_add=lambda c: self.queue.add(c.key),
             on_update=lambda _old, c: self.queue.add(c.key),
@@ -110,8 +113,12 @@ class CronJobController:
         self.jobs.add_handlers(
             on_add=self._job_changed,
             on_update=lambda _old, j: self._job_changed(j),
-            on_delete=self._job_changed,
+            on_delete=self._job_deleted,
         )
+
+    def _job_deleted(self, job: JobRecord) -> None:
+        self.deleted.discard(job.uid)
+        self._job_changed(job)
 
     def _job_changed(self, job: JobRecord) -> None:
         owner = _controller_uid(job)
@@ -220,7 +227,12 @@ class _Sync:
                 self.event(
                     NORMAL, "SawCompletedJob", f"Saw completed job: {job.name}, status: {job.phase}"
                 )
-            elif job.uid not in active and not finished and not job.deleting:
+            elif (
+                job.uid not in active
+                and not finished
+                and not job.deleting
+                and job.uid not in self.c.deleted
+            ):
                 self.event(
                     WARNING,
                     "UnexpectedJob",
@@ -397,6 +409,7 @@ class _Sync:
                 self.event(WARNING, "FailedDelete", f'Error deleting job "{name}": {exc.message}')
                 raise
         self._drop_active(uid)
+        self.c.deleted.add(uid)
         self.event(NORMAL, "SuccessfulDelete", f"Deleted job {name}")
         self.c.metrics.changes.labels("Job", "delete").inc()
         return True

@@ -4,6 +4,7 @@ controller runs: the test plays it, writing each Job's phase as Volcano's would.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import copy
 from collections.abc import AsyncIterator
@@ -89,25 +90,47 @@ def job_name(cron: str, at: datetime) -> str:
     return f"{cron}-{int(at.timestamp()) // 60}"
 
 
+class Manager:
+    """The cronjob-controller in a ControllerManager on the fake clock; stoppable and
+    restartable (a restart rebuilds everything from the API server, timers included)."""
+
+    def __init__(self, client: KubeClient, clock: FakeClock) -> None:
+        self.client, self.clock = client, clock
+        self.task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        retries = RetryPolicy(max_retries=5, max_delay=0.5)
+        manager = ControllerManager(
+            self.client, {CRONJOB: factories(retries, clock=self.clock)[CRONJOB]}, identity="t"
+        )
+        self.task = asyncio.create_task(manager.run())
+        await until(lambda: manager.ready() == (True, "ok"), 10)
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.task
+            self.task = None
+
+
 @contextlib.asynccontextmanager
 async def cluster() -> AsyncIterator[tuple[KubeClient, FakeClock]]:
+    async with managed() as (client, clock, _):
+        yield client, clock
+
+
+@contextlib.asynccontextmanager
+async def managed() -> AsyncIterator[tuple[KubeClient, FakeClock, Manager]]:
     clock = FakeClock(datetime.now(UTC))
     async with EmbeddedApiServer() as server:
         client = KubeClient(Configuration(host=server.url), ClientOptions(qps=0))
-        retries = RetryPolicy(max_retries=5, max_delay=0.5)
-        manager = ControllerManager(
-            client, {CRONJOB: factories(retries, clock=clock)[CRONJOB]}, identity="test"
-        )
-        import asyncio
-
-        task = asyncio.create_task(manager.run())
-        await until(lambda: manager.ready() == (True, "ok"), 10)
+        manager = Manager(client, clock)
+        await manager.start()
         try:
-            yield client, clock
+            yield client, clock, manager
         finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await manager.stop()
             await client.close()
 
 
@@ -228,7 +251,9 @@ async def test_replace_deletes_the_running_job_and_creates_the_next() -> None:
         assert status["lastScheduleTime"] == stamp(second)
         old = await job_or_none(client, job_name("every-minute", first))
         assert old is None or old["metadata"].get("deletionTimestamp")
-        assert "SuccessfulDelete" in await reasons(client, "every-minute")
+        seen = await reasons(client, "every-minute")
+        assert "SuccessfulDelete" in seen
+        assert "UnexpectedJob" not in seen  # the Job it deleted itself is not a stranger
 
 
 @pytest.mark.asyncio
@@ -277,3 +302,25 @@ async def test_suspended_cronjob_creates_nothing_and_a_missed_deadline_is_report
         items = (await client.list(VCJOBS, NS))["items"]
         assert items == []
         assert not (await status_of(client, "paused")).get("lastScheduleTime")
+
+
+@pytest.mark.asyncio
+async def test_a_restarted_controller_runs_the_time_it_missed_while_down() -> None:
+    async with managed() as (client, clock, manager):
+        name = "restarts"
+        await client.create(CRONJOBS, cronjob(name, "* * * * *", startingDeadlineSeconds=120))
+        first = minute_after(clock.now())
+        await next_timer(clock, first)
+        await manager.stop()
+        # Down across the schedule time; back within the deadline: the run happens, once.
+        clock.set(first + timedelta(seconds=30))
+        assert await job_or_none(client, job_name(name, first)) is None
+        await manager.start()
+        await eventually(lambda: job_or_none(client, job_name(name, first)))
+        status = await eventually(
+            lambda: _with(status_of(client, name), lambda s: s.get("lastScheduleTime"))
+        )
+        assert status["lastScheduleTime"] == stamp(first)
+        await next_timer(clock, first + timedelta(minutes=1))
+        items = (await client.list(VCJOBS, NS))["items"]
+        assert [j["metadata"]["name"] for j in items] == [job_name(name, first)]
