@@ -368,6 +368,10 @@ class _Sync:
         else:
             self.event(NORMAL, "SuccessfulCreate", f"Created job {name}")
             self.c.metrics.changes.labels("Job", "create").inc()
+            created = parse_time(job["metadata"].get("creationTimestamp"))
+            if created is not None:
+                skew = (created - scheduled).total_seconds()
+                self.c.metrics.cronjob_creation_skew.observe(max(0.0, skew))
         job_meta = job["metadata"]
         phase = ((job.get("status") or {}).get("state") or {}).get("phase")
         if phase not in FINISHED and job_meta.get("uid") not in self._active_uids():

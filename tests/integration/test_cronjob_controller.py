@@ -16,6 +16,7 @@ from kubernetes_asyncio.client import Configuration
 
 from core.controller.clock import FakeClock
 from core.controller.manager import ControllerManager
+from core.controller.metrics import ControllerMetrics
 from core.controller.reconcile import RetryPolicy
 from core.kube.client import CRONJOBS, VCJOBS, ApiError, ClientOptions, KubeClient
 from flow_controller.controllers import factories
@@ -97,11 +98,15 @@ class Manager:
     def __init__(self, client: KubeClient, clock: FakeClock) -> None:
         self.client, self.clock = client, clock
         self.task: asyncio.Task[None] | None = None
+        self.metrics = ControllerMetrics()
 
     async def start(self) -> None:
         retries = RetryPolicy(max_retries=5, max_delay=0.5)
         manager = ControllerManager(
-            self.client, {CRONJOB: factories(retries, clock=self.clock)[CRONJOB]}, identity="t"
+            self.client,
+            {CRONJOB: factories(retries, clock=self.clock)[CRONJOB]},
+            metrics=self.metrics,
+            identity="t",
         )
         self.task = asyncio.create_task(manager.run())
         await until(lambda: manager.ready() == (True, "ok"), 10)
@@ -171,7 +176,7 @@ def stamp(moment: datetime) -> str:
 
 @pytest.mark.asyncio
 async def test_volcano_example_runs_at_its_schedule_completes_and_forbid_skips() -> None:
-    async with cluster() as (client, clock):
+    async with managed() as (client, clock, manager):
         name = EXAMPLE["metadata"]["name"]
         await client.create(CRONJOBS, EXAMPLE)
         first = minute_after(clock.now(), 5)
@@ -217,6 +222,10 @@ async def test_volcano_example_runs_at_its_schedule_completes_and_forbid_skips()
         await eventually(lambda: job_or_none(client, job_name(name, third)))
         assert await job_or_none(client, job_name(name, second)) is None
         assert "SuccessfulCreate" in await reasons(client, name)
+        # The creation skew is observed per Job made (not per sync).
+        skew = manager.metrics.cronjob_creation_skew.collect()[0]
+        count = next(s.value for s in skew.samples if s.name.endswith("_count"))
+        assert count == 2
 
 
 async def _with(probe: Any, test: Any) -> Any:
