@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate = sub.add_parser(
         "validate",
-        help="check Volcano YAML (Job, PodGroup, Queue, Command, JobFlow, JobTemplate)",
+        help="check Volcano YAML (Job, CronJob, PodGroup, Queue, Command, JobFlow, JobTemplate)",
         description="Check every object vulcan knows against the models and Volcano's admission "
         "rules. Prints FILE: KIND/NAME: FIELD: reason per problem; exits 1 if any.",
     )

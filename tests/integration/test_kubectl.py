@@ -301,3 +301,39 @@ async def test_workload_tables_have_kube_apiserver_columns(kubectl: Kubectl) -> 
         "SELECTOR",
         "AGE",
     ]
+
+
+CRONJOB = """\
+apiVersion: batch.volcano.sh/v1alpha1
+kind: CronJob
+metadata:
+  name: nightly
+spec:
+  schedule: "0 3 * * *"
+  timeZone: Asia/Tokyo
+  jobTemplate:
+    spec:
+      tasks:
+      - name: main
+        replicas: 1
+        template: {spec: {containers: [{name: c, image: busybox}]}}
+"""
+
+
+async def test_cronjob_short_names_and_columns(kubectl: Kubectl) -> None:
+    _, out, _ = await kubectl("create", "-f", "-", stdin=CRONJOB)
+    assert "cronjob.batch.volcano.sh/nightly created" in out
+    for short in ("cronvj", "cronvcjob"):
+        _, out, _ = await kubectl("get", short)
+        header, row = out.strip().split("\n")
+        assert header.split() == [
+            "NAME",
+            "SCHEDULE",
+            "TIMEZONE",
+            "SUSPEND",
+            "LAST",
+            "SCHEDULE",
+            "AGE",
+        ]
+        assert row.split()[:5] == ["nightly", "0", "3", "*", "*"]
+        assert "Asia/Tokyo" in row and "false" in row
