@@ -433,6 +433,7 @@ class GangScheduler(GangVerbs):
         if decision.evictions is not None:
             chosen = decision.evictions
             self.evictor.evict_units(snapshot, group, chosen.priority, chosen.action, chosen.units)
+            self._evicted_whole(chosen.units, f"{chosen.action}ed whole for gang {key}")
         members = {pod.key: pod for pod in view.members}
         for pod_key, node in plan.slots.items():
             request = members[pod_key].requests
@@ -446,6 +447,7 @@ class GangScheduler(GangVerbs):
         self.session.job_allocated(job, held, self._state)
         self.admitted.add(key)
         self.reasons.pop(key, None)
+        self.promises.pop(key, None)
         self.writer.group_event(
             group,
             NORMAL,
@@ -457,6 +459,15 @@ class GangScheduler(GangVerbs):
         return None
 
     # ------------------------------------------------------------------ preemption
+
+    def _evicted_whole(self, units: list[VictimUnit], why: str) -> None:
+        """A gang evicted whole is placed again as a new gang: all or nothing, through
+        admission and the bind barrier's quorum (its members are made again by its job, or
+        wait; none of them may bind on the strength of the evicted gang's admission)."""
+        for unit in units:
+            if unit.group is not None and not unit.elastic:
+                self._forget_group(unit.group, why)
+                self.barrier.forget(unit.group)
 
     def _victims(self, snapshot: Snapshot, key: str) -> list[VictimUnit]:
         """What reclaim and preempt may evict for group `key` (never pods being freed)."""

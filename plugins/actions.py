@@ -173,6 +173,11 @@ def allocate_gang(
     )
     if evictions is None:
         why = over_share or (plan.reason if plan is not None else "") or refused or ""
+        why += (
+            f"; nothing it may evict makes room (preempt: only work of priority below "
+            f"{job.priority} in queue {group.queue}; reclaim: only work of queues over "
+            "their deserved share)"
+        )
         return Admission(reason=f"gang {key}: waiting for admission: {why}", volatile=True)
     if promise is not None:
         # What the enqueue votes were promised goes too (evicting more only frees more room:
