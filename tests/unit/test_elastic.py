@@ -6,7 +6,10 @@ enqueue promise (lower priority only)."""
 
 from __future__ import annotations
 
+from core.cache import ClusterCache
+from core.records import PodGroupRecord, PriorityClassRecord
 from core.resources import ResourceVector
+from extender.admission_order import job_input
 from plugins.config import default_config
 from plugins.elastic import elastic_resources, surplus_members, trim_elastic
 from plugins.enqueue_promise import enqueue_by_eviction
@@ -161,3 +164,31 @@ def test_a_job_is_enqueued_on_the_promise_of_preempting_lower_priority_work_only
     assert trial.model is not None and trial.model.shares["q"].allocated == cpu(16)
     # Equal priority: no promise (a job must not be enqueued to evict its equals).
     assert enqueue_by_eviction(SESSION, state(), job(10), units) is None
+
+
+def test_a_podgroup_without_pods_has_its_priority_class_value() -> None:
+    cache = ClusterCache()
+    high = PodGroupRecord(
+        {
+            "metadata": {"name": "high", "namespace": "ns"},
+            "spec": {"minMember": 4, "queue": "q", "priorityClassName": "batch-high"},
+        }
+    )
+    plain = PodGroupRecord({"metadata": {"name": "plain", "namespace": "ns"}, "spec": {}})
+    cache.on_podgroup_add(high)
+    cache.on_podgroup_add(plain)
+    cache.take_dirty_groups()
+    assert job_input(cache.snapshot(), high).priority == 0  # no such class (yet)
+    record = PriorityClassRecord({"metadata": {"name": "batch-high"}, "value": 1000})
+    cache.on_priority_class_add(record)
+    # A class arriving re-decides the groups (their priority may have moved).
+    assert cache.take_dirty_groups() == {"ns/high", "ns/plain"}
+    assert job_input(cache.snapshot(), high).priority == 1000
+    assert job_input(cache.snapshot(), plain).priority == 0
+    default = PriorityClassRecord(
+        {"metadata": {"name": "everyone"}, "value": 7, "globalDefault": True}
+    )
+    cache.on_priority_class_add(default)
+    assert job_input(cache.snapshot(), plain).priority == 7  # globalDefault
+    cache.on_priority_class_delete(record)
+    assert job_input(cache.snapshot(), high).priority == 7  # its class is gone: the default
