@@ -151,11 +151,12 @@ def allocate_gang(
     if plan is not None and plan.ok:
         plan = _within_queue(session, state, group.queue, demand, plan, members, need, per_task)
         return Admission(plan=plan, volatile=True, demand=demand)
+    units = room.victims()
     evictions = choose_evictions(
         snapshot,
         group,
         members,
-        room.victims(),
+        units,
         EvictionRequest(
             need=need,
             per_task=per_task,
@@ -173,11 +174,20 @@ def allocate_gang(
     )
     if evictions is None:
         why = over_share or (plan.reason if plan is not None else "") or refused or ""
-        why += (
-            f"; nothing it may evict makes room (preempt: only work of priority below "
-            f"{job.priority} in queue {group.queue}; reclaim: only work of queues over "
-            "their deserved share)"
+        peers = sorted(
+            {
+                u.group or u.pods[0]
+                for u in units
+                if u.queue == group.queue and u.priority >= job.priority
+            }
         )
+        if peers and "preempt" in session.actions:
+            # What it waits for: its queue's room is held by work it may not preempt.
+            why += (
+                f"; the room in queue {group.queue} is held by work of priority "
+                f">= {job.priority}, which it does not preempt: {', '.join(peers[:3])}"
+                + (f" and {len(peers) - 3} more" if len(peers) > 3 else "")
+            )
         return Admission(reason=f"gang {key}: waiting for admission: {why}", volatile=True)
     if promise is not None:
         # What the enqueue votes were promised goes too (evicting more only frees more room:

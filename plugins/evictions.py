@@ -219,7 +219,14 @@ def accepted_victims(
         inputs = state.inputs
         candidates = [u for u in units if _reclaim_candidate(u, preemptor.queue, inputs)]
         return session.reclaimable(preemptor, candidates, state)
-    candidates = [u for u in units if _preempt_candidate(u, preemptor.queue, preemptor.group)]
+    # Strictly lower priority whatever the conf's plugins (a conf without `priority` too):
+    # two jobs of equal priority must never evict each other's work (no thrash).
+    candidates = [
+        u
+        for u in units
+        if _preempt_candidate(u, preemptor.queue, preemptor.group)
+        and u.priority < preemptor.priority
+    ]
     return session.preemptable(preemptor, candidates, state)
 
 
