@@ -360,9 +360,9 @@ def fallback(case: GangCase) -> Finding:
 CHECKS: tuple[Callable[[GangCase], Finding | None], ...] = (
     scheduled,
     queue_state,
+    promised,
     members,
     backoff,
-    promised,
     queue_limits,
     held_binds,
     victims,
