@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 def grow_elastic(scheduler: GangScheduler, snapshot: Snapshot) -> None:
     """One pass over the waiting elastic members (see the module docstring)."""
+    _take_back_lost_slots(scheduler, snapshot)
     waiting_by_group = scheduler.elastic_waiting
     for key in list(waiting_by_group):
         waiting = waiting_by_group[key]
@@ -62,6 +63,29 @@ def grow_elastic(scheduler: GangScheduler, snapshot: Snapshot) -> None:
             break  # one member per gang and pass: the next pass sees the queue with it
         if not waiting:
             del waiting_by_group[key]
+
+
+def _take_back_lost_slots(scheduler: GangScheduler, snapshot: Snapshot) -> None:
+    """An elastic member's slot that no longer fits and is not being freed (another pod took
+    the room while its victims left) is given up, and the member waits again: the next pass
+    places it anew (reclaiming again if it must) instead of it waiting for ever on room that
+    never comes back."""
+    for key, members in list(scheduler.elastic_slots.items()):
+        for pod_key in list(members):
+            pod = snapshot.pods.get(pod_key)
+            reservation = scheduler.ledger.reservation_of(pod_key)
+            if pod is None or pod.node is not None or pod.terminal or reservation is None:
+                members.discard(pod_key)
+                continue
+            if scheduler.slots.fits(pod_key, reservation.node, reservation.request):
+                continue
+            if scheduler.slots.blockers(pod_key, group=key) is not None:
+                continue  # its victims are still leaving: the room comes
+            scheduler.ledger.release(pod_key)
+            members.discard(pod_key)
+            scheduler.elastic_waiting.setdefault(key, set()).add(pod_key)
+        if not members:
+            del scheduler.elastic_slots[key]
 
 
 def _place(
@@ -115,6 +139,7 @@ def _place(
     if node is None:
         return False
     scheduler.ledger.reserve(Reservation(pod.key, node, pod.requests, group.key))
+    scheduler.elastic_slots.setdefault(group.key, set()).add(pod.key)
     if scheduler.queue_pass is not None:
         scheduler.queue_pass.model.on_allocated(group.queue, pod.requests)
     if not scheduler.slots.fits(pod.key, node, pod.requests):

@@ -128,6 +128,9 @@ class GangScheduler(GangVerbs):
         # share or capability, or no room): each pass gives one per gang a slot when its queue
         # may take it, evicting elastic work for it if needed (`extender.elastic_growth`).
         self.elastic_waiting: dict[str, set[str]] = {}
+        # group -> its elastic members holding a slot the pass gave them (taken back when
+        # the room went to another pod, `extender.elastic_growth`).
+        self.elastic_slots: dict[str, set[str]] = {}
         # group -> what it was enqueued on the promise of evicting ("will preempt ..."), for
         # the debug view and `vulcan explain`.
         self.promises: dict[str, str] = {}
@@ -279,7 +282,7 @@ class GangScheduler(GangVerbs):
             if queue not in queue_pass.groups_by_queue:
                 self._queue_seen.pop(queue, None)
                 self._unsettled.pop(queue, None)
-        if self.elastic_waiting:
+        if self.elastic_waiting or self.elastic_slots:
             grow_elastic(self, snapshot)
         self.writer.queue_statuses(snapshot, queue_pass)
 
