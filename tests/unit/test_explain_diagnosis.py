@@ -741,3 +741,28 @@ def test_host_port_members_outnumber_the_nodes() -> None:
     assert cause == "node-filters"
     assert "kube-scheduler's filters leave too few nodes for the whole gang" in first
     assert "2 node(s) didn't have free ports for the requested pod ports" in first
+
+
+def test_a_job_enqueued_on_the_promise_of_eviction_names_whom_it_will_preempt() -> None:
+    vcjob = job("urgent")
+    group = podgroup(
+        "urgent-u-urgent",
+        4,
+        phase="Inqueue",
+        min_resources={"cpu": "16"},
+        owner=job_owner("urgent"),
+    )
+    promise = "will preempt default/low-x (whole gang, 4 pods, priority 10)"
+    cause, first = explain(
+        found(
+            "job",
+            "urgent",
+            vcjob,
+            jobs=[vcjob],
+            podgroups=[group],
+            extender_gang={"admitted": False, "members": {}, "promise": promise},
+            extender_url="http://x",
+        )
+    )
+    assert cause == "will-evict"
+    assert promise in first
