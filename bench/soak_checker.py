@@ -1,0 +1,419 @@
+"""The soak's invariant checker: fed the objects the watches deliver (and a clock), it keeps each
+invariant's open episodes and turns the ones that last too long into `Violation`s.
+
+Pure: no I/O, time passed in, so unit tests drive it with synthetic event sequences.
+
+Invariants (limits in `Limits`, each a flag of `python -m bench.soak`):
+- partial gang: 0 < live bound members < minMember (live: bound, not terminating, not finished)
+  for longer than `partial_window` when the gang got there by binding (members bound
+  piecemeal), or longer than `loss_window` when it got there by losing members of a Volcano
+  Job (its controller must make the gang whole again). A bare-pod gang that lost members (no
+  controller makes its pods again) and a gang whose members are finishing are not partial
+  placements and are only counted;
+- queue over capability: the live bound pods of a queue's gangs request more than its
+  capability for longer than `capacity_grace` (watch streams of different kinds may be seen
+  slightly out of order);
+- node overcommitted: pods holding room on a node (bound, not finished) request more than its
+  allocatable — at once;
+- stall: a gang with no member bound whose minMember waiting pods fit the free room of the
+  schedulable nodes, in a queue with room under its capability and its deserved share, for
+  longer than `stall_after`;
+- job not final: a Volcano Job whose pods have all finished, or that stays in a passing phase
+  (Restarting, Aborting, Terminating, Completing), for longer than `job_final_after`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from bench.soak_fit import SHARE_DIMENSIONS, deserved, pack
+from bench.soak_model import (
+    JOB_FINAL,
+    TERMINAL,
+    Group,
+    Job,
+    Node,
+    Pod,
+    Queue,
+    Resources,
+    add,
+    over,
+    show,
+    sub,
+)
+
+PASSING_PHASES = ("Restarting", "Aborting", "Terminating", "Completing")
+# A job's gang in these phases is being taken down or finished by its controller on purpose.
+TEARDOWN_PHASES = (*PASSING_PHASES, *JOB_FINAL)
+
+
+@dataclass(slots=True)
+class Limits:
+    partial_window: float = 5.0
+    loss_window: float = 60.0
+    capacity_grace: float = 1.0
+    stall_after: float = 60.0
+    job_final_after: float = 30.0
+
+
+@dataclass(slots=True)
+class Violation:
+    kind: str
+    subject: str
+    since: float
+    seen: float  # when the checker knew (the limit passed)
+    detail: str
+    until: float | None = None  # when the episode ended (None: still on at the end)
+
+    def describe(self, origin: float = 0.0) -> str:
+        end = "still on" if self.until is None else f"until t={self.until - origin:.1f}s"
+        lasted = f"{(self.until or self.seen) - self.since:.1f}s"
+        return (
+            f"VIOLATION {self.kind} {self.subject}: from t={self.since - origin:.1f}s "
+            f"{end} (>= {lasted}): {self.detail}"
+        )
+
+
+@dataclass(slots=True)
+class Episode:
+    since: float
+    cause: str = ""
+    limit: float = 0.0
+    violation: Violation | None = None
+    counted: bool = True  # counts towards worst_partial_s
+
+
+@dataclass
+class Checker:
+    limits: Limits = field(default_factory=Limits)
+    origin: float = 0.0
+    pods: dict[str, Pod] = field(default_factory=dict)
+    groups: dict[str, Group] = field(default_factory=dict)
+    queues: dict[str, Queue] = field(default_factory=dict)
+    nodes: dict[str, Node] = field(default_factory=dict)
+    jobs: dict[str, Job] = field(default_factory=dict)
+    violations: list[Violation] = field(default_factory=list)
+    bound_at: dict[str, tuple[float, str]] = field(default_factory=dict)  # pod uid -> (t, node)
+    worst_partial: float = 0.0
+    degraded: set[str] = field(default_factory=set)  # bare gangs that lost members
+    whole: set[str] = field(default_factory=set)  # gangs seen with minMember live bound
+    completed: set[str] = field(default_factory=set)  # bare gangs whose members all succeeded
+    _episodes: dict[tuple[str, str], Episode] = field(default_factory=dict)
+    _bound: dict[str, int] = field(default_factory=dict)  # group -> live bound members
+    _by_group: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    _by_node: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+
+    # ------------------------------------------------------------------ feeding
+
+    def pod(self, key: str, pod: Pod | None, now: float) -> None:
+        """A pod was added or changed (`pod`), or deleted (None)."""
+        old = self.pods.pop(key, None)
+        if old is not None:
+            self._by_group[old.group].discard(key)
+            self._by_node[old.node].discard(key)
+        if pod is not None:
+            self.pods[key] = pod
+            self._by_group[pod.group].add(key)
+            self._by_node[pod.node].add(key)
+            if pod.node and pod.uid not in self.bound_at:
+                self.bound_at[pod.uid] = (now, pod.node)
+        for group in {p.group for p in (old, pod) if p is not None and p.group}:
+            self.check_gang(group, now)
+        for node in {p.node for p in (old, pod) if p is not None and p.node}:
+            self.check_node(node, now)
+
+    def group(self, key: str, group: Group | None, now: float) -> None:
+        if group is None:
+            self.groups.pop(key, None)
+        else:
+            self.groups[key] = group
+        self.check_gang(key, now)
+
+    def queue(self, key: str, queue: Queue | None) -> None:
+        if queue is None:
+            self.queues.pop(key, None)
+        else:
+            self.queues[key] = queue
+
+    def node(self, key: str, node: Node | None) -> None:
+        if node is None:
+            self.nodes.pop(key, None)
+        else:
+            self.nodes[key] = node
+
+    def job(self, key: str, job: Job | None) -> None:
+        if job is None:
+            self.jobs.pop(key, None)
+        else:
+            self.jobs[key] = job
+
+    def tick(self, now: float) -> None:
+        """The invariants that depend on several kinds at once, re-evaluated periodically."""
+        for group in list(self.groups):
+            self.check_gang(group, now)
+        for node in list(self.nodes):
+            self.check_node(node, now)
+        self.check_queues(now)
+        self.check_stalls(now)
+        self.check_jobs(now)
+
+    def finish(self, now: float) -> None:
+        """End of the soak: every open episode is measured as it stands."""
+        for (kind, subject), episode in list(self._episodes.items()):
+            self._close(kind, subject, episode, now, still_on=True)
+
+    # ------------------------------------------------------------------ episodes
+
+    def _hold(self, kind: str, subject: str, on: bool, now: float, limit: float, why: str) -> None:
+        """Keep the episode (kind, subject) open while `on`; a violation once it passes
+        `limit` (reported once per episode; its detail is refreshed while it lasts)."""
+        key = (kind, subject)
+        episode = self._episodes.get(key)
+        if not on:
+            if episode is not None:
+                self._close(kind, subject, episode, now, still_on=False)
+            return
+        if episode is None:
+            episode = self._episodes[key] = Episode(since=now, limit=limit)
+        episode.limit = limit
+        if limit <= 0 or now - episode.since > limit:
+            if episode.violation is None:
+                episode.violation = Violation(kind, subject, episode.since, now, why)
+                self.violations.append(episode.violation)
+            else:
+                episode.violation.detail = why
+
+    def _close(self, kind: str, subject: str, episode: Episode, now: float, still_on: bool) -> None:
+        self._episodes.pop((kind, subject), None)
+        lasted = now - episode.since
+        if kind == "partial-gang" and episode.counted:
+            self.worst_partial = max(self.worst_partial, lasted)
+        if episode.violation is None and lasted > episode.limit:
+            # Passed its limit between two looks: still a violation.
+            detail = self._describe_gang(subject) if kind == "partial-gang" else kind
+            episode.violation = Violation(kind, subject, episode.since, now, detail)
+            self.violations.append(episode.violation)
+        if episode.violation is not None and not still_on:
+            episode.violation.until = now
+
+    # ------------------------------------------------------------------ gangs
+
+    def members(self, group: str) -> list[Pod]:
+        return [self.pods[k] for k in sorted(self._by_group.get(group, ())) if k in self.pods]
+
+    def check_gang(self, key: str, now: float) -> None:
+        group = self.groups.get(key)
+        members = self.members(key)
+        bound = sum(1 for p in members if p.live_bound)
+        before = self._bound.get(key, 0)
+        self._bound[key] = bound
+        if group is not None and bound >= group.min_member:
+            self.whole.add(key)
+        if (
+            group is not None
+            and not group.job
+            and len(members) >= group.min_member
+            and all(p.phase == "Succeeded" for p in members)
+        ):
+            self.completed.add(key)
+        partial = group is not None and 0 < bound < group.min_member
+        job = self.jobs.get(group.job) if group is not None and group.job else None
+        if partial and (
+            any(p.phase in TERMINAL for p in members)  # members finishing, not a placement
+            or (job is not None and job.phase in TEARDOWN_PHASES)
+        ):
+            partial = False
+        episode = self._episodes.get(("partial-gang", key))
+        if partial and episode is None:
+            cause = "bind" if before < bound else "loss"
+            if cause == "loss" and group is not None and not group.job:
+                self.degraded.add(key)  # nobody makes a bare pod again: only counted
+                return
+            episode = self._episodes[("partial-gang", key)] = Episode(since=now, cause=cause)
+        elif partial and episode is not None and bound > before:
+            episode.cause = "bind"  # members bound while the gang was short: piecemeal
+        if episode is None:
+            return
+        if partial:
+            episode.limit = (
+                self.limits.partial_window if episode.cause == "bind" else self.limits.loss_window
+            )
+        self._hold("partial-gang", key, partial, now, episode.limit, self._describe_gang(key))
+
+    def _describe_gang(self, key: str) -> str:
+        group = self.groups.get(key)
+        episode = self._episodes.get(("partial-gang", key))
+        parts = []
+        if group is not None:
+            parts.append(f"minMember={group.min_member} queue={group.queue} phase={group.phase}")
+            if group.job:
+                job = self.jobs.get(group.job)
+                parts.append(f"job={group.job} ({job.phase if job else 'gone'})")
+        if episode is not None:
+            how = "bound piecemeal" if episode.cause == "bind" else "lost members"
+            parts.append(how)
+        members = []
+        for pod in self.members(key):
+            if pod.live_bound:
+                t, _ = self.bound_at.get(pod.uid, (0.0, ""))
+                members.append(f"{pod.key}@{pod.node} bound t={t - self.origin:.1f}s")
+            else:
+                state = "terminating" if pod.deleting else pod.phase
+                members.append(f"{pod.key} {state}{'@' + pod.node if pod.node else ''}")
+        parts.append("members: " + "; ".join(members) if members else "no members")
+        return ", ".join(parts)
+
+    # ------------------------------------------------------------------ room
+
+    def used_on(self, node: str) -> Resources:
+        used: Resources = {}
+        for key in self._by_node.get(node, ()):
+            pod = self.pods.get(key)
+            if pod is not None and pod.occupies:
+                used = add(used, pod.requests)
+        return used
+
+    def check_node(self, key: str, now: float) -> None:
+        node = self.nodes.get(key)
+        if node is None:
+            return
+        excess = over(self.used_on(key), node.allocatable)
+        why = ""
+        if excess:
+            pods = [
+                f"{p.key} {show(p.requests)}"
+                for k in sorted(self._by_node.get(key, ()))
+                if (p := self.pods.get(k)) is not None and p.occupies
+            ]
+            dims = ", ".join(f"{n} {u} > {c}" for n, (u, c) in excess.items())
+            why = f"requests exceed allocatable ({dims}); pods: {'; '.join(pods)}"
+        self._hold("node-overcommitted", key, bool(excess), now, 0.0, why)
+
+    def queue_used(self) -> dict[str, Resources]:
+        used: dict[str, Resources] = defaultdict(dict)
+        for pod in self.pods.values():
+            group = self.groups.get(pod.group)
+            if group is not None and pod.live_bound:
+                used[group.queue] = add(used[group.queue], pod.requests)
+        return used
+
+    def check_queues(self, now: float) -> None:
+        used = self.queue_used()
+        for key, queue in self.queues.items():
+            excess = over(used.get(key, {}), queue.capability) if queue.capability else {}
+            why = ""
+            if excess:
+                dims = ", ".join(f"{n} {u} > {c}" for n, (u, c) in excess.items())
+                why = (
+                    f"live bound pods request {show(used.get(key, {}))}; capability {dims}; "
+                    f"gangs: {self._queue_gangs(key)}"
+                )
+            self._hold(
+                "queue-over-capability", key, bool(excess), now, self.limits.capacity_grace, why
+            )
+
+    def _queue_gangs(self, queue: str) -> str:
+        parts = []
+        for key, group in sorted(self.groups.items()):
+            if group.queue != queue:
+                continue
+            bound = [p for p in self.members(key) if p.live_bound]
+            if not bound:
+                continue
+            total: Resources = {}
+            for pod in bound:
+                total = add(total, pod.requests)
+            job = f" job={group.job}" if group.job else ""
+            parts.append(
+                f"{key} {len(bound)} bound (minMember {group.min_member}{job}) {show(total)}"
+            )
+        return "; ".join(parts)
+
+    # ------------------------------------------------------------------ stalls
+
+    def check_stalls(self, now: float) -> None:
+        free = {
+            key: sub(node.allocatable, self.used_on(key))
+            for key, node in self.nodes.items()
+            if node.schedulable
+        }
+        total: Resources = {}
+        for node in self.nodes.values():
+            if node.schedulable:
+                total = add(total, node.allocatable)
+        used = self.queue_used()
+        waiting: dict[str, list[Resources]] = {}
+        for key, group in self.groups.items():
+            members = self.members(key)
+            if any(p.live_bound for p in members):
+                continue
+            job = self.jobs.get(group.job) if group.job else None
+            if job is not None and job.phase not in ("", "Pending", "Running"):
+                continue
+            pending = sorted(
+                (p.requests for p in members if p.waiting),
+                key=lambda r: (r.get("cpu", 0), r.get("memory", 0)),
+                reverse=True,
+            )
+            if len(pending) >= group.min_member:
+                waiting[key] = pending[: group.min_member]
+        requests: dict[str, Resources] = {q: dict(used.get(q, {})) for q in self.queues}
+        for key, need in waiting.items():
+            queue = self.groups[key].queue
+            for res in need:
+                requests[queue] = add(requests.get(queue, {}), res)
+        shares = deserved(
+            total,
+            {q: self.queues[q].weight for q in self.queues if self.queues[q].state == "Open"},
+            requests,
+            {q: queue.capability for q, queue in self.queues.items()},
+        )
+        for key in list(self.groups):
+            need = waiting.get(key)
+            on, why = False, ""
+            if need is not None:
+                group = self.groups[key]
+                queue = self.queues.get(group.queue)
+                sum_need: Resources = {}
+                for res in need:
+                    sum_need = add(sum_need, res)
+                after = add(used.get(group.queue, {}), sum_need)
+                share = shares.get(group.queue, {})
+                on = (
+                    queue is not None
+                    and queue.state == "Open"
+                    and not over(after, queue.capability)
+                    and all(after.get(d, 0) <= share.get(d, 0) for d in SHARE_DIMENSIONS)
+                    and pack(need, free) is not None
+                )
+                why = (
+                    f"{group.min_member} member(s) needing {show(sum_need)} fit the free room "
+                    f"(queue {group.queue}: would hold {show(after)}, deserved {show(share)}); "
+                    f"PodGroup phase={group.phase or '-'}: {group.message or 'no condition'}"
+                )
+            self._hold("stall", key, on, now, self.limits.stall_after, why)
+
+    # ------------------------------------------------------------------ jobs
+
+    def check_jobs(self, now: float) -> None:
+        pods_of: dict[str, list[Pod]] = defaultdict(list)
+        for pod in self.pods.values():
+            if pod.job:
+                pods_of[pod.job].append(pod)
+        for key, job in self.jobs.items():
+            pods = pods_of.get(key, [])
+            finished = (
+                job.phase not in JOB_FINAL
+                and job.phase not in PASSING_PHASES
+                and len(pods) >= max(job.replicas, 1)
+                and all(p.phase in TERMINAL for p in pods)
+            )
+            phases = ", ".join(sorted({p.phase for p in pods}))
+            why = f"all {len(pods)} pods finished ({phases}) but phase {job.phase or '-'}"
+            self._hold("job-not-final", key, finished, now, self.limits.job_final_after, why)
+            stuck = job.phase in PASSING_PHASES
+            why = f"phase {job.phase} with {len(pods)} pod(s): " + ", ".join(
+                f"{p.key} {p.phase}{' terminating' if p.deleting else ''}" for p in pods[:8]
+            )
+            self._hold("job-stuck", key, stuck, now, self.limits.job_final_after, why)
