@@ -33,6 +33,7 @@ from core.durations import parse_duration
 
 NODES = 4
 NODE_CPU = 32  # bench.sim_cluster's node profile: cpu=32,memory=128Gi,pods=110
+CLEAN_EVERY = 15.0  # seconds between removals of finished bare gangs and plain pods
 TICK = 0.25  # seconds between re-evaluations of the invariants that span several kinds
 
 
@@ -128,6 +129,7 @@ async def soak(args: argparse.Namespace, out=sys.stdout) -> int:
         actor = Actor(sim.client, seed)
         origin = checker.origin = time.monotonic()
         ticker = asyncio.create_task(_tick(checker, out))
+        cleaner = asyncio.create_task(_clean(actor, checker))
         done_log = (state / "soak-actions.log").open("w")
         try:
             for action in actions:
@@ -141,9 +143,10 @@ async def soak(args: argparse.Namespace, out=sys.stdout) -> int:
                 done_log.flush()
             await asyncio.sleep(max(0.0, origin + args.duration - time.monotonic()))
         finally:
-            ticker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await ticker
+            for task in (ticker, cleaner):
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             done_log.close()
         now = time.monotonic()
         checker.tick(now)
@@ -180,6 +183,21 @@ async def _tick(checker: Checker, out) -> None:
         while told < len(checker.violations):
             print(checker.violations[told].describe(checker.origin), file=out, flush=True)
             told += 1
+
+
+async def _clean(actor: Actor, checker: Checker) -> None:
+    """Every CLEAN_EVERY seconds, removes the bare gangs and plain pods that finished."""
+    while True:
+        await asyncio.sleep(CLEAN_EVERY)
+        finished_pods = {
+            key: pod.phase
+            for key, pod in checker.pods.items()
+            if pod.phase in ("Succeeded", "Failed") and not pod.group
+        }
+        for gang in checker.completed:
+            for pod in checker.members(gang):
+                finished_pods[pod.key] = pod.phase
+        await actor.clean_up(set(checker.completed), finished_pods)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -46,6 +46,7 @@ class Submitted:
     group: str = ""  # for a pod of a bare gang: its PodGroup's key
     rejected: str = ""  # the API server's refusal, if any
     deleted: bool = False  # by the soak
+    cleaned: str = ""  # how it had ended when the soak removed it (a finished gang or pod)
 
 
 @dataclass
@@ -117,6 +118,29 @@ class Actor:
         await self._submit(action.objects[0])
         self.counts["plain pods submitted"] += 1
 
+    async def clean_up(self, finished_gangs: set[str], finished_pods: dict[str, str]) -> None:
+        """Removes finished bare gangs and plain pods (`finished_pods`: key -> phase), as a
+        user cleans up, so that a long soak does not pile them up (jobs have a TTL)."""
+        for (kind, key), record in list(self.submitted.items()):
+            if record.deleted or record.cleaned or record.rejected:
+                continue
+            try:
+                if kind == "PodGroup" and key in finished_gangs:
+                    await self._remove_gang(key)
+                    for other in self.submitted.values():
+                        if other.key == key or other.group == key:
+                            other.cleaned = finished_pods.get(other.key, "Completed")
+                    self.counts["finished gangs cleaned up"] += 1
+                elif kind == "Pod" and not record.group and key in finished_pods:
+                    ns, name = key.split("/")
+                    self.deleted_pods.add(record.uid)
+                    await self.client.delete(PODS, name, ns)
+                    record.cleaned = finished_pods[key]
+                    self.counts["finished plain pods cleaned up"] += 1
+            except ApiError as exc:
+                if not exc.not_found:
+                    log.warning("soak clean-up of %s %s failed: %s", kind, key, exc)
+
     # ------------------------------------------------------------------ disruptions
 
     async def _delete_job(self, action: Action) -> None:
@@ -132,10 +156,16 @@ class Actor:
         self.counts["jobs deleted"] += 1
 
     async def _delete_gang(self, action: Action) -> None:
-        ns, name = action.name.split("/")
         for (kind, key), record in self.submitted.items():
+            if record.cleaned:
+                continue
             if (kind == "PodGroup" and key == action.name) or record.group == action.name:
                 record.deleted = True
+        await self._remove_gang(action.name)
+        self.counts["gangs deleted"] += 1
+
+    async def _remove_gang(self, gang: str) -> None:
+        ns, name = gang.split("/")
         for pod in (await self.client.list(PODS, ns, labelSelector=f"soak-gang={name}"))["items"]:
             self.deleted_pods.add(pod["metadata"]["uid"])
             try:
@@ -144,7 +174,6 @@ class Actor:
                 if not exc.not_found:
                     raise
         await self.client.delete(PODGROUPS, name, ns)
-        self.counts["gangs deleted"] += 1
 
     async def _delete_member(self, action: Action) -> None:
         """One bound member of a job deleted by hand (`kubectl delete pod`)."""

@@ -24,7 +24,7 @@ Invariants (limits in `Limits`, each a flag of `python -m bench.soak`):
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
 from bench.soak_fit import SHARE_DIMENSIONS, deserved, pack
@@ -99,6 +99,10 @@ class Checker:
     degraded: set[str] = field(default_factory=set)  # bare gangs that lost members
     whole: set[str] = field(default_factory=set)  # gangs seen with minMember live bound
     completed: set[str] = field(default_factory=set)  # bare gangs whose members all succeeded
+    # Recent happenings per gang or job (bound counts, phases, evictions), told with violations.
+    history: dict[str, deque[tuple[float, str]]] = field(
+        default_factory=lambda: defaultdict(lambda: deque(maxlen=24))
+    )
     _episodes: dict[tuple[str, str], Episode] = field(default_factory=dict)
     _bound: dict[str, int] = field(default_factory=dict)  # group -> live bound members
     _by_group: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
@@ -123,11 +127,17 @@ class Checker:
         for node in {p.node for p in (old, pod) if p is not None and p.node}:
             self.check_node(node, now)
 
+    def note(self, subject: str, now: float, text: str) -> None:
+        self.history[subject].append((now, text))
+
     def group(self, key: str, group: Group | None, now: float) -> None:
+        old = self.groups.pop(key, None)
         if group is None:
-            self.groups.pop(key, None)
+            self.note(key, now, "PodGroup deleted")
         else:
             self.groups[key] = group
+            if old is None or old.phase != group.phase:
+                self.note(key, now, f"PodGroup phase {group.phase or '-'}")
         self.check_gang(key, now)
 
     def queue(self, key: str, queue: Queue | None) -> None:
@@ -142,11 +152,14 @@ class Checker:
         else:
             self.nodes[key] = node
 
-    def job(self, key: str, job: Job | None) -> None:
+    def job(self, key: str, job: Job | None, now: float = 0.0) -> None:
+        old = self.jobs.pop(key, None)
         if job is None:
-            self.jobs.pop(key, None)
+            self.note(key, now, "Job deleted")
         else:
             self.jobs[key] = job
+            if old is None or old.phase != job.phase or old.retries != job.retries:
+                self.note(key, now, f"Job phase {job.phase or '-'} retryCount {job.retries}")
 
     def tick(self, now: float) -> None:
         """The invariants that depend on several kinds at once, re-evaluated periodically."""
@@ -208,6 +221,8 @@ class Checker:
         bound = sum(1 for p in members if p.live_bound)
         before = self._bound.get(key, 0)
         self._bound[key] = bound
+        if bound != before and group is not None:
+            self.note(key, now, f"{bound}/{group.min_member} live bound")
         if group is not None and bound >= group.min_member:
             self.whole.add(key)
         if (
@@ -262,9 +277,23 @@ class Checker:
                 state = "terminating" if pod.deleting else pod.phase
                 members.append(f"{pod.key} {state}{'@' + pod.node if pod.node else ''}")
         parts.append("members: " + "; ".join(members) if members else "no members")
+        parts.append("history: " + self.story(key, group.job if group is not None else ""))
         return ", ".join(parts)
 
+    def story(self, *subjects: str) -> str:
+        told = sorted(
+            (t, f"{text}" if i == 0 else f"{subjects[i]}: {text}")
+            for i, subject in enumerate(subjects)
+            if subject
+            for t, text in self.history.get(subject, ())
+        )
+        return "; ".join(f"t={t - self.origin:.1f}s {text}" for t, text in told) or "-"
+
     # ------------------------------------------------------------------ room
+
+    def _node_up(self, name: str) -> bool:
+        node = self.nodes.get(name)
+        return node is not None and node.ready
 
     def used_on(self, node: str) -> Resources:
         used: Resources = {}
@@ -411,9 +440,17 @@ class Checker:
             )
             phases = ", ".join(sorted({p.phase for p in pods}))
             why = f"all {len(pods)} pods finished ({phases}) but phase {job.phase or '-'}"
+            why += f"; history: {self.story(key)}"
             self._hold("job-not-final", key, finished, now, self.limits.job_final_after, why)
-            stuck = job.phase in PASSING_PHASES
-            why = f"phase {job.phase} with {len(pods)} pod(s): " + ", ".join(
-                f"{p.key} {p.phase}{' terminating' if p.deleting else ''}" for p in pods[:8]
+            # Pods on a node that is down stay terminating until its kubelet comes back (as on
+            # a real cluster); a controller that waits for them to go is not stuck.
+            held = [p for p in pods if p.deleting and not self._node_up(p.node)]
+            stuck = job.phase in PASSING_PHASES and not held
+            why = (
+                f"phase {job.phase} with {len(pods)} pod(s): "
+                + ", ".join(
+                    f"{p.key} {p.phase}{' terminating' if p.deleting else ''}" for p in pods[:8]
+                )
+                + f"; history: {self.story(key)}"
             )
             self._hold("job-stuck", key, stuck, now, self.limits.job_final_after, why)

@@ -40,8 +40,13 @@ def _fate(record: Submitted, actor: Actor, checker: Checker, tally: Tally) -> tu
         return "rejected", record.rejected
     if record.deleted:
         return "deleted by the soak", ""
+    if record.cleaned:
+        return f"{record.cleaned} (then cleaned up)", ""
     if record.kind == "Job":
         job = checker.jobs.get(record.key)
+        if job is None and record.key in tally.jobs_completed | tally.jobs_failed:
+            ended = "Completed" if record.key in tally.jobs_completed else "Failed"
+            return f"{ended} (then removed by its TTL)", ""
         if job is None:
             return "lost", "the Job is gone and the soak did not delete it"
         if job.phase in JOB_FINAL:
@@ -122,6 +127,7 @@ def print_report(
     w(f"  preemptions: {tally.preempt_decisions} decisions, {len(tally.preempted_pods)} pods\n")
     for t, node, state in tally.node_changes:
         w(f"  node {node} {state} at t={t - checker.origin:.1f}s\n")
+    w(f"  gang timeouts (binds held too long): {tally.gang_timeouts}\n")
     w(f"  job restarts (retryCount): {sum(tally.job_retries.values())}\n")
     w(f"  container restarts: {sum(tally.pod_restarts.values())}\n")
     deleted = {r.key for r in actor.submitted.values() if r.kind == "PodGroup" and r.deleted}

@@ -25,6 +25,18 @@ from core.kube.client import EVENTS, NODES, PODGROUPS, PODS, QUEUES, VCJOBS, Kub
 from core.kube.informer import Informer
 
 EVICTION_REASONS = ("Preempted", "TaintManagerEviction", "Evicted")
+# PodGroup events told in a gang's history (the extender's decisions about it).
+GROUP_REASONS = (
+    "Admitted",
+    "Reclaimed",
+    "Preempted",
+    "Reclaiming",
+    "Preempting",
+    "GangCommitted",
+    "GangTimedOut",
+    "GangReleased",
+    "GangCommitFailed",
+)
 
 
 @dataclass(slots=True)
@@ -65,6 +77,7 @@ class Tally:
     reclaimed_pods: set[str] = field(default_factory=set)
     preempted_pods: set[str] = field(default_factory=set)
     reclaim_decisions: int = 0
+    gang_timeouts: int = 0
     preempt_decisions: int = 0
     job_retries: dict[str, int] = field(default_factory=dict)  # job uid -> retryCount
     pod_restarts: dict[str, int] = field(default_factory=dict)  # pod uid -> restarts
@@ -75,11 +88,12 @@ class Tally:
     _node_state: dict[str, str] = field(default_factory=dict)
     _seen_events: dict[str, int] = field(default_factory=dict)
 
-    def event(self, event: EventRecord) -> None:
+    def event(self, event: EventRecord) -> bool:
+        """Counts a new occurrence; False when the event was seen before."""
         new = event.count - self._seen_events.get(event.uid, 0)
         self._seen_events[event.uid] = event.count
         if new <= 0:
-            return
+            return False
         if event.kind == "Pod" and event.reason in EVICTION_REASONS:
             self.evicted.setdefault(event.target_uid, event.reason)
             if event.reason == "Preempted":
@@ -91,6 +105,9 @@ class Tally:
             self.reclaim_decisions += new
         elif event.kind == "PodGroup" and event.reason == "Preempting":
             self.preempt_decisions += new
+        elif event.kind == "PodGroup" and event.reason == "GangTimedOut":
+            self.gang_timeouts += new
+        return True
 
     def job(self, job: Job) -> None:
         self.job_retries[job.uid] = max(self.job_retries.get(job.uid, 0), job.retries)
@@ -160,14 +177,28 @@ class Watches:
         def on_job(_old: Any, job: Job | None = None) -> None:
             record = job if job is not None else _old
             tally.job(record)
-            checker.job(record.key, record)
+            checker.job(record.key, record, now())
 
         self.jobs.add_handlers(
             on_job,
             on_job,
-            lambda j: (tally.gone.__setitem__(j.key, now()), checker.job(j.key, None)),
+            lambda j: (tally.gone.__setitem__(j.key, now()), checker.job(j.key, None, now())),
         )
-        self.events.add_handlers(tally.event, lambda _o, e: tally.event(e), None)
+
+        def on_event(_old: Any, event: EventRecord | None = None) -> None:
+            record = event if event is not None else _old
+            if not tally.event(record):
+                return
+            if (record.kind == "Pod" and record.reason in EVICTION_REASONS) or (
+                record.kind == "PodGroup" and record.reason in GROUP_REASONS
+            ):
+                # Told with the gang's history: which pods were taken away, and why.
+                subject = record.name
+                if record.kind == "Pod" and (pod := checker.pods.get(record.name)) is not None:
+                    subject = pod.group or record.name
+                checker.note(subject, now(), f"{record.reason} {record.name}: {record.note}")
+
+        self.events.add_handlers(on_event, on_event, None)
 
     async def start(self, timeout: float = 60.0) -> None:
         informers: list[Informer[Any]] = [

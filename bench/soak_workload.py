@@ -13,7 +13,7 @@ depends on timing). The mix:
 - PodGroup gangs of plain annotated pods; plain pods of no gang (schedulerName volcano);
 - disruptions: deleting a job or a gang, deleting one member of a job (its controller makes it
   again), suspending a job and resuming it (bus.volcano.sh Commands, as vcctl makes them), and
-  one node going NotReady and coming back.
+  a node going NotReady and coming back (one in each five minutes).
 
 Deployments are not part of the mix: the embedded cluster has no Deployment controller (a
 Deployment would never get pods)."""
@@ -29,6 +29,8 @@ PRIORITY_CLASSES = (("soak-high", 1000), ("soak-low", 10))
 SIM_DURATION = "vulcan.sh/sim-duration"
 SIM_EXIT_CODE = "vulcan.sh/sim-exit-code"
 GROUP_NAME = "scheduling.k8s.io/group-name"
+JOB_TTL = 30  # seconds a finished Volcano Job stays (ttlSecondsAfterFinished)
+NODE_FAILURE_EVERY = 300.0  # seconds of soak per node failure (at least one)
 
 
 @dataclass(slots=True)
@@ -97,7 +99,7 @@ def vcjob(rng: random.Random, name: str, queue: str) -> dict[str, Any]:
     for index in range(rng.randint(1, 3)):
         replicas = rng.randint(1, 4)
         failing = rng.random() < 0.15
-        notes = {SIM_DURATION: f"{rng.randint(3, 15)}s", SIM_EXIT_CODE: "1" if failing else "0"}
+        notes = {SIM_DURATION: f"{rng.randint(5, 20)}s", SIM_EXIT_CODE: "1" if failing else "0"}
         task: dict[str, Any] = {
             "name": f"t{index}",
             "replicas": replicas,
@@ -133,6 +135,8 @@ def vcjob(rng: random.Random, name: str, queue: str) -> dict[str, Any]:
         "queue": queue,
         "minAvailable": minimum,
         "maxRetry": rng.randint(1, 3),
+        # Finished jobs go away (Volcano's TTL), so a long soak does not pile them up.
+        "ttlSecondsAfterFinished": JOB_TTL,
         "tasks": tasks,
     }
     if policies:
@@ -163,7 +167,7 @@ def gang(rng: random.Random, name: str, queue: str) -> list[dict[str, Any]]:
             **({"priorityClassName": priority} if priority else {}),
         },
     }
-    duration = f"{rng.randint(4, 15)}s"
+    duration = f"{rng.randint(5, 20)}s"
     pods = []
     for index in range(count):
         spec: dict[str, Any] = {
@@ -245,12 +249,17 @@ def schedule(seed: int, duration: float, shape: Shape | None = None) -> list[Act
             actions.append(Action(t, "suspend", f"{NAMESPACE}/{name}"))
             resume_at = min(t + rng.uniform(3.0, 10.0), duration - 1.0)
             actions.append(Action(resume_at, "resume", f"{NAMESPACE}/{name}"))
-        t += rng.uniform(0.5, 2.5)
+        t += rng.uniform(0.3, 1.5)
     if shape.node_failure and shape.nodes > 1:
-        index = rng.randrange(shape.nodes)
-        fail_at = duration * rng.uniform(0.15, 0.3)
-        actions.append(Action(fail_at, "node-fail", str(index)))
-        recover_at = min(fail_at + 35.0, duration - 2.0)
-        actions.append(Action(recover_at, "node-recover", str(index)))
+        # One node down for ~35 s in each stretch of NODE_FAILURE_EVERY (the first early).
+        stretch = min(duration, NODE_FAILURE_EVERY)
+        start = 0.0
+        while start < duration - 10.0:
+            index = rng.randrange(shape.nodes)
+            fail_at = start + stretch * rng.uniform(0.15, 0.3)
+            actions.append(Action(fail_at, "node-fail", str(index)))
+            recover_at = min(fail_at + 35.0, duration - 2.0)
+            actions.append(Action(recover_at, "node-recover", str(index)))
+            start += NODE_FAILURE_EVERY
     actions.sort(key=lambda a: a.at)
     return actions
