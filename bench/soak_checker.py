@@ -82,6 +82,7 @@ class Episode:
     limit: float = 0.0
     violation: Violation | None = None
     counted: bool = True  # counts towards worst_partial_s
+    why: str = ""  # the latest description of the episode
 
 
 @dataclass
@@ -170,6 +171,7 @@ class Checker:
         self.check_queues(now)
         self.check_stalls(now)
         self.check_jobs(now)
+        self._close_vanished(now)
 
     def finish(self, now: float) -> None:
         """End of the soak: every open episode is measured as it stands."""
@@ -190,6 +192,7 @@ class Checker:
         if episode is None:
             episode = self._episodes[key] = Episode(since=now, limit=limit)
         episode.limit = limit
+        episode.why = why
         if limit <= 0 or now - episode.since > limit:
             if episode.violation is None:
                 episode.violation = Violation(kind, subject, episode.since, now, why)
@@ -204,11 +207,24 @@ class Checker:
             self.worst_partial = max(self.worst_partial, lasted)
         if episode.violation is None and lasted > episode.limit:
             # Passed its limit between two looks: still a violation.
-            detail = self._describe_gang(subject) if kind == "partial-gang" else kind
-            episode.violation = Violation(kind, subject, episode.since, now, detail)
+            episode.violation = Violation(kind, subject, episode.since, now, episode.why)
             self.violations.append(episode.violation)
         if episode.violation is not None and not still_on:
             episode.violation.until = now
+
+    def _close_vanished(self, now: float) -> None:
+        """An episode whose subject is gone (a job or gang deleted, a node removed) ends."""
+        present = {
+            "partial-gang": self.groups,
+            "stall": self.groups,
+            "node-overcommitted": self.nodes,
+            "queue-over-capability": self.queues,
+            "job-not-final": self.jobs,
+            "job-stuck": self.jobs,
+        }
+        for (kind, subject), episode in list(self._episodes.items()):
+            if subject not in present.get(kind, {subject: None}):
+                self._close(kind, subject, episode, now, still_on=False)
 
     # ------------------------------------------------------------------ gangs
 
@@ -235,7 +251,8 @@ class Checker:
         partial = group is not None and 0 < bound < group.min_member
         job = self.jobs.get(group.job) if group is not None and group.job else None
         if partial and (
-            any(p.phase in TERMINAL for p in members)  # members finishing, not a placement
+            # Members that ran to their end (not taken away): the gang is finishing.
+            any(p.phase in TERMINAL and not p.disruption and not p.deleting for p in members)
             or (job is not None and job.phase in TEARDOWN_PHASES)
         ):
             partial = False

@@ -65,7 +65,7 @@ def queues(rng: random.Random, shape: Shape) -> list[dict[str, Any]]:
     out = []
     for index in range(rng.randint(3, 5)):
         spec: dict[str, Any] = {"weight": rng.randint(1, 4), "reclaimable": True}
-        if rng.random() < 0.5:
+        if index < 2 or rng.random() < 0.5:  # at least two capped queues
             spec["capability"] = {"cpu": str(rng.choice((total // 4, total // 3, total // 2)))}
         if rng.random() < 0.5:
             spec["priority"] = rng.choice((1, 10, 100))
@@ -119,12 +119,12 @@ def vcjob(rng: random.Random, name: str, queue: str) -> dict[str, Any]:
     replicas = sum(t["replicas"] for t in tasks)
     if chained:
         minimum = tasks[0]["replicas"]
-    elif rng.random() < 0.25 and replicas > 1:
+    elif rng.random() < 0.35 and replicas > 1:
         minimum = rng.randint(1, replicas - 1)  # elastic
     else:
         minimum = replicas
     policies = []
-    if rng.random() < 0.7:
+    if rng.random() < 0.8:
         policies.append({"event": "PodEvicted", "action": "RestartJob"})
     if rng.random() < 0.6:
         policies.append({"event": "PodFailed", "action": "RestartJob"})

@@ -295,3 +295,25 @@ def test_decode_pod_reads_what_the_invariants_need() -> None:
     assert pod.requests == {"cpu": 500, "memory": 2**30, "pods": 1}
     assert pod.disruption == "PreemptionByX"
     assert not pod.live_bound and pod.occupies
+
+
+def test_members_evicted_into_failed_do_not_hide_a_piecemeal_rebind() -> None:
+    checker = cluster()
+    gang(checker, "g", 3, 3)
+    evicted = Pod("ns/old", uid="old", group="ns/g", node="node-1", phase="Failed")
+    evicted.deleting, evicted.disruption = True, "DeletionByTaintManager"
+    checker.pod("ns/old", evicted, 0.0)  # held on a node that is down
+    bind(checker, "g", 0, "node-0", 1.0)
+    checker.tick(7.0)
+    assert kinds(checker) == ["partial-gang"]
+
+
+def test_a_job_deleted_before_its_limit_ends_its_episode_without_a_violation() -> None:
+    checker = cluster(Limits(job_final_after=10.0))
+    checker.job("ns/j", Job("ns/j", phase="Running", replicas=1))
+    checker.pod("ns/j-0", Pod("ns/j-0", uid="u", job="ns/j", node="node-0", phase="Failed"), 0.0)
+    checker.tick(1.0)
+    checker.job("ns/j", None, 5.0)
+    checker.tick(6.0)
+    checker.finish(60.0)
+    assert kinds(checker) == []
