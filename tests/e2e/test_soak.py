@@ -20,7 +20,7 @@ LAST_LINE = re.compile(
     r"^soak_seconds=(\d+) gangs_completed=(\d+) evictions=(\d+) violations=(\d+) "
     r"worst_partial_s=(\d+\.\d)$"
 )
-SEED = 3
+SEED = 7
 DURATION = "60s"
 
 
@@ -54,9 +54,9 @@ def run_soak(tmp_path: Path, seed: int) -> tuple[subprocess.CompletedProcess[str
 
 @pytest.mark.xfail(
     strict=True,
-    reason="on main the soak finds product violations of issue 31: gangs bound piecemeal after "
-    "eviction (partial-gang, PodGroup phase Unknown: item 1) and elastic jobs' members beyond "
-    "minMember above the queue's capability (queue-over-capability: item 4)",
+    reason="issue 31 item 4 on main: seed 7 finds queue-over-capability in soak-q3 (capability "
+    "32 cpu; 42 and 36 cpu bound, elastic Volcano Jobs' members beyond minMember admitted past "
+    "the capability), in every run so far",
 )
 def test_short_soak_finds_no_violation(tmp_path: Path) -> None:
     result, match = run_soak(tmp_path, SEED)
