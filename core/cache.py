@@ -73,10 +73,11 @@ class ClusterCache:
         self.changed = asyncio.Event()  # set on every change
         # Called on every change (the scheduling loop wakes on them).
         self.change_listeners: list[Callable[[], None]] = []
-        # Told (key, record or None when deleted) of every pod change a scheduling decision
-        # reads, after the accounting: e.g. a member bound gives up its reservation at once
-        # instead of counting twice until the next pass.
-        self.pod_listeners: list[Callable[[str, PodRecord | None], None]] = []
+        # Told (key, record or None when deleted, the record before or None when new) of every
+        # pod change a scheduling decision reads, after the accounting: e.g. a member bound
+        # gives up its reservation at once instead of counting twice until the next pass, and
+        # a gang that loses a bound member is told before any other event is handled.
+        self.pod_listeners: list[Callable[[str, PodRecord | None, PodRecord | None], None]] = []
 
     def _changed(self) -> None:
         self.changed.set()
@@ -208,7 +209,7 @@ class ClusterCache:
         self._index_pod(pod, old)
         self._account(pod, pod.key)
         for listener in self.pod_listeners:
-            listener(pod.key, pod)
+            listener(pod.key, pod, old)
         self._changed()
 
     def on_pod_update(self, old: PodRecord, new: PodRecord) -> None:
@@ -225,7 +226,7 @@ class ClusterCache:
                 self.group_versions.pop(known.group, None)
         self._account(None, pod.key)
         for listener in self.pod_listeners:
-            listener(pod.key, None)
+            listener(pod.key, None, known)
         self._changed()
 
     # ------------------------------------------------------------------ podgroups

@@ -12,8 +12,15 @@ Rules, per group (`GangRequirement.key`, "namespace/name"):
 - Quorum: held members + `already_bound` >= `min_member`, and for every task in
   `min_task_member` its held + bound members reach its minimum. Then the held Bindings are created
   concurrently by one burst task and each held request gets its own result.
+- Quorum follows Volcano's rule for task minimums (`plugins.gang.quorum_shortfall`): they are
+  judged only when minMember >= their sum, else minMember alone decides (a job whose tasks start
+  one after another by `dependsOn` has later tasks whose pods do not exist yet).
 - Once a group has reached quorum it is "committed": later members (beyond quorum, or retries)
-  bind at once, until `forget()`.
+  bind at once, for as long as the gang stays whole. `uncommit()` returns it to all-or-nothing
+  (the extender calls it when the gang's live bound or binding members fall below its minimum:
+  evicted, deleted, failed, its node gone, its job restarted; `extender.gang_quorum`);
+  `forget()` drops everything (PodGroup deleted or re-created). `placing()` names the members
+  this barrier bound or is binding since the commit, which the API may not show bound yet.
 - Partial commit failure (rule 2): the members whose Binding failed get their error, the others
   succeed, and the group stays committed. A Binding cannot be undone and the bound members are
   already running as a gang that reached quorum; the failed members are requeued by
@@ -39,7 +46,8 @@ Rules, per group (`GangRequirement.key`, "namespace/name"):
 
 The barrier does not own the ledger: the caller releases reservations and records Events from
 `on_event(group_key, reason, message)` with reason "Holding" (the first member of a hold),
-"Held" (every member), "Committed", "TimedOut", "Released" or "CommitFailed".
+"Held" (every member), "Committed", "TimedOut", "Released", "CommitFailed" or "Broken" (a
+committed gang returned to all-or-nothing by `uncommit`).
 """
 
 from __future__ import annotations
@@ -52,6 +60,7 @@ from dataclasses import dataclass, field
 
 from extender.binder import BindError
 from extender.protocol import BindingArgs
+from plugins.gang import quorum_shortfall
 
 log = logging.getLogger("vulcan.extender.barrier")
 
@@ -119,6 +128,9 @@ class _Group:
     timeout: float = 0.0  # of the running timer, for the message
     committed: bool = False
     bound: int = 0  # Bindings created since the group became committed
+    # pod "namespace/name" -> UID of the members bound (or being bound) since the commit: the
+    # API (and so the cache) shows them bound only a moment later.
+    placing: dict[str, str] = field(default_factory=dict)
     backoff_until: float = 0.0
 
 
@@ -176,6 +188,18 @@ class BindBarrier:
         group = self._groups.get(group_key)
         return group is not None and group.committed
 
+    def placing(self, group_key: str) -> dict[str, str]:
+        """pod -> UID of the members this barrier bound or is binding since the group
+        committed (a copy); `settled` drops those the caller has seen bound or gone."""
+        group = self._groups.get(group_key)
+        return dict(group.placing) if group is not None else {}
+
+    def settled(self, group_key: str, pods: list[str]) -> None:
+        group = self._groups.get(group_key)
+        if group is not None:
+            for pod in pods:
+                group.placing.pop(pod, None)
+
     def hold_of(self, group_key: str) -> tuple[list[str], float, float] | None:
         """(held pods, the hold's timeout, seconds left) while the group holds binds (the
         extender's debug view); None otherwise."""
@@ -199,7 +223,14 @@ class BindBarrier:
         state = self._groups.get(key)
         if state is not None and state.committed:
             # Beyond quorum, or a retry of a member of a running gang: bind now.
-            await self._commit(args)
+            pod = f"{args.pod_namespace}/{args.pod_name}"
+            state.placing[pod] = args.pod_uid
+            try:
+                await self._commit(args)
+            except BaseException:
+                if state.placing.get(pod) == args.pod_uid:
+                    del state.placing[pod]
+                raise
             state.bound += 1
             return
         left = self.backing_off(key)
@@ -250,6 +281,31 @@ class BindBarrier:
         if state is not None and state.members:
             self._release(state, reason)
 
+    def adopt(self, group_key: str) -> None:
+        """Mark a group committed that is placed whole without a commit of this barrier (bound
+        before an extender restart): its later members bind at once, and losing members
+        returns it to all-or-nothing (`uncommit`) as for any committed group."""
+        state = self._groups.get(group_key)
+        if state is None:
+            state = self._groups[group_key] = _Group(group_key, GangRequirement(group_key, 0))
+        if not state.members:
+            state.committed = True
+
+    def uncommit(self, group_key: str, reason: str) -> bool:
+        """The committed gang is no longer whole (its live bound and binding members fell below
+        its minimum): its next members hold their binds until it has quorum again. Emits
+        "Broken" with `reason`; False when the group was not committed. A burst still running
+        is not affected (its Bindings were decided while the gang had quorum)."""
+        state = self._groups.get(group_key)
+        if state is None or not state.committed:
+            return False
+        state.committed = False
+        state.placing.clear()
+        state.bound = 0
+        self._emit(group_key, "Broken", reason)
+        self._drop_if_idle(state)
+        return True
+
     def forget(self, group_key: str) -> None:
         """Drop all state of the group (committed flag, backoff); held members are released."""
         state = self._groups.get(group_key)
@@ -295,16 +351,24 @@ class BindBarrier:
 
     # ------------------------------------------------------------------------------ commit
 
-    def _quorum(self, state: _Group) -> bool:
+    @staticmethod
+    def _shortfall(state: _Group) -> tuple[int, dict[str, tuple[int, int]]]:
         need = state.requirement
-        if len(state.members) + need.already_bound < need.min_member:
-            return False
         bound = need.already_bound_per_task
-        held = state.held_per_task
-        return all(
-            held.get(task, 0) + bound.get(task, 0) >= minimum
-            for task, minimum in need.min_task_member.items()
+        have_per_task = {
+            task: state.held_per_task.get(task, 0) + bound.get(task, 0)
+            for task in need.min_task_member
+        }
+        return quorum_shortfall(
+            need.min_member,
+            need.min_task_member,
+            len(state.members) + need.already_bound,
+            have_per_task,
         )
+
+    def _quorum(self, state: _Group) -> bool:
+        short, tasks = self._shortfall(state)
+        return short == 0 and not tasks
 
     def _start_burst(self, state: _Group) -> None:
         members = self._take_members(state)
@@ -312,6 +376,7 @@ class BindBarrier:
         # then shares the Binder's in-flight attempt instead of waiting for a second quorum).
         state.committed = True
         state.bound = 0
+        state.placing = {m.pod: m.args.pod_uid for m in members}
         self._emit(state.key, "Committed", f"quorum reached: binding {len(members)} held members")
         burst = asyncio.get_running_loop().create_task(self._burst(state, members))
         self._bursts.add(burst)
@@ -330,6 +395,8 @@ class BindBarrier:
                     result if isinstance(result, BindError) else self._unexpected(member, result)
                 )
                 failures.append(f"{member.pod}: {error}")
+                if state.placing.get(member.pod) == member.args.pod_uid:
+                    del state.placing[member.pod]
                 self._fail(member, error)
             else:
                 state.bound += 1
@@ -383,18 +450,21 @@ class BindBarrier:
         member.future.exception()
 
     def _count(self, state: _Group) -> str:
-        """ "3/4 members hold binds (task worker 2/3)": the quorum and the tasks still short."""
+        """What the hold has and lacks, e.g. "3/4 members hold binds (task worker 2/3)", or
+        once minMember is reached but a task is still short, "5 members hold binds, minMember
+        4 reached; task ps has 0 of its 1"."""
         need = state.requirement
-        text = f"{len(state.members) + need.already_bound}/{need.min_member} members hold binds"
+        have = len(state.members) + need.already_bound
+        short, tasks = self._shortfall(state)
+        text = f"{have}/{need.min_member}" if short else str(have)
+        text += " members hold binds"
         if need.already_bound:
             text += f" or are bound ({need.already_bound} bound)"
-        short = []
-        for task, minimum in need.min_task_member.items():
-            have = state.held_per_task.get(task, 0) + need.already_bound_per_task.get(task, 0)
-            if have < minimum:
-                short.append(f"task {task} {have}/{minimum}")
-        if short:
-            text += f" ({', '.join(short)})"
+        if not short:
+            text += f", minMember {need.min_member} reached"
+        if tasks:
+            parts = [f"task {task} {got}/{minimum}" for task, (got, minimum) in tasks.items()]
+            text += f" ({', '.join(parts)})" if short else f"; still short: {', '.join(parts)}"
         return text
 
     def _drop_if_idle(self, state: _Group) -> None:

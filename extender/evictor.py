@@ -35,13 +35,20 @@ class Evictor:
         self._poke = poke
         # pod -> (node, requests) of the room being freed.
         self.releasing: dict[str, tuple[str, ResourceVector]] = {}
+        # pod -> why vulcan evicted it, until it is gone (its gang's GangBroken says it).
+        self.notes: dict[str, str] = {}
 
     def pod_changed(self, pod_key: str, pod: PodRecord | None) -> None:
         """Track the room a terminating pod holds until it is gone."""
+        if pod is None:
+            self.notes.pop(pod_key, None)
         if pod is None or pod.node is None or pod.terminal:
             self.releasing.pop(pod_key, None)
         elif pod.deleting:
             self.releasing[pod_key] = (pod.node, pod.requests)
+
+    def why_evicted(self, pod_key: str) -> str | None:
+        return self.notes.get(pod_key)
 
     def holding(self, node: str) -> list[str]:
         """The pods whose room on `node` is being freed."""
@@ -90,6 +97,7 @@ class Evictor:
                 )
             for pod_key in unit.pods:
                 victim = snapshot.pods[pod_key]
+                self.notes[pod_key] = note
                 if victim.node is not None:
                     self.releasing[pod_key] = (victim.node, victim.requests)
                 self._spawn(self._evict(victim, note))
@@ -106,6 +114,7 @@ class Evictor:
         if outcome == "refused":
             # Not evicted (e.g. a disruption budget): its room is not being freed after all.
             self.releasing.pop(pod.key, None)
+            self.notes.pop(pod.key, None)
             self._poke()
         elif outcome == "gone":
             if (known := self.cache.pods.get(pod.key)) is None or known.uid != pod.uid:

@@ -210,12 +210,7 @@ class GangVerbs:
         per_task: dict[str, int] = {}
         for pod_key in self.cache.pods_by_group.get(key, ()):
             member = self.cache.pods.get(pod_key)
-            if (
-                member is not None
-                and member.node is not None
-                and not member.deleting
-                and member.phase != "Failed"
-            ):
+            if member is not None and gangs.counts_for_quorum(member):
                 bound += 1
                 if member.task:
                     per_task[member.task] = per_task.get(member.task, 0) + 1

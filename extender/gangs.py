@@ -32,6 +32,7 @@ from core.resources import ResourceVector
 from extender.admission_order import AdmissionOrder, cluster_used, job_input, queue_numbers
 from extender.barrier import BindBarrier
 from extender.evictor import Evictor
+from extender.gang_quorum import QuorumWatch
 from extender.gang_verbs import GangVerbs
 from extender.gang_writer import GangWriter
 from extender.ledger import GangLedger, Reservation
@@ -134,6 +135,8 @@ class GangScheduler(GangVerbs):
         )
         # Applies evictions, and keeps the room being freed (Volcano's Releasing).
         self.evictor = Evictor(cache, ledger, self.writer, self._spawn, self.poke)
+        # A committed gang that loses members returns to all-or-nothing (`_barrier_event`).
+        self.quorum = QuorumWatch(cache, self.barrier, self.evictor.why_evicted)
         # Every change the cache hears of (a node, a pod, a group) wakes the loop. Changes to
         # the ledger do not: they are the loop's own (admission), or a member's slot moving
         # within its admitted gang (filter), which no decision reads.
@@ -162,10 +165,12 @@ class GangScheduler(GangVerbs):
         """Something changed (a pod, a group): run a pass soon."""
         self._wake.set()
 
-    def _pod_changed(self, pod_key: str, pod: PodRecord | None) -> None:
+    def _pod_changed(self, pod_key: str, pod: PodRecord | None, old: PodRecord | None) -> None:
         """A member bound (or gone, or finished) gives up its reservation the moment the cache
         counts it on its node: kept until the next pass, its room counted twice, and filter
-        refused the gang's next member "no room" on a node that had it."""
+        refused the gang's next member "no room" on a node that had it. A member lost by a
+        committed gang may return it to all-or-nothing (`QuorumWatch`)."""
+        self.quorum.pod_changed(pod_key, pod, old)
         if (pod is None or pod.node is not None or pod.terminal) and self.ledger.reservation_of(
             pod_key
         ) is not None:
@@ -291,12 +296,16 @@ class GangScheduler(GangVerbs):
         reason = None
         admitted_now = False
         self._volatile = False
-        # Pending, or Inqueue but not (all) placed: e.g. after a restart or a gang timeout.
-        wants_admission = group.phase in ("Pending", "") or view.scheduled < view.min_member
+        # Pending, or Inqueue but not placed whole: e.g. after a restart, a gang timeout or a
+        # loss of members (members being deleted are scheduled but do not keep it whole).
+        wants_admission = group.phase in ("Pending", "") or not gangs.whole(view)
         if key not in self.admitted and not wants_admission and not view.completed:
             # Placed whole already (e.g. before a restart): later members (an elastic gang
-            # growing, a replacement pod) go through filter as members of an admitted gang.
+            # growing) go through filter as members of an admitted gang and bind at once, until
+            # it loses members (`QuorumWatch`).
             self.admitted.add(key)
+            if self.gang_enabled:
+                self.barrier.adopt(key)
         elif not self.gang_enabled and key not in self.admitted and not view.completed:
             reason = self._enqueue(snapshot, group)
             if reason is None:
@@ -488,11 +497,12 @@ class GangScheduler(GangVerbs):
             self._touch(group_key)
         if reason == "TimedOut" and group is not None and self.gang_metrics is not None:
             self.gang_metrics.timed_out(group)
-        if reason in ("TimedOut", "Released"):
-            # The hold is gone: so is the placement. Plan again (after the backoff).
+        if reason in ("TimedOut", "Released", "Broken"):
+            # The hold is gone (or the gang no longer whole): so is the placement. Plan again,
+            # for the whole gang (after the backoff of a timeout).
             self._forget_group(group_key, message)
             self.poke()
-        if reason in ("TimedOut", "Released", "Committed"):
+        if reason in ("TimedOut", "Released", "Committed", "Broken"):
             # Each member says it too: `kubectl describe pod` is where a user looks first.
             type_ = NORMAL if reason == "Committed" else WARNING
             for pod_key in self.cache.pods_by_group.get(group_key, ()):
@@ -504,7 +514,7 @@ class GangScheduler(GangVerbs):
         if group is not None and reason != "Held":
             self.writer.group_event(
                 group,
-                WARNING if reason in ("TimedOut", "CommitFailed") else NORMAL,
+                WARNING if reason in ("TimedOut", "CommitFailed", "Broken") else NORMAL,
                 f"Gang{reason}",
                 message,
             )

@@ -56,16 +56,20 @@ __all__ = [
     "SUCCEEDED",
     "UNKNOWN",
     "GangView",
+    "checks_task_minimums",
+    "counts_for_quorum",
     "gang_view",
     "is_best_effort",
     "members_needed",
     "missing_task_members",
     "pending_members",
+    "quorum_shortfall",
     "ready",
     "task_ready",
     "task_status",
     "task_valid",
     "valid",
+    "whole",
 ]
 
 # Volcano's TaskStatus names (pkg/scheduler/api/types.go String()), used verbatim in messages.
@@ -226,9 +230,61 @@ class GangView:
 
     @property
     def checks_tasks(self) -> bool:
-        """Volcano skips every per-role check when minMember < Σ minTaskMember (a job whose
-        task minimums add up to more than its own minimum is judged on minMember alone)."""
-        return self.min_member >= sum(self.min_task_member.values())
+        """Whether the per-role checks apply (`checks_task_minimums`)."""
+        return checks_task_minimums(self.min_member, self.min_task_member)
+
+
+# ------------------------------------------------------------------------------- quorum
+
+
+def checks_task_minimums(min_member: int, min_task_member: Mapping[str, int]) -> bool:
+    """Volcano skips every per-role check when minMember < Σ minTaskMember (job_info.go:
+    CheckTaskValid, CheckTaskReady, CheckTaskPipelined and CheckTaskStarving all return at once
+    when `MinAvailable < TaskMinAvailableTotal`): a job whose task minimums add up to more than
+    its own minimum is judged on minMember alone. The one rule for admission (`GangView`) and
+    the bind barrier's quorum (`quorum_shortfall`): a job whose tasks start one after another
+    (`dependsOn`) has such a minimum, and its later tasks' pods only exist once the earlier
+    ones run."""
+    return min_member >= sum(min_task_member.values())
+
+
+def quorum_shortfall(
+    min_member: int,
+    min_task_member: Mapping[str, int],
+    have: int,
+    have_per_task: Mapping[str, int],
+) -> tuple[int, dict[str, tuple[int, int]]]:
+    """What a gang with `have` members placed (`have_per_task` of each role) still lacks: the
+    members short of minMember, and task -> (have, minimum) for every role short of its
+    minTaskMember (none when the per-role checks do not apply). (0, {}) is a quorum."""
+    short = max(0, min_member - have)
+    tasks: dict[str, tuple[int, int]] = {}
+    if checks_task_minimums(min_member, min_task_member):
+        for task, minimum in sorted(min_task_member.items()):
+            got = have_per_task.get(task, 0)
+            if got < minimum:
+                tasks[task] = (got, minimum)
+    return short, tasks
+
+
+def counts_for_quorum(pod: PodRecord) -> bool:
+    """A member that keeps its gang whole: bound, not being deleted and not Failed (a
+    Succeeded member did its part, as in Volcano's ReadyTaskNum)."""
+    return pod.node is not None and not pod.deleting and pod.phase != FAILED
+
+
+def whole(view: GangView) -> bool:
+    """Whether the gang's live bound members (`counts_for_quorum`) make its quorum: placed
+    whole, not merely scheduled (members being deleted count as scheduled, not here)."""
+    have = 0
+    per_task: dict[str, int] = {}
+    for pod in view.members:
+        if counts_for_quorum(pod):
+            have += 1
+            task = pod.task or ""
+            per_task[task] = per_task.get(task, 0) + 1
+    short, tasks = quorum_shortfall(view.min_member, view.min_task_member, have, per_task)
+    return short == 0 and not tasks
 
 
 def gang_view(

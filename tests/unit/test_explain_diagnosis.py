@@ -448,6 +448,56 @@ def test_a_running_gang_is_not_waiting() -> None:
     assert "not waiting: 2 members are scheduled (minMember 2)" in first
 
 
+def test_a_partly_placed_gang_is_named_first() -> None:
+    """Issue 31: two of four members bound (the others made again after an eviction) is the
+    first-line cause, before "not waiting: scheduled" and with what the rest waits for."""
+    group = podgroup("qa-j2", 4, "default", phase="Unknown")
+    pods = [pod(f"qa-j2-{i}", "qa-j2", cpu="8", on="node-0") for i in range(2)]
+    pods += [pod(f"qa-j2-{i}", "qa-j2", cpu="8") for i in range(2, 4)]
+    broken = {
+        "reason": "GangBroken",
+        "regarding": {"kind": "PodGroup", "name": "qa-j2"},
+        "note": "gang default/qa-j2 is no longer whole: default/qa-j2-2 was deleted; 3/4 members "
+        "remain bound: its next placement is all-or-nothing again",
+        "eventTime": at(-3),
+    }
+    cause, first = explain(
+        found(
+            "podgroup",
+            "qa-j2",
+            group,
+            podgroups=[group],
+            pods=pods,
+            events=[broken],
+            nodes=[node("node-0", cpu="16")],
+        )
+    )
+    assert cause == "gang-partial"
+    assert first.startswith(
+        "podgroup default/qa-j2 is Unknown: partly placed: 2 of the 4 members it needs "
+        "(minMember 4) are bound (default/qa-j2-0, default/qa-j2-1); gang default/qa-j2 is no "
+        "longer whole"
+    ), first
+    assert "the other 2 wait: no node has room for a member" in first, first
+
+
+def test_members_being_deleted_do_not_make_a_gang_whole() -> None:
+    # Scheduled counts terminating members; a gang with one of them is still partly placed.
+    group = podgroup("lost", 2, phase="Running")
+    pods = [pod("lost-0", "lost", on="node-0"), pod("lost-1", "lost", on="node-1", deleting_in=30)]
+    cause, first = explain(found("podgroup", "lost", group, podgroups=[group], pods=pods))
+    assert cause == "gang-partial"
+    assert "1 of the 2 members it needs (minMember 2) are bound (default/lost-0)" in first
+    assert "the missing members do not exist yet" in first
+
+
+def test_a_finished_gang_is_not_partly_placed() -> None:
+    group = podgroup("done", 2, phase="Completed")
+    pods = [pod("done-0", "done", on="node-0", phase="Succeeded")]
+    cause, _first = explain(found("podgroup", "done", group, podgroups=[group], pods=pods))
+    assert cause != "gang-partial"
+
+
 # ------------------------------------------------------------------------------ jobs, flows, pods
 
 
@@ -485,6 +535,17 @@ def test_a_vcjob_is_explained_through_its_podgroup() -> None:
     assert explanation.cause == "queue-closed"
     assert [label for label, _ in explanation.chain][:3] == ["job", "podgroup", "queue"]
     assert render(explanation).startswith("vcjob default/train is Pending: queue shut is Closed")
+
+
+def test_a_running_vcjob_whose_gang_is_partly_placed_is_not_called_running() -> None:
+    vcjob = job("rqb-j3", phase="Running")
+    group = podgroup("rqb-j3-u-rqb-j3", 2, phase="Unknown", owner=job_owner("rqb-j3"))
+    pods = [pod("rqb-j3-w-0", "rqb-j3-u-rqb-j3", on="node-0"), pod("rqb-j3-w-1", "rqb-j3-u-rqb-j3")]
+    cause, first = explain(
+        found("job", "rqb-j3", vcjob, jobs=[vcjob], podgroups=[group], pods=pods)
+    )
+    assert cause == "gang-partial"
+    assert first.startswith("vcjob default/rqb-j3 is Running: partly placed: 1 of the 2"), first
 
 
 def test_a_vcjob_whose_podgroup_is_not_made_yet() -> None:

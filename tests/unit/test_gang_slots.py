@@ -165,7 +165,7 @@ def test_pod_listeners_hear_changes_after_the_accounting() -> None:
     cache.on_node_add(node("n1"))
     heard: list[tuple[str, int]] = []
     cache.pod_listeners.append(
-        lambda key, record: heard.append(
+        lambda key, record, old: heard.append(
             (key, cache.node_requested.get("n1", ResourceVector()).cpu)
         )
     )

@@ -31,7 +31,7 @@ from vulcan.explain.focus import (
     key_of,
     meta,
 )
-from vulcan.explain.gang_causes import GangCase, explain_gang, member_room
+from vulcan.explain.gang_causes import GangCase, explain_gang, is_partial, member_room
 from vulcan.explain.queue_causes import allocate_refused
 from vulcan.explain.texts import Finding, scheduling_message, short
 from vulcan.explain.world import World, build_world
@@ -67,7 +67,11 @@ def diagnose(found: Collected) -> Explanation:
             finding = flow_finding(found, focus.flow)
     if focus.job is not None:
         chain.append(("job", job_line(focus.job, focus.podgroup_key)))
-        if found.kind == "job" and job_phase(focus.job) not in WAITING_JOB_PHASES:
+        if (
+            found.kind == "job"
+            and job_phase(focus.job) not in WAITING_JOB_PHASES
+            and not _partial(world, focus.podgroup)
+        ):
             finding = Finding(
                 "not-pending", f"not waiting for the scheduler: the job is {job_phase(focus.job)}"
             )
@@ -98,6 +102,14 @@ def diagnose(found: Collected) -> Explanation:
         )
     subject = f"{_KIND_WORDS[found.kind]} {found.namespace}/{found.name}"
     return Explanation(subject, _state(found), finding, chain, _source(found, world))
+
+
+def _partial(world: World, podgroup: dict[str, Any] | None) -> bool:
+    """A Running job may still be partly placed (its gang short of its minimum)."""
+    if podgroup is None:
+        return False
+    view = world.view(PodGroupRecord(podgroup).key)
+    return view is not None and is_partial(view)
 
 
 def gang_finding(

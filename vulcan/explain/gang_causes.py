@@ -81,6 +81,61 @@ def named(keys: list[str]) -> str:
 # ------------------------------------------------------------------------------ checks
 
 
+def live_bound(view: gangs.GangView) -> list[PodRecord]:
+    """Members that keep the gang whole: bound, not being deleted, not Failed."""
+    return [m for m in view.members if gangs.counts_for_quorum(m)]
+
+
+def is_partial(view: gangs.GangView) -> bool:
+    """Some but too few of the gang's live members are bound (fewer than minMember, or a
+    checked task short of its minimum): the state all-or-nothing binding exists to prevent."""
+    running = any(m.phase != gangs.SUCCEEDED for m in live_bound(view))
+    return running and not gangs.whole(view)
+
+
+def partial(case: GangCase) -> Finding | None:
+    """First of all: a gang partly placed (e.g. members lost to an eviction, a node failure or
+    a deletion while the rest run on), with what the rest waits for."""
+    view = case.view
+    if not is_partial(view):
+        return None
+    bound = sorted(m.key for m in live_bound(view))
+    text = (
+        f"partly placed: {len(bound)} of the {view.min_member} members it needs "
+        f"(minMember {view.min_member}) are bound ({named(bound)})"
+    )
+    _short, tasks = gangs.quorum_shortfall(
+        view.min_member,
+        view.min_task_member,
+        len(bound),
+        _per_task(live_bound(view)),
+    )
+    if tasks:
+        text += "; short: " + ", ".join(f"task {t} {g}/{m}" for t, (g, m) in tasks.items())
+    broken = [e for e in _group_events(case) if e.get("reason") == "GangBroken"]
+    if broken:
+        text += f"; {short(event_text(broken[-1]), 200)}"
+    rest = next((f for check in CHECKS[2:] if (f := check(case)) is not None), None)
+    if rest is None:
+        rest = fallback(case)
+    waiting = case.waiting_members()
+    if waiting:
+        text += f"; the other {len(waiting)} wait: {rest.headline}"
+    else:
+        text += "; the missing members do not exist yet (their controller makes them)"
+    unblock = [
+        "the extender places the missing members together with the bound ones (all-or-nothing)"
+    ]
+    return Finding("gang-partial", text, unblock + rest.unblock)
+
+
+def _per_task(pods: list[PodRecord]) -> dict[str, int]:
+    per_task: dict[str, int] = {}
+    for pod in pods:
+        per_task[pod.task or ""] = per_task.get(pod.task or "", 0) + 1
+    return per_task
+
+
 def scheduled(case: GangCase) -> Finding | None:
     view = case.view
     if view.created == 0 or view.scheduled < max(1, view.min_member):
@@ -344,6 +399,7 @@ def fallback(case: GangCase) -> Finding:
 
 
 CHECKS: tuple[Callable[[GangCase], Finding | None], ...] = (
+    partial,
     scheduled,
     queue_state,
     members,

@@ -1,0 +1,294 @@
+"""All-or-nothing after a gang loses its members (issue 31), end to end: `vulcan sim up` with the
+extender and the controllers, Volcano Job YAML created with kubectl.
+
+1. A running Volcano Job evicted whole by reclaim has its pods made again by the job controller.
+   Its next placement is whole or nothing: the room left over fits half of it, and none of it
+   may bind (before the fix half of it bound at once, one pod at a time: the gang's bind barrier
+   still said "committed" from the first run and the extender still counted it admitted).
+2. Volcano's example/task-start-dependency, in our own words: tasks chained by `dependsOn`
+   whose minAvailable is below the sum of the task minimums. The dependent tasks' pods are
+   created only once the tasks they depend on run, so the bind barrier must not wait for them
+   (Volcano skips the per-task checks then); every pod binds, no gang times out.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.e2e.conftest import SimCluster, start_cluster, wait_for
+
+NODE_CPU = 8
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[SimCluster]:
+    yield from start_cluster(
+        tmp_path,
+        "--nodes",
+        "2",
+        "--node-profile",
+        f"cpu={NODE_CPU},memory=64Gi",
+        "--with-extender",
+        "--with-controllers",
+        "--pod-duration",
+        "forever",
+    )
+
+
+QUEUE_QA = """
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata:
+  name: qa
+spec:
+  weight: 1
+  reclaimable: true
+"""
+
+# Four 4-cpu workers that must start together: exactly the two nodes' 16 cpu.
+JOB_QA = """
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: qa-j1
+spec:
+  schedulerName: volcano
+  queue: qa
+  minAvailable: 4
+  tasks:
+    - replicas: 4
+      name: worker
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers:
+            - name: main
+              image: busybox
+              resources:
+                requests: {cpu: "4", memory: 1Gi}
+"""
+
+# In queue default (weight 1, as qa): a PodGroup gang of four 2-cpu pods that deserves half the
+# cluster and reclaims it from qa. (A Volcano Job here would wait Pending at enqueue, whose
+# overcommit check counts qa's running 16 cpu: issue 31 item 3, not this test's subject.)
+RECLAIMER = """
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata:
+  name: rq
+spec:
+  queue: default
+  minMember: 4
+""" + "".join(
+    f"""---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: rq-{index}
+  labels: {{app: rq}}
+  annotations: {{scheduling.k8s.io/group-name: rq}}
+spec:
+  schedulerName: volcano
+  containers:
+    - name: main
+      image: busybox
+      resources:
+        requests: {{cpu: "2", memory: 1Gi}}
+"""
+    for index in range(4)
+)
+
+
+def job_pods(cluster: SimCluster, job: str) -> list[dict[str, Any]]:
+    return cluster.pods(selector=f"volcano.sh/job-name={job}")
+
+
+def live_bound(pods: list[dict[str, Any]]) -> list[str]:
+    return [
+        p["metadata"]["name"]
+        for p in pods
+        if p["spec"].get("nodeName")
+        and not p["metadata"].get("deletionTimestamp")
+        and p.get("status", {}).get("phase") != "Failed"
+    ]
+
+
+def podgroup_of(cluster: SimCluster, job: str) -> dict[str, Any]:
+    groups = cluster.get("/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups")
+    return next(
+        g
+        for g in groups["items"]
+        if any(o.get("name") == job for o in g["metadata"].get("ownerReferences") or ())
+    )
+
+
+def event_reasons(cluster: SimCluster, name: str) -> list[str]:
+    return [e.get("reason", "") for e in cluster.events(name)]
+
+
+def test_a_gang_evicted_whole_by_reclaim_comes_back_whole_or_not_at_all(
+    cluster: SimCluster,
+) -> None:
+    cluster.kubectl("apply", "-f", "-", stdin=QUEUE_QA)
+    cluster.kubectl("create", "-f", "-", stdin=JOB_QA)
+    first = wait_for(
+        "qa-j1's four workers to run",
+        lambda: (pods := live_bound(job_pods(cluster, "qa-j1"))) and len(pods) == 4 and pods,
+        60,
+    )
+    old_uids = {p["metadata"]["uid"] for p in job_pods(cluster, "qa-j1")}
+    cluster.kubectl("create", "-f", "-", stdin=RECLAIMER)
+    wait_for(
+        "rq to run (reclaimed from qa)",
+        lambda: len(live_bound(cluster.pods(selector="app=rq"))) == 4,
+        60,
+    )
+    # qa-j1 was evicted whole and its job controller made its pods again.
+    wait_for(
+        "qa-j1's pods to be made again",
+        lambda: (
+            (pods := job_pods(cluster, "qa-j1"))
+            and len(pods) == 4
+            and not {p["metadata"]["uid"] for p in pods} & old_uids
+        ),
+        60,
+    )
+    # 8 cpu are left: room for two of its four 4-cpu workers. None may bind: sample for a
+    # while (long enough for kube-scheduler to try each of them several times).
+    deadline = time.monotonic() + 12
+    worst: list[str] = []
+    while time.monotonic() < deadline:
+        bound = live_bound(job_pods(cluster, "qa-j1"))
+        if len(bound) > len(worst):
+            worst = bound
+        time.sleep(0.1)
+    assert worst == [], f"qa-j1 partly bound after its eviction: {worst} (before: {first})"
+    group = podgroup_of(cluster, "qa-j1")
+    status = group.get("status") or {}
+    # Nothing of it runs: Volcano shows such a gang Pending (or Inqueue), never Unknown.
+    assert status.get("phase") in ("Pending", "Inqueue"), status
+    # The PodGroup says what happened: the gang lost its members and starts over whole.
+    reasons = event_reasons(cluster, group["metadata"]["name"])
+    assert "GangBroken" in reasons, reasons
+    broken = next(
+        e for e in cluster.events(group["metadata"]["name"]) if e.get("reason") == "GangBroken"
+    )
+    assert "all-or-nothing" in broken.get("note", ""), broken
+    # Its new pods are refused by the gang's own reason (not only kube-scheduler's fit).
+    messages = [
+        c.get("message", "")
+        for p in job_pods(cluster, "qa-j1")
+        for c in p.get("status", {}).get("conditions") or ()
+        if c.get("type") == "PodScheduled"
+    ]
+    assert any("gang default/" in m for m in messages), messages
+
+
+# Volcano's example/task-start-dependency/job.yaml, in our words: one task of 1, then one of 5
+# that starts once the first runs, then one of 5 after that; minAvailable 1.
+CHAINED_JOB = """
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: chained
+spec:
+  schedulerName: volcano
+  queue: default
+  minAvailable: 1
+  tasks:
+    - replicas: 1
+      name: first
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers:
+            - {name: web, image: nginx, resources: {requests: {cpu: 100m}}}
+    - replicas: 5
+      name: second
+      dependsOn:
+        name: [first]
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers:
+            - {name: web, image: nginx, resources: {requests: {cpu: 100m}}}
+    - replicas: 5
+      name: third
+      dependsOn:
+        name: [second]
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers:
+            - {name: web, image: nginx, resources: {requests: {cpu: 100m}}}
+"""
+
+# .../mpi.yaml, in our words: a launcher that starts once its 10 workers run; minAvailable 3.
+LAUNCHER_JOB = """
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: launcher-mpi
+spec:
+  schedulerName: volcano
+  minAvailable: 3
+  plugins:
+    ssh: []
+    svc: []
+  tasks:
+    - replicas: 1
+      name: launcher
+      policies:
+        - {event: TaskCompleted, action: CompleteJob}
+      dependsOn:
+        name: [worker]
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers:
+            - {name: launcher, image: example/mpi, resources: {requests: {cpu: 200m}}}
+    - replicas: 10
+      name: worker
+      template:
+        spec:
+          restartPolicy: OnFailure
+          containers:
+            - {name: worker, image: example/mpi, resources: {requests: {cpu: 200m}}}
+"""
+
+
+@pytest.mark.parametrize(("manifest", "job", "pods"), [(CHAINED_JOB, "chained", 11)])
+def test_task_start_dependency_jobs_run_every_pod_without_a_gang_timeout(
+    cluster: SimCluster, manifest: str, job: str, pods: int
+) -> None:
+    _runs_whole(cluster, manifest, job, pods)
+
+
+def test_a_launcher_that_depends_on_its_workers_starts_after_them(cluster: SimCluster) -> None:
+    _runs_whole(cluster, LAUNCHER_JOB, "launcher-mpi", 11)
+    # The launcher was made (and bound) only after the workers ran.
+    pods = {p["metadata"]["name"]: p for p in job_pods(cluster, "launcher-mpi")}
+    launcher = pods["launcher-mpi-launcher-0"]["metadata"]["creationTimestamp"]
+    workers = [p["metadata"]["creationTimestamp"] for n, p in pods.items() if "-worker-" in n]
+    assert launcher >= max(workers)
+
+
+def _runs_whole(cluster: SimCluster, manifest: str, job: str, pods: int) -> None:
+    cluster.kubectl("create", "-f", "-", stdin=manifest)
+    assert yaml.safe_load(manifest)["metadata"]["name"] == job
+    wait_for(
+        f"all {pods} pods of {job} to be bound",
+        lambda: len(live_bound(job_pods(cluster, job))) == pods,
+        40,
+    )
+    group = podgroup_of(cluster, job)
+    reasons = event_reasons(cluster, group["metadata"]["name"])
+    assert "GangTimedOut" not in reasons, reasons
+    for pod in job_pods(cluster, job):
+        assert "GangTimedOut" not in event_reasons(cluster, pod["metadata"]["name"])

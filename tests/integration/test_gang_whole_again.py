@@ -1,0 +1,94 @@
+"""The extender's gang scheduler against the embedded API server (issue 31 item 1): a running gang
+whose members are deleted and made again under the same names is admitted again as a whole —
+no slots for single members, its new binds held until quorum — and the PodGroup and the pods
+say what happened (GangBroken)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from core.kube.client import EVENTS, PODGROUPS, PODS, KubeClient
+from extender.protocol import BindingArgs
+from tests.helpers import pod_info, until
+from tests.integration.test_gang_scheduler import add_gpu_node, started, worker
+
+GROUP = "default/tf"
+
+
+async def bind(gangs: Any, pod: dict[str, Any], node: str) -> bool:
+    meta = pod["metadata"]
+    return await gangs.bind(BindingArgs(meta["name"], "default", meta["uid"], node))
+
+
+async def test_a_gang_that_loses_its_members_is_admitted_whole_again(client: KubeClient) -> None:
+    nodes = [f"gpu-{i}" for i in range(4)]
+    for name in nodes:
+        await add_gpu_node(client, name)
+    await client.create(
+        PODGROUPS, {"metadata": {"name": "tf", "namespace": "default"}, "spec": {"minMember": 4}}
+    )
+    pods = [await client.create(PODS, worker("tf", i)) for i in range(4)]
+    cache, gangs = await started(client)
+    try:
+        await until(lambda: len(cache.pods) == 4 and GROUP in cache.podgroups)
+        gangs.schedule_pass()
+        assert GROUP in gangs.admitted
+        slots = [gangs.ledger.reservation_of(f"default/tf-worker-{i}").node for i in range(4)]
+        assert all(
+            await asyncio.gather(*(bind(gangs, p, n) for p, n in zip(pods, slots, strict=True)))
+        )
+        await until(lambda: all(cache.pods[f"default/tf-worker-{i}"].node for i in range(4)))
+        assert gangs.barrier.committed(GROUP)
+
+        # Its pods are deleted (an eviction, a restart of its task, a user) and made again.
+        for i in range(4):
+            await client.delete(PODS, f"tf-worker-{i}", "default", grace_period=0)
+        await until(lambda: not gangs.barrier.committed(GROUP))
+        assert GROUP not in gangs.admitted
+        assert gangs.ledger.of_group(GROUP) == []
+        # A plain pod takes two of the four GPUs meanwhile.
+        for name in ("gpu-0", "gpu-1"):
+            squatter = worker("squat", 0)
+            squatter["metadata"] = {"name": f"squat-{name}", "namespace": "default"}
+            squatter["spec"]["nodeName"] = name
+            await client.create(PODS, squatter)
+        again = [await client.create(PODS, worker("tf", i)) for i in range(4)]
+        await until(lambda: len(cache.pods_by_group.get(GROUP, ())) == 4 and len(cache.pods) == 6)
+        gangs.schedule_pass()
+        # Two members would fit: none is let through, each is refused with the gang's reason.
+        assert GROUP not in gangs.admitted
+        passing, _failed, unresolvable = gangs.filter(pod_info(again[0]), nodes)
+        assert passing == []
+        assert "gang default/tf: waiting for admission" in unresolvable["gpu-2"]
+        assert gangs.ledger.of_group(GROUP) == []
+
+        # The GPUs come back: the gang is admitted whole (four slots) and binds together.
+        for name in ("gpu-0", "gpu-1"):
+            await client.delete(PODS, f"squat-{name}", "default", grace_period=0)
+        await until(lambda: len(cache.pods) == 4)
+        gangs.schedule_pass()
+        assert GROUP in gangs.admitted
+        assert len(gangs.ledger.of_group(GROUP)) == 4
+        slots = [gangs.ledger.reservation_of(f"default/tf-worker-{i}").node for i in range(4)]
+        first = asyncio.create_task(bind(gangs, again[0], slots[0]))
+        await until(lambda: gangs.barrier.held(GROUP) == 1)  # held, not bound at once
+        assert not (await client.get(PODS, "tf-worker-0", "default"))["spec"].get("nodeName")
+        rest = [bind(gangs, p, n) for p, n in zip(again[1:], slots[1:], strict=True)]
+        assert all(await asyncio.gather(first, *rest))
+
+        await gangs.recorder.flush()  # type: ignore[union-attr]
+        events = (await client.list(EVENTS, "default"))["items"]
+        broken = [e for e in events if e.get("reason") == "GangBroken"]
+        on_group = [e for e in broken if e["regarding"]["kind"] == "PodGroup"]
+        assert len(on_group) == 1, broken
+        assert on_group[0]["type"] == "Warning"
+        assert on_group[0]["note"].startswith("gang default/tf is no longer whole: ")
+        assert on_group[0]["note"].endswith("its next placement is all-or-nothing again")
+        # The members still there when it broke say it too (the first one was gone already).
+        assert {e["regarding"]["name"] for e in broken if e["regarding"]["kind"] == "Pod"} == {
+            f"tf-worker-{i}" for i in range(1, 4)
+        }
+    finally:
+        await gangs.stop()
+        await cache.stop()
