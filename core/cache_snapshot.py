@@ -49,6 +49,9 @@ class Snapshot:
     """Σ allocatable of Ready nodes (what Volcano divides among queues)."""
     total_requested: ResourceVector = _ZERO
     """Σ requests of the pods that occupy a node."""
+    priority_classes: dict[str, int] = dataclasses.field(default_factory=dict)
+    """PriorityClass name -> value; the globalDefault one also under "" (a PodGroup that names
+    none has its priority)."""
 
     def node_free(self, name: str) -> ResourceVector:
         return _free(self.nodes, self.node_requested, name)

@@ -31,6 +31,7 @@ from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
 from extender.admission_order import AdmissionOrder, cluster_used, job_input, queue_numbers
 from extender.barrier import BindBarrier
+from extender.elastic_growth import grow_elastic
 from extender.evictor import Evictor
 from extender.gang_quorum import QuorumWatch
 from extender.gang_verbs import GangVerbs
@@ -44,12 +45,14 @@ from extender.slots import SlotWatch
 from plugins import actions
 from plugins import gang as gangs
 from plugins.config import default_config
+from plugins.enqueue_promise import enqueue_by_eviction
 from plugins.evictions import victim_units
 from plugins.framework import Framework
 from plugins.placement import Prefer
 from plugins.queue_share import sum_vectors
 from plugins.registry import build_session
 from plugins.session import PassState, Session
+from plugins.victims import VictimUnit
 
 log = logging.getLogger("vulcan.extender.gang")
 
@@ -122,6 +125,13 @@ class GangScheduler(GangVerbs):
         self._touched: set[str] = set()
         self._pass_allocated: set[str] = set()
         self._bound_counts: dict[str, tuple[Any, int, dict[str, int]]] = {}
+        # group -> its elastic members (beyond its minimum) filter refused (their queue at its
+        # share or capability, or no room): each pass gives one per gang a slot when its queue
+        # may take it, evicting elastic work for it if needed (`extender.elastic_growth`).
+        self.elastic_waiting: dict[str, set[str]] = {}
+        # group -> what it was enqueued on the promise of evicting ("will preempt ..."), for
+        # the debug view and `vulcan explain`.
+        self.promises: dict[str, str] = {}
         self._wake = asyncio.Event()
         self.writer = GangWriter(
             client, status_interval=status_interval, event_qps=event_qps, event_burst=event_burst
@@ -231,6 +241,7 @@ class GangScheduler(GangVerbs):
                 self._verdicts.pop(key, None)
                 self.order.forget(key)
                 self._bound_counts.pop(key, None)
+                self.promises.pop(key, None)
                 if self.gang_metrics is not None:
                     self.gang_metrics.forget(key)
                 if not snapshot.pods_by_group.get(key):
@@ -273,6 +284,8 @@ class GangScheduler(GangVerbs):
             if queue not in queue_pass.groups_by_queue:
                 self._queue_seen.pop(queue, None)
                 self._unsettled.pop(queue, None)
+        if self.elastic_waiting:
+            grow_elastic(self, snapshot)
         self.writer.queue_statuses(snapshot, queue_pass)
 
     def _decide(
@@ -370,11 +383,27 @@ class GangScheduler(GangVerbs):
         votes (its queue Open and able to hold its minResources, the cluster x the overcommit
         factor too). None when enqueued (the group becomes Inqueue; nothing is reserved)."""
         key = group.key
-        refused = actions.enqueue(self.session, self._state, job_input(snapshot, group))
+        job = job_input(snapshot, group)
+        refused = actions.enqueue(self.session, self._state, job)
+        promise = None
         if refused:
-            return self._not_admitted(key, f"gang {key}: waiting for admission: {refused}")
+            # Beyond Volcano: enqueued when evicting lower-priority work of its queue (or work
+            # of queues over their share) would make the votes pass; its pods get made and
+            # the allocate action evicts for it (`plugins.enqueue_promise`).
+            promise = enqueue_by_eviction(
+                self.session, self._state, job, self._victims(snapshot, key)
+            )
+            if promise is None:
+                self.promises.pop(key, None)
+                return self._not_admitted(key, f"gang {key}: waiting for admission: {refused}")
+            self.session.job_enqueued(job, self._state)
+            self.promises[key] = promise.describe()
         self.reasons.pop(key, None)
         note = "enqueued: its job creates the pods now" if group.job_owned else "enqueued"
+        if promise is not None:
+            note = f"enqueued on the promise of eviction ({refused}): {promise.describe()}; " + (
+                "its job creates the pods now" if group.job_owned else "evicting when placed"
+            )
         self.writer.group_event(group, NORMAL, "Enqueued", note)
         return None
 
@@ -392,12 +421,7 @@ class GangScheduler(GangVerbs):
         room = actions.GangRoom(
             reserved=dict(self.ledger.by_node),
             future=self.evictor.future_reserved(),
-            victims=lambda: victim_units(
-                snapshot,
-                key,
-                self.evictor.releasing,
-                lambda pod: self.cache.queue_of(pod) or keys.DEFAULT_QUEUE,
-            ),
+            victims=lambda: self._victims(snapshot, key),
         )
         decision = actions.allocate_gang(
             self.session,
@@ -418,6 +442,7 @@ class GangScheduler(GangVerbs):
         if decision.evictions is not None:
             chosen = decision.evictions
             self.evictor.evict_units(snapshot, group, chosen.priority, chosen.action, chosen.units)
+            self._evicted_whole(chosen.units, f"{chosen.action}ed whole for gang {key}")
         members = {pod.key: pod for pod in view.members}
         for pod_key, node in plan.slots.items():
             request = members[pod_key].requests
@@ -431,6 +456,7 @@ class GangScheduler(GangVerbs):
         self.session.job_allocated(job, held, self._state)
         self.admitted.add(key)
         self.reasons.pop(key, None)
+        self.promises.pop(key, None)
         self.writer.group_event(
             group,
             NORMAL,
@@ -442,6 +468,24 @@ class GangScheduler(GangVerbs):
         return None
 
     # ------------------------------------------------------------------ preemption
+
+    def _evicted_whole(self, units: list[VictimUnit], why: str) -> None:
+        """A gang evicted whole is placed again as a new gang: all or nothing, through
+        admission and the bind barrier's quorum (its members are made again by its job, or
+        wait; none of them may bind on the strength of the evicted gang's admission)."""
+        for unit in units:
+            if unit.group is not None and not unit.elastic:
+                self._forget_group(unit.group, why)
+                self.barrier.forget(unit.group)
+
+    def _victims(self, snapshot: Snapshot, key: str) -> list[VictimUnit]:
+        """What reclaim and preempt may evict for group `key` (never pods being freed)."""
+        return victim_units(
+            snapshot,
+            key,
+            self.evictor.releasing,
+            lambda pod: self.cache.queue_of(pod) or keys.DEFAULT_QUEUE,
+        )
 
     def _not_admitted(self, key: str, reason: str) -> str:
         self.reasons[key] = reason

@@ -13,6 +13,9 @@ without `proportion` (with `enableHierarchy` for `spec.parent` trees), else `pro
   its `minResources` no pod asks for yet (a Volcano Job's pods only exist after admission, and a
   queue whose only work is such a group must still be given a share).
 - `inqueue`: for admitted (Inqueue) groups with `minResources`, what they have not placed yet.
+- `elastic`: for each group, what its placed members (bound, or holding a reservation) hold
+  beyond what it needs to start (`plugins.elastic.elastic_resources`): enqueue subtracts it,
+  as Volcano's proportion and capacity do, since reclaim and preempt take it back first.
 
 A queue that does not exist (yet) is not invented, except `default`: Volcano's scheduler creates
 it at start, so a cluster without it behaves as if it existed (weight 1, reclaimable).
@@ -32,8 +35,15 @@ from core.records import PodGroupRecord, QueueRecord
 from core.resources import ResourceVector, format_quantity
 from plugins.capacity import capacity_shares
 from plugins.config import SchedulerConfig
+from plugins.elastic import elastic_resources
 from plugins.proportion import proportion_shares
-from plugins.queue_share import QueueInput, ShareModel, queue_input
+from plugins.queue_share import (
+    QueueInput,
+    ShareModel,
+    queue_input,
+    strip_pods,
+    sum_vectors,
+)
 
 _ZERO = ResourceVector()
 _WAITING_PHASES = ("", "Pending")
@@ -72,6 +82,7 @@ class QueuePolicy:
         self._phases: dict[str, dict[str, int]] = {}
         self._unasked: dict[str, dict[str, int]] = {}
         self._inqueue: dict[str, dict[str, int]] = {}
+        self._elastic: dict[str, dict[str, int]] = {}
         self._held_before: set[str] = set()
         self._primed = False
 
@@ -104,6 +115,7 @@ class QueuePolicy:
         phases = self._phases
         unasked = {q: ResourceVector._of(dict(v)) for q, v in self._unasked.items() if v}
         inqueue = {q: ResourceVector._of(dict(v)) for q, v in self._inqueue.items() if v}
+        elastic = {q: ResourceVector._of(dict(v)) for q, v in self._elastic.items() if v}
         inputs: dict[str, QueueInput] = {}
         for name, record in records.items():
             bound = snapshot.queue_allocated.get(name, _ZERO)
@@ -115,6 +127,7 @@ class QueuePolicy:
                 allocated=allocated,
                 request=request,
                 inqueue=inqueue.get(name, _ZERO),
+                elastic=elastic.get(name, _ZERO),
                 has_groups=bool(groups_by_queue.get(name)),
             )
         total = snapshot.total_allocatable
@@ -136,6 +149,7 @@ class QueuePolicy:
         self._phases = {}
         self._unasked = {}
         self._inqueue = {}
+        self._elastic = {}
         self._held_before = set()
 
     def _refresh(self, snapshot: Snapshot, key: str, held: ResourceVector | None) -> None:
@@ -153,6 +167,8 @@ class QueuePolicy:
                 _take_from(self._unasked, old.queue, old.unasked)
             if old.inqueue is not None:
                 _take_from(self._inqueue, old.queue, old.inqueue)
+            if old.elastic is not None:
+                _take_from(self._elastic, old.queue, old.elastic)
         group = snapshot.podgroups.get(key)
         if group is None:
             return
@@ -165,6 +181,8 @@ class QueuePolicy:
             _add_into(self._unasked, new.queue, new.unasked)
         if new.inqueue is not None:
             _add_into(self._inqueue, new.queue, new.inqueue)
+        if new.elastic is not None:
+            _add_into(self._elastic, new.queue, new.elastic)
 
 
 @dataclasses.dataclass(slots=True, frozen=True)
@@ -173,6 +191,7 @@ class _Contribution:
     phase: str
     unasked: ResourceVector | None
     inqueue: ResourceVector | None
+    elastic: ResourceVector | None = None
 
 
 def _add_into(totals: dict[str, dict[str, int]], queue: str, amount: ResourceVector) -> None:
@@ -208,7 +227,28 @@ def _contribution(
             placed = members_request(snapshot, group, placed=True) + (held or _ZERO)
             missing = group.min_resources.saturating_sub(placed)
             inqueue = None if missing.is_zero() else missing
-    return _Contribution(group.queue, phase, unasked, inqueue)
+    elastic = _elastic_of(snapshot, group, held)
+    return _Contribution(group.queue, phase, unasked, inqueue, elastic)
+
+
+def _elastic_of(
+    snapshot: Snapshot, group: PodGroupRecord, held: ResourceVector | None
+) -> ResourceVector | None:
+    """What the group's placed members hold beyond what it needs to start (None: nothing)."""
+    placed = [
+        pod
+        for key in snapshot.pods_by_group.get(group.key, ())
+        if (pod := snapshot.pods.get(key)) is not None
+        and pod.node is not None
+        and not pod.terminal
+        and not pod.deleting
+    ]
+    if not placed and held is None:
+        return None
+    allocated = sum_vectors(pod.requests for pod in placed) + (held or _ZERO)
+    elastic = elastic_resources(allocated, group.min_resources, placed, group.min_member)
+    elastic = strip_pods(elastic)
+    return None if elastic.is_zero() else elastic
 
 
 def _at_share(model: ShareModel, name: str, source: QueueInput) -> bool:
