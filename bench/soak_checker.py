@@ -15,11 +15,7 @@ Invariants (limits in `Limits`, each a flag of `python -m bench.soak`):
   slightly out of order);
 - node overcommitted: pods holding room on a node (bound, not finished) request more than its
   allocatable — at once;
-- stall: a gang with no member bound whose minMember waiting pods fit the free room of the
-  schedulable nodes, in a queue with room under its capability and its deserved share, for
-  longer than `stall_after`;
-- job not final: a Volcano Job whose pods have all finished, or that stays in a passing phase
-  (Restarting, Aborting, Terminating, Completing), for longer than `job_final_after`.
+- stall, and jobs reaching a final phase: `bench.soak_progress` (evaluated at each tick).
 """
 
 from __future__ import annotations
@@ -27,7 +23,6 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
-from bench.soak_fit import SHARE_DIMENSIONS, deserved, pack
 from bench.soak_model import (
     JOB_FINAL,
     TERMINAL,
@@ -40,10 +35,9 @@ from bench.soak_model import (
     add,
     over,
     show,
-    sub,
 )
+from bench.soak_progress import PASSING_PHASES, check_jobs, check_stalls
 
-PASSING_PHASES = ("Restarting", "Aborting", "Terminating", "Completing")
 # A job's gang in these phases is being taken down or finished by its controller on purpose.
 TEARDOWN_PHASES = (*PASSING_PHASES, *JOB_FINAL)
 
@@ -169,8 +163,8 @@ class Checker:
         for node in list(self.nodes):
             self.check_node(node, now)
         self.check_queues(now)
-        self.check_stalls(now)
-        self.check_jobs(now)
+        check_stalls(self, now)
+        check_jobs(self, now)
         self._close_vanished(now)
 
     def finish(self, now: float) -> None:
@@ -180,7 +174,7 @@ class Checker:
 
     # ------------------------------------------------------------------ episodes
 
-    def _hold(self, kind: str, subject: str, on: bool, now: float, limit: float, why: str) -> None:
+    def hold(self, kind: str, subject: str, on: bool, now: float, limit: float, why: str) -> None:
         """Keep the episode (kind, subject) open while `on`; a violation once it passes
         `limit` (reported once per episode; its detail is refreshed while it lasts)."""
         key = (kind, subject)
@@ -271,7 +265,7 @@ class Checker:
             episode.limit = (
                 self.limits.partial_window if episode.cause == "bind" else self.limits.loss_window
             )
-        self._hold("partial-gang", key, partial, now, episode.limit, self._describe_gang(key))
+        self.hold("partial-gang", key, partial, now, episode.limit, self._describe_gang(key))
 
     def _describe_gang(self, key: str) -> str:
         group = self.groups.get(key)
@@ -308,7 +302,7 @@ class Checker:
 
     # ------------------------------------------------------------------ room
 
-    def _node_up(self, name: str) -> bool:
+    def node_up(self, name: str) -> bool:
         node = self.nodes.get(name)
         return node is not None and node.ready
 
@@ -334,7 +328,7 @@ class Checker:
             ]
             dims = ", ".join(f"{n} {u} > {c}" for n, (u, c) in excess.items())
             why = f"requests exceed allocatable ({dims}); pods: {'; '.join(pods)}"
-        self._hold("node-overcommitted", key, bool(excess), now, 0.0, why)
+        self.hold("node-overcommitted", key, bool(excess), now, 0.0, why)
 
     def queue_used(self) -> dict[str, Resources]:
         used: dict[str, Resources] = defaultdict(dict)
@@ -355,7 +349,7 @@ class Checker:
                     f"live bound pods request {show(used.get(key, {}))}; capability {dims}; "
                     f"gangs: {self._queue_gangs(key)}"
                 )
-            self._hold(
+            self.hold(
                 "queue-over-capability", key, bool(excess), now, self.limits.capacity_grace, why
             )
 
@@ -375,99 +369,3 @@ class Checker:
                 f"{key} {len(bound)} bound (minMember {group.min_member}{job}) {show(total)}"
             )
         return "; ".join(parts)
-
-    # ------------------------------------------------------------------ stalls
-
-    def check_stalls(self, now: float) -> None:
-        free = {
-            key: sub(node.allocatable, self.used_on(key))
-            for key, node in self.nodes.items()
-            if node.schedulable
-        }
-        total: Resources = {}
-        for node in self.nodes.values():
-            if node.schedulable:
-                total = add(total, node.allocatable)
-        used = self.queue_used()
-        waiting: dict[str, list[Resources]] = {}
-        for key, group in self.groups.items():
-            members = self.members(key)
-            if any(p.live_bound for p in members):
-                continue
-            job = self.jobs.get(group.job) if group.job else None
-            if job is not None and job.phase not in ("", "Pending", "Running"):
-                continue
-            pending = sorted(
-                (p.requests for p in members if p.waiting),
-                key=lambda r: (r.get("cpu", 0), r.get("memory", 0)),
-                reverse=True,
-            )
-            if len(pending) >= group.min_member:
-                waiting[key] = pending[: group.min_member]
-        requests: dict[str, Resources] = {q: dict(used.get(q, {})) for q in self.queues}
-        for key, need in waiting.items():
-            queue = self.groups[key].queue
-            for res in need:
-                requests[queue] = add(requests.get(queue, {}), res)
-        shares = deserved(
-            total,
-            {q: self.queues[q].weight for q in self.queues if self.queues[q].state == "Open"},
-            requests,
-            {q: queue.capability for q, queue in self.queues.items()},
-        )
-        for key in list(self.groups):
-            need = waiting.get(key)
-            on, why = False, ""
-            if need is not None:
-                group = self.groups[key]
-                queue = self.queues.get(group.queue)
-                sum_need: Resources = {}
-                for res in need:
-                    sum_need = add(sum_need, res)
-                after = add(used.get(group.queue, {}), sum_need)
-                share = shares.get(group.queue, {})
-                on = (
-                    queue is not None
-                    and queue.state == "Open"
-                    and not over(after, queue.capability)
-                    and all(after.get(d, 0) <= share.get(d, 0) for d in SHARE_DIMENSIONS)
-                    and pack(need, free) is not None
-                )
-                why = (
-                    f"{group.min_member} member(s) needing {show(sum_need)} fit the free room "
-                    f"(queue {group.queue}: would hold {show(after)}, deserved {show(share)}); "
-                    f"PodGroup phase={group.phase or '-'}: {group.message or 'no condition'}"
-                )
-            self._hold("stall", key, on, now, self.limits.stall_after, why)
-
-    # ------------------------------------------------------------------ jobs
-
-    def check_jobs(self, now: float) -> None:
-        pods_of: dict[str, list[Pod]] = defaultdict(list)
-        for pod in self.pods.values():
-            if pod.job:
-                pods_of[pod.job].append(pod)
-        for key, job in self.jobs.items():
-            pods = pods_of.get(key, [])
-            finished = (
-                job.phase not in JOB_FINAL
-                and job.phase not in PASSING_PHASES
-                and len(pods) >= max(job.replicas, 1)
-                and all(p.phase in TERMINAL for p in pods)
-            )
-            phases = ", ".join(sorted({p.phase for p in pods}))
-            why = f"all {len(pods)} pods finished ({phases}) but phase {job.phase or '-'}"
-            why += f"; history: {self.story(key)}"
-            self._hold("job-not-final", key, finished, now, self.limits.job_final_after, why)
-            # Pods on a node that is down stay terminating until its kubelet comes back (as on
-            # a real cluster); a controller that waits for them to go is not stuck.
-            held = [p for p in pods if p.deleting and not self._node_up(p.node)]
-            stuck = job.phase in PASSING_PHASES and not held
-            why = (
-                f"phase {job.phase} with {len(pods)} pod(s): "
-                + ", ".join(
-                    f"{p.key} {p.phase}{' terminating' if p.deleting else ''}" for p in pods[:8]
-                )
-                + f"; history: {self.story(key)}"
-            )
-            self._hold("job-stuck", key, stuck, now, self.limits.job_final_after, why)
