@@ -79,11 +79,26 @@ class Admission:
     demand: ResourceVector = _ZERO
 
 
-def gang_demand(group: PodGroupRecord, members: list[PodRecord], need: int) -> ResourceVector:
+def gang_demand(
+    group: PodGroupRecord,
+    members: list[PodRecord],
+    need: int,
+    view: gangs.GangView | None = None,
+) -> ResourceVector:
     """What admitting the gang takes from its queue: `minResources` when set, else the
-    requests of the members it needs (the first `need`, in placement order)."""
+    requests of the members it needs (the first `need`, in placement order). With the `view`,
+    minResources less what its members still running hold: a gang that lost some members
+    (issue 31) is admitted again for the missing ones, and its queue counts the others
+    already."""
     if group.min_resources is not None:
-        return group.min_resources
+        if view is None:
+            return group.min_resources
+        held = sum_vectors(
+            pod.requests
+            for pod in view.members
+            if pod.node is not None and not pod.terminal and not pod.deleting
+        )
+        return group.min_resources.saturating_sub(held)
     return sum_vectors(pod.requests for pod in members[:need])
 
 
@@ -109,7 +124,7 @@ def allocate_gang(
         return Admission(reason=invalid)
     members = gangs.pending_members(view)
     need = gangs.members_needed(view)
-    demand = gang_demand(group, members, need)
+    demand = gang_demand(group, members, need, view)
     enqueued = group.phase == "Inqueue"
     memo_key = (group.queue, queue_numbers, group.min_resources, demand, enqueued)
     memo_key += (tuple(sorted(state.used.items())),)

@@ -292,3 +292,124 @@ def _runs_whole(cluster: SimCluster, manifest: str, job: str, pods: int) -> None
     assert "GangTimedOut" not in reasons, reasons
     for pod in job_pods(cluster, job):
         assert "GangTimedOut" not in event_reasons(cluster, pod["metadata"]["name"])
+
+
+# ------------------------------------------------------------------------------ the queue scenario
+
+
+def _queue(name: str, weight: int) -> str:
+    return (
+        f"apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata:\n  name: {name}\n"
+        f"spec:\n  weight: {weight}\n  reclaimable: true\n"
+    )
+
+
+def _job(name: str, queue: str, durations: tuple[int, int]) -> str:
+    """A Volcano Job of 4 pods x 4 cpu, minAvailable 4, in two tasks of 2 that run for
+    different times: its room comes back in pieces, as jobs of a real cluster give it back."""
+    tasks = "".join(
+        f"""
+    - replicas: 2
+      name: t{index}
+      template:
+        metadata:
+          annotations: {{vulcan.sh/sim-duration: {seconds}s}}
+        spec:
+          restartPolicy: OnFailure
+          containers:
+            - {{name: main, image: busybox, resources: {{requests: {{cpu: "4", memory: 1Gi}}}}}}"""
+        for index, seconds in enumerate(durations)
+    )
+    return f"""apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: {name}
+spec:
+  schedulerName: volcano
+  queue: {queue}
+  minAvailable: 4
+  tasks:{tasks}
+"""
+
+
+@pytest.fixture
+def big_cluster(tmp_path: Path) -> Iterator[SimCluster]:
+    yield from start_cluster(
+        tmp_path,
+        "--nodes",
+        "4",
+        "--node-profile",
+        "cpu=32,memory=128Gi",
+        "--with-extender",
+        "--with-controllers",
+    )
+
+
+PARTIAL_WINDOW = 2.0  # seconds a gang may be seen between its Bindings (they land one by one)
+
+
+def test_the_queue_scenario_never_shows_a_partly_bound_job(big_cluster: SimCluster) -> None:
+    """Issue 31's scenario: queues qa (1) and qb (3), sixteen 4 x 4-cpu jobs, more jobs, then a
+    gang in default that reclaims from qa; jobs evicted whole come back whole or not at all."""
+    cluster = big_cluster
+    cluster.kubectl("apply", "-f", "-", stdin="---\n".join([_queue("qa", 1), _queue("qb", 3)]))
+    durations = [(20 + (i * 7) % 15, 25 + (i * 5) % 17) for i in range(24)]  # fixed, uneven
+
+    def jobs_of(numbers: range) -> dict[str, str]:
+        return {
+            f"{q}-j{i}": _job(f"{q}-j{i}", q, durations[2 * i + (q == "qb")])
+            for i in numbers
+            for q in ("qa", "qb")
+        }
+
+    # qa's eight jobs first: it borrows the whole cluster; then qb's, which reclaim their share
+    # (qb deserves 3/4) from qa by evicting qa's jobs whole.
+    first = jobs_of(range(8))
+    qa_first = [text for name, text in first.items() if name.startswith("qa-")]
+    cluster.kubectl("create", "-f", "-", stdin="---\n".join(qa_first))
+    jobs = set(first)
+    partial_since: dict[str, float] = {}
+    worst: dict[str, float] = {}
+    evicted: set[str] = set()
+    uids: dict[str, str] = {}
+
+    def sample() -> None:
+        now = time.monotonic()
+        per_job: dict[str, list[dict[str, Any]]] = {}
+        for pod in cluster.pods(selector="volcano.sh/job-name"):
+            per_job.setdefault(pod["metadata"]["labels"]["volcano.sh/job-name"], []).append(pod)
+        for job in jobs:
+            pods = per_job.get(job, [])
+            bound = len(live_bound(pods))
+            for pod in pods:
+                # Evicted and made again: the same name with a new UID.
+                meta = pod["metadata"]
+                if uids.setdefault(meta["name"], meta["uid"]) != meta["uid"]:
+                    evicted.add(job)
+            if 0 < bound < 4:
+                since = partial_since.setdefault(job, now)
+                worst[job] = max(worst.get(job, 0.0), now - since)
+            else:
+                partial_since.pop(job, None)
+
+    def run_for(seconds: float) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            sample()
+            time.sleep(0.2)
+
+    run_for(5)
+    qb_first = [text for name, text in first.items() if name.startswith("qb-")]
+    cluster.kubectl("create", "-f", "-", stdin="---\n".join(qb_first))
+    run_for(8)
+    more = jobs_of(range(8, 12))
+    cluster.kubectl("create", "-f", "-", stdin="---\n".join(more.values()))
+    jobs |= set(more)
+    run_for(4)
+    reclaimer = RECLAIMER.replace('cpu: "2"', 'cpu: "4"')
+    cluster.kubectl("create", "-f", "-", stdin=reclaimer)
+    run_for(35)
+    too_long = {job: round(s, 1) for job, s in worst.items() if s > PARTIAL_WINDOW}
+    print(f"\nqueue scenario: evicted jobs {sorted(evicted)}, worst partial {worst}")
+    assert not too_long, f"jobs partly bound longer than {PARTIAL_WINDOW}s: {too_long}"
+    assert evicted, "the reclaim evicted no job: the scenario did not happen"

@@ -99,6 +99,25 @@ def test_allocate_asks_the_queue_through_the_session() -> None:
     assert allocate(plain, snap, g, tight).plan is not None
 
 
+def test_a_gang_admitted_again_asks_its_queue_only_for_its_missing_members() -> None:
+    """Issue 31: a gang that lost one of three members (the other two still run) is admitted
+    again for the one it misses; minResources counted whole would count the two twice."""
+    g = group("a", 3, minResources={"cpu": "3"})
+    members = [pod(f"a-{i}", node_name="n0", phase="Running") for i in range(2)]
+    members.append(pod("a-2"))
+    snap = cluster(["n0", "n1"], [g], members)
+    view = gangs.gang_view(snap, g.key)
+    assert view is not None
+    pending = gangs.pending_members(view)
+    assert actions.gang_demand(g, pending, 1, view).cpu == 1000
+    assert actions.gang_demand(g, pending, 1).cpu == 3000  # without the view: minResources
+    leaving = [pod("a-0", node_name="n0", phase="Running"), pod("a-1"), pod("a-2")]
+    snap = cluster(["n0"], [g], leaving)
+    view = gangs.gang_view(snap, g.key)
+    assert view is not None
+    assert actions.gang_demand(g, gangs.pending_members(view), 2, view).cpu == 2000
+
+
 def test_enqueue_votes_then_books_what_it_admitted() -> None:
     state = PassState(total={"cpu": 10_000}, used={})
     first = job_input(cluster([], [], []), group("a", 1, minResources={"cpu": "8"}))

@@ -67,7 +67,7 @@ def queue_limits(case: GangCase) -> Finding | None:
     members, need = gangs.pending_members(view), gangs.members_needed(view)
     if not members or need == 0:
         return None
-    return allocate_refused(case.world, group.queue, gang_demand(group, members, need))
+    return allocate_refused(case.world, group.queue, gang_demand(group, members, need, view))
 
 
 def allocate_refused(world: World, queue: str, request: ResourceVector) -> Finding | None:
