@@ -45,7 +45,7 @@ from extender.slots import SlotWatch
 from plugins import actions
 from plugins import gang as gangs
 from plugins.config import default_config
-from plugins.enqueue_promise import enqueue_by_eviction
+from plugins.enqueue_promise import enqueue_by_eviction, held_by_peers
 from plugins.evictions import victim_units
 from plugins.framework import Framework
 from plugins.placement import Prefer
@@ -390,11 +390,12 @@ class GangScheduler(GangVerbs):
             # Beyond Volcano: enqueued when evicting lower-priority work of its queue (or work
             # of queues over their share) would make the votes pass; its pods get made and
             # the allocate action evicts for it (`plugins.enqueue_promise`).
-            promise = enqueue_by_eviction(
-                self.session, self._state, job, self._victims(snapshot, key)
-            )
+            victims = self._victims(snapshot, key)
+            promise = enqueue_by_eviction(self.session, self._state, job, victims)
             if promise is None:
                 self.promises.pop(key, None)
+                if "preempt" in self.session.actions:
+                    refused += held_by_peers(group.queue, job.priority, victims)
                 return self._not_admitted(key, f"gang {key}: waiting for admission: {refused}")
             self.session.job_enqueued(job, self._state)
             self.promises[key] = promise.describe()

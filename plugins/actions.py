@@ -26,7 +26,7 @@ from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
 from plugins import gang as gangs
 from plugins.elastic import trim_elastic
-from plugins.enqueue_promise import enqueue_by_eviction
+from plugins.enqueue_promise import enqueue_by_eviction, held_by_peers
 from plugins.evictions import EvictionRequest, Evictions, choose_evictions
 from plugins.job_order import JobInput
 from plugins.placement import Plan, Prefer, plan_gang
@@ -189,20 +189,9 @@ def allocate_gang(
     )
     if evictions is None:
         why = over_share or (plan.reason if plan is not None else "") or refused or ""
-        peers = sorted(
-            {
-                u.group or u.pods[0]
-                for u in units
-                if u.queue == group.queue and u.priority >= job.priority
-            }
-        )
-        if peers and "preempt" in session.actions:
+        if "preempt" in session.actions:
             # What it waits for: its queue's room is held by work it may not preempt.
-            why += (
-                f"; the room in queue {group.queue} is held by work of priority "
-                f">= {job.priority}, which it does not preempt: {', '.join(peers[:3])}"
-                + (f" and {len(peers) - 3} more" if len(peers) > 3 else "")
-            )
+            why += held_by_peers(group.queue, job.priority, units)
         return Admission(reason=f"gang {key}: waiting for admission: {why}", volatile=True)
     if promise is not None:
         # What the enqueue votes were promised goes too (evicting more only frees more room:

@@ -32,7 +32,7 @@ from plugins.queue_share import QueueShare, strip_pods
 from plugins.session import PassState, Preemptor, Session
 from plugins.victims import VictimUnit, effective_units, victim_order_key
 
-__all__ = ["Promise", "enqueue_by_eviction"]
+__all__ = ["Promise", "enqueue_by_eviction", "held_by_peers"]
 
 _ZERO = ResourceVector()
 
@@ -131,3 +131,19 @@ def _passes_without(
         state.used.update(used)
         for share, allocated, elastic, ratio in saved:
             share.allocated, share.elastic, share.share = allocated, elastic, ratio
+
+
+def held_by_peers(queue: str, priority: int, units: Sequence[VictimUnit]) -> str:
+    """What a job that may not evict waits for, when its queue's room is held by work of its
+    own priority or higher: "; the room in queue q is held by work of priority >= 1000, which
+    it does not preempt: ns/a, ns/b" ("" when there is none)."""
+    peers = sorted(
+        {u.group or u.pods[0] for u in units if u.queue == queue and u.priority >= priority}
+    )
+    if not peers:
+        return ""
+    more = f" and {len(peers) - 3} more" if len(peers) > 3 else ""
+    return (
+        f"; the room in queue {queue} is held by work of priority >= {priority}, which it "
+        f"does not preempt: {', '.join(peers[:3])}{more}"
+    )

@@ -13,6 +13,8 @@ Each test has its own cluster (a test's evictions must not be another's starting
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,6 +23,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import SimCluster, start_cluster, wait_for
+from tests.helpers import REPO
 
 PARTIAL_WINDOW = 5.0  # seconds a Job may be partly bound while its gang's binds go out
 
@@ -200,16 +203,45 @@ def test_a_high_priority_job_preempts_a_full_queue_whole_and_the_low_one_runs_ag
         lambda b: b["high"] == 4 and b["low"] == 0,
         60,
     )
-    # The victims' events say who took their room.
-    events = [
-        e
-        for e in cluster.get("/apis/events.k8s.io/v1/namespaces/default/events")["items"]
-        if e.get("reason") == "Preempted"
-    ]
-    assert any("high" in (e.get("note") or "") for e in events), events
+    # The high job's PodGroup says it was enqueued on the promise of preempting the low one,
+    # whole; the victims' events say who took their room.
+    events = cluster.get("/apis/events.k8s.io/v1/namespaces/default/events")["items"]
+    enqueued = [e.get("note") or "" for e in events if e.get("reason") == "Enqueued"]
+    assert any(
+        "will preempt default/low-" in note and "whole gang, 4 pods, priority 10" in note
+        for note in enqueued
+    ), enqueued
+    preempted = [e.get("note") or "" for e in events if e.get("reason") == "Preempted"]
+    assert any("by gang default/high-" in note for note in preempted), preempted
     # Once the high-priority job is done, the low-priority one runs again, whole.
     sampler.until("the low-priority job to run again", lambda b: b["low"] == 4, 90)
     sampler.never_partial()
+
+
+def explain(cluster: SimCluster, kind: str, name: str) -> str:
+    """`vulcan explain` as a user runs it (with the extender's view)."""
+    assert cluster.extender is not None
+    args = [sys.executable, "-m", "vulcan", "explain", kind, name]
+    args += ["--kubeconfig", str(cluster.kubeconfig), "--extender", cluster.extender]
+    result = subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_a_job_of_equal_priority_waits_and_never_evicts_its_peer(two_nodes: SimCluster) -> None:
+    cluster = two_nodes
+    cluster.apply(priority_class("batch-high", 1000))
+    sampler = Sampler(cluster, {"first": 4, "second": 4})
+    cluster.apply(vcjob("first", replicas=4, min_available=4, cpu=4, priority="batch-high"))
+    sampler.until("the first job to fill the cluster", lambda b: b["first"] == 4, 60)
+    cluster.apply(vcjob("second", replicas=4, min_available=4, cpu=4, priority="batch-high"))
+    sampler.hold("the first job untouched", lambda b: b["first"] == 4 and b["second"] == 0, 5)
+    # Not enqueued on any promise: its pods are not made, and explain says what it waits for.
+    assert podgroup_of(cluster, "second")["status"].get("phase") == "Pending"
+    assert not cluster.pods(selector="volcano.sh/job-name=second")
+    text = explain(cluster, "vcjob", "second")
+    assert "will preempt" not in text
+    assert "cpu" in text, text
 
 
 # ----------------------------------------------------------------------------- item 4

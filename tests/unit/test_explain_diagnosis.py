@@ -683,3 +683,28 @@ def test_durations() -> None:
         "1h",
         "1h2m",
     ]
+
+
+def test_a_job_enqueued_on_the_promise_of_eviction_names_whom_it_will_preempt() -> None:
+    vcjob = job("urgent")
+    group = podgroup(
+        "urgent-u-urgent",
+        4,
+        phase="Inqueue",
+        min_resources={"cpu": "16"},
+        owner=job_owner("urgent"),
+    )
+    promise = "will preempt default/low-x (whole gang, 4 pods, priority 10)"
+    cause, first = explain(
+        found(
+            "job",
+            "urgent",
+            vcjob,
+            jobs=[vcjob],
+            podgroups=[group],
+            extender_gang={"admitted": False, "members": {}, "promise": promise},
+            extender_url="http://x",
+        )
+    )
+    assert cause == "will-evict"
+    assert promise in first
