@@ -365,7 +365,9 @@ class Checker:
             for pod in bound:
                 total = add(total, pod.requests)
             job = f" job={group.job}" if group.job else ""
+            times = [self.bound_at.get(p.uid, (0.0, ""))[0] - self.origin for p in bound]
             parts.append(
-                f"{key} {len(bound)} bound (minMember {group.min_member}{job}) {show(total)}"
+                f"{key} {len(bound)} bound (minMember {group.min_member}{job}) {show(total)} "
+                f"bound t={min(times):.1f}-{max(times):.1f}s [{self.story(key, group.job)}]"
             )
         return "; ".join(parts)

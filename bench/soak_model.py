@@ -113,6 +113,7 @@ class Queue:
     weight: int = 1
     capability: Resources = field(default_factory=dict)
     state: str = "Open"
+    allocated: Resources = field(default_factory=dict)  # status.allocated, as vulcan wrote it
 
 
 @dataclass(slots=True)
@@ -220,6 +221,7 @@ def decode_queue(obj: dict[str, Any]) -> Queue:
         weight=int(spec.get("weight") or 1),
         capability=parse_resources(spec.get("capability")),
         state=status.get("state") or "Open",
+        allocated=parse_resources(status.get("allocated")),
     )
 
 

@@ -79,7 +79,8 @@ def check_stalls(checker: Checker, now: float) -> None:
             )
             why = (
                 f"{group.min_member} member(s) needing {show(sum_need)} fit the free room "
-                f"(queue {group.queue}: would hold {show(after)}, deserved {show(share)}); "
+                f"(queue {group.queue}: would hold {show(after)}, deserved {show(share)}, "
+                f"status.allocated {show(queue.allocated) if queue else '-'}); "
                 f"PodGroup phase={group.phase or '-'}: {group.message or 'no condition'}"
             )
         checker.hold("stall", key, on, now, checker.limits.stall_after, why)
