@@ -69,9 +69,9 @@ def _fate(record: Submitted, actor: Actor, checker: Checker, tally: Tally) -> tu
             return "Completed", ""
         if members and all(p.phase in TERMINAL for p in members):
             return "Failed" if any(p.phase == "Failed" for p in members) else "Completed", ""
-        if record.key in checker.degraded:
-            return "still running short (members evicted)", _members(members)
         bound = sum(1 for p in members if p.live_bound)
+        if record.key in checker.degraded and 0 < bound < group.min_member:
+            return "still running short (members evicted)", _members(members)
         return (
             f"still {group.phase or 'Pending'}",
             f"{bound}/{group.min_member} bound: {group.message or 'no condition'}",
@@ -130,9 +130,15 @@ def print_report(
     w(f"  gang timeouts (binds held too long): {tally.gang_timeouts}\n")
     w(f"  job restarts (retryCount): {sum(tally.job_retries.values())}\n")
     w(f"  container restarts: {sum(tally.pod_restarts.values())}\n")
-    deleted = {r.key for r in actor.submitted.values() if r.kind == "PodGroup" and r.deleted}
-    if short := sorted(checker.degraded - deleted):
-        w(f"  bare gangs left short by evictions: {', '.join(short)}\n")
+    w(f"  bare gangs that lost members while running: {len(checker.degraded)}\n")
+    short = [
+        key
+        for key in sorted(checker.degraded)
+        if (group := checker.groups.get(key)) is not None
+        and 0 < sum(1 for p in checker.members(key) if p.live_bound) < group.min_member
+    ]
+    if short:
+        w(f"  ... still short at the end: {', '.join(short)}\n")
     w("accounting of submitted objects:\n")
     for outcome, count in sorted(outcomes.items()):
         w(f"  {outcome}: {count}\n")
