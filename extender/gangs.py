@@ -361,6 +361,14 @@ class GangScheduler(GangVerbs):
                     or view
                 )
                 reason = self.slots.waiting_reason(key, *next(iter(waiting.values())))
+            if view.pending and view.allocated >= view.min_member and self.gang_enabled:
+                # Elastic members still waiting for a node: kube-scheduler may have parked
+                # them on its own fit check without asking this filter, so the pass places
+                # them one at a time within their queue (`extender.elastic_growth`).
+                pending = self.elastic_waiting.setdefault(key, set())
+                pending.update(
+                    pod.key for pod in view.members if view.status[pod.key] == gangs.PENDING
+                )
         self.writer.podgroup_status(group, view, admitted_now or key in self.admitted, reason)
         if self.gang_metrics is not None:
             self.gang_metrics.observe(group, view, admitted_now)
