@@ -93,19 +93,20 @@ def check_jobs(checker: Checker, now: float) -> None:
             pods_of[pod.job].append(pod)
     for key, job in checker.jobs.items():
         pods = pods_of.get(key, [])
+        # Pods on a node that is down stay terminating until its kubelet comes back (as on
+        # a real cluster); a controller that waits for them to go is neither late nor stuck.
+        held = [p for p in pods if p.deleting and not checker.node_up(p.node)]
         finished = (
             job.phase not in JOB_FINAL
             and job.phase not in PASSING_PHASES
             and len(pods) >= max(job.replicas, 1)
             and all(p.phase in TERMINAL for p in pods)
+            and not held
         )
         phases = ", ".join(sorted({p.phase for p in pods}))
         why = f"all {len(pods)} pods finished ({phases}) but phase {job.phase or '-'}"
         why += f"; history: {checker.story(key)}"
         checker.hold("job-not-final", key, finished, now, checker.limits.job_final_after, why)
-        # Pods on a node that is down stay terminating until its kubelet comes back (as on
-        # a real cluster); a controller that waits for them to go is not stuck.
-        held = [p for p in pods if p.deleting and not checker.node_up(p.node)]
         stuck = job.phase in PASSING_PHASES and not held
         why = (
             f"phase {job.phase} with {len(pods)} pod(s): "

@@ -317,3 +317,20 @@ def test_a_job_deleted_before_its_limit_ends_its_episode_without_a_violation() -
     checker.tick(6.0)
     checker.finish(60.0)
     assert kinds(checker) == []
+
+
+def test_a_job_waiting_for_pods_held_by_a_down_node_is_not_late() -> None:
+    checker = cluster(Limits(job_final_after=10.0))
+    checker.node("node-1", Node("node-1", allocatable={"cpu": 16000}, ready=False))
+    checker.job("ns/j", Job("ns/j", phase="Running", replicas=2))
+    done = Pod("ns/j-0", uid="a", job="ns/j", node="node-0", phase="Succeeded")
+    lost = Pod("ns/j-1", uid="b", job="ns/j", node="node-1", phase="Failed", deleting=True)
+    checker.pod("ns/j-0", done, 0.0)
+    checker.pod("ns/j-1", lost, 0.0)
+    checker.tick(1.0)
+    checker.tick(30.0)
+    assert kinds(checker) == []
+    checker.node("node-1", Node("node-1", allocatable={"cpu": 16000}, ready=True))
+    checker.tick(31.0)
+    checker.tick(42.0)  # back up, and the job still has not moved: late
+    assert kinds(checker) == ["job-not-final"]
