@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib.util
 import random
 import sys
 import tempfile
@@ -97,11 +98,10 @@ async def soak(args: argparse.Namespace, out=sys.stdout) -> int:
     seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 10**6)
     state = Path(args.state_dir or tempfile.mkdtemp(prefix="vulcan-soak-"))
     state.mkdir(parents=True, exist_ok=True)
-    actions = schedule(
-        seed,
-        args.duration,
-        Shape(nodes=NODES, node_cpu=NODE_CPU, node_failure=not args.no_node_failure),
-    )
+    # A Deployment gets pods only where the embedded cluster runs a Deployment controller.
+    deployments = importlib.util.find_spec("sim.controllers") is not None
+    shape = Shape(NODES, NODE_CPU, node_failure=not args.no_node_failure, deployments=deployments)
+    actions = schedule(seed, args.duration, shape)
     (state / "soak-schedule.txt").write_text(
         "".join(f"{a.at:7.2f} {a.kind} {a.name}\n" for a in actions)
     )
@@ -151,10 +151,14 @@ async def soak(args: argparse.Namespace, out=sys.stdout) -> int:
         now = time.monotonic()
         checker.tick(now)
         checker.finish(now)
-        outcomes, open_items = account(actor, checker, tally, now)
+        states = await actor.deployment_states()
+        outcomes, open_items = account(actor, checker, tally, now, states)
         await watches.stop()
         notes = [
-            "Deployments are not submitted: the embedded cluster has no Deployment controller",
+            "Deployments submitted (the embedded cluster runs a Deployment controller)"
+            if deployments
+            else "Deployments are not submitted: the embedded cluster has no Deployment "
+            "controller (a plain pod is submitted in place of each)",
             f"limits: partial window {limits.partial_window:g}s (after a bind), "
             f"{limits.loss_window:g}s (a job's gang after losing members); queue capability "
             f"grace {limits.capacity_grace:g}s; node room at once; stall after "

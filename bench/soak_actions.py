@@ -29,7 +29,9 @@ from vcctl.bus import command_for
 
 log = logging.getLogger("vulcan.soak")
 
+DEPLOYMENTS = Resource("apps", "v1", "deployments", True, "Deployment")
 KINDS: dict[str, Resource] = {
+    "Deployment": DEPLOYMENTS,
     "Job": VCJOBS,
     "PodGroup": PODGROUPS,
     "Pod": PODS,
@@ -140,6 +142,36 @@ class Actor:
             except ApiError as exc:
                 if not exc.not_found:
                     log.warning("soak clean-up of %s %s failed: %s", kind, key, exc)
+
+    async def _deployment(self, action: Action) -> None:
+        await self._submit(action.objects[0])
+        self.counts["deployments submitted"] += 1
+
+    async def _delete_deployment(self, action: Action) -> None:
+        ns, name = action.name.split("/")
+        record = self.submitted.get(("Deployment", action.name))
+        if record is not None:
+            record.deleted = True
+        await self.client.delete(DEPLOYMENTS, name, ns, propagation="Background")
+        self.counts["deployments deleted"] += 1
+
+    async def deployment_states(self) -> dict[str, str]:
+        """Each submitted Deployment still there: `ready R/N` from its status."""
+        states: dict[str, str] = {}
+        for (kind, key), record in self.submitted.items():
+            if kind != "Deployment" or record.deleted or record.rejected:
+                continue
+            ns, name = key.split("/")
+            try:
+                obj = await self.client.get(DEPLOYMENTS, name, ns)
+            except ApiError as exc:
+                if exc.not_found:
+                    continue
+                raise
+            status = obj.get("status") or {}
+            wanted = (obj.get("spec") or {}).get("replicas", 1)
+            states[key] = f"ready {status.get('readyReplicas', 0)}/{wanted}"
+        return states
 
     # ------------------------------------------------------------------ disruptions
 

@@ -13,14 +13,18 @@ from bench.soak_watch import Tally
 
 
 def account(
-    actor: Actor, checker: Checker, tally: Tally, now: float
+    actor: Actor,
+    checker: Checker,
+    tally: Tally,
+    now: float,
+    deployments: dict[str, str] | None = None,
 ) -> tuple[Counter[str], list[str]]:
     """Each submitted object's fate (a Counter of outcomes) and the details of the ones still
     running or pending; an object gone that nobody accounts for becomes a `lost` violation."""
     outcomes: Counter[str] = Counter()
     open_items: list[str] = []
     for record in actor.submitted.values():
-        outcome, note = _fate(record, actor, checker, tally)
+        outcome, note = _fate(record, actor, checker, tally, deployments or {})
         outcomes[f"{record.kind}: {outcome}"] += 1
         if outcome == "lost":
             checker.violations.append(
@@ -35,13 +39,19 @@ def account(
     return outcomes, open_items
 
 
-def _fate(record: Submitted, actor: Actor, checker: Checker, tally: Tally) -> tuple[str, str]:
+def _fate(
+    record: Submitted, actor: Actor, checker: Checker, tally: Tally, deployments: dict[str, str]
+) -> tuple[str, str]:
     if record.rejected:
         return "rejected", record.rejected
     if record.deleted:
         return "deleted by the soak", ""
     if record.cleaned:
         return f"{record.cleaned} (then cleaned up)", ""
+    if record.kind == "Deployment":
+        if record.key not in deployments:
+            return "lost", "the Deployment is gone and the soak did not delete it"
+        return "still running", deployments[record.key]
     if record.kind == "Job":
         job = checker.jobs.get(record.key)
         if job is None and record.key in tally.jobs_completed | tally.jobs_failed:

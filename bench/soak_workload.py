@@ -15,8 +15,9 @@ depends on timing). The mix:
   again), suspending a job and resuming it (bus.volcano.sh Commands, as vcctl makes them), and
   a node going NotReady and coming back (one in each five minutes).
 
-Deployments are not part of the mix: the embedded cluster has no Deployment controller (a
-Deployment would never get pods)."""
+Deployments (1-3 long-running replicas, deleted 10-60 s later) are part of the mix only when
+the embedded cluster runs a Deployment controller (`sim.controllers`); without one a
+Deployment would never get pods, and a plain pod is submitted in its place."""
 
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ class Shape:
     nodes: int = 4
     node_cpu: int = 32
     node_failure: bool = True
+    deployments: bool = False  # the cluster runs a Deployment controller
 
 
 def _container(cpu: int, memory_gi: int) -> dict[str, Any]:
@@ -210,6 +212,27 @@ def plain_pod(rng: random.Random, name: str) -> dict[str, Any]:
     }
 
 
+def deployment(rng: random.Random, name: str) -> dict[str, Any]:
+    """A Deployment of 1-3 long-running replicas (scheduled by vulcan, no gang)."""
+    labels = {"soak-deployment": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {
+            "replicas": rng.randint(1, 3),
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "schedulerName": "volcano",
+                    "containers": [_container(rng.choice((1, 2)), 1)],
+                },
+            },
+        },
+    }
+
+
 def schedule(seed: int, duration: float, shape: Shape | None = None) -> list[Action]:
     """The whole soak, decided up front from `seed`, sorted by time."""
     shape = shape or Shape()
@@ -236,8 +259,18 @@ def schedule(seed: int, duration: float, shape: Shape | None = None) -> list[Act
             actions.append(Action(t, "gang", f"{NAMESPACE}/{name}", gang(rng, name, queue)))
             gangs.append(name)
         elif roll < 0.82:
-            name = f"pod-{counter}"
-            actions.append(Action(t, "pod", f"{NAMESPACE}/{name}", [plain_pod(rng, name)]))
+            pod = plain_pod(rng, f"pod-{counter}")  # drawn either way: same stream
+            if shape.deployments and roll >= 0.79:
+                # Where a Deployment controller runs, a Deployment instead (drawn from a
+                # generator of its own, so the rest of the seed's schedule does not change).
+                sub = random.Random(seed * 1_000_003 + counter)
+                name = f"deploy-{counter}"
+                key = f"{NAMESPACE}/{name}"
+                actions.append(Action(t, "deployment", key, [deployment(sub, name)]))
+                gone_at = min(t + sub.uniform(10.0, 60.0), duration - 1.0)
+                actions.append(Action(gone_at, "delete-deployment", key))
+            else:
+                actions.append(Action(t, "pod", f"{NAMESPACE}/pod-{counter}", [pod]))
         elif roll < 0.87 and jobs:
             actions.append(Action(t, "delete-job", f"{NAMESPACE}/{rng.choice(jobs)}"))
         elif roll < 0.90 and gangs:

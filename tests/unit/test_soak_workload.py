@@ -46,3 +46,18 @@ def test_the_mix_holds_every_kind_of_work_and_disruption() -> None:
 def test_no_node_failure_when_asked() -> None:
     actions = schedule(3, 600.0, Shape(node_failure=False))
     assert not [a for a in actions if a.kind.startswith("node-")]
+
+
+def test_deployments_only_where_a_controller_runs_and_the_rest_unchanged() -> None:
+    without = schedule(5, 600.0, Shape(deployments=False))
+    with_them = schedule(5, 600.0, Shape(deployments=True))
+    assert not [a for a in without if "deployment" in a.kind]
+    made = [a for a in with_them if a.kind == "deployment"]
+    assert made and len(made) == len([a for a in with_them if a.kind == "delete-deployment"])
+    assert made[0].objects[0]["spec"]["template"]["spec"]["schedulerName"] == "volcano"
+
+    def others(actions: list) -> list:
+        return [(a.at, a.kind, a.name) for a in actions if a.kind not in ("pod",)]
+
+    kept = [a for a in others(with_them) if "deployment" not in a[1]]
+    assert kept == others(without)
