@@ -1,0 +1,373 @@
+"""The soak's invariant checker: fed the objects the watches deliver (and a clock), it keeps each
+invariant's open episodes and turns the ones that last too long into `Violation`s.
+
+Pure: no I/O, time passed in, so unit tests drive it with synthetic event sequences.
+
+Invariants (limits in `Limits`, each a flag of `python -m bench.soak`):
+- partial gang: 0 < live bound members < minMember (live: bound, not terminating, not finished)
+  for longer than `partial_window` when the gang got there by binding (members bound
+  piecemeal), or longer than `loss_window` when it got there by losing members of a Volcano
+  Job (its controller must make the gang whole again). A bare-pod gang that lost members (no
+  controller makes its pods again) and a gang whose members are finishing are not partial
+  placements and are only counted;
+- queue over capability: the live bound pods of a queue's gangs request more than its
+  capability for longer than `capacity_grace` (watch streams of different kinds may be seen
+  slightly out of order);
+- node overcommitted: pods holding room on a node (bound, not finished) request more than its
+  allocatable — at once;
+- stall, and jobs reaching a final phase: `bench.soak_progress` (evaluated at each tick).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+
+from bench.soak_model import (
+    JOB_FINAL,
+    TERMINAL,
+    Group,
+    Job,
+    Node,
+    Pod,
+    Queue,
+    Resources,
+    add,
+    over,
+    show,
+)
+from bench.soak_progress import PASSING_PHASES, check_jobs, check_stalls
+
+# A job's gang in these phases is being taken down or finished by its controller on purpose.
+TEARDOWN_PHASES = (*PASSING_PHASES, *JOB_FINAL)
+
+
+@dataclass(slots=True)
+class Limits:
+    partial_window: float = 5.0
+    loss_window: float = 60.0
+    capacity_grace: float = 1.0
+    stall_after: float = 60.0
+    job_final_after: float = 30.0
+
+
+@dataclass(slots=True)
+class Violation:
+    kind: str
+    subject: str
+    since: float
+    seen: float  # when the checker knew (the limit passed)
+    detail: str
+    until: float | None = None  # when the episode ended (None: still on at the end)
+
+    def describe(self, origin: float = 0.0) -> str:
+        end = "still on" if self.until is None else f"until t={self.until - origin:.1f}s"
+        lasted = f"{(self.until or self.seen) - self.since:.1f}s"
+        return (
+            f"VIOLATION {self.kind} {self.subject}: from t={self.since - origin:.1f}s "
+            f"{end} (>= {lasted}): {self.detail}"
+        )
+
+
+@dataclass(slots=True)
+class Episode:
+    since: float
+    cause: str = ""
+    limit: float = 0.0
+    violation: Violation | None = None
+    counted: bool = True  # counts towards worst_partial_s
+    why: str = ""  # the latest description of the episode
+
+
+@dataclass
+class Checker:
+    limits: Limits = field(default_factory=Limits)
+    origin: float = 0.0
+    pods: dict[str, Pod] = field(default_factory=dict)
+    groups: dict[str, Group] = field(default_factory=dict)
+    queues: dict[str, Queue] = field(default_factory=dict)
+    nodes: dict[str, Node] = field(default_factory=dict)
+    jobs: dict[str, Job] = field(default_factory=dict)
+    violations: list[Violation] = field(default_factory=list)
+    bound_at: dict[str, tuple[float, str]] = field(default_factory=dict)  # pod uid -> (t, node)
+    worst_partial: float = 0.0
+    degraded: set[str] = field(default_factory=set)  # bare gangs that lost members
+    whole: set[str] = field(default_factory=set)  # gangs seen with minMember live bound
+    completed: set[str] = field(default_factory=set)  # bare gangs whose members all succeeded
+    # Recent happenings per gang or job (bound counts, phases, evictions), told with violations.
+    history: dict[str, deque[tuple[float, str]]] = field(
+        default_factory=lambda: defaultdict(lambda: deque(maxlen=24))
+    )
+    _episodes: dict[tuple[str, str], Episode] = field(default_factory=dict)
+    _bound: dict[str, int] = field(default_factory=dict)  # group -> live bound members
+    _by_group: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+    _by_node: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
+
+    # ------------------------------------------------------------------ feeding
+
+    def pod(self, key: str, pod: Pod | None, now: float) -> None:
+        """A pod was added or changed (`pod`), or deleted (None)."""
+        old = self.pods.pop(key, None)
+        if old is not None:
+            self._by_group[old.group].discard(key)
+            self._by_node[old.node].discard(key)
+        if pod is not None:
+            self.pods[key] = pod
+            self._by_group[pod.group].add(key)
+            self._by_node[pod.node].add(key)
+            if pod.node and pod.uid not in self.bound_at:
+                self.bound_at[pod.uid] = (now, pod.node)
+        for group in {p.group for p in (old, pod) if p is not None and p.group}:
+            self.check_gang(group, now)
+        for node in {p.node for p in (old, pod) if p is not None and p.node}:
+            self.check_node(node, now)
+
+    def note(self, subject: str, now: float, text: str) -> None:
+        self.history[subject].append((now, text))
+
+    def group(self, key: str, group: Group | None, now: float) -> None:
+        old = self.groups.pop(key, None)
+        if group is None:
+            self.note(key, now, "PodGroup deleted")
+        else:
+            self.groups[key] = group
+            if old is None or old.phase != group.phase:
+                self.note(key, now, f"PodGroup phase {group.phase or '-'}")
+        self.check_gang(key, now)
+
+    def queue(self, key: str, queue: Queue | None) -> None:
+        if queue is None:
+            self.queues.pop(key, None)
+        else:
+            self.queues[key] = queue
+
+    def node(self, key: str, node: Node | None) -> None:
+        if node is None:
+            self.nodes.pop(key, None)
+        else:
+            self.nodes[key] = node
+
+    def job(self, key: str, job: Job | None, now: float = 0.0) -> None:
+        old = self.jobs.pop(key, None)
+        if job is None:
+            self.note(key, now, "Job deleted")
+        else:
+            self.jobs[key] = job
+            if old is None or old.phase != job.phase or old.retries != job.retries:
+                self.note(key, now, f"Job phase {job.phase or '-'} retryCount {job.retries}")
+
+    def tick(self, now: float) -> None:
+        """The invariants that depend on several kinds at once, re-evaluated periodically."""
+        for group in list(self.groups):
+            self.check_gang(group, now)
+        for node in list(self.nodes):
+            self.check_node(node, now)
+        self.check_queues(now)
+        check_stalls(self, now)
+        check_jobs(self, now)
+        self._close_vanished(now)
+
+    def finish(self, now: float) -> None:
+        """End of the soak: every open episode is measured as it stands."""
+        for (kind, subject), episode in list(self._episodes.items()):
+            self._close(kind, subject, episode, now, still_on=True)
+
+    # ------------------------------------------------------------------ episodes
+
+    def hold(self, kind: str, subject: str, on: bool, now: float, limit: float, why: str) -> None:
+        """Keep the episode (kind, subject) open while `on`; a violation once it passes
+        `limit` (reported once per episode; its detail is refreshed while it lasts)."""
+        key = (kind, subject)
+        episode = self._episodes.get(key)
+        if not on:
+            if episode is not None:
+                self._close(kind, subject, episode, now, still_on=False)
+            return
+        if episode is None:
+            episode = self._episodes[key] = Episode(since=now, limit=limit)
+        episode.limit = limit
+        episode.why = why
+        if limit <= 0 or now - episode.since > limit:
+            if episode.violation is None:
+                episode.violation = Violation(kind, subject, episode.since, now, why)
+                self.violations.append(episode.violation)
+            else:
+                episode.violation.detail = why
+
+    def _close(self, kind: str, subject: str, episode: Episode, now: float, still_on: bool) -> None:
+        self._episodes.pop((kind, subject), None)
+        lasted = now - episode.since
+        if kind == "partial-gang" and episode.counted:
+            self.worst_partial = max(self.worst_partial, lasted)
+        if episode.violation is None and lasted > episode.limit:
+            # Passed its limit between two looks: still a violation.
+            episode.violation = Violation(kind, subject, episode.since, now, episode.why)
+            self.violations.append(episode.violation)
+        if episode.violation is not None and not still_on:
+            episode.violation.until = now
+
+    def _close_vanished(self, now: float) -> None:
+        """An episode whose subject is gone (a job or gang deleted, a node removed) ends."""
+        present = {
+            "partial-gang": self.groups,
+            "stall": self.groups,
+            "node-overcommitted": self.nodes,
+            "queue-over-capability": self.queues,
+            "job-not-final": self.jobs,
+            "job-stuck": self.jobs,
+        }
+        for (kind, subject), episode in list(self._episodes.items()):
+            if subject not in present.get(kind, {subject: None}):
+                self._close(kind, subject, episode, now, still_on=False)
+
+    # ------------------------------------------------------------------ gangs
+
+    def members(self, group: str) -> list[Pod]:
+        return [self.pods[k] for k in sorted(self._by_group.get(group, ())) if k in self.pods]
+
+    def check_gang(self, key: str, now: float) -> None:
+        group = self.groups.get(key)
+        members = self.members(key)
+        bound = sum(1 for p in members if p.live_bound)
+        before = self._bound.get(key, 0)
+        self._bound[key] = bound
+        if bound != before and group is not None:
+            self.note(key, now, f"{bound}/{group.min_member} live bound")
+        if group is not None and bound >= group.min_member:
+            self.whole.add(key)
+        if (
+            group is not None
+            and not group.job
+            and len(members) >= group.min_member
+            and all(p.phase == "Succeeded" for p in members)
+        ):
+            self.completed.add(key)
+        partial = group is not None and 0 < bound < group.min_member
+        job = self.jobs.get(group.job) if group is not None and group.job else None
+        if partial and (
+            # Members that ran to their end (not taken away): the gang is finishing.
+            any(p.phase in TERMINAL and not p.disruption and not p.deleting for p in members)
+            or (job is not None and job.phase in TEARDOWN_PHASES)
+        ):
+            partial = False
+        episode = self._episodes.get(("partial-gang", key))
+        if partial and episode is None:
+            cause = "bind" if before < bound else "loss"
+            if cause == "loss" and group is not None and not group.job:
+                self.degraded.add(key)  # nobody makes a bare pod again: only counted
+                return
+            episode = self._episodes[("partial-gang", key)] = Episode(since=now, cause=cause)
+        elif partial and episode is not None and bound > before:
+            episode.cause = "bind"  # members bound while the gang was short: piecemeal
+        if episode is None:
+            return
+        if partial:
+            episode.limit = (
+                self.limits.partial_window if episode.cause == "bind" else self.limits.loss_window
+            )
+        self.hold("partial-gang", key, partial, now, episode.limit, self._describe_gang(key))
+
+    def _describe_gang(self, key: str) -> str:
+        group = self.groups.get(key)
+        episode = self._episodes.get(("partial-gang", key))
+        parts = []
+        if group is not None:
+            parts.append(f"minMember={group.min_member} queue={group.queue} phase={group.phase}")
+            if group.job:
+                job = self.jobs.get(group.job)
+                parts.append(f"job={group.job} ({job.phase if job else 'gone'})")
+        if episode is not None:
+            how = "bound piecemeal" if episode.cause == "bind" else "lost members"
+            parts.append(how)
+        members = []
+        for pod in self.members(key):
+            if pod.live_bound:
+                t, _ = self.bound_at.get(pod.uid, (0.0, ""))
+                members.append(f"{pod.key}@{pod.node} bound t={t - self.origin:.1f}s")
+            else:
+                state = "terminating" if pod.deleting else pod.phase
+                members.append(f"{pod.key} {state}{'@' + pod.node if pod.node else ''}")
+        parts.append("members: " + "; ".join(members) if members else "no members")
+        parts.append("history: " + self.story(key, group.job if group is not None else ""))
+        return ", ".join(parts)
+
+    def story(self, *subjects: str) -> str:
+        told = sorted(
+            (t, f"{text}" if i == 0 else f"{subjects[i]}: {text}")
+            for i, subject in enumerate(subjects)
+            if subject
+            for t, text in self.history.get(subject, ())
+        )
+        return "; ".join(f"t={t - self.origin:.1f}s {text}" for t, text in told) or "-"
+
+    # ------------------------------------------------------------------ room
+
+    def node_up(self, name: str) -> bool:
+        node = self.nodes.get(name)
+        return node is not None and node.ready
+
+    def used_on(self, node: str) -> Resources:
+        used: Resources = {}
+        for key in self._by_node.get(node, ()):
+            pod = self.pods.get(key)
+            if pod is not None and pod.occupies:
+                used = add(used, pod.requests)
+        return used
+
+    def check_node(self, key: str, now: float) -> None:
+        node = self.nodes.get(key)
+        if node is None:
+            return
+        excess = over(self.used_on(key), node.allocatable)
+        why = ""
+        if excess:
+            pods = [
+                f"{p.key} {show(p.requests)}"
+                for k in sorted(self._by_node.get(key, ()))
+                if (p := self.pods.get(k)) is not None and p.occupies
+            ]
+            dims = ", ".join(f"{n} {u} > {c}" for n, (u, c) in excess.items())
+            why = f"requests exceed allocatable ({dims}); pods: {'; '.join(pods)}"
+        self.hold("node-overcommitted", key, bool(excess), now, 0.0, why)
+
+    def queue_used(self) -> dict[str, Resources]:
+        used: dict[str, Resources] = defaultdict(dict)
+        for pod in self.pods.values():
+            group = self.groups.get(pod.group)
+            if group is not None and pod.live_bound:
+                used[group.queue] = add(used[group.queue], pod.requests)
+        return used
+
+    def check_queues(self, now: float) -> None:
+        used = self.queue_used()
+        for key, queue in self.queues.items():
+            excess = over(used.get(key, {}), queue.capability) if queue.capability else {}
+            why = ""
+            if excess:
+                dims = ", ".join(f"{n} {u} > {c}" for n, (u, c) in excess.items())
+                why = (
+                    f"live bound pods request {show(used.get(key, {}))}; capability {dims}; "
+                    f"gangs: {self._queue_gangs(key)}"
+                )
+            self.hold(
+                "queue-over-capability", key, bool(excess), now, self.limits.capacity_grace, why
+            )
+
+    def _queue_gangs(self, queue: str) -> str:
+        parts = []
+        for key, group in sorted(self.groups.items()):
+            if group.queue != queue:
+                continue
+            bound = [p for p in self.members(key) if p.live_bound]
+            if not bound:
+                continue
+            total: Resources = {}
+            for pod in bound:
+                total = add(total, pod.requests)
+            job = f" job={group.job}" if group.job else ""
+            times = [self.bound_at.get(p.uid, (0.0, ""))[0] - self.origin for p in bound]
+            parts.append(
+                f"{key} {len(bound)} bound (minMember {group.min_member}{job}) {show(total)} "
+                f"bound t={min(times):.1f}-{max(times):.1f}s [{self.story(key, group.job)}]"
+            )
+        return "; ".join(parts)
