@@ -174,16 +174,16 @@ class GangVerbs:
 
     # ------------------------------------------------------------------ bind
 
-    async def bind(self, args: BindingArgs) -> bool:
-        """Hold a member's bind until its gang has quorum. False if the pod is not a member
-        (the caller binds it at once). Raises BindError."""
+    async def bind(self, args: BindingArgs) -> str | None:
+        """Hold a member's bind until its gang has quorum; the bind result label. None if the
+        pod is not a member (the caller binds it at once). Raises BindError."""
         pod_key = f"{args.pod_namespace}/{args.pod_name}"
         record = self.cache.pods.get(pod_key)
         if record is None or record.group is None or not self.gang_enabled:
-            return False
+            return None
         group = self.cache.podgroups.get(record.group)
         if group is None:
-            raise BindError(f"podgroup {record.group} not found")
+            raise BindError(f"podgroup {record.group} not found", "podgroup_not_found")
         self._same_generation(group)
         bound, per_task = self._bound_members(group.key)
         requirement = GangRequirement(
@@ -194,9 +194,9 @@ class GangVerbs:
             already_bound=bound,
             already_bound_per_task=per_task,
         )
-        await self.barrier.hold(requirement, args, record.task)
+        result = await self.barrier.hold(requirement, args, record.task)
         self.poke()
-        return True
+        return result
 
     def _bound_members(self, key: str) -> tuple[int, dict[str, int]]:
         """How many of the group's members are bound (and per task role), counted once per

@@ -232,7 +232,7 @@ class GangScheduler(GangVerbs):
         # A deleted group is touched by its deletion: only those need looking for.
         for key in touched:
             if key not in snapshot.podgroups:
-                self._forget_group(key, "its PodGroup was deleted")
+                self._forget_group(key, "its PodGroup was deleted", "podgroup_deleted")
                 self.barrier.forget(key)
                 self._generations.pop(key, None)
                 self._verdicts.pop(key, None)
@@ -480,7 +480,7 @@ class GangScheduler(GangVerbs):
         over, even when the deletion fell between two passes."""
         known = self._generations.get(group.key)
         if known is not None and known != group.uid:
-            self._forget_group(group.key, "its PodGroup was re-created")
+            self._forget_group(group.key, "its PodGroup was re-created", "podgroup_recreated")
             self.barrier.forget(group.key)
         self._generations[group.key] = group.uid
 
@@ -489,13 +489,14 @@ class GangScheduler(GangVerbs):
         self._touched.add(key)
         self._verdicts.pop(key, None)
 
-    def _forget_group(self, key: str, why: str) -> None:
+    def _forget_group(self, key: str, why: str, result: str = "gang_released") -> None:
+        """Drop what was decided for the gang; its held binds fail with bind `result`."""
         self._touch(key)
         self.admitted.discard(key)
         self.slots.forget_group(key)
         for pod_key in self.ledger.of_group(key):
             self.ledger.release(pod_key)
-        self.barrier.release(key, why)
+        self.barrier.release(key, why, result)
         self.writer.forget(key)
         self._backoff_reasons.pop(key, None)
 
@@ -521,7 +522,9 @@ class GangScheduler(GangVerbs):
         if reason in ("TimedOut", "Released", "Broken"):
             # The hold is gone (or the gang no longer whole): so is the placement. Plan again,
             # for the whole gang (after the backoff of a timeout).
-            self._forget_group(group_key, message)
+            self._forget_group(
+                group_key, message, "gang_broken" if reason == "Broken" else "gang_released"
+            )
             self.poke()
         if reason in ("TimedOut", "Released", "Committed", "Broken"):
             # Each member says it too: `kubectl describe pod` is where a user looks first.
