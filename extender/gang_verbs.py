@@ -167,6 +167,7 @@ class GangVerbs:
             return None
         refused = self.session.allocatable(queue, record.requests, self._state)
         if refused:
+            refused = refused.replace("with this gang", "with this pod")  # not a gang member
             return [], {}, dict.fromkeys(candidates, refused)
         queue_pass.model.on_allocated(queue, record.requests)
         queue_pass.tentative.add(record.key)

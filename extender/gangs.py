@@ -32,6 +32,7 @@ from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
 from extender.admission_order import AdmissionOrder, cluster_used, job_input, queue_numbers
 from extender.barrier import BindBarrier
+from extender.decision_notes import admitted_note
 from extender.evictor import Evictor
 from extender.gang_quorum import QuorumWatch
 from extender.gang_verbs import GangVerbs
@@ -442,8 +443,7 @@ class GangScheduler(GangVerbs):
             group,
             NORMAL,
             "Admitted",
-            f"gang admitted: {len(plan.slots)} members "
-            f"reserved on {len(set(plan.slots.values()))} nodes",
+            admitted_note(group, plan.slots, view),
         )
         self.release.release_admitted(view)
         return None
