@@ -57,13 +57,13 @@ clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
 
 # The container image vulcan:$(VERSION) (default dev) from the Dockerfile, with the first builder
-# that can build here: docker (when its engine answers), podman, buildah. With none, one line says
-# so and the target succeeds: the image is built on a machine that has one.
+# that can build here: docker (when its engine answers), podman, buildah. With none, one line on
+# stderr says so and how to build elsewhere, and the target fails: no image was made.
 image: IMAGE = vulcan:$(or $(VERSION),dev)
 image: BUILD_ARGS = --build-arg VERSION=$(or $(VERSION),dev)
 image:
 	@if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then set -- docker build; \
 	elif command -v podman >/dev/null 2>&1; then set -- podman build; \
 	elif command -v buildah >/dev/null 2>&1; then set -- buildah bud; \
-	else echo "make image: no container builder here (looked for docker with a running engine, podman, buildah); build it elsewhere from this checkout with: docker build -t $(IMAGE) ."; exit 0; fi; \
+	else echo "make image: no container builder here (looked for docker with a running engine, podman, buildah); install one, or build elsewhere from this checkout with: docker build -t $(IMAGE) ." >&2; exit 1; fi; \
 	echo "$$* $(BUILD_ARGS) -t $(IMAGE) ."; "$$@" $(BUILD_ARGS) -t $(IMAGE) .

@@ -49,6 +49,10 @@ class ClusterCache:
         self.queue_allocated: dict[str, ResourceVector] = {}
         self.queue_pending: dict[str, ResourceVector] = {}
         self.namespace_queues: dict[str, str] = {}  # namespace -> its queue annotation
+        # The few pods whose constraints reach other pods (required anti-affinity, host ports):
+        # the gang planner walks these instead of every pod.
+        self.anti_affinity_pods: set[str] = set()
+        self.host_port_pods: set[str] = set()
         # Cluster sums kept with every event, so a scheduling pass never walks all nodes for
         # them (at 5,000 nodes that walk was a fifth of the extender's gang pass).
         self.total_allocatable = _ZERO
@@ -191,6 +195,17 @@ class ClusterCache:
         if pod.group:
             self.pods_by_group.setdefault(pod.group, set()).add(pod.key)
 
+    def _index_constraints(self, key: str, pod: PodRecord | None) -> None:
+        constraints = pod.constraints if pod is not None and not pod.terminal else None
+        if constraints is not None and constraints.pod_anti_affinity:
+            self.anti_affinity_pods.add(key)
+        else:
+            self.anti_affinity_pods.discard(key)
+        if constraints is not None and constraints.host_ports:
+            self.host_port_pods.add(key)
+        else:
+            self.host_port_pods.discard(key)
+
     @staticmethod
     def _discard(index: dict[str, set[str]], name: str, key: str) -> None:
         members = index.get(name)
@@ -207,6 +222,7 @@ class ClusterCache:
             # decision reads changed, so no group is touched and no pass has work to redo.
             return
         self._index_pod(pod, old)
+        self._index_constraints(pod.key, pod)
         self._account(pod, pod.key)
         for listener in self.pod_listeners:
             listener(pod.key, pod, old)
@@ -225,6 +241,7 @@ class ClusterCache:
             if known.group not in self.podgroups and known.group not in self.pods_by_group:
                 self.group_versions.pop(known.group, None)
         self._account(None, pod.key)
+        self._index_constraints(pod.key, None)
         for listener in self.pod_listeners:
             listener(pod.key, None, known)
         self._changed()
@@ -318,6 +335,8 @@ class ClusterCache:
             namespace_queues=self.namespace_queues,
             total_allocatable=self.total_allocatable,
             total_requested=self.total_requested,
+            anti_affinity_pods=self.anti_affinity_pods,
+            host_port_pods=self.host_port_pods,
         )
 
     def snapshot(self) -> Snapshot:
@@ -335,6 +354,8 @@ class ClusterCache:
             namespace_queues=dict(self.namespace_queues),
             total_allocatable=self.total_allocatable,
             total_requested=self.total_requested,
+            anti_affinity_pods=frozenset(self.anti_affinity_pods),
+            host_port_pods=frozenset(self.host_port_pods),
         )
 
     def recompute(self) -> tuple[dict[str, ResourceVector], dict[str, ResourceVector]]:

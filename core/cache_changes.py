@@ -38,4 +38,6 @@ def _same_for_scheduling(old: PodRecord, new: PodRecord) -> bool:
         and old.annotations_preemptable == new.annotations_preemptable
         and old.owner == new.owner
         and old.scheduler_name == new.scheduler_name
+        and old.constraints == new.constraints
+        and old.labels == new.labels
     )

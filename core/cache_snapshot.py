@@ -49,6 +49,11 @@ class Snapshot:
     """Σ allocatable of Ready nodes (what Volcano divides among queues)."""
     total_requested: ResourceVector = _ZERO
     """Σ requests of the pods that occupy a node."""
+    anti_affinity_pods: frozenset[str] | set[str] = frozenset()
+    """Keys of the pods (bound or not) with a required pod anti-affinity term: kube-scheduler
+    keeps incoming pods away from them (InterPodAffinity), whatever the incoming pod asks."""
+    host_port_pods: frozenset[str] | set[str] = frozenset()
+    """Keys of the pods (bound or not) that ask for a host port (NodePorts)."""
 
     def node_free(self, name: str) -> ResourceVector:
         return _free(self.nodes, self.node_requested, name)

@@ -10,9 +10,10 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from core.api import keys
+from core.api.scheduling import CONDITION_UNSCHEDULABLE
 from core.cache import Snapshot
 from core.kube.client import PODGROUPS, PODS, QUEUES, ApiError, KubeClient
-from core.kube.events import EventRecorder
+from core.kube.events import WARNING, EventRecorder
 from core.kube.status import StatusWriter
 from core.records import PodGroupRecord, PodRecord
 from extender.queues import QueuePass, queue_status
@@ -22,6 +23,9 @@ from plugins.podgroup_status import podgroup_status, status_changed
 log = logging.getLogger("vulcan.extender.gang")
 
 GANG_ADMITTED = "vulcan.sh/gang-admitted"
+# Members told per change of a waiting gang's reason: enough for `kubectl describe` on any of
+# them in practice, without thousands of events for one decision of a huge gang.
+_TOLD_MEMBERS = 200
 Eviction = Literal["evicted", "refused", "gone", "skipped"]
 
 
@@ -42,10 +46,13 @@ class GangWriter:
             else None
         )
         self._statuses: dict[str, dict[str, Any]] = {}  # group key -> status last submitted
+        # group key -> the reason its pending members were last told (FailedScheduling).
+        self._told: dict[str, str] = {}
         self._queue_statuses: dict[str, dict[str, Any]] = {}
 
     def forget(self, group_key: str) -> None:
         self._statuses.pop(group_key, None)
+        self._told.pop(group_key, None)
 
     # ------------------------------------------------------------------ events
 
@@ -75,6 +82,7 @@ class GangWriter:
             now=now,
             previous_conditions=(previous or {}).get("conditions") or (),
         )
+        self._tell_members(group, view, admitted, reason, status)
         if previous is not None and not status_changed(previous, status):
             return
         self._statuses[group.key] = status
@@ -90,6 +98,39 @@ class GangWriter:
                 subresource=False,
                 urgent=phase_changed,
             )
+
+    def _tell_members(
+        self,
+        group: PodGroupRecord,
+        view: gangs.GangView,
+        admitted: bool,
+        reason: str | None,
+        status: dict[str, Any],
+    ) -> None:
+        """Volcano's taskUnschedulable: each pending member of a gang that waits gets a Warning
+        `FailedScheduling` event with the gang's Unschedulable message (which names the gang
+        and the origin reason), when that reason changes. Only for gangs whose members all
+        exist (JobValid): while a job is still creating its pods the count changes every pass
+        and says nothing the PodGroup does not."""
+        if admitted or not reason or self.recorder is None:
+            self._told.pop(group.key, None)
+            return
+        if self._told.get(group.key) == reason or not gangs.valid(view)[0]:
+            return
+        message = next(
+            (
+                c.get("message", "")
+                for c in status.get("conditions") or ()
+                if c.get("type") == CONDITION_UNSCHEDULABLE
+            ),
+            "",
+        )
+        if not message:
+            return
+        self._told[group.key] = reason
+        pending = [pod for pod in view.members if view.status.get(pod.key) == gangs.PENDING]
+        for pod in pending[:_TOLD_MEMBERS]:
+            self.pod_event(pod, WARNING, "FailedScheduling", message)
 
     def queue_statuses(self, snapshot: Snapshot, queue_pass: QueuePass) -> None:
         """`status.allocated` and the PodGroup counts of every Queue, written only when they

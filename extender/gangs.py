@@ -406,6 +406,7 @@ class GangScheduler(GangVerbs):
                 self.evictor.releasing,
                 lambda pod: self.cache.queue_of(pod) or keys.DEFAULT_QUEUE,
             ),
+            held=self.ledger.slot_of,
         )
         decision = actions.allocate_gang(
             self.session,

@@ -66,6 +66,11 @@ class GangLedger:
     def reservation_of(self, pod_key: str) -> Reservation | None:
         return self._by_pod.get(pod_key)
 
+    def slot_of(self, pod_key: str) -> str | None:
+        """The node reserved for `pod_key`, if any (the gang planner counts the pod there)."""
+        reservation = self._by_pod.get(pod_key)
+        return reservation.node if reservation is not None else None
+
     def reserved_on(self, node: str, *, excluding: str | None = None) -> ResourceVector:
         """Capacity promised on `node`, minus the reservation of `excluding` (the pod asking)."""
         reserved = self._by_node.get(node, _ZERO)

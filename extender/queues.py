@@ -12,7 +12,9 @@ without `proportion` (with `enableHierarchy` for `spec.parent` trees), else `pro
 - `request`: allocated + what its pending pods request + for each waiting PodGroup the part of
   its `minResources` no pod asks for yet (a Volcano Job's pods only exist after admission, and a
   queue whose only work is such a group must still be given a share).
-- `inqueue`: for admitted (Inqueue) groups with `minResources`, what they have not placed yet.
+- `inqueue`: for admitted (Inqueue) groups with `minResources`, what they have not placed yet,
+  less what their members gated by the user ask (Volcano's DeductSchGatedResources: gated work
+  does not hold the queue's room until its gates are removed).
 
 A queue that does not exist (yet) is not invented, except `default`: Volcano's scheduler creates
 it at start, so a cluster without it behaves as if it existed (weight 1, reclaimable).
@@ -207,6 +209,9 @@ def _contribution(
         elif group.phase == "Inqueue":
             placed = members_request(snapshot, group, placed=True) + (held or _ZERO)
             missing = group.min_resources.saturating_sub(placed)
+            gated = gated_request(snapshot, group)
+            if gated is not None:
+                missing = missing.saturating_sub(gated)
             inqueue = None if missing.is_zero() else missing
     return _Contribution(group.queue, phase, unasked, inqueue)
 
@@ -233,6 +238,19 @@ def members_request(
         if pod is None or pod.terminal or (pod.node is not None) != placed:
             continue
         total = total + pod.requests
+    return total
+
+
+def gated_request(snapshot: Snapshot, group: PodGroupRecord) -> ResourceVector | None:
+    """Σ requests of the group's pending members held by a scheduling gate of the user's (not
+    vulcan's own queue-allocation gate); None when there are none (the common case)."""
+    total: ResourceVector | None = None
+    for key in snapshot.pods_by_group.get(group.key, ()):
+        pod = snapshot.pods.get(key)
+        if pod is None or not pod.gates or pod.node is not None or pod.terminal:
+            continue
+        if pod.user_gated:
+            total = pod.requests if total is None else total + pod.requests
     return total
 
 

@@ -61,6 +61,9 @@ class GangRoom:
     reserved: Mapping[str, ResourceVector]
     future: Mapping[str, ResourceVector] | None
     victims: Callable[[], list[VictimUnit]]
+    # pod key -> node of another gang's reservation: where host ports and pod (anti-)affinity
+    # of admitted-but-unbound pods will be (`plugins.placement.plan_gang`'s `held`).
+    held: Callable[[str], str | None] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,8 +145,12 @@ def allocate_gang(
 
     def place(reserved: Mapping[str, ResourceVector], on: Snapshot = snapshot) -> Plan:
         if topology is not None:
-            return plan_topology_gang(on, members, need, reserved, topology, need_per_task=per_task)
-        return plan_gang(on, members, need, reserved, need_per_task=per_task, prefer=prefer)
+            return plan_topology_gang(
+                on, members, need, reserved, topology, need_per_task=per_task, held=room.held
+            )
+        return plan_gang(
+            on, members, need, reserved, need_per_task=per_task, prefer=prefer, held=room.held
+        )
 
     plan = None
     reserved = room.reserved

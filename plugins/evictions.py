@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from core.cache import Snapshot
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
+from plugins.gang_fit import GangFit
 from plugins.placement import Plan, Prefer, plan_gang
 from plugins.queue_share import QueueInput, sum_vectors
 from plugins.session import PassState, Preemptor, Session
@@ -122,6 +123,16 @@ def choose_evictions(
     what it frees in the pass's share model (and undoes it when that is not enough)."""
     if not units:
         return None
+    # Only victims on nodes some member could use (kube-scheduler's filters, resources aside):
+    # evicting elsewhere frees nothing the gang can take.
+    fit = GangFit(snapshot, members)
+    usable = {name for name, node in snapshot.nodes.items() if fit.any_ok(node)}
+    units = [u for u in units if _on_usable_node(snapshot, u, usable)]
+    # Victims that hold host ports or repel members matter beyond their resources: the trial
+    # snapshots then leave them out entirely (only for gangs with such rules: a copy per trial).
+    whole_pods = not fit.fast or fit.repelled
+    if not units:
+        return None
     model = state.model
     preemptor = Preemptor(
         group=group.key,
@@ -161,7 +172,16 @@ def choose_evictions(
                 pod = snapshot.pods[pod_key]
                 assert pod.node is not None
                 requested[pod.node] = requested.get(pod.node, _ZERO).saturating_sub(pod.requests)
-        plan = plan_on(dataclasses.replace(snapshot, node_requested=requested))
+        trial = dataclasses.replace(snapshot, node_requested=requested)
+        if whole_pods:
+            gone = {pod_key for unit in chosen for pod_key in unit.pods}
+            trial = dataclasses.replace(
+                trial,
+                pods={k: p for k, p in snapshot.pods.items() if k not in gone},
+                anti_affinity_pods=frozenset(snapshot.anti_affinity_pods) - gone,
+                host_port_pods=frozenset(snapshot.host_port_pods) - gone,
+            )
+        plan = plan_on(trial)
         return plan if plan.ok else None
 
     for action, allowed in attempts:
@@ -179,6 +199,14 @@ def choose_evictions(
                 return None
         return Evictions(action, chosen, plan, request.priority)
     return None
+
+
+def _on_usable_node(snapshot: Snapshot, unit: VictimUnit, usable: Collection[str]) -> bool:
+    for pod_key in unit.pods:
+        pod = snapshot.pods.get(pod_key)
+        if pod is not None and pod.node in usable:
+            return True
+    return False
 
 
 def accepted_victims(

@@ -53,6 +53,7 @@ __all__ = [
     "RELEASING",
     "RUNNING",
     "SCHEDULED_STATUSES",
+    "SCHEDULING_GATED",
     "SUCCEEDED",
     "UNKNOWN",
     "GangView",
@@ -83,6 +84,11 @@ RELEASING = "Releasing"
 SUCCEEDED = "Succeeded"
 FAILED = "Failed"
 UNKNOWN = "Unknown"
+# A pending pod held back by a scheduling gate of the user's (kube-scheduler's
+# SchedulingGated): it cannot be scheduled, so it counts towards neither the gang's quorum
+# (valid / ready) nor the room the gang asks of its queue until the gate is removed. vulcan's
+# own queue-allocation gate is not one: vulcan lifts it when the gang is admitted.
+SCHEDULING_GATED = "SchedulingGated"
 
 ALLOCATED_STATUSES = frozenset({ALLOCATED, BINDING, BOUND, RUNNING})
 SCHEDULED_STATUSES = frozenset({RUNNING, BOUND, FAILED, SUCCEEDED})
@@ -132,6 +138,8 @@ def task_status(
             return PIPELINED
         if pod.key in allocated:
             return ALLOCATED
+        if pod.gates and pod.user_gated:
+            return SCHEDULING_GATED
         return PENDING
     return UNKNOWN
 
@@ -444,9 +452,11 @@ def _size_key(requests: ResourceVector) -> tuple[int, int, int]:
 def pending_members(view: GangView) -> list[PodRecord]:
     """The members a placement must find nodes for, in the order to place them.
 
-    Pending members only (no node, no reservation, not deleting), gated ones included (vulcan
-    gates its own members until their gang is admitted). Best-effort members are left out, as
-    Volcano's allocate leaves them to backfill: they count as ready already. Order: members of
+    Pending members only (no node, no reservation, not deleting), those carrying vulcan's own
+    queue-allocation gate included (vulcan lifts it when the gang is admitted); members gated by
+    the user are `SCHEDULING_GATED`, not Pending, and wait for their gates to go. Best-effort
+    members are left out, as Volcano's allocate leaves them to backfill: they count as ready
+    already. Order: members of
     roles still short of their minTaskMember first, then task priority (desc), then larger
     requests first (first-fit decreasing packs better), then creation time and key.
     """

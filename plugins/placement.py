@@ -8,8 +8,10 @@ hold part of the cluster and deadlock.
 
 Free capacity of a node = allocatable - requested by pods bound to it (the snapshot) - what live
 reservations of OTHER gangs have promised on it (`reserved`) - what this plan already placed.
-Nodes are judged by `node_ok` (default `schedulable_node`); the fit rule is Volcano's
-(`ResourceVector.fits_in`: only the dimensions a pod requests are compared).
+Nodes are judged by kube-scheduler's filters (`plugins.gang_fit.GangFit` over
+`plugins.feasibility`: readiness, cordon, taints and tolerations, node affinity and nodeSelector,
+host ports, pod affinity and anti-affinity, topology spread), or by the caller's `node_ok`; the
+fit rule is Volcano's (`ResourceVector.fits_in`: only the dimensions a pod requests are compared).
 
 Algorithm (first-fit decreasing, batched): members are grouped by request shape (pods of one
 task share one request), and each group is placed in one walk over a per-dimension index of the
@@ -19,6 +21,9 @@ enough of the shape's most selective dimension, and takes as many members per no
 walks from the emptiest node downwards, one member per node per round. Cost is about
 O(shapes x candidate nodes + members), i.e. 1,000 members of one shape on 5,000 nodes is one
 pass; the worst case (every member a different shape) is O(members x candidate nodes).
+Members whose answer changes as the gang lands (host ports, pod (anti-)affinity, topology
+spread: `GangFit.dynamic`), or members with different constraints, are placed one at a time,
+each on the first node of the same walk that its rules accept: O(members x candidate nodes).
 
 Pure functions: no I/O.
 """
@@ -26,12 +31,15 @@ Pure functions: no I/O.
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from core.records import NodeRecord, PodRecord
-from core.resources import ResourceVector, format_quantity, format_shortfall
+from core.resources import ResourceVector
+from plugins.feasibility import AFFINITY_RULES, SPREAD
+from plugins.gang_fit import GangFit, Held
+from plugins.placement_reasons import Capacity, diagnose, first_unplaced, gang_reason
 
 if TYPE_CHECKING:  # annotations only: core.cache pulls in the informers and asyncio
     from core.cache import Snapshot
@@ -48,23 +56,18 @@ __all__ = [
 Prefer = Literal["binpack", "spread"]
 
 _ZERO = ResourceVector()
-_BLOCKING_EFFECTS = frozenset({"NoSchedule", "NoExecute"})
-# Report order for shortfalls, as core.resources orders "insufficient" lists.
-_REPORT_ORDER = {"pods": 0, "cpu": 1, "memory": 2, "ephemeral-storage": 3}
+# Refusals that placing more members can lift (the others only grow).
+_CHANGING = frozenset({SPREAD, AFFINITY_RULES})
+_NONE_REFUSED: frozenset[int] = frozenset()
 # When several dimensions are equally selective, walk the scarce one: extended resources (GPUs)
 # before cpu, memory, storage and the pod count, so binpack packs by what runs out first.
 _DIM_PRIORITY = {"cpu": 1, "memory": 2, "ephemeral-storage": 3, "pods": 4}
 
 
 def schedulable_node(node: NodeRecord) -> bool:
-    """Default node check: Ready, not cordoned, and no NoSchedule/NoExecute taint.
-
-    Gang pods' tolerations are not in PodRecord, so any taint that repels pods excludes the
-    node here; callers that know the gang tolerates a taint pass their own `node_ok`.
-    """
-    if not node.ready or node.unschedulable:
-        return False
-    return not any(effect in _BLOCKING_EFFECTS for _key, _value, effect in node.taints)
+    """The node check for a pod without constraints: Ready, not cordoned, and no
+    NoSchedule/NoExecute taint (`plugins.feasibility.static_reason` for such a pod)."""
+    return node.ready and not node.unschedulable and not node.blocking_taints
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,18 +124,33 @@ def _fit_count(free: list[int], need: tuple[int, ...], positive: tuple[int, ...]
     return count
 
 
-class _Placer:
-    __slots__ = ("nodes", "prefer", "slots")
+Allowed = Callable[[int, PodRecord], bool]  # node number, member -> its rules accept it
 
-    def __init__(self, nodes: _Nodes, prefer: Prefer) -> None:
+
+class _Placer:
+    __slots__ = ("allowed", "nodes", "on_take", "prefer", "refused", "slots")
+
+    def __init__(
+        self,
+        nodes: _Nodes,
+        prefer: Prefer,
+        allowed: Allowed | None = None,
+        on_take: Callable[[int, PodRecord], None] | None = None,
+        refused: Callable[[PodRecord], set[int]] | None = None,
+    ) -> None:
         self.nodes = nodes
         self.prefer = prefer
+        # None: every candidate node takes every member (resources aside), the batched walk.
+        self.allowed = allowed
+        self.on_take = on_take
+        # The nodes a member's rules refuse for good (skipped before anything is asked).
+        self.refused = refused
         self.slots: dict[str, int] = {}  # pod key -> node number
 
-    def place(self, need: tuple[int, ...], keys: list[str], limit: int) -> int:
-        """Give up to `limit` of `keys` (members sharing the request `need`) a node each;
-        returns how many were placed. The first ones in `keys` are placed first."""
-        limit = min(limit, len(keys))
+    def place(self, need: tuple[int, ...], pods: list[PodRecord], limit: int) -> int:
+        """Give up to `limit` of `pods` (members sharing the request `need`) a node each;
+        returns how many were placed. The first ones in `pods` are placed first."""
+        limit = min(limit, len(pods))
         if limit <= 0:
             return 0
         nodes = self.nodes
@@ -144,6 +162,9 @@ class _Placer:
                 key=lambda d: _DIM_PRIORITY.get(nodes.dims[d], 0),
             )
         )
+        if self.allowed is not None:
+            return self._place_each(need, pods, limit, positive)
+        keys = [pod.key for pod in pods]
         if not positive:
             # Requests nothing we track: it fits anywhere; one node is as good as another.
             order = range(len(nodes.names))
@@ -190,6 +211,49 @@ class _Placer:
             nodes.reindex(i, old)
         return placed
 
+    def _place_each(
+        self, need: tuple[int, ...], pods: list[PodRecord], limit: int, positive: tuple[int, ...]
+    ) -> int:
+        """One member at a time, each on the first node of the walk its rules accept (they
+        change as members land: ports taken, anti-affinity, spread counts)."""
+        nodes = self.nodes
+        allowed = self.allowed
+        assert allowed is not None
+        placed = 0
+        for pod in pods:
+            if placed == limit:
+                break
+            refused = self.refused(pod) if self.refused is not None else _NONE_REFUSED
+            if positive:
+                starts = [bisect_left(nodes.index[d], (need[d], -1)) for d in positive]
+                pick = min(
+                    range(len(positive)),
+                    key=lambda n: len(nodes.index[positive[n]]) - starts[n],
+                )
+                column = nodes.index[positive[pick]]
+                walk = range(starts[pick], len(column))
+                if self.prefer == "spread":
+                    walk = walk[::-1]
+                order = (column[pos][1] for pos in walk)
+            else:
+                order = iter(range(len(nodes.names)))
+            for i in order:
+                if i in refused:
+                    continue
+                if positive and _fit_count(nodes.free[i], need, positive) <= 0:
+                    continue
+                if not allowed(i, pod):
+                    continue
+                touched: dict[int, list[int]] = {}
+                self._take(i, need, positive, pod.key, touched)
+                if touched:
+                    nodes.reindex(i, touched[i])
+                if self.on_take is not None:
+                    self.on_take(i, pod)
+                placed += 1
+                break
+        return placed
+
     def _take(
         self,
         i: int,
@@ -213,15 +277,6 @@ def _dims_of(members: Sequence[PodRecord]) -> tuple[str, ...]:
     return tuple(sorted(names))
 
 
-def _shortfall(required: dict[str, int], free: dict[str, int]) -> list[str]:
-    names = sorted(required, key=lambda name: (_REPORT_ORDER.get(name, len(_REPORT_ORDER)), name))
-    return [
-        format_shortfall(name, required[name], max(0, free.get(name, 0)))
-        for name in names
-        if required[name] > free.get(name, 0)
-    ]
-
-
 def plan_gang(
     snapshot: Snapshot,
     members: Sequence[PodRecord],
@@ -231,6 +286,7 @@ def plan_gang(
     need_per_task: Mapping[str, int] | None = None,
     node_ok: Callable[[NodeRecord], bool] | None = None,
     prefer: Prefer = "binpack",
+    held: Held | None = None,
 ) -> Plan:
     """Place a gang's pending `members` together, or explain why they cannot be.
 
@@ -243,21 +299,30 @@ def plan_gang(
         reservations of members that have since bound must already be gone from it, or they
         would be counted twice (once in the snapshot's node_requested).
 
+    node_ok: replaces the node's own filters (readiness, cordon, taints, node affinity) when
+        given; the rules that depend on other pods (ports, pod affinity, spread) still apply.
+    held: pod key -> node of another gang's reservation (`GangLedger.slot_of`): those pods
+        count where they will be for host ports, pod affinity and spread.
+
     The plan gives slots to at least `need` members (and each role its share) and then to as
     many further members as fit, so an elastic gang gets everything the cluster can hold now.
     """
     if prefer not in ("binpack", "spread"):
         raise ValueError(f'prefer must be "binpack" or "spread", not {prefer!r}')
     per_task = {task: n for task, n in (need_per_task or {}).items() if n > 0}
-    check = node_ok or schedulable_node
+    fit = GangFit(snapshot, members, held)
+    check = node_ok or gang_node_check(fit, members)
 
     dims = _dims_of(members)
     names: list[str] = []
     rows: list[list[int]] = []
     total_free: dict[str, int] = dict.fromkeys(dims, 0)
+    filtered = 0  # nodes a member's own rules turned away though a plain pod could use them
     for name in sorted(snapshot.nodes):
         node = snapshot.nodes[name]
         if not check(node):
+            if check is not schedulable_node and schedulable_node(node):
+                filtered += 1
             continue
         requested = snapshot.node_requested.get(name, _ZERO)
         promised = reserved.get(name, _ZERO)
@@ -268,7 +333,7 @@ def plan_gang(
             if amount > 0:
                 total_free[d] += amount
     nodes = _Nodes(names, rows, dims)
-    placer = _Placer(nodes, prefer)
+    placer = _member_placer(snapshot, nodes, prefer, fit, own_filters=node_ok is None)
 
     def shape(pod: PodRecord) -> tuple[int, ...]:
         return tuple(pod.requests.get(d) for d in dims)
@@ -284,14 +349,14 @@ def plan_gang(
     for (task, need_vector), pods in role_batches.items():
         left = per_task[task] - placed_by_task[task]
         if left > 0:
-            placed_by_task[task] += placer.place(need_vector, [pod.key for pod in pods], left)
+            placed_by_task[task] += placer.place(need_vector, pods, left)
     tasks_ok = all(placed_by_task[task] >= n for task, n in per_task.items())
 
     # Pass 2: everyone else, as many as fit (skipped when a role already failed: not ok anyway).
     if tasks_ok:
         rest = [pod for pod in members if pod.key not in placer.slots]
         for need_vector, pods in _batches(rest, shape):
-            placer.place(need_vector, [pod.key for pod in pods], len(pods))
+            placer.place(need_vector, pods, len(pods))
     placed = len(placer.slots)
 
     if tasks_ok and placed >= need:
@@ -306,18 +371,60 @@ def plan_gang(
     # What is left on the best node in each dimension, to tell "too big for any node" apart
     # from "fits in total but is scattered".
     largest = {d: max((row[n] for row in rows), default=0) for n, d in enumerate(dims)}
-    return Plan(
-        ok=False,
-        reason=_reason(
-            members,
-            need,
-            per_task,
-            placed_by_task,
-            placed,
-            _Capacity(total_free, largest, len(names), placer.slots.keys()),
-        ),
-        placed=placed,
+    reason = gang_reason(
+        members,
+        need,
+        per_task,
+        placed_by_task,
+        placed,
+        Capacity(total_free, largest, len(names), placer.slots.keys()),
     )
+    blocked = first_unplaced(members, per_task, placer.slots)
+    # kube-scheduler's view of the first member left out, when the members' rules had a say
+    # (the common failed plan, short of room on nodes any pod may use, skips this O(nodes) walk).
+    if blocked is not None and (not names or filtered or not fit.fast):
+        why = diagnose(snapshot, blocked, fit, node_ok, (nodes.names, nodes.free, nodes.dims))
+        reason = f"no schedulable node: {why}" if not names else f"{reason}; {blocked.key}: {why}"
+    return Plan(ok=False, reason=reason, placed=placed)
+
+
+def gang_node_check(fit: GangFit, members: Sequence[PodRecord]) -> Callable[[NodeRecord], bool]:
+    """Which nodes enter the plan at all: for the common gang (no constraints, nothing in the
+    cluster repelling it) `schedulable_node` itself; else the nodes some member's own filters
+    accept (`GangFit`)."""
+    if fit.fast and members:
+        if members[0].constraints is None and not fit.repelled:
+            return schedulable_node
+        return fit.node_ok(members[0])
+    return fit.any_ok
+
+
+def _member_placer(
+    snapshot: Snapshot, nodes: _Nodes, prefer: Prefer, fit: GangFit, *, own_filters: bool
+) -> _Placer:
+    """The batched placer when one node filter decides for every member (`fit.fast`), else
+    one that asks `fit` for each member and tells it where each landed."""
+    if fit.fast:
+        return _Placer(nodes, prefer)
+    records = [snapshot.nodes[name] for name in nodes.names]
+    # Refusals that only grow as members land (the node's own filters, ports taken,
+    # anti-affinity) are remembered per profile: the walk of the next member skips those
+    # nodes without asking again, so a 1,000-member hostPort gang is not O(members^2) asks.
+    # Spread and pod affinity may turn a refusal into a yes: always asked.
+    lasting: dict[int, set[int]] = {}
+
+    def refused(pod: PodRecord) -> set[int]:
+        return lasting.setdefault(fit.profile_id(pod), set())
+
+    def allowed(i: int, pod: PodRecord) -> bool:
+        why = fit.reason(pod, records[i], static=own_filters)
+        if why is None:
+            return True
+        if why not in _CHANGING:
+            refused(pod).add(i)
+        return False
+
+    return _Placer(nodes, prefer, allowed, lambda i, pod: fit.place(pod, records[i]), refused)
 
 
 def _batches(
@@ -328,87 +435,6 @@ def _batches(
     for pod in pods:
         groups.setdefault(shape(pod), []).append(pod)
     return list(groups.items())
-
-
-def _sum_requests(pods: Iterable[PodRecord]) -> dict[str, int]:
-    total: dict[str, int] = {}
-    for pod in pods:
-        for name, amount in pod.requests.items():
-            if amount > 0:
-                total[name] = total.get(name, 0) + amount
-    return total
-
-
-@dataclass(frozen=True, slots=True)
-class _Capacity:
-    """What a failed plan's message is computed from."""
-
-    total_free: dict[str, int]  # summed over candidate nodes, before this plan
-    largest: dict[str, int]  # best single node, after this plan's placements
-    candidates: int
-    placed_keys: Collection[str]
-
-
-def _too_big(pods: Sequence[PodRecord], capacity: _Capacity) -> str:
-    """For the first of `pods` that got no node: "no node has 8 nvidia.com/gpu free (at most
-    4)" when one of its requests exceeds what any node has left; "" when it is the combination
-    that no node offers (fragmentation)."""
-    blocked = next((pod for pod in pods if pod.key not in capacity.placed_keys), None)
-    if blocked is None:
-        return ""
-    names = sorted(
-        (name for name, amount in blocked.requests.items() if amount > 0),
-        key=lambda name: (_REPORT_ORDER.get(name, len(_REPORT_ORDER)), name),
-    )
-    for name in names:
-        amount, best = blocked.requests.get(name), max(0, capacity.largest.get(name, 0))
-        if amount > best:
-            return (
-                f"no node has {format_quantity(name, amount)} {name} free "
-                f"(at most {format_quantity(name, best)})"
-            )
-    return ""
-
-
-_FRAGMENTED = "free capacity is fragmented across nodes"
-
-
-def _reason(
-    members: Sequence[PodRecord],
-    need: int,
-    per_task: Mapping[str, int],
-    placed_by_task: Mapping[str, int],
-    placed: int,
-    capacity: _Capacity,
-) -> str:
-    """Why a plan failed, for a person. First the cluster-wide totals: the resources the
-    required members ask for against the free total of every candidate node ("not enough
-    nvidia.com/gpu (need 4, free 2)"). When the totals would do, the first member left without
-    a node is either bigger than any node's free capacity, or the capacity is fragmented."""
-    if capacity.candidates == 0:
-        return "no schedulable node (every node is not ready, cordoned or tainted)"
-    if need > len(members) and not per_task:
-        return f"only {len(members)} pending members for {need} required"
-    parts: list[str] = []
-    for task, required in per_task.items():
-        got = placed_by_task.get(task, 0)
-        if got >= required:
-            continue
-        role = [pod for pod in members if (pod.task or "") == task]
-        text = f"task {task}: {got}/{required} members placeable"
-        if len(role) < required:
-            parts.append(f"{text} (only {len(role)} pending)")
-            continue
-        short = _shortfall(_sum_requests(role[:required]), capacity.total_free)
-        detail = ", ".join(short) if short else (_too_big(role, capacity) or _FRAGMENTED)
-        parts.append(f"{text}: {detail}")
-    if parts:
-        return "; ".join(parts)
-    short = _shortfall(_sum_requests(members[:need]), capacity.total_free)
-    if short:
-        return ", ".join(short)
-    detail = _too_big(members, capacity) or _FRAGMENTED
-    return f"only {placed} of {need} required members fit: {detail}"
 
 
 # --------------------------------------------------------------------------- ledger helpers

@@ -53,11 +53,12 @@ from typing import TYPE_CHECKING, Any
 from core.records import NodeRecord, PodRecord
 from core.resources import ResourceVector
 from plugins.config import int_argument
+from plugins.gang_fit import GangFit, Held
 from plugins.placement import (
     Plan,
+    gang_node_check,
     plan_gang,
     reserved_by_node,
-    schedulable_node,
     slot_usage,
 )
 from plugins.session import SessionPlugin
@@ -123,11 +124,25 @@ def plan_topology_gang(
     *,
     need_per_task: Mapping[str, int] | None = None,
     node_ok: Callable[[NodeRecord], bool] | None = None,
+    held: Held | None = None,
 ) -> Plan:
     """`plugins.placement.plan_gang` for a job with a task topology: the same arguments and
-    Plan, members placed bucket by bucket (see the module docstring). O(members x nodes)."""
+    Plan, members placed bucket by bucket (see the module docstring). O(members x nodes).
+    Members with rules that change as the gang lands (host ports, pod affinity, spread) or
+    with different constraints are left to `plan_gang`, which follows kube-scheduler's."""
     per_task = {task: n for task, n in (need_per_task or {}).items() if n > 0}
-    check = node_ok or schedulable_node
+    fit = GangFit(snapshot, members, held)
+    if not fit.fast:
+        return plan_gang(
+            snapshot,
+            members,
+            need,
+            reserved,
+            need_per_task=need_per_task,
+            node_ok=node_ok,
+            held=held,
+        )
+    check = node_ok or gang_node_check(fit, members)
     buckets = build_buckets(topology, [*_bound_members(snapshot, members), *members])
     order = sorted(members, key=buckets.task_order_key)
     attempts = [[order]]
@@ -143,7 +158,7 @@ def plan_topology_gang(
         if _meets(layout.slots, members, need, per_task):
             return layout.plan()
     return plan_gang(
-        snapshot, members, need, reserved, need_per_task=need_per_task, node_ok=node_ok
+        snapshot, members, need, reserved, need_per_task=need_per_task, node_ok=node_ok, held=held
     )
 
 

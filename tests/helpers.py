@@ -1,4 +1,4 @@
-"""Shared test helpers: where the repository and the shared fixtures live."""
+"""Shared test helpers: where the repository, its examples and the test fixtures live."""
 
 from __future__ import annotations
 
@@ -14,21 +14,44 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from core.kube.client import NODES
 from extender.protocol import PodInfo, parse_pod
 
 REPO = Path(__file__).resolve().parents[1]
-# CI clones main with shared/ beside it; VULCAN_SHARED points elsewhere when needed.
-SHARED = Path(os.environ.get("VULCAN_SHARED", REPO.parent / "shared"))
-VOLCANO_FIXTURES = SHARED / "fixtures" / "volcano"
+# The runnable examples users see (README, "Examples"); the tests read them too.
+EXAMPLES = REPO / "examples"
+# Test-only data: more Volcano objects (tests/fixtures/volcano/README.md) and kube-scheduler's
+# extender requests as a real kube-scheduler sends them (tests/fixtures/kube-scheduler).
+FIXTURES = REPO / "tests" / "fixtures"
+VOLCANO_FIXTURES = FIXTURES / "volcano"
+KUBE_SCHEDULER_CAPTURES = FIXTURES / "kube-scheduler"
+_VOLCANO_GROUPS = ("batch.volcano.sh/", "scheduling.volcano.sh/", "flow.volcano.sh/")
+
+
+def _only_volcano_kinds(path: Path) -> bool:
+    docs = [d for d in yaml.safe_load_all(path.read_text()) if d]
+    return bool(docs) and all(str(d.get("apiVersion")).startswith(_VOLCANO_GROUPS) for d in docs)
 
 
 def volcano_fixture_files() -> list[Path]:
-    files = sorted(VOLCANO_FIXTURES.glob("*.yaml"))
+    """Every file of Volcano objects: the examples made only of Volcano kinds (not the
+    Deployment), then the test fixtures."""
+    files = [p for p in sorted(EXAMPLES.glob("*.yaml")) if _only_volcano_kinds(p)]
+    files += sorted(VOLCANO_FIXTURES.glob("*.yaml"))
     if not files:
         # Fail loudly: a silently empty parametrization would make the fixture tests vacuous.
-        raise RuntimeError(f"no Volcano fixtures found under {VOLCANO_FIXTURES}")
+        raise RuntimeError(f"no Volcano fixtures found under {EXAMPLES} or {VOLCANO_FIXTURES}")
     return files
+
+
+def volcano_fixture(name: str) -> Path:
+    """The example or test fixture called `name` (e.g. `mpi-job.yaml`)."""
+    for path in (EXAMPLES / name, VOLCANO_FIXTURES / name):
+        if path.exists():
+            return path
+    raise FileNotFoundError(f"no example or fixture {name!r}")
 
 
 def vulcan_process(*args: str, stderr: int = subprocess.PIPE) -> subprocess.Popen[str]:

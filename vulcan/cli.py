@@ -51,6 +51,12 @@ def _cmd_sim_up(args: argparse.Namespace) -> int:
     return run_up(args)
 
 
+def _cmd_sim_kubelets(args: argparse.Namespace) -> int:
+    from vulcan.sim_kubelets import run_kubelets
+
+    return run_kubelets(args)
+
+
 def _cmd_extender(args: argparse.Namespace) -> int:
     from extender.main import run
     from vulcan.logs import setup_logging
@@ -293,6 +299,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_up_flags(up)
     up.set_defaults(func=_cmd_sim_up)
+
+    kubelets = sim_sub.add_parser(
+        "kubelets",
+        help="hollow nodes for any API server (real or embedded) until SIGINT/SIGTERM",
+        description="Register N hollow nodes with the API server of --kubeconfig and run the "
+        "pods bound to them as `vulcan sim up`'s nodes do (vulcan.sh/sim-duration, "
+        "sim-exit-code, gangs). On SIGINT/SIGTERM they stop and their Nodes stay, as a stopped "
+        "kubelet's do (--delete-nodes deletes them); started again, they adopt them.",
+    )
+    from vulcan.sim_kubelets import add_kubelets_flags
+
+    add_kubelets_flags(kubelets)
+    kubelets.set_defaults(func=_cmd_sim_kubelets)
     return parser
 
 

@@ -50,7 +50,7 @@ async def _walkthrough() -> None:
                     },
                 },
             )
-        examples = Path(__file__).resolve().parents[1] / "manifests" / "examples"
+        examples = Path(__file__).resolve().parents[1] / "examples"
         for doc in load_all((examples / "gang-job.yaml").read_text()):
             resource = _resource_for(doc)
             await client.create(resource, doc, doc["metadata"].get("namespace"))

@@ -1,7 +1,8 @@
 """`vulcan demo flow`: Volcano's JobFlow pipeline on the embedded cluster, stage by stage.
 
-The users' YAML (`vulcan/examples/jobflow-pipeline.yaml`, the same as Volcano's JobFlow
-document): five JobTemplates and a JobFlow running job A, then B, then C and D in parallel,
+The users' YAML (`vulcan/examples/jobflow-pipeline.yaml`, shipped in the package; the same
+file as the repository's examples/jobflow-pipeline.yaml, in Volcano's JobFlow shape): five
+JobTemplates and a JobFlow running job A, then B, then C and D in parallel,
 then E once both completed. The JobFlow controller creates each Job when its targets
 completed; the job controller, vulcan's extender and the hollow kubelets run it. One line per
 change of what a user would watch (`kubectl get jobflow,vcjob`); exit 0 once the flow Succeeded.

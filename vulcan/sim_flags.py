@@ -34,6 +34,13 @@ def add_up_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--with-controllers", action="store_true", help="run vulcan's controllers")
     parser.add_argument(
+        "--workload-controllers",
+        default="deployment,replicaset",
+        metavar="LIST",
+        help="kube-controller-manager's workload controllers to run (sim.controllers): "
+        "deployment,replicaset (the default), or none",
+    )
+    parser.add_argument(
         "--rbac",
         action="store_true",
         help="enforce RBAC: the extender and controllers run with the tokens of the install's "
@@ -65,7 +72,7 @@ def add_up_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--pod-duration",
-        type=_duration_or_forever,
+        type=duration_or_forever,
         default=10.0,
         help="how long a pod runs without a vulcan.sh/sim-duration annotation "
         "(Go duration; 'forever' = until deleted; default 10s)",
@@ -90,7 +97,7 @@ def add_up_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log-format", choices=("text", "json"), default="text")
 
 
-def _duration_or_forever(text: str) -> float | None:
+def duration_or_forever(text: str) -> float | None:
     if text.strip().lower() in ("forever", "inf", "none"):
         return None
     return parse_duration(text)

@@ -2,15 +2,16 @@
 
 Processes, as in a real cluster, each talking to the API server over HTTP:
 - `vulcan sim apiserver` (child process): the embedded API server;
-- this process: the hollow kubelets (`sim.kubelet`) and the node lifecycle controller
+- this process: the hollow kubelets (`sim.kubelet`), the node lifecycle controller
   (`sim.nodelifecycle`, the part of kube-controller-manager that taints NotReady nodes and
-  evicts their pods);
+  evicts their pods) and kube-controller-manager's Deployment and ReplicaSet controllers
+  (`sim.controllers`, `--workload-controllers`);
 - `vulcan extender` (child, with `--with-extender`): vulcan's scheduler extender, which also
   serves vulcan's admission webhooks over HTTPS (a CA and certificate are made in the state
   directory, and the webhook configurations registered, as an installer does on a real cluster);
 - `vulcan sim scheduler` (child): the kube-scheduler stand-in, configured by a real
   KubeSchedulerConfiguration (`--scheduler-config`, or one written here that points at the
-  extender the way ARCHITECTURE.md prescribes).
+  extender the way docs/architecture.md describes).
 Children's logs go to files under the state directory. Ctrl-C (or SIGTERM) stops everything.
 """
 
@@ -38,12 +39,13 @@ from vulcan.certs import ServingCerts, write_serving_certs
 from vulcan.sim_rbac import install_rbac, write_tokens
 
 if TYPE_CHECKING:  # imported for real in Cluster.start, where they are used
+    from sim.controllers import WorkloadControllers
     from sim.kubelet import HollowKubelets
     from sim.nodelifecycle import NodeLifecycleController
 
 READY_LINE = "cluster ready"
 WEBHOOKS_LINE = "vulcan admission webhooks listening on"
-# Volcano's built-in queues, as its scheduler creates them (spec/volcano.md §1.2).
+# Volcano's built-in queues, as its scheduler creates them (Volcano's scheduler, at start).
 BUILTIN_QUEUES = (
     ("root", {"weight": 1, "reclaimable": False}),
     ("default", {"weight": 1, "reclaimable": True}),
@@ -163,8 +165,10 @@ class Cluster:
         self.api_url = ""
         self.api_certs: ServingCerts | None = None
         self.lifecycle: NodeLifecycleController | None = None
+        self.workloads: WorkloadControllers | None = None
 
     async def start(self) -> None:
+        from sim.controllers import WorkloadControllers, parse_controllers
         from sim.kubelet import HollowKubelets
         from sim.kubelet.profiles import expand_profiles, parse_node_profile
         from sim.nodelifecycle import NodeLifecycleController
@@ -173,6 +177,7 @@ class Cluster:
         profiles = expand_profiles(
             [parse_node_profile(p) for p in args.node_profile or ()], args.nodes
         )
+        workload_controllers = parse_controllers(args.workload_controllers)
         timeout = args.start_timeout
         auth: list[str] = []
         if args.rbac:
@@ -232,6 +237,10 @@ class Cluster:
         await asyncio.wait_for(self.kubelets.start(), timeout)
         names = self.kubelets.node_names
         print(f"hollow nodes: {len(names)} ({names[0]} .. {names[-1]})", flush=True)
+        if workload_controllers:
+            self.workloads = WorkloadControllers(self.client, workload_controllers)
+            await asyncio.wait_for(self.workloads.start(), timeout)
+            print(f"workload controllers: {', '.join(workload_controllers)}", flush=True)
 
         extender_url = None
         if args.with_extender:
@@ -428,6 +437,8 @@ class Cluster:
         for child in reversed(self.children):
             if child.name != "apiserver":
                 await child.stop()
+        if self.workloads is not None:
+            await self.workloads.stop()
         if self.kubelets is not None:
             await self.kubelets.stop()
         if self.lifecycle is not None:

@@ -12,6 +12,7 @@ from core.resources import ResourceVector
 class NodeRecord:
     __slots__ = (
         "allocatable",
+        "blocking_taints",
         "key",
         "labels",
         "name",
@@ -36,6 +37,9 @@ class NodeRecord:
             (t.get("key", ""), t.get("value", ""), t.get("effect", ""))
             for t in spec.get("taints") or ()
         )
+        # The taints kube-scheduler's TaintToleration filter reads (PreferNoSchedule only
+        # scores): most nodes have none, and the planner's fast path checks this empty tuple.
+        self.blocking_taints = tuple(t for t in self.taints if t[2] in ("NoSchedule", "NoExecute"))
         self.allocatable = (
             resources(status.get("allocatable"))
             or resources(status.get("capacity"))

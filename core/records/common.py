@@ -54,6 +54,15 @@ def shared_mapping(mapping: dict[str, Any]) -> dict[str, Any]:
     return _share(_MAPPINGS, tuple(sorted(mapping.items())), mapping)
 
 
+def shared_labels(labels: dict[str, str]) -> dict[str, str]:
+    """`labels` (a freshly decoded mapping) shared between records with the same set. Keyed in
+    the order given: the API server writes map keys sorted, so equal sets read from it share
+    (an unsorted equal set only misses the sharing)."""
+    if not labels:
+        return NO_LABELS
+    return _share(_MAPPINGS, tuple(labels.items()), labels)
+
+
 def pick(source: Mapping[str, str] | None, names: tuple[str, ...]) -> dict[str, str]:
     """The named entries of `source`, shared between records that pick the same."""
     if not source:

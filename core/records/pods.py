@@ -21,8 +21,10 @@ from core.records.common import (
     opt,
     owner_refs,
     pick,
+    shared_labels,
     shared_vector,
 )
+from core.records.constraints import PlacementConstraints, placement_constraints
 from core.resources import ResourceVector, pod_requests
 
 # Pod annotations a workload's PodGroup is built from (Volcano's pg-controller).
@@ -65,11 +67,13 @@ def _int(text: str | None, default: int) -> int:
 
 
 class PodRecord:
-    # No full labels or annotations: they are the biggest part of a pod, and only the picked
-    # ones are read. Repeated strings (namespace, node, phase, group ...) are interned.
+    # No full annotations: they are the biggest part of a pod, and only the picked ones are
+    # read. Labels are kept whole (selectors read any of them), shared between equal sets.
+    # Repeated strings (namespace, node, phase, group ...) are interned.
     __slots__ = (
         "annotations",
         "annotations_preemptable",
+        "constraints",
         "created",
         "deleting",
         "exit_code",
@@ -115,7 +119,9 @@ class PodRecord:
         self.created: str = meta.get("creationTimestamp", "")
         self.deleting = bool(meta.get("deletionTimestamp"))
         self.annotations: dict[str, str] = pick(annotations, POD_ANNOTATIONS)
-        self.labels: dict[str, str] = pick(labels, POD_LABELS)
+        # Every label (shared between pods with the same set): pod (anti-)affinity terms and
+        # topology spread constraints select pods by any label.
+        self.labels: dict[str, str] = shared_labels(labels)
         self.owner_refs: tuple[OwnerRef, ...] = owner_refs(meta)
         self.owner: OwnerRef | None = controller_of(self.owner_refs)
         self.node: str | None = opt(spec.get("nodeName"))
@@ -124,6 +130,10 @@ class PodRecord:
         self.priority = int(spec.get("priority") or 0)
         self.priority_class: str = intern(spec.get("priorityClassName") or "")
         self.scheduler_name: str = intern(spec.get("schedulerName") or "default-scheduler")
+        # What kube-scheduler's filters read besides the request (None: nothing, the common pod).
+        self.constraints: PlacementConstraints | None = placement_constraints(
+            spec, self.namespace, labels
+        )
         self.gates: tuple[str, ...] = tuple(
             intern(str(g.get("name", ""))) for g in spec.get("schedulingGates") or ()
         )
@@ -178,6 +188,12 @@ class PodRecord:
     def gated(self) -> bool:
         """Held back from scheduling by a scheduling gate."""
         return bool(self.gates)
+
+    @property
+    def user_gated(self) -> bool:
+        """Held back by a scheduling gate other than vulcan's own queue-allocation gate (which
+        vulcan removes when the gang is admitted): the user's, removed when the user decides."""
+        return any(gate != keys.QUEUE_ALLOCATION_GATE for gate in self.gates)
 
     @property
     def terminal(self) -> bool:

@@ -2,7 +2,7 @@
 
 Speaks the REST API that kubectl, kubernetes-asyncio and a stock kube-scheduler (JSON mode) use:
 CRUD, the three patch types, `/status`, `pods/binding`, `pods/eviction`, watches (resume, 410,
-bookmarks, watch-list), selectors, discovery. See shared/spec/embedded-apiserver.md.
+bookmarks, watch-list), selectors, discovery: what kubectl and client-go expect of kube-apiserver.
 
 This module assembles it: `build_store` (the built-in types, the CRDs and the objects a fresh
 cluster has), the kubeconfig, and `EmbeddedApiServer`, which serves an `ApiServer` over that store.

@@ -155,7 +155,55 @@ _EVENT_COLUMNS: list[Column] = [
     ("Name", "string", lambda e: e["metadata"]["name"], 1),
 ]
 
+
+def _count(obj: dict[str, Any], section: str, field: str) -> int:
+    return int((obj.get(section) or {}).get(field) or 0)
+
+
+def _containers(obj: dict[str, Any], what: str) -> str:
+    containers = (((obj.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
+        "containers"
+    ) or ()
+    return ",".join(str(c.get(what) or "") for c in containers)
+
+
+def _selector(obj: dict[str, Any]) -> str:
+    selector = (obj.get("spec") or {}).get("selector") or {}
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for expr in selector.get("matchExpressions") or ():
+        values = ",".join(expr.get("values") or ())
+        parts.append(f"{expr.get('key')} {str(expr.get('operator', '')).lower()} ({values})")
+    return ",".join(parts) or "<none>"
+
+
+# kube-apiserver's printers for the workloads (pkg/printers/internalversion).
+_DEPLOYMENT_COLUMNS: list[Column] = [
+    (
+        "Ready",
+        "string",
+        lambda o: f"{_count(o, 'status', 'readyReplicas')}/{_count(o, 'spec', 'replicas')}",
+        0,
+    ),
+    ("Up-to-date", "integer", lambda o: _count(o, "status", "updatedReplicas"), 0),
+    ("Available", "integer", lambda o: _count(o, "status", "availableReplicas"), 0),
+    _AGE,
+    ("Containers", "string", lambda o: _containers(o, "name"), 1),
+    ("Images", "string", lambda o: _containers(o, "image"), 1),
+    ("Selector", "string", _selector, 1),
+]
+_REPLICASET_COLUMNS: list[Column] = [
+    ("Desired", "integer", lambda o: _count(o, "spec", "replicas"), 0),
+    ("Current", "integer", lambda o: _count(o, "status", "replicas"), 0),
+    ("Ready", "integer", lambda o: _count(o, "status", "readyReplicas"), 0),
+    _AGE,
+    ("Containers", "string", lambda o: _containers(o, "name"), 1),
+    ("Images", "string", lambda o: _containers(o, "image"), 1),
+    ("Selector", "string", _selector, 1),
+]
+
 _BUILTIN_COLUMNS: dict[tuple[str, str], list[Column]] = {
+    ("apps", "Deployment"): _DEPLOYMENT_COLUMNS,
+    ("apps", "ReplicaSet"): _REPLICASET_COLUMNS,
     ("", "Pod"): [
         ("Ready", "string", _pod_ready, 0),
         ("Status", "string", _pod_status, 0),

@@ -1,11 +1,11 @@
 """`KubeSchedulerConfiguration` (kubescheduler.config.k8s.io/v1), read as kube-scheduler reads it.
 
-The stand-in takes the same file a real kube-scheduler would (shared/spec/extender-protocol.md
-§4): top-level `extenders`, `percentageOfNodesToScore`, `podInitialBackoffSeconds`,
-`podMaxBackoffSeconds`, `clientConnection`, and `profiles[].schedulerName` (+ per-profile
-`percentageOfNodesToScore`). kube-scheduler decodes its configuration strictly, so unknown or
-mis-cased keys are errors here too; the rules of `validateExtenders` are applied. Keys the stand-in
-accepts but does not act on (plugins, leaderElection, ...) are listed in `IGNORED_KEYS`.
+The stand-in takes the same file a real kube-scheduler would: top-level `extenders`,
+`percentageOfNodesToScore`, `podInitialBackoffSeconds`, `podMaxBackoffSeconds`,
+`clientConnection`, and `profiles[].schedulerName` (+ per-profile `percentageOfNodesToScore`).
+kube-scheduler decodes its configuration strictly, so unknown or mis-cased keys are errors here
+too; the rules of `validateExtenders` are applied. Keys the stand-in accepts but does not act on
+(plugins, leaderElection, ...) are listed in `IGNORED_KEYS`.
 """
 
 from __future__ import annotations
@@ -283,7 +283,7 @@ def sim_config(
 ) -> dict[str, Any]:
     """The KubeSchedulerConfiguration `vulcan sim up` uses: JSON content types and no leader
     election (so a real kube-scheduler can use the same file against the embedded API server),
-    and, with an extender, the two entries ARCHITECTURE.md prescribes.
+    and, with an extender, the two entries docs/architecture.md describes.
 
     `markers` (filter entry's, bind entry's): the cluster-scheduler install, where each entry
     is called only for pods that request its marker (`managedResources`, ignored by the

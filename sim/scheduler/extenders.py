@@ -1,4 +1,4 @@
-"""kube-scheduler's HTTPExtender, client side (shared/spec/extender-protocol.md §1–§3, §5.6).
+"""kube-scheduler's HTTPExtender, client side (k8s.io/kube-scheduler/extender/v1 types).
 
 One Go-like transport per extender entry (`go_transport`: two idle connections kept per host),
 `httpTimeout` as a whole-request deadline, POST of a compact JSON body with

@@ -1,5 +1,5 @@
 """Go's default `http.Transport`, as kube-scheduler's extender client has it
-(shared/spec/extender-protocol.md §1): HTTP/1.1 keep-alive, no cap on open connections, at most
+(its HTTPExtender over Go's net/http): HTTP/1.1 keep-alive, no cap on open connections, at most
 two kept idle per host (net/http's DefaultMaxIdleConnsPerHost), `Accept-Encoding: gzip` sent and
 a gzip answer decoded transparently, a whole-request deadline (`httpTimeout`), and a connection
 that a request abandoned (deadline, cancellation) closed rather than reused.

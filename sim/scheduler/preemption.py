@@ -1,4 +1,5 @@
-"""DefaultPreemption, as the stand-in needs it (shared/spec/extender-protocol.md §3.3, §5.8).
+"""kube-scheduler's DefaultPreemption plugin and the extenders' preempt verb, as the stand-in
+needs them.
 
 For a pod that fits nowhere: candidate nodes are those that failed only with `Unschedulable`
 (never `...AndUnresolvable`); on each, the dry run removes every lower-priority pod, checks the

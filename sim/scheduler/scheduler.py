@@ -1,5 +1,5 @@
 """The kube-scheduler stand-in: one scheduling cycle at a time, extenders called as kube-scheduler
-calls them (shared/spec/extender-protocol.md §5).
+calls them (kube-scheduler's scheduling cycle, extenders after the in-tree filters).
 
 Per pod: the nominated node first (after a preemption), else in-tree filters over a sample of
 the nodes starting at a rotating offset (`percentageOfNodesToScore`), then each interested

@@ -36,6 +36,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]:
         "--with-controllers",
         "--gang-backoff",
         "1s",
+        # The tests make the workloads' pods themselves, gated as Volcano's pod webhook gates
+        # them (the embedded cluster has no such webhook): no ReplicaSet controller to add more.
+        "--workload-controllers",
+        "none",
     )
 
 

@@ -202,14 +202,16 @@ def test_workers_alone_do_not_start_a_gang_that_needs_its_master(cluster: SimClu
 def test_a_gang_with_an_unplaceable_member_times_out_whole_and_completes_later(
     cluster: SimCluster,
 ) -> None:
-    """One member asks for a node label no node has: kube-scheduler can never place it, so the
-    other members' held binds time out together (nothing is bound), the reservation is released
-    and the gang backs off; once a node gets the label, the gang is admitted again and runs."""
+    """One member names a scheduler that does not run (a typo in schedulerName): kube-scheduler
+    never places it, and vulcan cannot know (a member that no node accepts, e.g. a nodeSelector
+    no node matches, is not admitted at all: tests/e2e/test_placement_rules_e2e.py). The other
+    members' held binds time out together (nothing is bound), the reservation is released and
+    the gang backs off; once the member is created again right, the gang is admitted and runs."""
     # The gang timeout must outlast kube-scheduler's longest pod backoff (podMaxBackoffSeconds,
     # 10 s): members retried after failed binds come back up to that far apart.
     gang(cluster, "late", 3, 3, annotations={"vulcan.sh/gang-timeout": "11s"})
     members = [gpu_worker("late", i) for i in range(2)]
-    members.append(gpu_worker("late", 2, nodeSelector={"rack": "r7"}))
+    members.append(gpu_worker("late", 2, schedulerName="no-such-scheduler"))
     cluster.apply(members)
     watch = GangWatch(cluster, {"late": 3})
 
@@ -238,12 +240,9 @@ def test_a_gang_with_an_unplaceable_member_times_out_whole_and_completes_later(
     ), said
     assert any(reason == "GangTimedOut" for reason, _ in said), said
     assert not any(p["spec"].get("nodeName") for p in cluster.pods(selector="job=late"))
-    cluster.kubectl("label", "node", "hollow-node-3", "rack=r7")
-    try:
-        watch.until("the gang to complete", lambda: "late" in watch.done_at, timeout=60)
-        assert cluster.pod("late-worker-2")["spec"]["nodeName"] == "hollow-node-3"
-    finally:
-        cluster.kubectl("label", "node", "hollow-node-3", "rack-")
+    cluster.kubectl("delete", "pod", "late-worker-2", "--grace-period=0", "--force")
+    cluster.apply(gpu_worker("late", 2))
+    watch.until("the gang to complete", lambda: "late" in watch.done_at, timeout=60)
     cluster.kubectl("delete", "pods", "-l", "job=late", "--wait=false")
     # Every answered bind has one result: the held binds that timed out count as such.
     metrics = cluster.metrics()
@@ -289,12 +288,13 @@ def test_a_high_priority_gang_preempts_a_running_gang_as_a_whole(cluster: SimClu
 def test_an_extender_crash_while_binds_are_held_leaves_no_partial_gang(
     cluster: SimCluster,
 ) -> None:
-    """The extender dies (SIGKILL) holding two of a gang's three binds: kube-scheduler's
-    requests are cut, nothing is bound; the restarted extender rebuilds from the API server and
-    the gang completes once its last member can be placed."""
+    """The extender dies (SIGKILL) holding two of a gang's three binds (the third member names
+    a scheduler that does not run): kube-scheduler's requests are cut, nothing is bound; the
+    restarted extender rebuilds from the API server and the gang completes once its last
+    member can be placed."""
     gang(cluster, "crash", 3, 3, annotations={"vulcan.sh/gang-timeout": "30s"})
     members = [gpu_worker("crash", i) for i in range(2)]
-    members.append(gpu_worker("crash", 2, nodeSelector={"rack": "r9"}))
+    members.append(gpu_worker("crash", 2, schedulerName="no-such-scheduler"))
     cluster.apply(members)
     watch = GangWatch(cluster, {"crash": 3})
     watch.until(
@@ -312,9 +312,7 @@ def test_an_extender_crash_while_binds_are_held_leaves_no_partial_gang(
 
     watch.until("the extender to be restarted", restarted, timeout=60)
     assert not any(p["spec"].get("nodeName") for p in cluster.pods(selector="job=crash"))
-    cluster.kubectl("label", "node", "hollow-node-3", "rack=r9")
-    try:
-        watch.until("the gang to complete", lambda: "crash" in watch.done_at, timeout=90)
-    finally:
-        cluster.kubectl("label", "node", "hollow-node-3", "rack-")
+    cluster.kubectl("delete", "pod", "crash-worker-2", "--grace-period=0", "--force")
+    cluster.apply(gpu_worker("crash", 2))
+    watch.until("the gang to complete", lambda: "crash" in watch.done_at, timeout=90)
     cluster.kubectl("delete", "pods", "-l", "job=crash", "--wait=false")

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import SimCluster, start_cluster, wait_for
-from tests.helpers import VOLCANO_FIXTURES
+from tests.helpers import EXAMPLES
 
 NS = "default"
 FLOWS = f"/apis/flow.volcano.sh/v1alpha1/namespaces/{NS}/jobflows"
@@ -198,7 +198,7 @@ class Watcher:
 def test_the_pipeline_fixture_runs_each_job_after_its_targets_and_retains_the_jobs(
     cluster: SimCluster,
 ) -> None:
-    cluster.kubectl("apply", "-f", str(VOLCANO_FIXTURES / "jobflow-pipeline.yaml"))
+    cluster.kubectl("apply", "-f", str(EXAMPLES / "jobflow-pipeline.yaml"))
     names = [f"pipeline-job-{s}" for s in "abcde"]
     wait_for(
         "the pipeline to succeed",

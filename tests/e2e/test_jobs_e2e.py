@@ -1,7 +1,7 @@
-"""Volcano Jobs end to end: users' Volcano YAML (shared/fixtures/volcano) created unchanged with
-kubectl on `vulcan sim up --with-extender --with-controllers` runs to Completed: the job
-controller makes the PodGroup, vulcan's extender admits it, the pods are created, scheduled
-as a gang, run (2 s each here) and the job completes."""
+"""Volcano Jobs end to end: users' Volcano YAML (examples/, tests/fixtures/volcano) created
+unchanged with kubectl on `vulcan sim up --with-extender --with-controllers` runs to
+Completed: the job controller makes the PodGroup, vulcan's extender admits it, the pods are
+created, scheduled as a gang, run (2 s each here) and the job completes."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import SimCluster, start_cluster, wait_for
-from tests.helpers import VOLCANO_FIXTURES
+from tests.helpers import volcano_fixture
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +55,7 @@ def test_a_volcano_fixture_runs_unchanged_to_completed(
 ) -> None:
     docs = [
         d
-        for d in yaml.safe_load_all((VOLCANO_FIXTURES / fixture).read_text())
+        for d in yaml.safe_load_all(volcano_fixture(fixture).read_text())
         if d and d.get("kind") == "Job"
     ]
     cluster.kubectl("create", "-f", "-", stdin=yaml.safe_dump_all(docs))

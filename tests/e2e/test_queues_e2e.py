@@ -1,5 +1,5 @@
 """Queues end to end: `vulcan sim up --with-extender` with the queues of
-shared/fixtures/volcano/queues.yaml (research weight 3, prod weight 1 with a capability), jobs
+examples/queues.yaml (research weight 3, prod weight 1 with a capability), jobs
 as PodGroups + pods created with kubectl, the kube-scheduler stand-in calling vulcan.
 
 64 cpu in all (4 nodes x 16 cpu); every job here is a gang whose pods run until deleted."""
@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import SimCluster, metric, pod_manifest, start_cluster, wait_for
-from tests.helpers import SHARED
+from tests.helpers import EXAMPLES
 
 NODE_CPU = 16
 
@@ -33,7 +33,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]:
         "--gang-backoff",
         "1s",
     ):
-        fixture = (SHARED / "fixtures" / "volcano" / "queues.yaml").read_text()
+        fixture = (EXAMPLES / "queues.yaml").read_text()
         sim.apply(list(yaml.safe_load_all(fixture)))
         yield sim
 

@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import SimCluster, pod_manifest, start_cluster, wait_for
-from tests.helpers import VOLCANO_FIXTURES
+from tests.helpers import EXAMPLES
 from tests.rbac_coverage import Coverage, install_rules, read_audit
 
 EXTENDER = "system:serviceaccount:vulcan-system:vulcan-extender"
@@ -77,6 +77,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]:
         "--rbac",
         "--pod-duration",
         "2s",
+        # pods_owned_by_workloads makes each workload's pod itself (one per kind, DaemonSet and
+        # batch Job included, which the embedded cluster has no controller for).
+        "--workload-controllers",
+        "none",
     ):
         run_workload(sim)
         yield sim
@@ -187,7 +191,7 @@ def reclaim_between_queues(cluster: SimCluster) -> None:
 def mpi_job_completes(cluster: SimCluster) -> None:
     (job,) = [
         d
-        for d in yaml.safe_load_all((VOLCANO_FIXTURES / "mpi-job.yaml").read_text())
+        for d in yaml.safe_load_all((EXAMPLES / "mpi-job.yaml").read_text())
         if d and d.get("kind") == "Job"
     ]
     cluster.request(VCJOBS, job)

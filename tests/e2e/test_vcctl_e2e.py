@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import SimCluster, start_cluster, wait_for
-from tests.helpers import VOLCANO_FIXTURES
+from tests.helpers import EXAMPLES
 
 SCRIPTS = Path(sys.executable).parent
 JOB_COLUMNS = [
@@ -29,7 +29,7 @@ JOB_COLUMNS = [
 QUEUE_COLUMNS = [
     "Name", "Weight", "State", "Parent", "Inqueue", "Pending", "Running", "Unknown", "Completed",
 ]  # fmt: skip
-PIPELINE = VOLCANO_FIXTURES / "jobflow-pipeline.yaml"
+PIPELINE = EXAMPLES / "jobflow-pipeline.yaml"
 
 
 @pytest.fixture(scope="module")

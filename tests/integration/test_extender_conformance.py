@@ -1,5 +1,6 @@
-"""The extender driven exactly as kube-scheduler drives it (shared/spec/extender-protocol.md
-§1-§7, checklist §9): real captures, PascalCase, nulls, both node modes, all four verbs."""
+"""The extender driven exactly as kube-scheduler drives it (k8s.io/kube-scheduler/extender/v1):
+requests captured from a real kube-scheduler (tests/fixtures/kube-scheduler), PascalCase,
+nulls, both node modes, all four verbs."""
 
 from __future__ import annotations
 
@@ -15,10 +16,10 @@ import pytest_asyncio
 
 from core.kube.client import PODS
 from extender.protocol import BindingArgs
-from tests.helpers import SHARED
+from tests.helpers import KUBE_SCHEDULER_CAPTURES
 from tests.integration.extender_harness import Harness, extender_harness
 
-CAPTURES = SHARED / "fixtures" / "kube-scheduler"
+CAPTURES = KUBE_SCHEDULER_CAPTURES
 
 
 @pytest_asyncio.fixture

@@ -1,5 +1,5 @@
 """The kube-scheduler stand-in's extender client against a real HTTP server: connections are
-pooled as Go's default transport pools them (shared/spec/extender-protocol.md §1)."""
+pooled as Go's default transport pools them (net/http's Transport)."""
 
 from __future__ import annotations
 

@@ -81,7 +81,7 @@ def test_podgroup_status_is_read() -> None:
     unschedulable = group.status.conditions[0]
     assert unschedulable.type == "Unschedulable"
     assert unschedulable.reason == "NotEnoughResources"
-    assert unschedulable.transition_id == "f875efa5-0358-4363-9300-06cebc0e7466"
+    assert unschedulable.transition_id == "f4259d3b-e881-4b09-b8e5-411e5b71150d"
     assert group.metadata.owner_references[0].kind == "Job"
 
 

@@ -30,7 +30,7 @@ def test_every_volcano_fixture_validates() -> None:
 
 
 def test_shipped_examples_validate() -> None:
-    files = [str(p) for p in sorted((REPO / "manifests" / "examples").glob("*.yaml"))]
+    files = [str(p) for p in sorted((REPO / "examples").glob("*.yaml"))]
     assert files
     result = run("validate", *files)
     assert result.returncode == 0, result.stdout + result.stderr

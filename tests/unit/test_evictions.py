@@ -161,3 +161,55 @@ def test_an_action_left_out_of_the_conf_evicts_nothing() -> None:
     assert (
         choose_evictions(snap, new, members, units, with_preempt, SESSION, PassState()) is not None
     )
+
+
+def _with_spec(record: PodRecord, **spec: Any) -> PodRecord:
+    """`record` again with more of a pod spec (host ports, tolerations ...)."""
+    raw: dict[str, Any] = {
+        "metadata": {
+            "name": record.name,
+            "namespace": record.namespace,
+            "annotations": dict(record.annotations),
+            "creationTimestamp": record.created,
+        },
+        "spec": {
+            "containers": [
+                {
+                    "name": "c",
+                    "resources": {"requests": {"cpu": str(record.requests.cpu // 1000)}},
+                    **spec.pop("container", {}),
+                }
+            ],
+            "priority": record.priority,
+            **({"nodeName": record.node} if record.node else {}),
+            **spec,
+        },
+        "status": {"phase": record.phase},
+    }
+    return PodRecord(raw)
+
+
+def test_a_victim_holding_the_host_port_frees_it_and_victims_stay_on_usable_nodes() -> None:
+    """The gang's member asks for hostPort 8080, which a low-priority pod holds on n1 although
+    n1 has cpu to spare: evicting it frees the port (kube-scheduler's NodePorts). n2 is tainted:
+    its pods are no victims, whatever they free."""
+    port = {"ports": [{"containerPort": 80, "hostPort": 8080}]}
+    holder = _with_spec(pod("holder", None, "n1", cpu=1), container=port)
+    tainted = NodeRecord(
+        {
+            "metadata": {"name": "n2"},
+            "spec": {"taints": [{"key": "dedicated", "value": "x", "effect": "NoSchedule"}]},
+            "status": {
+                "allocatable": {"cpu": "4", "memory": "16Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        }
+    )
+    elsewhere = pod("elsewhere", None, "n2", cpu=1)
+    new = group("new", 1)
+    member = _with_spec(pod("new-0", "new", priority=10, cpu=1), container=port)
+    snap = snapshot([node("n1"), tainted], [new], [holder, elsewhere, member])
+    chosen = decide(snap, new, [member], priority=10)
+    assert chosen is not None and chosen.action == "preempt"
+    assert [u.pods for u in chosen.units] == [("ns/holder",)]
+    assert chosen.plan.slots == {"ns/new-0": "n1"}

@@ -683,3 +683,61 @@ def test_durations() -> None:
         "1h",
         "1h2m",
     ]
+
+
+# ------------------------------------------------------- kube-scheduler's filters (issue 32)
+
+
+def test_members_that_tolerate_no_taint_of_the_gpu_nodes() -> None:
+    group = podgroup("gpu", 2)
+    nodes = [node(f"gpu-{i}", gpu=4) for i in range(2)]
+    for n in nodes:
+        n["spec"] = {
+            "taints": [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+        }
+    cause, first = explain(
+        found("podgroup", "gpu", group, podgroups=[group], pods=gang("gpu", 2, gpu=1), nodes=nodes)
+    )
+    assert cause == "node-filters"
+    assert first.endswith(
+        "no node passes kube-scheduler's filters for default/gpu-0: 0/2 nodes are available: "
+        "2 node(s) had untolerated taint {nvidia.com/gpu: present}."
+    )
+    tolerant = gang(
+        "gpu",
+        2,
+        gpu=8,
+        tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+    )
+    cause, first = explain(
+        found("podgroup", "gpu", group, podgroups=[group], pods=tolerant, nodes=nodes)
+    )
+    # Tolerated: the tainted nodes are the member's, and what it lacks there is room.
+    assert cause == "node-room"
+    assert first.endswith("needs 8 nvidia.com/gpu on one node; the largest free is 4 on gpu-0")
+
+
+def test_host_port_members_outnumber_the_nodes() -> None:
+    group = podgroup("web", 3)
+    ports = [
+        {
+            "name": "c",
+            "image": "x",
+            "resources": {"requests": {"cpu": "1"}},
+            "ports": [{"containerPort": 80, "hostPort": 8080}],
+        }
+    ]
+    nodes = [node("node-0"), node("node-1")]
+    cause, first = explain(
+        found(
+            "podgroup",
+            "web",
+            group,
+            podgroups=[group],
+            pods=gang("web", 3, containers=ports),
+            nodes=nodes,
+        )
+    )
+    assert cause == "node-filters"
+    assert "kube-scheduler's filters leave too few nodes for the whole gang" in first
+    assert "2 node(s) didn't have free ports for the requested pod ports" in first

@@ -313,3 +313,31 @@ def test_pending_members_in_placement_order() -> None:
     reserved = gang_view(snap, GROUP, allocated={"team-a/master-0"})
     assert reserved is not None
     assert "master-0" not in [p.name for p in pending_members(reserved)]
+
+
+def test_members_gated_by_the_user_count_for_no_quorum_until_ungated() -> None:
+    from plugins.gang import SCHEDULING_GATED
+
+    def gated(name: str, gate: str) -> PodRecord:
+        record = pod(name)
+        raw = {
+            "metadata": {"name": name, "namespace": NS, "annotations": dict(record.annotations)},
+            "spec": {
+                "schedulingGates": [{"name": gate}],
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+            },
+            "status": {"phase": "Pending"},
+        }
+        return PodRecord(raw)
+
+    users = gated("a", "example.com/wait")
+    ours = gated("b", "scheduling.volcano.sh/queue-allocation-gate")
+    assert task_status(users) == SCHEDULING_GATED
+    assert task_status(ours) == PENDING  # vulcan lifts its own gate on admission
+    view = gang_view(snapshot(podgroup(2), [users, ours]), GROUP)
+    assert view is not None
+    assert valid(view) == (
+        False,
+        f"gang {GROUP}: 1/2 members created (not counted: 1 {SCHEDULING_GATED})",
+    )
+    assert [p.key for p in pending_members(view)] == [f"{NS}/b"]

@@ -339,7 +339,7 @@ def test_tolerated_taint_through_node_ok() -> None:
 def test_no_schedulable_node() -> None:
     snap = snapshot([node("n1", ready=False)])
     plan = plan_gang(snap, gang("a", 1), 1, {})
-    assert plan.reason == "no schedulable node (every node is not ready, cordoned or tainted)"
+    assert plan.reason == "no schedulable node: 0/1 nodes are available: 1 node(s) were not ready."
 
 
 def test_bad_preference() -> None:

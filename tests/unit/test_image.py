@@ -1,7 +1,8 @@
 """The container image's recipe, checked without a container builder: the Dockerfile's stages,
 user, entrypoint, ports and environment; what .dockerignore keeps out of the build context; and
-`make image`'s choice of builder, with fake builders on a PATH of the test's own. An actual build
-runs only where a builder exists and VULCAN_IMAGE_BUILD=1 asks for it (builds take minutes)."""
+`make image`'s choice of builder (and its failure without one), with fake builders on a PATH of
+the test's own. An actual build runs only where a builder exists and VULCAN_IMAGE_BUILD=1 asks
+for it (builds take minutes)."""
 
 from __future__ import annotations
 
@@ -362,12 +363,16 @@ def test_make_image_dry_run_shows_each_builder_and_the_fallback() -> None:
 
 
 @needs_make
-def test_make_image_without_a_builder_says_so_in_one_line_and_succeeds(tmp_path: Path) -> None:
+def test_make_image_without_a_builder_says_so_in_one_line_and_fails(tmp_path: Path) -> None:
+    """No image was made: `make image` must not look like it succeeded (a script running
+    `make image && docker push` stops here)."""
     result = run_make("image", path=str(tmp_path))
-    assert result.returncode == 0, result.stderr
-    lines = result.stdout.splitlines()
-    assert len(lines) == 1, result.stdout
-    assert lines[0].startswith(NO_BUILDER_LINE)
+    assert result.returncode != 0
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith(NO_BUILDER_LINE), result.stderr
+    # The rest is make's own note that the recipe failed.
+    assert all(line.startswith("make") and "Error 1" in line for line in lines[1:]), lines
     for builder in BUILDERS:
         assert builder in lines[0]
     assert "docker build -t vulcan:dev ." in lines[0], "says how to build elsewhere"

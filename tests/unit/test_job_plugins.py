@@ -1,5 +1,5 @@
 """flow_controller.job_plugins: what Volcano's env, svc, ssh, mpi, pytorch and tensorflow
-plugins put into a job's pods and objects (shared/spec/volcano-controllers.md §6)."""
+plugins put into a job's pods and objects (Volcano's pkg/controllers/job/plugins)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """flow_controller.job_state and job_objects: Volcano's Job state machine, completion logic and
-policy resolution (shared/spec/volcano-controllers.md §2.3, §3), and the pods and PodGroup
+policy resolution (Volcano's pkg/controllers/job/state), and the pods and PodGroup
 the job controller makes (§4, §5)."""
 
 from __future__ import annotations

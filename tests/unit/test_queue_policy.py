@@ -193,3 +193,35 @@ def test_incremental_sums_equal_a_full_rebuild_after_every_change() -> None:
     check()
     cache.on_pod_delete(pod("g1-0", "g1", "1", node="n1"))
     check()
+
+
+def _gated(name: str, group_name: str, cpu_text: str, gate: str) -> PodRecord:
+    raw = {
+        "metadata": {
+            "name": name,
+            "namespace": "ns",
+            "annotations": {"scheduling.k8s.io/group-name": group_name},
+        },
+        "spec": {
+            "schedulingGates": [{"name": gate}],
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu_text}}}],
+        },
+    }
+    return PodRecord(raw)
+
+
+def test_members_gated_by_the_user_hold_no_inqueue_room() -> None:
+    """Volcano's DeductSchGatedResources: an admitted job's members gated by the user do not
+    hold its queue's room; vulcan's own queue-allocation gate is no such gate."""
+    snap = snapshot(
+        [group("gated", "a", "Inqueue", min_cpu=4), group("ours", "b", "Inqueue", min_cpu=4)],
+        [queue("a"), queue("b")],
+        [
+            _gated("gated-0", "gated", "1", "example.com/wait"),
+            _gated("gated-1", "gated", "1", "example.com/wait"),
+            _gated("ours-0", "ours", "1", "scheduling.volcano.sh/queue-allocation-gate"),
+        ],
+    )
+    built = QueuePolicy().build(snap, {})
+    assert built.inputs["a"].inqueue == cpu(2)  # 4 - the 2 gated members
+    assert built.inputs["b"].inqueue == cpu(4)

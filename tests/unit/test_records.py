@@ -58,7 +58,9 @@ def test_pod_record_has_what_both_sides_read() -> None:
     assert pod.usage == {"count/pods": 1}  # a finished pod counts as an object only
     assert pod.owner == OwnerRef("batch.volcano.sh/v1alpha1", "Job", "job-1", "job-uid", True, True)
     # Only the picked annotations and labels are kept.
-    assert "unrelated/annotation" not in pod.annotations and "app" not in pod.labels
+    assert "unrelated/annotation" not in pod.annotations
+    # Labels are whole: pod affinity and topology spread selectors read any of them.
+    assert pod.labels["app"] == "big"
 
 
 def test_pods_of_a_job_share_their_common_values() -> None:

@@ -18,6 +18,8 @@ from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector, format_quantity
 from core.timestamps import epoch_seconds
 from plugins import gang as gangs
+from plugins.feasibility import fit_error
+from plugins.gang_fit import GangFit
 from plugins.placement import plan_gang
 from plugins.queue_share import requested_dims
 from vulcan.explain.focus import key_of, meta
@@ -215,7 +217,11 @@ def held_binds(case: GangCase) -> Finding | None:
     unblock = []
     if missing:
         pod = missing[0]
-        why = scheduling_message(case.raw_pod(pod.key)) or "kube-scheduler has not tried it yet"
+        why = (
+            scheduling_message(case.raw_pod(pod.key))
+            or _odd_scheduler(case, pod)
+            or "kube-scheduler has not tried it yet"
+        )
         others = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
         text += f": {pod.key}{others} cannot be placed: {short(why, 180)}"
         unblock.append(f"make {pod.key} schedulable ({short(why, 100)})")
@@ -243,7 +249,21 @@ def _blamed(waiting: list[PodRecord], case: GangCase, known: bool) -> list[PodRe
 
     fresh = [m for m in waiting if not stale(m) and scheduling_message(case.raw_pod(m.key))]
     fresh.sort(key=lambda m: -scheduling_time(case.raw_pod(m.key)))
-    return fresh
+    # A member no scheduler of its gang picks up leaves no refusal at all: name it too.
+    return fresh + [m for m in waiting if m not in fresh and _odd_scheduler(case, m)]
+
+
+def _odd_scheduler(case: GangCase, pod: PodRecord) -> str | None:
+    """Why `pod` may never be tried: it names another scheduler than the rest of its gang (a
+    typo in schedulerName leaves it waiting for a scheduler that does not run)."""
+    names = [m.scheduler_name for m in case.view.members]
+    common = max(sorted(set(names)), key=names.count)
+    if pod.scheduler_name == common:
+        return None
+    return (
+        f"its schedulerName is {pod.scheduler_name} while the rest of its gang's is {common}: "
+        "no scheduler that places the gang will try it"
+    )
 
 
 def _api_hold(case: GangCase) -> float | None:
@@ -326,7 +346,10 @@ def placement(case: GangCase) -> Finding | None:
     if plan.ok:
         return None
     world = case.world
-    if not world.schedulable():
+    filtered = node_filters(world, members_[:need], plan.reason)
+    if filtered is not None:
+        return filtered
+    if not world.schedulable(members_[0]):
         return Finding(
             "node-room",
             "no node can take pods: every node is NotReady, cordoned or tainted",
@@ -343,17 +366,61 @@ def placement(case: GangCase) -> Finding | None:
     )
 
 
+# What to do about each of kube-scheduler's filter reasons (plugins.feasibility's texts).
+_FILTER_HINTS = (
+    ("untolerated taint", "add a toleration for that taint to the pods, or untaint nodes"),
+    ("node affinity/selector", "check the pods' nodeSelector / node affinity against node labels"),
+    ("free ports", "one member per node holds a hostPort: add nodes, or drop the hostPort"),
+    ("anti-affinity", "required anti-affinity allows one pod per topology domain: add nodes"),
+    ("pod affinity rules", "required pod affinity needs a matching pod in the node's domain"),
+    ("topology spread", "the spread's maxSkew leaves no domain: add nodes or raise maxSkew"),
+    ("unschedulable", "uncordon a node (kubectl uncordon)"),
+    ("not ready", "make a node Ready"),
+)
+
+
+def node_filters(world: World, members: list[PodRecord], reason: str) -> Finding | None:
+    """The gang is held back by kube-scheduler's filters, not by room: a member that no node
+    accepts (taints, node affinity, ...), or rules that leave too few nodes for all of them
+    (host ports, anti-affinity, spread: the plan's reason then carries the filter counts)."""
+    snapshot = world.snapshot
+    fit = GangFit(snapshot, members)
+    for pod in members:
+        reasons: dict[str, int] = {}
+        for node in snapshot.nodes.values():
+            why = fit.reason(pod, node)
+            if why is None:
+                break
+            reasons[why] = reasons.get(why, 0) + 1
+        else:
+            if not reasons:
+                continue
+            text = f"no node passes kube-scheduler's filters for {pod.key}: "
+            text += fit_error(len(snapshot.nodes), reasons)
+            return Finding("node-filters", text, _hints(reasons))
+    counted = re.search(r"0/\d+ nodes are available: (.*)", reason)
+    if counted is None or "node(s)" not in counted.group(1):
+        return None
+    text = f"kube-scheduler's filters leave too few nodes for the whole gang: {reason}"
+    return Finding("node-filters", text, _hints({counted.group(1): 1}))
+
+
+def _hints(reasons: dict[str, int]) -> list[str]:
+    hints = [hint for needle, hint in _FILTER_HINTS if any(needle in r for r in reasons)]
+    return hints or ["check the members' scheduling constraints against the nodes"]
+
+
 def member_room(world: World, pod: PodRecord) -> Finding | None:
     """Why a member fits on no node ("default/x needs 4 nvidia.com/gpu on one node; the
     largest free is 2 on hollow-node-3"), or None when some node has its whole request free."""
     request = pod.requests
     dims = requested_dims(request)
     for dim in dims:
-        node, free = world.largest_free(dim)
+        node, free = world.largest_free(dim, pod=pod)
         if request.get(dim) <= free:
             continue
         nodes = world.snapshot.nodes
-        most = max((nodes[n].allocatable.get(dim) for n in world.schedulable()), default=0)
+        most = max((nodes[n].allocatable.get(dim) for n in world.schedulable(pod)), default=0)
         text = (
             f"no node has room for a member: {pod.key} needs {amount(dim, request.get(dim))} on "
             f"one node; the largest free is {format_quantity(dim, free)} on {node}"
@@ -371,7 +438,7 @@ def member_room(world: World, pod: PodRecord) -> Finding | None:
                 "or ask for less per pod",
             ]
         return Finding("node-room", text, unblock)
-    if any(request.fits_in(world.snapshot.node_free(n)) for n in world.schedulable()):
+    if any(request.fits_in(world.snapshot.node_free(n)) for n in world.schedulable(pod)):
         return None
     return Finding(
         "node-room",

@@ -19,7 +19,7 @@ from core.records.common import resources
 from core.resources import ResourceVector, format_quantity
 from plugins import gang as gangs
 from plugins.capacity import CapacityShares
-from plugins.placement import schedulable_node
+from plugins.feasibility import static_reason
 from plugins.proportion import ProportionShares, proportion_shares
 from plugins.queue_share import QueueInput, QueueShare, QueueShares, queue_input, requested_dims
 
@@ -45,16 +45,26 @@ class World:
             self.snapshot, group_key, allocated=self.reserved_pods, binding=self.held_pods
         )
 
-    def schedulable(self) -> list[str]:
-        return sorted(n for n, node in self.snapshot.nodes.items() if schedulable_node(node))
+    def schedulable(self, pod: PodRecord | None = None) -> list[str]:
+        """The nodes kube-scheduler's node filters let `pod` onto (readiness, cordon, taints
+        and tolerations, node affinity); without a pod, those a pod without constraints may
+        use."""
+        constraints = pod.constraints if pod is not None else None
+        return sorted(
+            n for n, node in self.snapshot.nodes.items() if static_reason(node, constraints) is None
+        )
 
     def largest_free(
-        self, dim: str, *, freed: Mapping[str, ResourceVector] | None = None
+        self,
+        dim: str,
+        *,
+        freed: Mapping[str, ResourceVector] | None = None,
+        pod: PodRecord | None = None,
     ) -> tuple[str, int]:
-        """(node, amount) of the schedulable node with the most of `dim` free (first by name
-        on ties); `freed` adds room being freed per node."""
+        """(node, amount) of the node `pod` may use (see `schedulable`) with the most of `dim`
+        free (first by name on ties); `freed` adds room being freed per node."""
         best, amount = "", -1
-        for name in self.schedulable():
+        for name in self.schedulable(pod):
             free = self.snapshot.node_free(name) + (freed or {}).get(name, _ZERO)
             if free.get(dim) > amount:
                 best, amount = name, free.get(dim)
