@@ -201,3 +201,20 @@ spec:
         '<stdin>: Queue/q: spec.dequeueStrategy: Unsupported value: "random": '
         'supported values: "fifo", "traverse"\n'
     )
+
+
+def test_controllers_help_describes_every_controller_it_runs() -> None:
+    result = run("controllers", "--help")
+    assert result.returncode == 0
+    # argparse wraps at hyphens ("queue-\ncontroller"): join those back.
+    text = " ".join(result.stdout.split()).replace("- ", "-")
+    for name in (
+        "job-controller",
+        "jobflow-controller",
+        "jobtemplate-controller",
+        "pg-controller",
+        "queue-controller",
+    ):
+        assert name + " " in text, name
+    for word in ("Jobs", "JobFlows", "JobTemplates", "PodGroups", "Commands", "queues"):
+        assert word in text, word
