@@ -26,6 +26,7 @@ from typing import Any
 
 from core.api import keys
 from core.cache import ClusterCache, Snapshot
+from core.decisions import decision, gang_decision
 from core.kube.client import KubeClient
 from core.kube.events import NORMAL, WARNING
 from core.records import PodGroupRecord, PodRecord
@@ -54,6 +55,15 @@ from plugins.registry import build_session
 from plugins.session import PassState, Session
 
 log = logging.getLogger("vulcan.extender.gang")
+
+# The bind barrier's events that are decisions about the whole gang (Held/Holding are per pod).
+_BARRIER_DECISIONS = {
+    "Committed": "gang bound",
+    "TimedOut": "gang binds timed out",
+    "Released": "gang binds released",
+    "Broken": "gang broken",
+    "CommitFailed": "gang commit failed",
+}
 
 _ZERO = ResourceVector()
 
@@ -384,6 +394,7 @@ class GangScheduler(GangVerbs):
         self.reasons.pop(key, None)
         note = "enqueued: its job creates the pods now" if group.job_owned else "enqueued"
         self.writer.group_event(group, NORMAL, "Enqueued", note)
+        gang_decision("gang enqueued", group, note=note)
         return None
 
     def admit(self, snapshot: Snapshot, group: PodGroupRecord, view: gangs.GangView) -> str | None:
@@ -440,11 +451,14 @@ class GangScheduler(GangVerbs):
         self.session.job_allocated(job, held, self._state)
         self.admitted.add(key)
         self.reasons.pop(key, None)
-        self.writer.group_event(
+        note = admitted_note(group, plan.slots, view)
+        self.writer.group_event(group, NORMAL, "Admitted", note)
+        gang_decision(
+            "gang admitted",
             group,
-            NORMAL,
-            "Admitted",
-            admitted_note(group, plan.slots, view),
+            members=len(plan.slots),
+            nodes=sorted(set(plan.slots.values())),
+            note=note,
         )
         self.release.release_admitted(view)
         return None
@@ -518,6 +532,12 @@ class GangScheduler(GangVerbs):
         holding = reason in ("Held", "Holding")
         if not holding:  # a hold changes nothing a decision or the status reads
             self._touch(group_key)
+        said = _BARRIER_DECISIONS.get(reason)
+        if said is not None:
+            if group is not None:
+                gang_decision(said, group, reason=message)
+            else:
+                decision(said, podgroup=group_key, reason=message)
         if reason == "TimedOut" and group is not None and self.gang_metrics is not None:
             self.gang_metrics.timed_out(group)
         if reason in ("TimedOut", "Released", "Broken"):
