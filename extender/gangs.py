@@ -122,6 +122,9 @@ class GangScheduler(GangVerbs):
             on_event=self._barrier_event,
         )
         self._backoff_reasons: dict[str, tuple[float | None, str]] = {}
+        # Gangs whose enqueue was logged since their last admission: one line per decision,
+        # not one per pass while the group waits for its pods.
+        self._enqueue_logged: set[str] = set()
         self.admitted: set[str] = set()
         self.reasons: dict[str, str] = {}  # group -> why it is not admitted (for filter)
         self.queue_policy = queue_policy or QueuePolicy()
@@ -394,7 +397,9 @@ class GangScheduler(GangVerbs):
         self.reasons.pop(key, None)
         note = "enqueued: its job creates the pods now" if group.job_owned else "enqueued"
         self.writer.group_event(group, NORMAL, "Enqueued", note)
-        gang_decision("gang enqueued", group, note=note)
+        if key not in self._enqueue_logged:
+            self._enqueue_logged.add(key)
+            gang_decision("gang enqueued", group, note=note)
         return None
 
     def admit(self, snapshot: Snapshot, group: PodGroupRecord, view: gangs.GangView) -> str | None:
@@ -452,6 +457,7 @@ class GangScheduler(GangVerbs):
         self.admitted.add(key)
         self.reasons.pop(key, None)
         note = admitted_note(group, plan.slots, view)
+        self._enqueue_logged.discard(key)
         self.writer.group_event(group, NORMAL, "Admitted", note)
         gang_decision(
             "gang admitted",
@@ -508,6 +514,7 @@ class GangScheduler(GangVerbs):
         """Drop what was decided for the gang; its held binds fail with bind `result`."""
         self._touch(key)
         self.admitted.discard(key)
+        self._enqueue_logged.discard(key)
         self.slots.forget_group(key)
         for pod_key in self.ledger.of_group(key):
             self.ledger.release(pod_key)

@@ -27,6 +27,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]:
         "--with-controllers",
         "--pod-duration",
         "1s",
+        "--log-format",
+        "json",
     )
 
 
@@ -141,3 +143,82 @@ def test_metric_help_texts_are_sentences(cluster: SimCluster) -> None:
     bad = {n: h for n, h in helps.items() if not (h[:1].isupper() or h[:1].isdigit())}
     bad |= {n: h for n, h in helps.items() if not h.endswith(".")}
     assert not bad, bad
+
+
+def decision_lines(cluster: SimCluster, job: str) -> list[dict[str, Any]]:
+    """The decision lines naming `job` in the extender's and the controllers' logs (JSON, as
+    `--log-format json` writes them), in time order."""
+    lines = []
+    for name in ("extender", "controllers"):
+        for text in (cluster.state / "logs" / f"{name}.log").read_text().splitlines():
+            if not text.startswith("{"):
+                continue
+            entry = json.loads(text)
+            if entry.get("logger") == "vulcan.decisions" and entry.get("job") == job:
+                lines.append(entry)
+    return sorted(lines, key=lambda e: e["ts"])
+
+
+def test_one_job_followed_through_the_logs_alone(cluster: SimCluster) -> None:
+    """qa's job takes the whole cluster; qb's job reclaims qb's share (the whole qa gang is
+    evicted, its job restarts it), and once qb's job is done qa's job is admitted again: every
+    step is a decision line naming the job."""
+    for name in ("qa", "qb"):
+        cluster.apply(
+            {
+                "apiVersion": "scheduling.volcano.sh/v1beta1",
+                "kind": "Queue",
+                "metadata": {"name": name},
+                "spec": {"weight": 1, "reclaimable": True},
+            }
+        )
+    follow = vcjob("follow", 2, cpu="4", queue="qa")
+    template = follow["spec"]["tasks"][0]["template"]
+    template["metadata"] = {"annotations": {"vulcan.sh/sim-duration": "600s"}}
+    cluster.apply(follow)
+    wait_for(
+        "follow to run",
+        lambda: (
+            len(
+                [
+                    p
+                    for p in cluster.pods(selector="volcano.sh/job-name=follow")
+                    if p["status"].get("phase") == "Running"
+                ]
+            )
+            == 2
+        ),
+        60,
+    )
+    # 1 cpu: with the cluster full, overcommit (factor 1.2 of 8 cpu) enqueues at most 1.6 cpu
+    # more, as in Volcano; qb then deserves 1, and qa's 8 are over its 7.
+    cluster.apply(vcjob("taker", 1, cpu="1", queue="qb"))
+    wait_for("taker to complete", lambda: job_phase(cluster, "taker") == "Completed", 120)
+
+    def readmitted() -> list[str] | None:
+        said = [e["msg"] for e in decision_lines(cluster, "default/follow")]
+        reclaimed = said.index("gang reclaimed") if "gang reclaimed" in said else None
+        if reclaimed is None or "gang bound" not in said[reclaimed:]:
+            return None
+        return said
+
+    said = wait_for("follow admitted and bound again after the reclaim", readmitted, 120)
+    first_bound = said.index("gang bound")
+    reclaimed = said.index("gang reclaimed")
+    assert "gang admitted" in said[:first_bound], said
+    assert first_bound < reclaimed, said
+    assert "gang admitted" in said[reclaimed:], said
+    assert "gang bound" in said[said.index("gang admitted", reclaimed) :], said
+    # The job's own states, from the job controller, in the same grep; and no line per pass.
+    assert "job state" in said, said
+    assert said.count("gang enqueued") <= said.count("gang admitted"), said
+    lines = decision_lines(cluster, "default/follow")
+    admitted = next(e for e in lines if e["msg"] == "gang admitted")
+    assert admitted["queue"] == "qa" and admitted["members"] == 2 and len(admitted["nodes"]) == 2
+    taken = next(e for e in lines if e["msg"] == "gang reclaimed")
+    assert taken["by"] == "default/taker" and taken["pods"] == 2
+    reclaims = decision_lines(cluster, "default/taker")
+    assert any(
+        e["msg"] == "gang reclaims" and e["victims"] == ["default/follow"] for e in reclaims
+    ), reclaims
+    cluster.kubectl("delete", "vcjob", "follow", "--wait=false")
