@@ -164,6 +164,9 @@ def _draw_marks(ax: Any, timeline: Timeline, tops: dict[str, float], ctx: dict[s
             ha="right" if label.right else "left",
             va="top",
             clip_on=True,
+            # Readable over the dotted lines of other events.
+            bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.4, "alpha": 0.85},
+            zorder=7,
         )
     ax.set_ylim(ctx["total"], -band)
 
