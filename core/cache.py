@@ -28,9 +28,24 @@ from core.cache_columns import ROW_DIMS as ROW_DIMS
 from core.cache_columns import NodeColumns
 from core.cache_snapshot import _ZERO, Snapshot, _add, _free, _sub
 from core.gc_pauses import freeze_on_growth
-from core.kube.client import NAMESPACES, NODES, PODGROUPS, PODS, QUEUES, KubeClient
+from core.kube.client import (
+    NAMESPACES,
+    NODES,
+    PODGROUPS,
+    PODS,
+    PRIORITY_CLASSES,
+    QUEUES,
+    KubeClient,
+)
 from core.kube.informer import Informer
-from core.records import NamespaceRecord, NodeRecord, PodGroupRecord, PodRecord, QueueRecord
+from core.records import (
+    NamespaceRecord,
+    NodeRecord,
+    PodGroupRecord,
+    PodRecord,
+    PriorityClassRecord,
+    QueueRecord,
+)
 from core.resources import ResourceVector
 
 log = logging.getLogger("vulcan.cache")
@@ -53,6 +68,10 @@ class ClusterCache:
         # the gang planner walks these instead of every pod.
         self.anti_affinity_pods: set[str] = set()
         self.host_port_pods: set[str] = set()
+        # PriorityClass name -> value, and the globalDefault class's value under "": a
+        # PodGroup's priority when it has no pods yet (a Volcano Job's before enqueue).
+        self.priority_classes: dict[str, int] = {}
+        self._priority_records: dict[str, PriorityClassRecord] = {}
         # Cluster sums kept with every event, so a scheduling pass never walks all nodes for
         # them (at 5,000 nodes that walk was a fifth of the extender's gang pass).
         self.total_allocatable = _ZERO
@@ -313,6 +332,33 @@ class ClusterCache:
     def on_namespace_delete(self, namespace: NamespaceRecord) -> None:
         self._set_namespace_queue(namespace.name, None)
 
+    # ------------------------------------------------------------ priority classes
+
+    def _priority_classes_changed(self) -> None:
+        values = {r.name: r.value for r in self._priority_records.values()}
+        defaults = [r.value for r in self._priority_records.values() if r.global_default]
+        if defaults:
+            values[""] = max(defaults)
+        if values == self.priority_classes:
+            return
+        self.priority_classes = values
+        # Rare: every group's priority may have moved (decisions and job order read it).
+        for key in self.podgroups:
+            self._touch_group(key)
+        self._changed()
+
+    def on_priority_class_add(self, record: PriorityClassRecord) -> None:
+        self._priority_records[record.name] = record
+        self._priority_classes_changed()
+
+    def on_priority_class_update(self, old: PriorityClassRecord, new: PriorityClassRecord) -> None:
+        self._priority_records[new.name] = new
+        self._priority_classes_changed()
+
+    def on_priority_class_delete(self, record: PriorityClassRecord) -> None:
+        self._priority_records.pop(record.name, None)
+        self._priority_classes_changed()
+
     # --------------------------------------------------------------------- reads
 
     def node_free(self, name: str) -> ResourceVector:
@@ -337,6 +383,7 @@ class ClusterCache:
             total_requested=self.total_requested,
             anti_affinity_pods=self.anti_affinity_pods,
             host_port_pods=self.host_port_pods,
+            priority_classes=self.priority_classes,
         )
 
     def snapshot(self) -> Snapshot:
@@ -356,6 +403,7 @@ class ClusterCache:
             total_requested=self.total_requested,
             anti_affinity_pods=frozenset(self.anti_affinity_pods),
             host_port_pods=frozenset(self.host_port_pods),
+            priority_classes=self.priority_classes,
         )
 
     def recompute(self) -> tuple[dict[str, ResourceVector], dict[str, ResourceVector]]:
@@ -392,7 +440,13 @@ class ClusterCache:
         namespaces.add_handlers(
             self.on_namespace_add, self.on_namespace_update, self.on_namespace_delete
         )
-        self.informers = [nodes, pods, groups, queues, namespaces]
+        priority = Informer(client, PRIORITY_CLASSES, PriorityClassRecord, watch_list=watch_list)
+        priority.add_handlers(
+            self.on_priority_class_add,
+            self.on_priority_class_update,
+            self.on_priority_class_delete,
+        )
+        self.informers = [nodes, pods, groups, queues, namespaces, priority]
         self._tasks = [
             asyncio.create_task(i.run(), name=f"informer-{i.resource.plural}")
             for i in self.informers

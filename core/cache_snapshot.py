@@ -54,6 +54,9 @@ class Snapshot:
     keeps incoming pods away from them (InterPodAffinity), whatever the incoming pod asks."""
     host_port_pods: frozenset[str] | set[str] = frozenset()
     """Keys of the pods (bound or not) that ask for a host port (NodePorts)."""
+    priority_classes: dict[str, int] = dataclasses.field(default_factory=dict)
+    """PriorityClass name -> value; the globalDefault one also under "" (a PodGroup that names
+    none has its priority)."""
 
     def node_free(self, name: str) -> ResourceVector:
         return _free(self.nodes, self.node_requested, name)

@@ -22,7 +22,10 @@ from plugins.session import PassState, Session
 def job_input(snapshot: Snapshot, group: PodGroupRecord) -> JobInput:
     """The job (PodGroup) as the session's plugins see it."""
     members = snapshot.pods_by_group.get(group.key, ())
-    priority = max((snapshot.pods[k].priority for k in members if k in snapshot.pods), default=0)
+    priority = max(
+        (snapshot.pods[k].priority for k in members if k in snapshot.pods),
+        default=group_priority(snapshot, group),
+    )
     return JobInput(
         key=group.key,
         queue=group.queue,
@@ -37,6 +40,18 @@ def job_input(snapshot: Snapshot, group: PodGroupRecord) -> JobInput:
         ),
         min_resources=group.min_resources,
     )
+
+
+def group_priority(snapshot: Snapshot, group: PodGroupRecord) -> int:
+    """The PodGroup's own priority, as Volcano's scheduler cache reads it: the value of the
+    PriorityClass its `priorityClassName` names, the globalDefault class's when it names none
+    (or one that does not exist), else 0. A job with pods takes its members' priority (the API
+    server resolved the same class into each pod's spec.priority)."""
+    classes = snapshot.priority_classes
+    value = classes.get(group.priority_class) if group.priority_class else None
+    if value is None:
+        value = classes.get("", 0)
+    return value
 
 
 def cluster_used(

@@ -95,6 +95,8 @@ def gang_view(gangs: GangScheduler, key: str) -> dict[str, Any] | None:
         "admitted": key in gangs.admitted,
         # Why it is not admitted, word for word what filter answers its members.
         "reason": gangs.reasons.get(key),
+        # Enqueued on the promise of eviction: whom it will preempt (or reclaim from).
+        "promise": gangs.promises.get(key),
         "members": {
             "created": view.created,
             # Volcano's AllocatedStatus: a reserved slot, a held bind, bound or running.

@@ -78,17 +78,21 @@ class Evictor:
         action: str,
         chosen: list[VictimUnit],
     ) -> None:
-        names = ", ".join(u.group or u.pods[0] for u in chosen)
+        names = ", ".join(
+            f"{u.pods[0]} (elastic member of {u.group})" if u.elastic else (u.group or u.pods[0])
+            for u in chosen
+        )
         for unit in chosen:
+            whole = "one elastic member" if unit.elastic else "whole"
             if action == "reclaim":
                 note = (
-                    f"reclaimed (whole) by queue {group.queue} for gang {group.key}: queue "
+                    f"reclaimed ({whole}) by queue {group.queue} for gang {group.key}: queue "
                     f"{unit.queue} holds more than it deserves; {len(unit.pods)} pod(s) of "
                     f"{unit.group or unit.pods[0]}"
                 )
             else:
                 note = (
-                    f"preempted (whole) by gang {group.key} of priority {priority}: "
+                    f"preempted ({whole}) by gang {group.key} of priority {priority}: "
                     f"{len(unit.pods)} pod(s) of {unit.group or unit.pods[0]}"
                 )
             victim_group = snapshot.podgroups.get(unit.group) if unit.group else None

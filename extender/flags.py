@@ -28,7 +28,23 @@ def add_extender_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--config",
         metavar="FILE",
-        help="Volcano scheduler configuration (actions and tiers of plugins)",
+        help="Volcano scheduler configuration (actions and tiers of plugins); a changed file "
+        "is applied without a restart (--config-reload-period)",
+    )
+    parser.add_argument(
+        "--config-reload-period",
+        type=parse_duration,
+        default=5.0,
+        help="how often the --config file is looked at for a changed conf: applied from the "
+        "next scheduling pass when valid, refused (log line, Event on the extender's Lease) "
+        "when not (default 5s; 0 disables)",
+    )
+    parser.add_argument(
+        "--scheduler-name",
+        action="append",
+        metavar="NAME[,NAME...]",
+        help="schedulerName(s) the podgroup controller groups pods of (its --scheduler-name; "
+        "repeatable; default volcano): such a pod is refused until it names its PodGroup",
     )
     parser.add_argument(
         "--gang-timeout",

@@ -2,7 +2,9 @@
 
 A request about a pod that names no PodGroup goes straight to the pass-through verbs of
 `ExtenderServer`; a cheap byte search for the group keys decides that before any JSON is parsed
-twice, so plain pods keep the pass-through hot path as it is.
+twice, so plain pods keep the pass-through hot path as it is. A pod of vulcan's scheduler that
+names no group yet waits for the podgroup controller to group it (extender/ungrouped.py); a
+byte search for the scheduler names lets every other plain pod skip that check unparsed.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.api import keys
-from extender import protocol
+from extender import protocol, ungrouped
 from extender.gangs import GangScheduler
 from extender.server import ExtenderServer
 
@@ -23,16 +25,36 @@ def _may_be_member(body: bytes) -> bool:
 
 
 class GangExtenderServer(ExtenderServer):
-    def __init__(self, *args: Any, gangs: GangScheduler, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        gangs: GangScheduler,
+        scheduler_names: tuple[str, ...] = (keys.DEFAULT_SCHEDULER_NAME,),
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         self.gangs = gangs
+        # The podgroup controller's --scheduler-name(s): their pods are grouped before they
+        # may be scheduled.
+        self.scheduler_names = scheduler_names
+        self._name_markers = ungrouped.name_markers(scheduler_names)
+
+    def _may_await_group(self, body: bytes) -> bool:
+        return any(marker in body for marker in self._name_markers)
 
     async def filter(self, body: bytes) -> bytes:
         if not _may_be_member(body):
-            if not self.gangs.queues_contended():
+            ours = self._may_await_group(body)
+            if not ours and not self.gangs.queues_contended():
                 return await super().filter(body)  # no queue can refuse anyone: hot path
             args = protocol.parse_extender_args(protocol.decode(body))
-            decision = self.gangs.queue_gate(args.pod, args.node_names)
+            pod = args.pod
+            if ours and ungrouped.awaits_group(
+                pod.namespace, pod.metadata, pod.spec, self.scheduler_names
+            ):
+                decision = [], {}, dict.fromkeys(args.node_names, ungrouped.REASON)
+            else:
+                decision = self.gangs.queue_gate(pod, args.node_names)
         else:
             args = protocol.parse_extender_args(protocol.decode(body))
             decision = await self.gangs.filter_member(args.pod, args.node_names)

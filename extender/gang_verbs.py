@@ -57,6 +57,7 @@ class GangVerbs:
     _state: PassState
     release: MemberRelease
     _bound_counts: dict[str, tuple[Any, int, dict[str, int]]]
+    elastic_waiting: dict[str, set[str]]  # group -> elastic members its queue refused
 
     def poke(self) -> None: ...
 
@@ -100,13 +101,26 @@ class GangVerbs:
         # with room no other member holds (the slot moves; the room it leaves is free again).
         record = self.cache.pods.get(pod.key)
         request = record.requests if record is not None else _ZERO
+        elastic = reservation is None and self._is_elastic(group)
+        if elastic:
+            refused = self._elastic_refused(group, request)
+            if refused is not None:
+                self.elastic_waiting.setdefault(key, set()).add(pod.key)
+                return [], {}, dict.fromkeys(candidates, refused)
         for name in candidates:
             if self.slots.fits(pod.key, name, request):
                 # The group's held sum is a decision input: a new slot (a member beyond
                 # minMember) changes it and so re-decides the group; a moved slot does not.
                 self.ledger.reserve(Reservation(pod.key, name, request, key))
                 self.slots.unpark(pod.key)
+                if elastic and self.queue_pass is not None:
+                    # Counted against its queue until the next pass sees its reservation.
+                    self.queue_pass.model.on_allocated(group.queue, request)
                 return [name], {}, {}
+        if elastic:
+            # No room: the pass may reclaim or preempt elastic work for it.
+            self.elastic_waiting.setdefault(key, set()).add(pod.key)
+            self.poke()
         # Refused: kube-scheduler parks the member. The reservation stays, and the pass moves
         # the member back to kube-scheduler's active queue as soon as its slot is free.
         self.slots.park(pod.key, key)
@@ -121,6 +135,23 @@ class GangVerbs:
         else:
             reason = f"gang {key}: no candidate node has room for this member"
         return [], {}, dict.fromkeys(candidates, reason)
+
+    def _is_elastic(self, group: PodGroupRecord) -> bool:
+        """A member the gang does not need for its minimum: the gang holds it already (bound
+        or reserved members). A replacement the gang needs to reach its minimum is not
+        elastic: the gang's own admission took its room."""
+        bound, _ = self._bound_members(group.key)
+        return bound + len(self.ledger.of_group(group.key)) >= group.min_member
+
+    def _elastic_refused(self, group: PodGroupRecord, request: ResourceVector) -> str | None:
+        """Why the queue refuses one more elastic member of an admitted gang, if it does: the
+        queue's Allocatable, member by member (Volcano allocates every task within its queue's
+        deserved share and capability)."""
+        refused = self.session.allocatable(group.queue, request, self._state)
+        if refused is not None:
+            beyond = f"elastic member beyond minMember {group.min_member}"
+            return f"gang {group.key}: {beyond}: {refused}"
+        return None
 
     async def filter_member(
         self, pod: PodInfo, candidates: list[str]
@@ -180,7 +211,11 @@ class GangVerbs:
         pod is not a member (the caller binds it at once). Raises BindError."""
         pod_key = f"{args.pod_namespace}/{args.pod_name}"
         record = self.cache.pods.get(pod_key)
-        if record is None or record.group is None or not self.gang_enabled:
+        if record is None or record.group is None:
+            return None
+        # Without the gang plugin members bind at once, except those of a gang already held at
+        # the barrier when a reloaded conf dropped the plugin: it still binds whole.
+        if not self.gang_enabled and not self.barrier.held(record.group):
             return None
         group = self.cache.podgroups.get(record.group)
         if group is None:

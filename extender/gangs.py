@@ -34,6 +34,7 @@ from core.resources import ResourceVector
 from extender.admission_order import AdmissionOrder, cluster_used, job_input, queue_numbers
 from extender.barrier import BindBarrier
 from extender.decision_notes import admitted_note
+from extender.elastic_growth import grow_elastic
 from extender.evictor import Evictor
 from extender.gang_quorum import QuorumWatch
 from extender.gang_verbs import GangVerbs
@@ -47,12 +48,14 @@ from extender.slots import SlotWatch
 from plugins import actions
 from plugins import gang as gangs
 from plugins.config import default_config
+from plugins.enqueue_promise import enqueue_by_eviction, held_by_peers
 from plugins.evictions import victim_units
 from plugins.framework import Framework
 from plugins.placement import Prefer
 from plugins.queue_share import sum_vectors
 from plugins.registry import build_session
 from plugins.session import PassState, Session
+from plugins.victims import VictimUnit
 
 log = logging.getLogger("vulcan.extender.gang")
 
@@ -143,6 +146,16 @@ class GangScheduler(GangVerbs):
         self._touched: set[str] = set()
         self._pass_allocated: set[str] = set()
         self._bound_counts: dict[str, tuple[Any, int, dict[str, int]]] = {}
+        # group -> its elastic members (beyond its minimum) filter refused (their queue at its
+        # share or capability, or no room): each pass gives one per gang a slot when its queue
+        # may take it, evicting elastic work for it if needed (`extender.elastic_growth`).
+        self.elastic_waiting: dict[str, set[str]] = {}
+        # group -> its elastic members holding a slot the pass gave them (taken back when
+        # the room went to another pod, `extender.elastic_growth`).
+        self.elastic_slots: dict[str, set[str]] = {}
+        # group -> what it was enqueued on the promise of evicting ("will preempt ..."), for
+        # the debug view and `vulcan explain`.
+        self.promises: dict[str, str] = {}
         self._wake = asyncio.Event()
         self.writer = GangWriter(
             client, status_interval=status_interval, event_qps=event_qps, event_burst=event_burst
@@ -163,6 +176,20 @@ class GangScheduler(GangVerbs):
         # within its admitted gang (filter), which no decision reads.
         cache.change_listeners.append(self._wake.set)
         cache.pod_listeners.append(self._pod_changed)
+
+    def use_conf(self, session: Session, placement: Prefer, queue_policy: QueuePolicy) -> None:
+        """A reloaded scheduler conf (`extender.conf_reload`), taken between two passes (a pass
+        never awaits). What the old conf decided is forgotten, so the next pass decides every
+        group again; the ledger, held binds and admitted gangs stay."""
+        self.session = session
+        self.gang_enabled = session.has("gang")
+        self.placement = placement
+        self.queue_policy = queue_policy
+        self.order = AdmissionOrder(self.cache, session)
+        self._verdicts.clear()
+        self._queue_seen.clear()
+        self._unsettled.clear()
+        self.poke()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -252,6 +279,7 @@ class GangScheduler(GangVerbs):
                 self._verdicts.pop(key, None)
                 self.order.forget(key)
                 self._bound_counts.pop(key, None)
+                self.promises.pop(key, None)
                 if self.gang_metrics is not None:
                     self.gang_metrics.forget(key)
                 if not snapshot.pods_by_group.get(key):
@@ -294,6 +322,8 @@ class GangScheduler(GangVerbs):
             if queue not in queue_pass.groups_by_queue:
                 self._queue_seen.pop(queue, None)
                 self._unsettled.pop(queue, None)
+        if self.elastic_waiting or self.elastic_slots:
+            grow_elastic(self, snapshot)
         self.writer.queue_statuses(snapshot, queue_pass)
 
     def _decide(
@@ -369,6 +399,14 @@ class GangScheduler(GangVerbs):
                     or view
                 )
                 reason = self.slots.waiting_reason(key, *next(iter(waiting.values())))
+            if view.pending and view.allocated >= view.min_member and self.gang_enabled:
+                # Elastic members still waiting for a node: kube-scheduler may have parked
+                # them on its own fit check without asking this filter, so the pass places
+                # them one at a time within their queue (`extender.elastic_growth`).
+                pending = self.elastic_waiting.setdefault(key, set())
+                pending.update(
+                    pod.key for pod in view.members if view.status[pod.key] == gangs.PENDING
+                )
         self.writer.podgroup_status(group, view, admitted_now or key in self.admitted, reason)
         if self.gang_metrics is not None:
             self.gang_metrics.observe(group, view, admitted_now)
@@ -391,11 +429,28 @@ class GangScheduler(GangVerbs):
         votes (its queue Open and able to hold its minResources, the cluster x the overcommit
         factor too). None when enqueued (the group becomes Inqueue; nothing is reserved)."""
         key = group.key
-        refused = actions.enqueue(self.session, self._state, job_input(snapshot, group))
+        job = job_input(snapshot, group)
+        refused = actions.enqueue(self.session, self._state, job)
+        promise = None
         if refused:
-            return self._not_admitted(key, f"gang {key}: waiting for admission: {refused}")
+            # Beyond Volcano: enqueued when evicting lower-priority work of its queue (or work
+            # of queues over their share) would make the votes pass; its pods get made and
+            # the allocate action evicts for it (`plugins.enqueue_promise`).
+            victims = self._victims(snapshot, key)
+            promise = enqueue_by_eviction(self.session, self._state, job, victims)
+            if promise is None:
+                self.promises.pop(key, None)
+                if "preempt" in self.session.actions:
+                    refused += held_by_peers(group.queue, job.priority, victims)
+                return self._not_admitted(key, f"gang {key}: waiting for admission: {refused}")
+            self.session.job_enqueued(job, self._state)
+            self.promises[key] = promise.describe()
         self.reasons.pop(key, None)
         note = "enqueued: its job creates the pods now" if group.job_owned else "enqueued"
+        if promise is not None:
+            note = f"enqueued on the promise of eviction ({refused}): {promise.describe()}; " + (
+                "its job creates the pods now" if group.job_owned else "evicting when placed"
+            )
         self.writer.group_event(group, NORMAL, "Enqueued", note)
         if key not in self._enqueue_logged:
             self._enqueue_logged.add(key)
@@ -416,12 +471,7 @@ class GangScheduler(GangVerbs):
         room = actions.GangRoom(
             reserved=dict(self.ledger.by_node),
             future=self.evictor.future_reserved(),
-            victims=lambda: victim_units(
-                snapshot,
-                key,
-                self.evictor.releasing,
-                lambda pod: self.cache.queue_of(pod) or keys.DEFAULT_QUEUE,
-            ),
+            victims=lambda: self._victims(snapshot, key),
             held=self.ledger.slot_of,
         )
         decision = actions.allocate_gang(
@@ -443,6 +493,7 @@ class GangScheduler(GangVerbs):
         if decision.evictions is not None:
             chosen = decision.evictions
             self.evictor.evict_units(snapshot, group, chosen.priority, chosen.action, chosen.units)
+            self._evicted_whole(chosen.units, f"{chosen.action}ed whole for gang {key}")
         members = {pod.key: pod for pod in view.members}
         for pod_key, node in plan.slots.items():
             request = members[pod_key].requests
@@ -456,6 +507,7 @@ class GangScheduler(GangVerbs):
         self.session.job_allocated(job, held, self._state)
         self.admitted.add(key)
         self.reasons.pop(key, None)
+        self.promises.pop(key, None)
         note = admitted_note(group, plan.slots, view)
         self._enqueue_logged.discard(key)
         self.writer.group_event(group, NORMAL, "Admitted", note)
@@ -483,6 +535,24 @@ class GangScheduler(GangVerbs):
         reason = f"backing off after a gang timeout until {until.strftime('%H:%M:%SZ')}"
         self._backoff_reasons[key] = (ends, reason)
         return reason
+
+    def _evicted_whole(self, units: list[VictimUnit], why: str) -> None:
+        """A gang evicted whole is placed again as a new gang: all or nothing, through
+        admission and the bind barrier's quorum (its members are made again by its job, or
+        wait; none of them may bind on the strength of the evicted gang's admission)."""
+        for unit in units:
+            if unit.group is not None and not unit.elastic:
+                self._forget_group(unit.group, why)
+                self.barrier.forget(unit.group)
+
+    def _victims(self, snapshot: Snapshot, key: str) -> list[VictimUnit]:
+        """What reclaim and preempt may evict for group `key` (never pods being freed)."""
+        return victim_units(
+            snapshot,
+            key,
+            self.evictor.releasing,
+            lambda pod: self.cache.queue_of(pod) or keys.DEFAULT_QUEUE,
+        )
 
     def _not_admitted(self, key: str, reason: str) -> str:
         self.reasons[key] = reason

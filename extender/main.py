@@ -18,18 +18,25 @@ from core.kube.flags import options_from_args
 from core.kube.leader import LeaderElectionConfig, LeaderElector
 from extender.barrier import check_timeouts
 from extender.binder import Binder
+from extender.conf_reload import (
+    BuiltConf,
+    ConfMetrics,
+    ConfReloader,
+    build_conf,
+    lease_recorder,
+    read_conf,
+)
 from extender.debug_view import add_debug_routes
 from extender.gang_server import GangExtenderServer
 from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
 from extender.metrics import ExtenderMetrics
-from extender.queues import QueueCollector, QueuePolicy
+from extender.queues import QueueCollector
 from extender.server import ExtenderServer, serve
+from extender.ungrouped import scheduler_names
 from extender.webhooks import WebhookServing
-from plugins.config import ConfigError, load_scheduler_config
-from plugins.framework import Framework
+from plugins.config import ConfigError
 from plugins.overcommit import OvercommitPlugin
-from plugins.registry import build_session
 from plugins.session import Session
 
 log = logging.getLogger("vulcan.extender")
@@ -49,20 +56,12 @@ class Extender:
 
     @classmethod
     async def build(cls, args: argparse.Namespace) -> Extender:
-        config = load_scheduler_config(args.config)
         try:
-            session = build_session(config)
+            conf = build_conf(read_conf(args.config), lambda s: _apply_overcommit_flag(args, s))
         except ConfigError as exc:
-            raise ConfigError(f"{args.config}: {exc}") from None
-        if args.config:
-            # Volcano's scheduler re-reads its conf when the file changes; vulcan does not.
-            log.info(
-                "scheduler configuration read once at start; restart the extender to change it",
-                extra={"config": args.config},
-            )
+            raise ConfigError(f"{args.config}: {exc}" if args.config else str(exc)) from None
         # Everything the conf decides is read before connecting: a bad argument fails first.
-        framework = Framework(config)
-        _apply_overcommit_flag(args, session)
+        session, framework = conf.session, conf.framework
         # A gang's commit sends all its Bindings at once: Go's clients multiplex them over
         # HTTP/2 (250 streams per connection by default), ours need a connection each.
         options = dataclasses.replace(options_from_args(args), connections=API_SERVER_CONNECTIONS)
@@ -78,7 +77,7 @@ class Extender:
             binder.bind,
             gang_timeout=args.gang_timeout,
             backoff=args.gang_backoff,
-            queue_policy=QueuePolicy(config),
+            queue_policy=conf.queue_policy,
             observe_pass=metrics.schedule_pass_duration.observe,
             gang_metrics=metrics.gangs,
             event_qps=args.event_qps,
@@ -93,11 +92,39 @@ class Extender:
         if warning:
             log.warning(warning)
         server = GangExtenderServer(
-            cache, framework, binder, ledger=ledger, metrics=metrics, gangs=gangs
+            cache,
+            framework,
+            binder,
+            ledger=ledger,
+            metrics=metrics,
+            gangs=gangs,
+            scheduler_names=scheduler_names(args.scheduler_name),
         )
         if args.enable_debug_endpoints:
             add_debug_routes(server.app, gangs)
-        return cls(client, cache, server, gangs)
+        extender = cls(client, cache, server, gangs)
+        conf_metrics = ConfMetrics(metrics.registry)
+        if args.config and args.config_reload_period > 0:
+            reloader = ConfReloader(
+                args.config,
+                conf,
+                extender.use_conf,
+                conf_metrics,
+                adjust=lambda s: _apply_overcommit_flag(args, s),
+                record=lease_recorder(args, gangs.recorder),
+                period=args.config_reload_period,
+            )
+            extender.background.append(asyncio.create_task(reloader.run(), name="conf-reload"))
+        else:
+            conf_metrics.active(conf.hash)
+        return extender
+
+    def use_conf(self, conf: BuiltConf) -> None:
+        """A reloaded conf: the gang passes' session, node order and queue policy, and the
+        framework filter/prioritize score with (its remembered scores dropped)."""
+        self.gangs.use_conf(conf.session, conf.framework.gang_placement, conf.queue_policy)
+        self.server.framework = conf.framework
+        self.server.memo.clear()
 
 
 def _apply_overcommit_flag(args: argparse.Namespace, session: Session) -> None:

@@ -15,6 +15,9 @@ without `proportion` (with `enableHierarchy` for `spec.parent` trees), else `pro
 - `inqueue`: for admitted (Inqueue) groups with `minResources`, what they have not placed yet,
   less what their members gated by the user ask (Volcano's DeductSchGatedResources: gated work
   does not hold the queue's room until its gates are removed).
+- `elastic`: for each group, what its placed members (bound, or holding a reservation) hold
+  beyond what it needs to start (`plugins.elastic.elastic_resources`): enqueue subtracts it,
+  as Volcano's proportion and capacity do, since reclaim and preempt take it back first.
 
 A queue that does not exist (yet) is not invented, except `default`: Volcano's scheduler creates
 it at start, so a cluster without it behaves as if it existed (weight 1, reclaimable).
@@ -34,8 +37,15 @@ from core.records import PodGroupRecord, QueueRecord
 from core.resources import ResourceVector, format_quantity
 from plugins.capacity import capacity_shares
 from plugins.config import SchedulerConfig
+from plugins.elastic import elastic_resources
 from plugins.proportion import proportion_shares
-from plugins.queue_share import QueueInput, ShareModel, queue_input
+from plugins.queue_share import (
+    QueueInput,
+    ShareModel,
+    queue_input,
+    strip_pods,
+    sum_vectors,
+)
 
 _ZERO = ResourceVector()
 _WAITING_PHASES = ("", "Pending")
@@ -74,6 +84,7 @@ class QueuePolicy:
         self._phases: dict[str, dict[str, int]] = {}
         self._unasked: dict[str, dict[str, int]] = {}
         self._inqueue: dict[str, dict[str, int]] = {}
+        self._elastic: dict[str, dict[str, int]] = {}
         self._held_before: set[str] = set()
         self._primed = False
 
@@ -106,6 +117,7 @@ class QueuePolicy:
         phases = self._phases
         unasked = {q: ResourceVector._of(dict(v)) for q, v in self._unasked.items() if v}
         inqueue = {q: ResourceVector._of(dict(v)) for q, v in self._inqueue.items() if v}
+        elastic = {q: ResourceVector._of(dict(v)) for q, v in self._elastic.items() if v}
         inputs: dict[str, QueueInput] = {}
         for name, record in records.items():
             bound = snapshot.queue_allocated.get(name, _ZERO)
@@ -117,6 +129,7 @@ class QueuePolicy:
                 allocated=allocated,
                 request=request,
                 inqueue=inqueue.get(name, _ZERO),
+                elastic=elastic.get(name, _ZERO),
                 has_groups=bool(groups_by_queue.get(name)),
             )
         total = snapshot.total_allocatable
@@ -138,6 +151,7 @@ class QueuePolicy:
         self._phases = {}
         self._unasked = {}
         self._inqueue = {}
+        self._elastic = {}
         self._held_before = set()
 
     def _refresh(self, snapshot: Snapshot, key: str, held: ResourceVector | None) -> None:
@@ -155,6 +169,8 @@ class QueuePolicy:
                 _take_from(self._unasked, old.queue, old.unasked)
             if old.inqueue is not None:
                 _take_from(self._inqueue, old.queue, old.inqueue)
+            if old.elastic is not None:
+                _take_from(self._elastic, old.queue, old.elastic)
         group = snapshot.podgroups.get(key)
         if group is None:
             return
@@ -167,6 +183,8 @@ class QueuePolicy:
             _add_into(self._unasked, new.queue, new.unasked)
         if new.inqueue is not None:
             _add_into(self._inqueue, new.queue, new.inqueue)
+        if new.elastic is not None:
+            _add_into(self._elastic, new.queue, new.elastic)
 
 
 @dataclasses.dataclass(slots=True, frozen=True)
@@ -175,6 +193,7 @@ class _Contribution:
     phase: str
     unasked: ResourceVector | None
     inqueue: ResourceVector | None
+    elastic: ResourceVector | None = None
 
 
 def _add_into(totals: dict[str, dict[str, int]], queue: str, amount: ResourceVector) -> None:
@@ -213,7 +232,28 @@ def _contribution(
             if gated is not None:
                 missing = missing.saturating_sub(gated)
             inqueue = None if missing.is_zero() else missing
-    return _Contribution(group.queue, phase, unasked, inqueue)
+    elastic = _elastic_of(snapshot, group, held)
+    return _Contribution(group.queue, phase, unasked, inqueue, elastic)
+
+
+def _elastic_of(
+    snapshot: Snapshot, group: PodGroupRecord, held: ResourceVector | None
+) -> ResourceVector | None:
+    """What the group's placed members hold beyond what it needs to start (None: nothing)."""
+    placed = [
+        pod
+        for key in snapshot.pods_by_group.get(group.key, ())
+        if (pod := snapshot.pods.get(key)) is not None
+        and pod.node is not None
+        and not pod.terminal
+        and not pod.deleting
+    ]
+    if not placed and held is None:
+        return None
+    allocated = sum_vectors(pod.requests for pod in placed) + (held or _ZERO)
+    elastic = elastic_resources(allocated, group.min_resources, placed, group.min_member)
+    elastic = strip_pods(elastic)
+    return None if elastic.is_zero() else elastic
 
 
 def _at_share(model: ShareModel, name: str, source: QueueInput) -> bool:

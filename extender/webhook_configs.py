@@ -2,7 +2,7 @@
 
 Volcano's set and defaults (spec/volcano.md §6): queues mutate (CREATE) and validate (CREATE,
 UPDATE, DELETE), podgroups mutate and validate (CREATE), jobs mutate and validate (CREATE,
-UPDATE; Volcano mutates jobs on CREATE only), jobflows validate (CREATE, UPDATE);
+UPDATE; Volcano mutates jobs on CREATE only), jobflows and cronjobs validate (CREATE, UPDATE);
 `failurePolicy: Fail`, `timeoutSeconds: 10`, `sideEffects: None`, and a namespaceSelector that
 leaves `kube-system` (and vulcan's own namespace) alone. No pod webhooks: pod creation never
 waits for vulcan.
@@ -56,6 +56,13 @@ VALIDATING: tuple[tuple[str, str, tuple[str, str], str, tuple[str, ...]], ...] =
         "/jobflows/validate",
         GROUP_FLOW,
         "jobflows",
+        ("CREATE", "UPDATE"),
+    ),
+    (
+        "validatecronjob.volcano.sh",
+        "/cronjobs/validate",
+        GROUP_BATCH,
+        "cronjobs",
         ("CREATE", "UPDATE"),
     ),
 )
@@ -146,10 +153,10 @@ def webhook_configurations(
 
 
 _DEPLOY_HEADER = """\
-# vulcan's admission webhooks (Volcano's: queues, podgroups, jobs, jobflows; no pod webhooks),
-# for a real cluster. The extender serves them over HTTPS when started with --tls-cert-file and
-# --tls-private-key-file (port --webhook-port, default 8443); a Service `vulcan-webhooks` in
-# `vulcan-system` (port 443 -> 8443) points at the extender pods.
+# vulcan's admission webhooks (Volcano's: queues, podgroups, jobs, jobflows, cronjobs; no pod
+# webhooks), for a real cluster. The extender serves them over HTTPS when started with
+# --tls-cert-file and --tls-private-key-file (port --webhook-port, default 8443); a Service
+# `vulcan-webhooks` in `vulcan-system` (port 443 -> 8443) points at the extender pods.
 #
 # Before applying, replace every caBundle with the base64 PEM of the CA that signed the
 # extender's serving certificate (issued for vulcan-webhooks.vulcan-system.svc), e.g.

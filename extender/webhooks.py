@@ -1,10 +1,11 @@
 """Volcano's admission webhooks, served by the extender process over HTTPS.
 
 Paths are Volcano's (`/queues/mutate`, `/queues/validate`, `/podgroups/mutate`,
-`/podgroups/validate`, `/jobs/mutate`, `/jobs/validate`, `/jobflows/validate`); each answers an
-`admission.k8s.io/v1` (or v1beta1) AdmissionReview with the rules of `core.api`: mutations are the
-JSONPatch from an object to `core.api.admission.apply_defaults(object)`, validations the errors
-of `core.api.validation` against a `ClusterView` of the extender's cache (`webhook_view`).
+`/podgroups/validate`, `/jobs/mutate`, `/jobs/validate`, `/jobflows/validate`,
+`/cronjobs/validate`); each answers an `admission.k8s.io/v1` (or v1beta1) AdmissionReview with
+the rules of `core.api`: mutations are the JSONPatch from an object to
+`core.api.admission.apply_defaults(object)`, validations the errors of `core.api.validation`
+against a `ClusterView` of the extender's cache (`webhook_view`).
 
 Denials carry no status code, as Volcano's do: kube-apiserver then answers 403 with
 `<resource> "<name>" is forbidden: admission webhook "<webhook>" denied the request: <message>`.
@@ -30,6 +31,7 @@ from core.api import keys
 from core.api.admission import apply_defaults, decode
 from core.api.base import KubeObject
 from core.api.batch import Job
+from core.api.cronjob import CronJob
 from core.api.errors import FieldError, InvalidObject
 from core.api.flow import JobFlow
 from core.api.scheduling import PodGroup, Queue
@@ -127,6 +129,7 @@ class AdmissionWebhooks:
             "/jobs/mutate": self.mutate_defaults,
             "/jobs/validate": self.validate_job,
             "/jobflows/validate": self.validate_jobflow,
+            "/cronjobs/validate": self.validate_cronjob,
         }
         for path, handler in routes.items():
             self.app.router.add_post(path, self._review(path, handler))
@@ -302,6 +305,16 @@ class AdmissionWebhooks:
         flow = _decode(req.get("object"))
         assert isinstance(flow, JobFlow)
         errors = validate(flow)
+        return _deny(errors) if errors else Verdict()
+
+    async def validate_cronjob(self, req: dict[str, Any]) -> Verdict:
+        """Volcano's /cronjobs/validate: CREATE and UPDATE judged alike (schedule, time zone,
+        name length, the job template as a Job's spec)."""
+        if req.get("operation") not in ("CREATE", "UPDATE"):
+            return Verdict()
+        cronjob = apply_defaults(_decode(req.get("object")))
+        assert isinstance(cronjob, CronJob)
+        errors = validate(cronjob)
         return _deny(errors) if errors else Verdict()
 
     # ------------------------------------------------------------------------ serving

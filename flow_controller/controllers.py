@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import argparse
 
+from core.controller.clock import Clock
 from core.controller.manager import ControllerFactory
 from core.controller.reconcile import RetryPolicy
+from flow_controller.cronjobs import CRONJOB, CronJobController
 from flow_controller.flows import JOBFLOW, JobFlowController
 from flow_controller.jobs import JOB, JobController
 from flow_controller.templates import JOBTEMPLATE, JobTemplateController
 
 
 def factories(
-    retries: RetryPolicy, *, job_workers: int = 3, pod_markers: tuple[str, ...] = ()
+    retries: RetryPolicy,
+    *,
+    job_workers: int = 3,
+    pod_markers: tuple[str, ...] = (),
+    clock: Clock | None = None,
 ) -> dict[str, ControllerFactory]:
     return {
         JOB: lambda client, informers, recorder, metrics: JobController(
@@ -29,6 +35,9 @@ def factories(
         ),
         JOBTEMPLATE: lambda client, informers, recorder, metrics: JobTemplateController(
             client, informers, recorder, metrics, retries
+        ),
+        CRONJOB: lambda client, informers, recorder, metrics: CronJobController(
+            client, informers, recorder, metrics, retries, clock
         ),
     }
 

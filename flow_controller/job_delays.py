@@ -5,7 +5,7 @@ A delayed action is kept per job, pod and action (a second identical one is drop
 cancelled when its pod reports what undoes its cause — a PodPending delay by any other event of
 the pod, a PodFailed/PodEvicted delay by PodRunning — or when another action of the same reach
 runs first (a job-level action cancels every delay of the job, RestartTask those of its task,
-RestartPod those of its pod)."""
+RestartPod those of its pod, RestartPartition those of its partition)."""
 
 from __future__ import annotations
 
@@ -70,6 +70,8 @@ class DelayedActions:
                 return delayed.task != request.task
             if action == js.RESTART_POD:
                 return delayed.pod != request.pod
+            if action == js.RESTART_PARTITION:  # Volcano: the same partition's only
+                return (delayed.task, delayed.partition) != (request.task, request.partition)
             return False
 
         self._cancel(keep)

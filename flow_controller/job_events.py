@@ -20,6 +20,7 @@ from core.kube.workqueue import WorkQueue
 from core.records import CommandRecord, JobRecord, PodGroupRecord, PodRecord
 from flow_controller import job_state as js
 from flow_controller.job_delays import DelayedActions
+from flow_controller.job_partitions import pod_partition
 
 log = logging.getLogger("vulcan.controllers.job")
 
@@ -137,6 +138,7 @@ class JobEvents:
                 event,
                 task=pod.task or "",
                 pod=pod.name,
+                partition=pod_partition(pod),
                 exit_code=exit_code,
                 job_uid=pod.owner.uid if pod.owner else "",
                 job_version=pod.job_version,

@@ -14,6 +14,7 @@ from typing import Any
 from core.api import keys
 from core.api.batch import JobSpec, TaskSpec
 from core.quota import min_resources, pod_quota_usage
+from flow_controller.job_partitions import partition_id, sub_group_policies
 
 OUT_OF_SYNC = "volcano.sh/controller-out-of-sync"
 JOB_API_VERSION = "batch.volcano.sh/v1alpha1"
@@ -91,6 +92,9 @@ def build_podgroup(meta: Mapping[str, Any], spec: JobSpec) -> dict[str, Any]:
     }
     if spec.priority_class_name:
         group_spec["priorityClassName"] = spec.priority_class_name
+    sub_groups = sub_group_policies(spec)
+    if sub_groups:
+        group_spec["subGroupPolicy"] = sub_groups
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
@@ -107,11 +111,14 @@ def build_podgroup(meta: Mapping[str, Any], spec: JobSpec) -> dict[str, Any]:
 
 def podgroup_changes(current: Mapping[str, Any], desired: Mapping[str, Any]) -> dict[str, Any]:
     """The spec fields of a PodGroup to rewrite (Volcano updates minMember/minResources,
-    priorityClassName and minTaskMember when they differ)."""
+    priorityClassName and minTaskMember when they differ, and subGroupPolicy — removed as
+    well — when the tasks' partition policies changed)."""
     changes: dict[str, Any] = {}
     for name in ("minMember", "minResources", "priorityClassName", "minTaskMember"):
         if name in desired and current.get(name) != desired[name]:
             changes[name] = desired[name]
+    if (current.get("subGroupPolicy") or None) != desired.get("subGroupPolicy"):
+        changes["subGroupPolicy"] = desired.get("subGroupPolicy")  # None: merge-patch removal
     return changes
 
 
@@ -168,6 +175,9 @@ def build_pod(
             keys.VOLCANO_QUEUE_NAME: spec.queue,
         }
     )
+    partition = partition_id(task, index)
+    if partition is not None:
+        labels[keys.PARTITION_ID] = partition
     job_labels = meta.get("labels") or {}
     for name in _COPIED_LABELS:
         if name in job_labels:

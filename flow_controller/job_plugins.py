@@ -1,18 +1,20 @@
 """Volcano's job plugins (shared/spec/volcano-controllers.md §6): `env`, `svc`, `ssh` and the
-distributed frameworks `mpi`, `pytorch`, `tensorflow` — the same names, environment variables,
-files and mount paths as Volcano, so a training image finds everything where Volcano puts it.
+distributed frameworks `mpi`, `pytorch`, `tensorflow` (`ray` and `hcclrank` in
+`job_plugin_frameworks`; all registered in `job_plugin_registry`) — the same names, environment
+variables, files and mount paths as Volcano, so a training image finds everything where
+Volcano puts it.
 
 Pure: a plugin mutates a pod the controller builds (`on_pod_create`) and says which objects
 the job needs (`objects`: created when missing, updated on every sync when `refresh`, deleted
-when the job is killed). Arguments are Go-style flags (`--port=2222`); unknown ones are
-ignored, as Volcano logs and ignores them.
+when the job is killed); `PluginFailed` when it cannot build the pod. Arguments are Go-style
+flags (`--port=2222`); unknown ones are ignored, as Volcano logs and ignores them.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -341,23 +343,6 @@ class Tensorflow(Plugin):
             _set_env(container, "TF_CONFIG", json.dumps(config))
 
 
-REGISTRY: dict[str, Callable[[str, dict[str, str]], Plugin]] = {
-    "env": Env,
-    "svc": Svc,
-    "ssh": Ssh,
-    "mpi": Mpi,
-    "pytorch": Pytorch,
-    "tensorflow": Tensorflow,
-}
-
-
-def build_plugins(configured: Mapping[str, Sequence[str]] | None) -> tuple[list[Plugin], list[str]]:
-    """(plugins, names not implemented) for a job's `spec.plugins`, in name order."""
-    plugins, missing = [], []
-    for name, args in sorted((configured or {}).items()):
-        factory = REGISTRY.get(name)
-        if factory is None:
-            missing.append(name)
-        else:
-            plugins.append(factory(name, parse_flags(args or ())))
-    return plugins, missing
+class PluginFailed(Exception):
+    """A plugin cannot build the job's pod (Volcano's OnPodCreate error: the sync fails and
+    is retried, up to `--max-requeue-num`, then the job is terminated)."""

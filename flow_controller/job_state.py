@@ -70,6 +70,7 @@ class Request:
     action: str | None = None  # set by a Command
     task: str = ""
     pod: str = ""
+    partition: str = ""  # the pod's volcano.sh/partition-id (RestartPartition's target)
     exit_code: int | None = None
     job_uid: str = ""
     job_version: int = 0

@@ -30,11 +30,14 @@ from core.records import JobRecord, PodGroupRecord, PodRecord
 from flow_controller import job_objects as objects
 from flow_controller.job_events import JobEvents
 from flow_controller.job_owned import PluginObjects
-from flow_controller.job_plugins import JobContext, Plugin, build_plugins
+from flow_controller.job_partitions import in_partition
+from flow_controller.job_plugin_registry import build_plugins
+from flow_controller.job_plugins import JobContext, Plugin, PluginFailed
 from flow_controller.job_state import (
     FINISHED,
     KILL,
     KILL_TARGET,
+    RESTART_PARTITION,
     RESTART_POD,
     SYNC_JOB,
     TERMINATE_JOB,
@@ -116,21 +119,27 @@ class JobController:
         """`--max-requeue-num` failed reconciles of a job: as Volcano, say which action failed
         (`ExecuteAction`) and terminate the job, releasing its pods and PodGroup, instead of
         leaving it half-done. The requests that kept failing are dropped (Volcano forgets
-        them); if terminating is what failed, the job is given up (`FailedSync`)."""
+        them); if terminating is what failed, the job is given up (`FailedSync`, where
+        Volcano only logs "Failed to terminate Job")."""
         namespace, name = key.split("/", 1)
         ref = VCJOBS.reference(name, namespace, getattr(self.jobs.items.get(key), "uid", ""))
         action = self._acting.pop(key, SYNC_JOB)
         self.events.take(key)
-        warn_given_up(self.recorder, ref, f"job {key}", exc)
         if action == TERMINATE_JOB:
+            warn_given_up(self.recorder, ref, f"job {key}", exc)
             return
+        # Volcano's recordJobEvent: type Normal, reason ExecuteAction; its FailedSync-like
+        # log line ("Dropping job ... because max retries has reached") is a log, not an event.
         self.recorder.record(
             ref,
-            WARNING,
+            NORMAL,
             "ExecuteAction",
             f"Job failed on action {action} for retry limit reached",
         )
-        log.warning("terminating job after retry limit", extra={"job": key, "action": action})
+        log.warning(
+            "terminating job after retry limit",
+            extra={"job": key, "action": action, "error": str(exc)},
+        )
         self.events.request(key, Request(action=TERMINATE_JOB))
 
     # ------------------------------------------------------------------ reconcile
@@ -190,7 +199,13 @@ class JobController:
         if step.primitive == KILL:
             await self._kill(job, spec, step, target=None)
         elif step.primitive == KILL_TARGET:
-            target = request.pod if action == RESTART_POD else request.task
+            target: str | tuple[str, str] = (
+                request.pod
+                if action == RESTART_POD
+                else (request.task, request.partition)
+                if action == RESTART_PARTITION
+                else request.task
+            )
             await self._kill(job, spec, step, target=target or None)
         else:
             await self._sync(job, spec, step)
@@ -311,7 +326,12 @@ class JobController:
                         objects.mount_volumes(body, meta["name"], spec)
                         objects.add_markers(body, self.pod_markers)
                         for plugin in plugins:
-                            plugin.on_pod_create(body, ctx)
+                            try:
+                                plugin.on_pod_create(body, ctx)
+                            except PluginFailed as exc:
+                                # Volcano only logs it; the sync fails and is retried.
+                                self.writer.event(job, WARNING, "PluginError", str(exc))
+                                raise
                         create.append(body)
                 elif pod.deleting:
                     tally.terminating += 1
@@ -327,8 +347,9 @@ class JobController:
                 tally.terminating += 1
 
     async def _kill(
-        self, job: dict[str, Any], spec: JobSpec, step: Step, target: str | None
+        self, job: dict[str, Any], spec: JobSpec, step: Step, target: str | tuple[str, str] | None
     ) -> None:
+        """`target`: a task or pod name, or (task, partition id) for RestartPartition."""
         status = job.get("status") or {}
         phase = (status.get("state") or {}).get("phase") or "Pending"
         version = int(status.get("version") or 0)
@@ -338,10 +359,15 @@ class JobController:
         soft = step.soft or (full and retry >= spec.max_retry - 1)
         if step.bump:
             version += 1
+        pods = self._job_pods(job)
+        if isinstance(target, tuple):
+            pods = [p for p in pods if in_partition(p, *target)]
+            if not pods:
+                return  # no such partition: Volcano skips the kill, status untouched
+        elif target is not None:
+            pods = [p for p in pods if target in (p.task, p.name)]
         tally = Tally()
-        for pod in self._job_pods(job):
-            if target is not None and target not in (pod.task, pod.name):
-                continue
+        for pod in pods:
             if pod.deleting:
                 tally.terminating += 1
             elif soft and pod.phase in _FINISHED_PODS:

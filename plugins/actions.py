@@ -16,6 +16,7 @@ evictions, events); nothing here does I/O.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,8 @@ from core.cache import Snapshot
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
 from plugins import gang as gangs
+from plugins.elastic import trim_elastic
+from plugins.enqueue_promise import enqueue_by_eviction, held_by_peers
 from plugins.evictions import EvictionRequest, Evictions, choose_evictions
 from plugins.job_order import JobInput
 from plugins.placement import Plan, Prefer, plan_gang
@@ -35,7 +38,7 @@ from plugins.task_topology import (
     parse_task_topology,
     plan_topology_gang,
 )
-from plugins.victims import VictimUnit
+from plugins.victims import VictimUnit, effective_units
 
 __all__ = ["Admission", "GangRoom", "allocate_gang", "enqueue", "gang_demand"]
 
@@ -137,8 +140,13 @@ def allocate_gang(
         if queue_memo is not None:
             queue_memo[memo_key] = checked
     refused, over_share = checked
+    promise = None
     if refused:
-        return Admission(reason=f"gang {key}: waiting for admission: {refused}")
+        # Enqueued on the promise of eviction when lower-priority work (or a queue over its
+        # share) holds what the votes refuse: the eviction below makes the room.
+        promise = enqueue_by_eviction(session, state, job, room.victims())
+        if promise is None:
+            return Admission(reason=f"gang {key}: waiting for admission: {refused}")
     # From here on the answer depends on the rest of the cluster.
     per_task = gangs.missing_task_members(view)
     topology = _topology(session, group, view)
@@ -154,7 +162,7 @@ def allocate_gang(
 
     plan = None
     reserved = room.reserved
-    if over_share is None:
+    if over_share is None and promise is None:
         plan = place(reserved)
     if room.future is not None:
         # Room being freed counts as free (FutureIdle): tried after the idle room (as Volcano
@@ -163,12 +171,14 @@ def allocate_gang(
         if plan is not None and not plan.ok:
             plan = place(reserved)
     if plan is not None and plan.ok:
+        plan = _within_queue(session, state, group.queue, demand, plan, members, need, per_task)
         return Admission(plan=plan, volatile=True, demand=demand)
+    units = room.victims()
     evictions = choose_evictions(
         snapshot,
         group,
         members,
-        room.victims(),
+        units,
         EvictionRequest(
             need=need,
             per_task=per_task,
@@ -185,9 +195,64 @@ def allocate_gang(
         place=lambda trial: place(reserved, trial),
     )
     if evictions is None:
-        why = over_share or (plan.reason if plan is not None else "")
+        why = over_share or (plan.reason if plan is not None else "") or refused or ""
+        if "preempt" in session.actions:
+            # What it waits for: its queue's room is held by work it may not preempt.
+            why += held_by_peers(group.queue, job.priority, units)
         return Admission(reason=f"gang {key}: waiting for admission: {why}", volatile=True)
-    return Admission(plan=evictions.plan, evictions=evictions, volatile=True, demand=demand)
+    if promise is not None:
+        # What the enqueue votes were promised goes too (evicting more only frees more room:
+        # the placement stays valid).
+        units = effective_units({u.pods: u for u in [*evictions.units, *promise.units]}.values())
+        evictions = dataclasses.replace(evictions, units=units)
+    plan = _within_queue(
+        session, state, group.queue, demand, evictions.plan, members, need, per_task
+    )
+    return Admission(plan=plan, evictions=evictions, volatile=True, demand=demand)
+
+
+def _within_queue(
+    session: Session,
+    state: PassState,
+    queue: str,
+    demand: ResourceVector,
+    plan: Plan,
+    members: list[PodRecord],
+    need: int,
+    per_task: Mapping[str, int],
+) -> Plan:
+    """The plan with only the elastic members (beyond the gang's minimum) its queue may take,
+    judged one at a time after the minimum (`plugins.elastic.trim_elastic`): a gang's surplus
+    never takes its queue past its deserved share or capability."""
+    if len(plan.slots) <= need:
+        return plan
+    model = state.model
+    booked: list[ResourceVector] = []
+    if model is not None:
+        model.on_allocated(queue, demand)
+        booked.append(demand)
+
+    def accept(pod: PodRecord) -> bool:
+        if session.allocatable(queue, pod.requests, state) is not None:
+            return False
+        if model is not None:
+            model.on_allocated(queue, pod.requests)
+            booked.append(pod.requests)
+        return True
+
+    try:
+        kept = trim_elastic(plan.slots, members, need, per_task, accept)
+    finally:
+        if model is not None:
+            for amount in booked:
+                model.on_released(queue, amount)
+    if len(kept) == len(plan.slots):
+        return plan
+    requests = {pod.key: pod.requests for pod in members}
+    used: dict[str, ResourceVector] = {}
+    for pod_key, node in kept.items():
+        used[node] = used.get(node, _ZERO) + requests[pod_key]
+    return dataclasses.replace(plan, slots=kept, used=used, placed=len(kept))
 
 
 def _topology(session: Session, group: PodGroupRecord, view: gangs.GangView) -> TaskTopology | None:

@@ -23,11 +23,18 @@ from dataclasses import dataclass
 from core.cache import Snapshot
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
+from plugins.elastic import surplus_members
 from plugins.gang_fit import GangFit
 from plugins.placement import Plan, Prefer, plan_gang
 from plugins.queue_share import QueueInput, sum_vectors
 from plugins.session import PassState, Preemptor, Session
-from plugins.victims import VictimUnit, is_critical, select_victims, walk_victims
+from plugins.victims import (
+    VictimUnit,
+    effective_units,
+    is_critical,
+    select_victims,
+    walk_victims,
+)
 
 _ZERO = ResourceVector()
 
@@ -56,8 +63,16 @@ class Evictions:
     priority: int
 
 
-def unit_of(group: str | None, queue: str, created: str, pods: Sequence[PodRecord]) -> VictimUnit:
-    """One eviction decision: a whole running gang's bound members, or one pod of no gang."""
+def unit_of(
+    group: str | None,
+    queue: str,
+    created: str,
+    pods: Sequence[PodRecord],
+    *,
+    elastic: bool = False,
+) -> VictimUnit:
+    """One eviction decision: a whole running gang's bound members, one elastic member of a
+    gang (`elastic`: the gang keeps its minimum without it), or one pod of no gang."""
     return VictimUnit(
         group=group,
         queue=queue,
@@ -66,8 +81,9 @@ def unit_of(group: str | None, queue: str, created: str, pods: Sequence[PodRecor
         freed=sum_vectors(pod.requests for pod in pods),
         preemptable=all(pod.annotations_preemptable for pod in pods),
         critical=any(is_critical(pod.priority_class, pod.namespace) for pod in pods),
-        breaks_gang=group is not None,
+        breaks_gang=group is not None and not elastic,
         creation=created,
+        elastic=elastic,
     )
 
 
@@ -78,8 +94,10 @@ def victim_units(
     queue_of: Callable[[PodRecord], str],
 ) -> list[VictimUnit]:
     """Everything that could be evicted, as whole units: each running gang (but
-    `exclude_group`) with all its bound members (evicting some would leave it hanging) and each
-    bound pod of no gang. Pods already being freed (terminating, or `releasing`) are none."""
+    `exclude_group`) with all its bound members (evicting some would leave it hanging), each
+    elastic member of a gang above its minimum on its own (`plugins.elastic.surplus_members`),
+    and each bound pod of no gang. Pods already being freed (terminating, or `releasing`) are
+    none."""
     units: list[VictimUnit] = []
     for other in snapshot.podgroups.values():
         if other.key == exclude_group:
@@ -93,6 +111,13 @@ def victim_units(
             and k not in releasing
         ]
         if bound:
+            for pod in surplus_members(
+                bound,
+                other.min_member,
+                other.min_task_member,
+                checks_tasks=other.min_member >= sum(other.min_task_member.values()),
+            ):
+                units.append(unit_of(other.key, other.queue, other.created, [pod], elastic=True))
             units.append(unit_of(other.key, other.queue, other.created, bound))
     for pod in snapshot.pods.values():
         if (
@@ -167,7 +192,7 @@ def choose_evictions(
         if not chosen:
             return None
         requested = dict(snapshot.node_requested)
-        for unit in chosen:
+        for unit in effective_units(chosen):
             for pod_key in unit.pods:
                 pod = snapshot.pods[pod_key]
                 assert pod.node is not None
@@ -222,7 +247,14 @@ def accepted_victims(
         inputs = state.inputs
         candidates = [u for u in units if _reclaim_candidate(u, preemptor.queue, inputs)]
         return session.reclaimable(preemptor, candidates, state)
-    candidates = [u for u in units if _preempt_candidate(u, preemptor.queue, preemptor.group)]
+    # Strictly lower priority whatever the conf's plugins (a conf without `priority` too):
+    # two jobs of equal priority must never evict each other's work (no thrash).
+    candidates = [
+        u
+        for u in units
+        if _preempt_candidate(u, preemptor.queue, preemptor.group)
+        and u.priority < preemptor.priority
+    ]
     return session.preemptable(preemptor, candidates, state)
 
 

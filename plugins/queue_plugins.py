@@ -46,11 +46,19 @@ class _SharePlugin(SessionPlugin):
         if state.model is None:
             return []
         judge = state.model.victim_judge(preemptor.queue)
-        return [
-            unit
-            for unit in sorted(candidates, key=victim_order_key)
-            if judge.take(unit.queue, unit.freed)
-        ]
+        taken: list[VictimUnit] = []
+        # A gang's elastic members come before the gang whole (victim order): what they free
+        # is judged once, and the whole gang only for the rest of its members.
+        counted: dict[str, ResourceVector] = {}
+        for unit in sorted(candidates, key=victim_order_key):
+            freed = unit.freed
+            if unit.group is not None and not unit.elastic and unit.group in counted:
+                freed = freed.saturating_sub(counted[unit.group])
+            if judge.take(unit.queue, freed):
+                taken.append(unit)
+                if unit.elastic and unit.group is not None:
+                    counted[unit.group] = counted.get(unit.group, ResourceVector()) + unit.freed
+        return taken
 
 
 class ProportionPlugin(_SharePlugin):

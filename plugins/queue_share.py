@@ -100,6 +100,7 @@ def queue_input(
     request: ResourceVector,
     inqueue: ResourceVector,
     has_groups: bool,
+    elastic: ResourceVector = ZERO,
 ) -> QueueInput:
     """One queue as a pass sees it: its spec from `record` (None: Volcano's default queue,
     which its scheduler always has, before it is created) and the pass's amounts. `request`
@@ -119,6 +120,7 @@ def queue_input(
         allocated=allocated,
         request=request.elementwise_max(allocated),
         inqueue=inqueue,
+        elastic=elastic,
         has_jobs=has_groups or not request.is_zero(),
         creation=record.created if record is not None else "",
         state=state,

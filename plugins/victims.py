@@ -14,7 +14,8 @@ for reclaim; the same queue and not the preemptor's job for preempt; preemptable
 the unit, the critical rule (`is_critical`), the victim order and the walk.
 
 Victim order: lowest priority first, then units whose loss breaks no gang (a plain pod, or
-surplus members of an elastic job), then the youngest (latest creationTimestamp), then group
+one elastic member of a job above its minimum: `VictimUnit.elastic`, taken member by member
+before its whole gang), then the youngest (latest creationTimestamp), then group
 and pod keys for determinism. The walk takes units in that order, skipping units that free
 nothing still missing, until the need is covered, then reprieves (from the most valuable down)
 every taken unit the others cover without. Reprieving is safe for the queue rules: dropping an
@@ -39,6 +40,7 @@ __all__ = [
     "CRITICAL_PRIORITY_CLASSES",
     "PREEMPTABLE_KEY",
     "VictimUnit",
+    "effective_units",
     "is_critical",
     "preemptable_flag",
     "select_victims",
@@ -65,6 +67,10 @@ class VictimUnit:
     critical: bool  # some pod is critical (conformance)
     breaks_gang: bool  # evicting it leaves a gang below minMember / kills a running gang
     creation: str  # creationTimestamp of the group (or pod), RFC 3339
+    # One elastic member of a running gang (beyond its minimum, `plugins.elastic`): its gang
+    # keeps running without it. A gang with such members is also offered whole (`pods` every
+    # bound member); taking the whole gang subsumes its elastic units (`effective_units`).
+    elastic: bool = False
 
 
 def is_critical(priority_class_name: str | None, namespace: str) -> bool:
@@ -83,9 +89,17 @@ def victim_order_key(unit: VictimUnit) -> tuple[int, int, float, str, tuple[str,
     )
 
 
+def effective_units(units: Iterable[VictimUnit]) -> list[VictimUnit]:
+    """`units` without the elastic units of gangs that are taken whole as well (the whole
+    unit evicts those members already): what is evicted, each pod once."""
+    units = list(units)
+    whole = {u.group for u in units if u.group is not None and not u.elastic}
+    return [u for u in units if not (u.elastic and u.group in whole)]
+
+
 def _covers(units: Iterable[VictimUnit], need: Mapping[str, int]) -> bool:
     freed: dict[str, int] = {}
-    for unit in units:
+    for unit in effective_units(units):
         for name in need:
             freed[name] = freed.get(name, 0) + unit.freed.get(name)
     return all(freed.get(name, 0) >= amount for name, amount in need.items())
@@ -118,11 +132,17 @@ def walk_victims(
     if not result:
         return None
     for unit in reversed(list(taken)):  # reprieve the most valuable victims first
+        if unit not in taken:
+            continue
         rest = [other for other in taken if other is not unit]
+        if unit.elastic and any(
+            o.group == unit.group and not o.elastic for o in rest
+        ):  # its gang goes whole anyway: reprieving the member alone spares nothing
+            continue
         kept = enough(rest)
         if kept:
             taken, result = rest, kept
-    return taken, result
+    return effective_units(taken), result
 
 
 def select_victims(need: ResourceVector, units: Sequence[VictimUnit]) -> list[VictimUnit] | None:

@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate = sub.add_parser(
         "validate",
-        help="check Volcano YAML (Job, PodGroup, Queue, Command, JobFlow, JobTemplate)",
+        help="check Volcano YAML (Job, CronJob, PodGroup, Queue, Command, JobFlow, JobTemplate)",
         description="Check every object vulcan knows against the models and Volcano's admission "
         "rules. Prints FILE: KIND/NAME: FIELD: reason per problem; exits 1 if any.",
     )
@@ -124,11 +124,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     controllers = sub.add_parser(
         "controllers",
-        help="the controllers: Volcano Jobs, JobFlows, JobTemplates, PodGroups, Queues, Commands",
+        help="the controllers: Volcano Jobs, CronJobs, JobFlows, JobTemplates, PodGroups, "
+        "Queues, Commands",
         description="Run vulcan's controllers under leader election (Lease vulcan-controllers), "
         "as Volcano's controller-manager does. job-controller runs Volcano Jobs (its PodGroup, "
         "pods, services and plugins, policies and retries, state, TTL clean-up) and takes the "
         "bus.volcano.sh Commands aimed at Jobs (suspend, resume, restart, ...); "
+        "cronjob-controller makes a Job from a CronJob's jobTemplate on its schedule; "
         "jobflow-controller runs JobFlows (each step a Job made from its JobTemplate, in "
         "dependsOn order); jobtemplate-controller keeps JobTemplates' status (the Jobs made "
         "from them); pg-controller makes PodGroups for pods of --scheduler-name that are in no "

@@ -35,10 +35,10 @@ def add_up_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--with-controllers", action="store_true", help="run vulcan's controllers")
     parser.add_argument(
         "--workload-controllers",
-        default="deployment,replicaset",
+        default="*",
         metavar="LIST",
         help="kube-controller-manager's workload controllers to run (sim.controllers): "
-        "deployment,replicaset (the default), or none",
+        "a list of deployment,replicaset,statefulset,daemonset,job; * (all, the default) or none",
     )
     parser.add_argument(
         "--rbac",

@@ -292,7 +292,8 @@ class Cluster:
             )
             await self._register_webhooks(webhook_url, certs.ca_pem)
             print(
-                f"vulcan admission webhooks: {webhook_url} (queues, podgroups, jobs, jobflows; "
+                f"vulcan admission webhooks: {webhook_url} "
+                "(queues, podgroups, jobs, jobflows, cronjobs; "
                 f"configurations in {self.state_dir / 'webhooks.yaml'})",
                 flush=True,
             )

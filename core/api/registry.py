@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from core.api.base import KubeObject
 from core.api.batch import BATCH_GROUP, BATCH_VERSION, BUS_GROUP, BUS_VERSION, Command, Job
+from core.api.cronjob import CronJob
 from core.api.flow import FLOW_GROUP, FLOW_VERSION, JobFlow, JobTemplate
 from core.api.scheduling import SCHEDULING_GROUP, SCHEDULING_VERSION, PodGroup, Queue
 
@@ -91,6 +92,24 @@ KINDS: tuple[KindInfo, ...] = (
             PrinterColumn("RUNNINGS", ".status.running", type="integer"),
             _AGE,
             PrinterColumn("QUEUE", ".spec.queue", priority=1),
+        ),
+    ),
+    KindInfo(
+        BATCH_GROUP,
+        BATCH_VERSION,
+        "CronJob",
+        "cronjobs",
+        "cronjob",
+        ("cronvcjob", "cronvj"),  # Volcano's short names
+        namespaced=True,
+        status_subresource=True,
+        model=CronJob,
+        printer_columns=(  # kubectl's columns for a Kubernetes CronJob
+            PrinterColumn("SCHEDULE", ".spec.schedule"),
+            PrinterColumn("TIMEZONE", ".spec.timeZone"),
+            PrinterColumn("SUSPEND", ".spec.suspend", type="boolean"),
+            PrinterColumn("LAST SCHEDULE", ".status.lastScheduleTime", type="date"),
+            _AGE,
         ),
     ),
     KindInfo(

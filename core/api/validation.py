@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from core.api.base import KubeObject
 from core.api.batch import ALL_ACTIONS, Command, Job
+from core.api.cronjob import CronJob
 from core.api.errors import FieldError
 from core.api.flow import Flow, JobFlow, JobTemplate
 from core.api.scheduling import PodGroup, Queue
@@ -30,6 +31,7 @@ from core.api.validation_common import (
     is_go_duration,
     qualified_name_errors,
 )
+from core.api.validation_cronjob import validate_cronjob
 from core.api.validation_job import (
     validate_job,
     validate_job_spec,
@@ -48,6 +50,7 @@ __all__ = [
     "qualified_name_errors",
     "validate",
     "validate_command",
+    "validate_cronjob",
     "validate_job",
     "validate_job_spec",
     "validate_job_template",
@@ -183,4 +186,6 @@ def validate(obj: KubeObject, view: ClusterView | None = None) -> list[FieldErro
         return validate_job_template(obj)
     if isinstance(obj, Command):
         return validate_command(obj)
+    if isinstance(obj, CronJob):
+        return validate_cronjob(obj, view)
     return []

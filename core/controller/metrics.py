@@ -87,6 +87,13 @@ class ControllerMetrics:
             ["phase"],
             registry=self.registry,
         )
+        # Kubernetes' cronjob_controller_job_creation_skew_duration_seconds (its buckets).
+        self.cronjob_creation_skew = Histogram(
+            "vulcan_cronjob_job_creation_skew_duration_seconds",
+            "Time between a CronJob's scheduled time and the creation of its Job.",
+            buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 512),
+            registry=self.registry,
+        )
         self.leader = Gauge(
             "vulcan_controller_leader",
             "1 while this instance holds the controllers' Lease (or runs without election).",

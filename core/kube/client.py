@@ -126,6 +126,7 @@ PRIORITY_CLASSES = Resource("scheduling.k8s.io", "v1", "priorityclasses", False,
 PODGROUPS = Resource("scheduling.volcano.sh", "v1beta1", "podgroups", True, "PodGroup")
 QUEUES = Resource("scheduling.volcano.sh", "v1beta1", "queues", False, "Queue")
 VCJOBS = Resource("batch.volcano.sh", "v1alpha1", "jobs", True, "Job")
+CRONJOBS = Resource("batch.volcano.sh", "v1alpha1", "cronjobs", True, "CronJob")
 COMMANDS = Resource("bus.volcano.sh", "v1alpha1", "commands", True, "Command")
 JOBFLOWS = Resource("flow.volcano.sh", "v1alpha1", "jobflows", True, "JobFlow")
 JOBTEMPLATES = Resource("flow.volcano.sh", "v1alpha1", "jobtemplates", True, "JobTemplate")

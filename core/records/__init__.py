@@ -8,7 +8,7 @@ is a new record).
 """
 
 from core.records.batch import CommandRecord, FlowObjectRecord, JobRecord, WorkloadRecord
-from core.records.cluster import NamespaceRecord, NodeRecord, QueueRecord
+from core.records.cluster import NamespaceRecord, NodeRecord, PriorityClassRecord, QueueRecord
 from core.records.common import OwnerRef, shared_vector
 from core.records.groups import PodGroupRecord
 from core.records.pods import (
@@ -31,6 +31,7 @@ __all__ = [
     "OwnerRef",
     "PodGroupRecord",
     "PodRecord",
+    "PriorityClassRecord",
     "QueueRecord",
     "WorkloadRecord",
     "pod_group_key",

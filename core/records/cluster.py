@@ -1,4 +1,4 @@
-"""Records of the cluster-scoped kinds: nodes, namespaces and Volcano Queues."""
+"""Records of the cluster-scoped kinds: nodes, namespaces, PriorityClasses and Volcano Queues."""
 
 from __future__ import annotations
 
@@ -110,3 +110,18 @@ class QueueRecord:
     def scheduling_state(self) -> str:
         """The state as the scheduler reads it: never written counts as Open."""
         return self.state or "Open"
+
+
+class PriorityClassRecord:
+    """A PriorityClass as job priority reads it (Volcano's scheduler cache resolves a PodGroup's
+    `priorityClassName` to this value; `globalDefault` when it names none)."""
+
+    __slots__ = ("global_default", "key", "name", "rv", "value")
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        self.name: str = meta["name"]
+        self.key = self.name
+        self.rv: str = meta.get("resourceVersion", "")
+        self.value = int(obj.get("value") or 0)
+        self.global_default = bool(obj.get("globalDefault"))

@@ -65,6 +65,7 @@ def _builtin(
     short: tuple[str, ...] = (),
     subresources: Iterable[str] = ("status",),
     status_on_create: StatusOnCreate | None = None,
+    categories: tuple[str, ...] = (),
 ) -> ResourceType:
     subs = frozenset(subresources)
     if status_on_create is None:
@@ -79,8 +80,12 @@ def _builtin(
         short_names=short,
         subresources=subs,
         status_on_create=status_on_create,
+        categories=categories,
     )
 
+
+# The kinds kube-apiserver puts in the `all` category (what `kubectl get all` lists).
+_ALL = ("all",)
 
 # What kube-scheduler, kubectl, the controllers and the embedded cluster use (spec §3).
 # Workloads with a replica count serve it through `scale` (autoscaling/v1 Scale).
@@ -95,6 +100,7 @@ BUILTINS: tuple[ResourceType, ...] = (
         short=("po",),
         subresources=("status", "binding", "eviction"),
         status_on_create="pod",
+        categories=_ALL,
     ),
     # Nodes may set their whole status on create (kubelets register that way).
     _builtin("", "v1", "nodes", "Node", namespaced=False, short=("no",), status_on_create="keep"),
@@ -108,24 +114,50 @@ BUILTINS: tuple[ResourceType, ...] = (
         subresources=("status", "finalize"),
         status_on_create="keep",
     ),
-    _builtin("", "v1", "services", "Service", short=("svc",)),
+    _builtin("", "v1", "services", "Service", short=("svc",), categories=_ALL),
     _builtin("", "v1", "endpoints", "Endpoints", short=("ep",), subresources=()),
     _builtin("", "v1", "configmaps", "ConfigMap", short=("cm",), subresources=()),
     _builtin("", "v1", "secrets", "Secret", subresources=()),
     _builtin("", "v1", "serviceaccounts", "ServiceAccount", short=("sa",), subresources=()),
     _builtin("", "v1", "events", "Event", short=("ev",), subresources=()),
-    _builtin("", "v1", "replicationcontrollers", "ReplicationController", short=("rc",)),
+    _builtin(
+        "", "v1", "replicationcontrollers", "ReplicationController", short=("rc",), categories=_ALL
+    ),
     _builtin("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False, short=("pv",)),
     _builtin("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", short=("pvc",)),
     _builtin("", "v1", "resourcequotas", "ResourceQuota", short=("quota",)),
     _builtin("", "v1", "limitranges", "LimitRange", short=("limits",), subresources=()),
-    _builtin("apps", "v1", "deployments", "Deployment", short=("deploy",), subresources=_SCALABLE),
-    _builtin("apps", "v1", "replicasets", "ReplicaSet", short=("rs",), subresources=_SCALABLE),
-    _builtin("apps", "v1", "statefulsets", "StatefulSet", short=("sts",), subresources=_SCALABLE),
-    _builtin("apps", "v1", "daemonsets", "DaemonSet", short=("ds",)),
+    _builtin(
+        "apps",
+        "v1",
+        "deployments",
+        "Deployment",
+        short=("deploy",),
+        subresources=_SCALABLE,
+        categories=_ALL,
+    ),
+    _builtin(
+        "apps",
+        "v1",
+        "replicasets",
+        "ReplicaSet",
+        short=("rs",),
+        subresources=_SCALABLE,
+        categories=_ALL,
+    ),
+    _builtin(
+        "apps",
+        "v1",
+        "statefulsets",
+        "StatefulSet",
+        short=("sts",),
+        subresources=_SCALABLE,
+        categories=_ALL,
+    ),
+    _builtin("apps", "v1", "daemonsets", "DaemonSet", short=("ds",), categories=_ALL),
     _builtin("apps", "v1", "controllerrevisions", "ControllerRevision", subresources=()),
-    _builtin("batch", "v1", "jobs", "Job"),
-    _builtin("batch", "v1", "cronjobs", "CronJob", short=("cj",)),
+    _builtin("batch", "v1", "jobs", "Job", categories=_ALL),
+    _builtin("batch", "v1", "cronjobs", "CronJob", short=("cj",), categories=_ALL),
     _builtin("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", short=("pdb",)),
     _builtin(
         "networking.k8s.io",

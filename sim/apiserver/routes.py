@@ -55,6 +55,7 @@ class ApiServer(DiscoveryRoutes, ReadRoutes, WriteRoutes, ApplyRoutes, ScaleRout
         self.app.router.add_get("/apis", self._apis)
         self.app.router.add_get("/apis/", self._apis)
         self.openapi = OpenApiDocuments(self.registry)
+        self.app.router.add_get("/openapi/v2", self._openapi_v2)
         self.app.router.add_get("/openapi/v3", self._openapi_root)
         self.app.router.add_get("/openapi/v3/{path:.*}", self._openapi_document)
         # Authorization (off unless the server is given a token file: `enable_rbac`).

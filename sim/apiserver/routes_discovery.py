@@ -1,5 +1,5 @@
 """The embedded API server's discovery and probe routes: `/version`, `/healthz` and friends,
-`/api`, `/apis` and the OpenAPI v3 documents.
+`/api`, `/apis`, the OpenAPI v2 document and the v3 documents.
 
 Separate from the resource routes (`sim.apiserver.routes_read`, `sim.apiserver.routes_write`):
 these serve fixed documents (`sim.apiserver.discovery`, `sim.apiserver.openapi`) and touch no
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import orjson
 from aiohttp import web
 
-from sim.apiserver import discovery, errors
+from sim.apiserver import discovery, errors, openapi_v2
 from sim.apiserver.routes_common import _error_response, _json_response
 
 if TYPE_CHECKING:
@@ -45,6 +45,14 @@ class DiscoveryRoutes:
 
     async def _openapi_root(self, request: web.Request) -> web.Response:
         return _json_response(self.openapi.root)
+
+    async def _openapi_v2(self, request: web.Request) -> web.Response:
+        # Built per request: custom resources registered since start are included.
+        if "protobuf" in request.headers.get("Accept", ""):
+            return web.Response(
+                body=openapi_v2.document(self.registry), content_type=openapi_v2.CONTENT_TYPE
+            )
+        return _json_response(orjson.dumps(openapi_v2.json_document(self.registry)))
 
     async def _openapi_document(self, request: web.Request) -> web.Response:
         body = self.openapi.documents.get(request.match_info["path"].strip("/"))

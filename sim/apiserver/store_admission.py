@@ -16,6 +16,7 @@ from sim.apiserver.objects import default_pod, validate_pod
 from sim.apiserver.registry import ResourceType
 from sim.apiserver.schema import apply_schema
 from sim.apiserver.store_core import StoreCore
+from sim.apiserver.workload_defaults import default_workload
 
 
 class StoreAdmission(StoreCore):
@@ -73,6 +74,8 @@ class StoreAdmission(StoreCore):
             warnings += _unknown_field_warnings(result.unknown, field_validation)
             if result.causes:
                 raise errors.invalid(rtype.kind, name, rtype.group, result.causes)
+        elif rtype.group in ("apps", "batch"):
+            default_workload(rtype.group, rtype.kind, obj)
         elif rtype.kind == "Pod" and rtype.group == "":
             causes = validate_pod(obj)
             if causes:

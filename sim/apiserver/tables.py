@@ -28,6 +28,11 @@ def age(timestamp: str | None, now: datetime | None = None) -> str:
     except ValueError:
         return "<invalid>"
     seconds = int(((now or datetime.now(UTC)) - then).total_seconds())
+    return human_duration(seconds)
+
+
+def human_duration(seconds: int) -> str:
+    """Kubernetes' duration.HumanDuration."""
     if seconds < 0:
         return "<invalid>"
     if seconds < 120:
@@ -200,7 +205,6 @@ _REPLICASET_COLUMNS: list[Column] = [
     ("Images", "string", lambda o: _containers(o, "image"), 1),
     ("Selector", "string", _selector, 1),
 ]
-
 _BUILTIN_COLUMNS: dict[tuple[str, str], list[Column]] = {
     ("apps", "Deployment"): _DEPLOYMENT_COLUMNS,
     ("apps", "ReplicaSet"): _REPLICASET_COLUMNS,
@@ -314,3 +318,9 @@ def table(
         ],
         "rows": rows,
     }
+
+
+# The printers of StatefulSets, DaemonSets and Jobs live beside (they use the helpers above).
+from sim.apiserver.tables_workloads import WORKLOAD_COLUMNS  # noqa: E402
+
+_BUILTIN_COLUMNS.update(WORKLOAD_COLUMNS)

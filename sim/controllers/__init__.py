@@ -1,5 +1,5 @@
 """The workload controllers of kube-controller-manager that the embedded cluster runs, so that
-Deployments and ReplicaSets make pods as on a real cluster.
+Deployments, ReplicaSets, StatefulSets, DaemonSets and Jobs make pods as on a real cluster.
 
 `WorkloadControllers` starts the ones named (`vulcan sim up --workload-controllers`); each
 controller is one module over the small keyed-controller runtime of `sim.controllers.runtime`.
@@ -12,14 +12,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from core.kube.client import KubeClient
+from sim.controllers.daemonset import DaemonSetController
 from sim.controllers.deployment import DeploymentController
+from sim.controllers.job import JobController
 from sim.controllers.replicaset import ReplicaSetController
 from sim.controllers.runtime import KeyedController
+from sim.controllers.statefulset import StatefulSetController
 
 # kube-controller-manager's names for them (its `--controllers` flag).
 CONTROLLERS: dict[str, Callable[[KubeClient], KeyedController]] = {
     "deployment": DeploymentController,
     "replicaset": ReplicaSetController,
+    "statefulset": StatefulSetController,
+    "daemonset": DaemonSetController,
+    "job": JobController,
 }
 
 

@@ -10,10 +10,12 @@ scaled. The status (replicas, updatedReplicas, readyReplicas, availableReplicas,
 unavailableReplicas, observedGeneration and the Available and Progressing conditions) sums its
 ReplicaSets', as `kubectl get deployment` and `kubectl rollout status` read it.
 
-Rollouts: `rollout()` is the strategy's step. Today a changed template replaces the old pods all
-at once (old ReplicaSets scaled to 0, then the new one up: Recreate's order) whatever the
-strategy; RollingUpdate's surge/unavailability steps are still to come (issue 33), as is
-`revisionHistoryLimit` cleanup.
+Rollouts: `rollout()` is the strategy's step. `Recreate` scales the old ReplicaSets to 0, then
+(their pods gone) the new one up; `RollingUpdate` (the default) grows the new ReplicaSet within
+`maxSurge` and shrinks the old ones within `maxUnavailable` (`sim.controllers.rolling`), one
+step per sync as ReplicaSet statuses change. Idle old ReplicaSets beyond `revisionHistoryLimit`
+are deleted. Scaling during a rollout is not spread proportionally over the ReplicaSets (the
+rolling step absorbs it).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 from core.kube.client import ApiError, KubeClient, Resource
 from core.kube.events import NORMAL
 from sim.controllers import pod_template as tpl
+from sim.controllers import rolling
 from sim.controllers.replicaset import REPLICASETS
 from sim.controllers.runtime import (
     KeyedController,
@@ -124,8 +127,17 @@ class DeploymentController(KeyedController):
     async def rollout(
         self, deployment: dict[str, Any], new: dict[str, Any] | None, old: list[dict[str, Any]]
     ) -> dict[str, Any] | None:
-        """One step towards `spec.replicas` pods of the current template: old ReplicaSets to
-        zero, and once their pods are gone, the new one created or scaled to size."""
+        """One step of the Deployment's strategy towards `spec.replicas` pods of its template."""
+        strategy = ((deployment.get("spec") or {}).get("strategy") or {}).get("type")
+        if strategy == "Recreate":
+            return await self._recreate(deployment, new, old)
+        return await self._rolling(deployment, new, old)
+
+    async def _recreate(
+        self, deployment: dict[str, Any], new: dict[str, Any] | None, old: list[dict[str, Any]]
+    ) -> dict[str, Any] | None:
+        """Recreate: old ReplicaSets to zero, and once their pods are gone, the new one
+        created or scaled to size."""
         for replicaset in old:
             if _replicas(replicaset):
                 await self._scale(deployment, replicaset, 0)
@@ -138,6 +150,47 @@ class DeploymentController(KeyedController):
         if _replicas(new) != want:
             await self._scale(deployment, new, want)
         return new
+
+    async def _rolling(
+        self, deployment: dict[str, Any], new: dict[str, Any] | None, old: list[dict[str, Any]]
+    ) -> dict[str, Any] | None:
+        """RollingUpdate: the new ReplicaSet up within maxSurge, old ones down within
+        maxUnavailable (`sim.controllers.rolling`); a plain scale is the same step."""
+        want = _replicas(deployment)
+        surge, unavailable = max_surge_and_unavailable(deployment)
+        old_counts = [_counts(r) for r in old]
+        if new is None:
+            start = rolling.new_replicas(want, surge, old_counts, rolling.Counts("", 0, 0))
+            new = await self._create_new(deployment, old, start)
+        else:
+            await self._sync_annotations(deployment, new)
+            target = rolling.new_replicas(want, surge, [_counts(new), *old_counts], _counts(new))
+            if not old_counts or all(c.replicas == 0 for c in old_counts):
+                target = want  # no rollout under way: a plain scale
+            if target != _replicas(new):
+                await self._scale(deployment, new, target)
+                new = {**new, "spec": {**new["spec"], "replicas": target}}
+        plan = rolling.scale_down_old(want, unavailable, _counts(new), old_counts)
+        for replicaset in old:
+            name = replicaset["metadata"]["name"]
+            if name in plan:
+                await self._scale(deployment, replicaset, plan[name])
+        await self._clean_history(deployment, old)
+        return new
+
+    async def _clean_history(self, deployment: dict[str, Any], old: list[dict[str, Any]]) -> None:
+        """Old ReplicaSets beyond `revisionHistoryLimit` (10 by default) that run no pods are
+        deleted, oldest revision first."""
+        limit = int((deployment.get("spec") or {}).get("revisionHistoryLimit", 10))
+        idle = [r for r in old if _replicas(r) == 0 and _status(r, "replicas") == 0]
+        idle.sort(key=_revision)
+        for replicaset in idle[: max(0, len(idle) - limit)]:
+            meta = replicaset["metadata"]
+            try:
+                await self.client.delete(REPLICASETS, meta["name"], meta["namespace"])
+            except ApiError as exc:
+                if not exc.not_found:
+                    raise
 
     async def _create_new(
         self, deployment: dict[str, Any], old: list[dict[str, Any]], replicas: int
@@ -356,6 +409,16 @@ def _conditions(
             }
         )
     return out
+
+
+def _counts(replicaset: dict[str, Any]) -> rolling.Counts:
+    meta = replicaset["metadata"]
+    return rolling.Counts(
+        meta["name"],
+        _replicas(replicaset),
+        _status(replicaset, "availableReplicas"),
+        meta.get("creationTimestamp") or "",
+    )
 
 
 def _ref(obj: dict[str, Any]) -> dict[str, str]:

@@ -88,9 +88,15 @@ class KeyedController:
         resource: Resource,
         decode: Callable[[dict[str, Any]], R],
         on_change: Callable[[R], None],
+        *,
+        label_selector: str | None = None,
     ) -> Informer[R]:
-        """An informer whose adds, updates and deletes each call `on_change(record)`."""
-        informer: Informer[R] = Informer(self.client, resource, decode)
+        """An informer whose adds, updates and deletes each call `on_change(record)`;
+        `label_selector` narrows what it watches (the workload controllers' pods carry a
+        label of their kind, so each watches its own and not every pod of the cluster)."""
+        informer: Informer[R] = Informer(
+            self.client, resource, decode, label_selector=label_selector
+        )
         informer.add_handlers(
             _guard(on_change), _guard(lambda _old, new: on_change(new)), _guard(on_change)
         )

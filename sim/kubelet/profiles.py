@@ -4,8 +4,9 @@ The command line describes a node shape as `cpu=32,memory=128Gi,nvidia.com/gpu=8
 with `count=4` (how many nodes of this shape) and labels as `label.KEY=VALUE` items
 (`label.topology.kubernetes.io/zone=a`). Keys that are not `count` or `label.*` are resource
 names whose values are Kubernetes quantities, reported as the node's capacity and allocatable.
-A profile that leaves out cpu, memory or pods gets the default node's value for it, so
-`nvidia.com/gpu=8` alone is the default node with eight GPUs.
+A profile that leaves out cpu, memory, ephemeral-storage or pods gets the default node's value
+for it (32 cpu, 128Gi, 100Gi, 110 pods), so `nvidia.com/gpu=8` alone is the default node with
+eight GPUs.
 """
 
 from __future__ import annotations
@@ -16,7 +17,16 @@ from dataclasses import dataclass, field, replace
 
 from core.resources import QuantityError, parse_quantity
 
-DEFAULT_CAPACITY: dict[str, str] = {"cpu": "32", "memory": "128Gi", "pods": "110"}
+# What a kubelet reports when nothing is said: pods 110 (its --max-pods default) and a node
+# disk's ephemeral-storage, so pods that request it (Volcano's PaddlePaddle example) fit.
+DEFAULT_CAPACITY: dict[str, str] = {
+    "cpu": "32",
+    "memory": "128Gi",
+    "ephemeral-storage": "100Gi",
+    "pods": "110",
+}
+# Left out of the instance-type label: every node has them, they say nothing of the machine.
+_NOT_IN_INSTANCE_TYPE = frozenset({"pods", "ephemeral-storage"})
 
 _NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -37,7 +47,7 @@ class NodeProfile:
         `node.kubernetes.io/instance-type` label the way cloud nodes carry their machine type."""
         parts = []
         for name, amount in self.capacity.items():
-            if name == "pods":
+            if name in _NOT_IN_INSTANCE_TYPE:
                 continue
             if name == "cpu":
                 short = "cpu"
@@ -124,9 +134,12 @@ def parse_node_profile(text: str) -> NodeProfile:
             if quantity.sign() < 0:
                 raise ValueError(f"node profile item {item!r}: capacity must not be negative")
             capacity[key] = value
-    # The default node's cpu, memory and pods fill in what the profile leaves out, in the
-    # conventional order (cpu, memory, extended resources, pods).
-    merged = {name: capacity.pop(name, DEFAULT_CAPACITY[name]) for name in ("cpu", "memory")}
+    # The default node's cpu, memory, ephemeral-storage and pods fill in what the profile
+    # leaves out, in the conventional order (cpu, memory, ephemeral-storage, extended, pods).
+    merged = {
+        name: capacity.pop(name, DEFAULT_CAPACITY[name])
+        for name in ("cpu", "memory", "ephemeral-storage")
+    }
     pods = capacity.pop("pods", DEFAULT_CAPACITY["pods"])
     merged.update(capacity)
     merged["pods"] = pods

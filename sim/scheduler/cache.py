@@ -41,6 +41,8 @@ class SchedulerCache:
     columns: NodeColumns
     pods: dict[str, SchedPod]
     assumed: dict[str, tuple[SchedPod, str]]
+    affinity_pods: dict[str, SchedPod]
+    waiting_on_pods: set[str]
 
     # ------------------------------------------------------------------ informer handlers
 
@@ -83,12 +85,20 @@ class SchedulerCache:
         previous = self.pods.get(pod.key)
         self._unaccount(pod.key, previous)
         self.pods[pod.key] = pod
+        if pod.pod_affinity is not None:
+            self.affinity_pods[pod.key] = pod  # counts only while on a node (or assumed)
+        else:
+            self.affinity_pods.pop(pod.key, None)
         if pod.node is not None:
             self.assumed.pop(pod.key, None)
             node = self.nodes.get(pod.node)
             if node is not None:
                 node.add(pod)
             self.queue.delete(pod.key)
+            self.waiting_on_pods.discard(pod.key)
+            if self.waiting_on_pods and (previous is None or previous.node is None):
+                # AssignedPodAdd: what InterPodAffinity and PodTopologySpread wait for.
+                self.queue.move(self.waiting_on_pods)
             return
         if pod.key in self.assumed:
             # Binding in flight: keep the assumption (the pod is no longer queued).
@@ -110,6 +120,8 @@ class SchedulerCache:
         was_assigned = previous is not None and (previous.node or pod.key in self.assumed)
         self._unaccount(pod.key, previous)
         self.assumed.pop(pod.key, None)
+        self.affinity_pods.pop(pod.key, None)
+        self.waiting_on_pods.discard(pod.key)
         self.queue.delete(pod.key)
         if was_assigned:
             self.queue.move_all()  # AssignedPodDelete: its room may fit a waiting pod

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from sim.scheduler.extenders import ExtenderError, HTTPExtender
@@ -29,7 +30,9 @@ from sim.scheduler.framework import (
     num_feasible_nodes_to_find,
     run_filters,
 )
+from sim.scheduler.placement import Placement, needs_placement
 from sim.scheduler.queue import QueuedPod
+from sim.scheduler.volumes import PreFilterError, VolumeCheck, VolumeObject
 
 if TYPE_CHECKING:
     from sim.scheduler.columns import NodeColumns
@@ -47,10 +50,11 @@ class SchedulingError(Exception):
 
 
 class FitError(Exception):
-    def __init__(self, num_all_nodes: int, statuses: Statuses) -> None:
+    def __init__(self, num_all_nodes: int, statuses: Statuses, pre_filter: str = "") -> None:
         super().__init__("no feasible node")
         self.num_all_nodes = num_all_nodes
         self.statuses = statuses
+        self.pre_filter = pre_filter  # a PreFilter's rejection, which stands for every node
 
 
 class SchedulingCycle:
@@ -66,6 +70,11 @@ class SchedulingCycle:
     columns: NodeColumns
     pods: dict[str, SchedPod]
     assumed: dict[str, tuple[SchedPod, str]]
+    affinity_pods: dict[str, SchedPod]
+    waiting_on_pods: set[str]
+    claims: dict[str, VolumeObject]
+    volumes: dict[str, VolumeObject]
+    storage_classes: dict[str, VolumeObject]
     next_start_node: int
     random: random.Random
     preemptor: Preemptor
@@ -96,8 +105,12 @@ class SchedulingCycle:
         except FitError as fit:
             self.unschedulable_attempts += 1
             post_filter, nominated = await self.preemptor.post_filter(pod, fit)
-            message = fit_error_message(fit.num_all_nodes, fit.statuses, post_filter)
+            message = fit_error_message(
+                fit.num_all_nodes, fit.statuses, post_filter, fit.pre_filter
+            )
             self._record_failure(pod, "Unschedulable", message, nominated)
+            if pod.spread or pod.pod_affinity is not None:
+                self.waiting_on_pods.add(pod.key)
             self.queue.requeue_unschedulable(queued, cycle)
             return
         except SchedulingError as exc:
@@ -108,16 +121,62 @@ class SchedulingCycle:
         # Assume: the pod's requests count on the node from now on.
         self.assumed[pod.key] = (pod, node.name)
         node.add(pod)
+        if pod.pod_affinity is not None:
+            self.affinity_pods[pod.key] = pod
         self.queue.done(pod.key)
         task = asyncio.create_task(self._bind(queued, pod, node.name), name=f"bind-{pod.key}")
         self._binds.add(task)
         task.add_done_callback(self._binds.discard)
 
+    def placed_pods(self) -> Iterator[tuple[SchedPod, SchedNode]]:
+        """Every pod on a node, bound or assumed, with its node."""
+        pods = self.pods
+        for node in self.nodes.values():
+            for key in node.pod_keys:
+                pod = pods.get(key)
+                if pod is not None:
+                    yield pod, node
+
+    def affinity_holders(self) -> Iterator[tuple[SchedPod, SchedNode]]:
+        """The placed pods that carry pod (anti-)affinity terms, with their nodes."""
+        for key, pod in self.affinity_pods.items():
+            if self.pods.get(key) is not pod:
+                continue
+            name = pod.node or self.assumed.get(key, (None, ""))[1]
+            node = self.nodes.get(name)
+            if node is not None and key in node.pod_keys:
+                yield pod, node
+
+    def placement_for(self, pod: SchedPod) -> Placement | None:
+        """PodTopologySpread's and InterPodAffinity's PreFilter, when either has work."""
+        if not needs_placement(pod, any(True for _ in self.affinity_holders())):
+            return None
+        return Placement.build(pod, self.nodes, self.placed_pods(), self.affinity_holders())
+
+    def _judge(
+        self,
+        pod: SchedPod,
+        node: SchedNode,
+        placement: Placement | None,
+        volumes: VolumeCheck | None = None,
+    ) -> tuple[str, list[str]] | None:
+        failure = run_filters(pod, node, self.ignored_resources)
+        if failure is None and volumes is not None:
+            failure = volumes.filter(node)
+        if failure is None and placement is not None:
+            failure = placement.filter(node)
+        return failure
+
     async def _select_node(self, pod: SchedPod) -> SchedNode:
         ignored = self.ignored_resources
+        try:
+            volumes = VolumeCheck.build(pod, self.claims, self.volumes, self.storage_classes)
+        except PreFilterError as exc:
+            raise FitError(len(self.node_order), {}, exc.reason) from None
+        placement = self.placement_for(pod)
         if pod.nominated_node is not None:
             node = self.nodes.get(pod.nominated_node)
-            if node is not None and run_filters(pod, node, ignored) is None:
+            if node is not None and self._judge(pod, node, placement, volumes) is None:
                 passing, _ = await self._extender_filter(pod, [node])
                 if passing:
                     return passing[0]
@@ -127,7 +186,7 @@ class SchedulingCycle:
         to_find = num_feasible_nodes_to_find(self.config.percentage_for(pod.scheduler_name), total)
         start = self.next_start_node % total
         scan = None
-        if pod.placeable_anywhere:
+        if pod.placeable_anywhere and placement is None:
             scan = self.columns.scan(
                 pod,
                 self.node_order,
@@ -138,7 +197,7 @@ class SchedulingCycle:
                 lambda p, n: run_filters(p, n, ignored) is None,
             )
         if scan is None:
-            feasible, processed, missed = self._scan_nodes(pod, start, to_find)
+            feasible, processed, missed = self._scan_nodes(pod, start, to_find, placement, volumes)
         else:
             feasible, processed, missed = scan
         self.next_start_node = (start + processed) % total
@@ -149,16 +208,21 @@ class SchedulingCycle:
             # The in-tree reasons serve only the FitError: worked out for the nodes that
             # failed, now that one is raised.
             for name in missed:
-                failure = run_filters(pod, self.nodes[name], ignored)
+                failure = self._judge(pod, self.nodes[name], placement, volumes)
                 if failure is not None:
                     statuses[name] = (failure[0], failure[1])
             raise FitError(total, statuses)
         if len(feasible) == 1:
             return feasible[0]
-        return await self._prioritize(pod, feasible)
+        return await self._prioritize(pod, feasible, placement)
 
     def _scan_nodes(
-        self, pod: SchedPod, start: int, to_find: int
+        self,
+        pod: SchedPod,
+        start: int,
+        to_find: int,
+        placement: Placement | None = None,
+        volumes: VolumeCheck | None = None,
     ) -> tuple[list[SchedNode], int, list[str]]:
         """The filter loop node by node, round-robin from `start`: (the first `to_find` nodes
         that pass the in-tree filters, how many nodes were looked at, the names of those that
@@ -170,7 +234,7 @@ class SchedulingCycle:
         feasible: list[SchedNode] = []
         missed: list[str] = []
         processed = 0
-        anywhere = pod.placeable_anywhere
+        anywhere = pod.placeable_anywhere and placement is None
         for i in range(total):
             node = nodes[order[(start + i) % total]]
             processed += 1
@@ -181,7 +245,7 @@ class SchedulingCycle:
                 if len(feasible) >= to_find:
                     break
                 continue
-            if run_filters(pod, node, ignored) is None:
+            if self._judge(pod, node, placement, volumes) is None:
                 feasible.append(node)
                 if len(feasible) >= to_find:
                     break
@@ -220,8 +284,13 @@ class SchedulingCycle:
                     statuses[name] = (UNSCHEDULABLE, [reason])
         return nodes, statuses
 
-    async def _prioritize(self, pod: SchedPod, nodes: list[SchedNode]) -> SchedNode:
+    async def _prioritize(
+        self, pod: SchedPod, nodes: list[SchedNode], placement: Placement | None = None
+    ) -> SchedNode:
         totals = {node.name: least_allocated(pod, node) for node in nodes}
+        if placement is not None:
+            for name, score in placement.scores(nodes, self.nodes).items():
+                totals[name] += score
         interested = [
             e for e in self.extenders if e.config.prioritize_verb and e.is_interested(pod)
         ]

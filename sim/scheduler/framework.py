@@ -1,7 +1,9 @@
 """The stand-in's view of nodes and pods, and kube-scheduler's in-tree filters and scoring.
 
 Pure functions and small records; no I/O. Filters run in kube-scheduler's default order
-(NodeUnschedulable, TaintToleration, NodeAffinity, NodeResourcesFit) and a node's first failing
+(NodeUnschedulable, TaintToleration, NodeAffinity, NodePorts, NodeResourcesFit; the filters that
+look at other nodes' pods, PodTopologySpread and InterPodAffinity, follow in
+`sim.scheduler.placement`) and a node's first failing
 filter gives its reasons, with kube-scheduler's wording, so `FailedScheduling` messages read as on
 a real cluster. NotReady nodes are kept out the way kube-scheduler does it: through the
 `node.kubernetes.io/not-ready` / `unreachable` taints the node lifecycle controller sets.
@@ -15,6 +17,14 @@ from typing import Any
 import orjson
 
 from core.resources import CPU, MEMORY, PODS, ResourceVector, pod_nonzero_requests, pod_requests
+from sim.scheduler.pod_terms import (
+    HostPort,
+    host_ports,
+    pod_affinity,
+    pod_claims,
+    ports_conflict,
+    spread_constraints,
+)
 from sim.taints import untolerated
 
 # Status codes (framework.Code).
@@ -23,6 +33,7 @@ UNRESOLVABLE = "UnschedulableAndUnresolvable"
 
 UNSCHEDULABLE_TAINT = "node.kubernetes.io/unschedulable"
 MAX_NODE_SCORE = 100
+FREE_PORTS = "node(s) didn't have free ports for the requested pod ports"
 MAX_EXTENDER_PRIORITY = 10
 _NO_LABELS: Mapping[str, str] = {}
 
@@ -42,6 +53,7 @@ class SchedNode:
         "on_change",
         "open",
         "pod_keys",
+        "ports",
         "raw",
         "requested",
         "taints",
@@ -60,6 +72,8 @@ class SchedNode:
         self.nz_cpu = 0
         self.nz_memory = 0
         self.pod_keys: set[str] = set()
+        # Host ports taken by its pods, counted (NodePorts), as kube-scheduler's NodeInfo.
+        self.ports: dict[HostPort, int] = {}
         # Told the node's name whenever what the filters read changes (the scheduler's
         # vector columns); None for a copy such as preemption's dry run.
         self.on_change: Callable[[str], None] | None = None
@@ -87,11 +101,24 @@ class SchedNode:
 
     def add(self, pod: SchedPod) -> None:
         self.pod_keys.add(pod.key)
+        if pod.host_ports:
+            # Replaced, never mutated: preemption's dry-run copies share the dict.
+            ports = self.ports = dict(self.ports)
+            for port in pod.host_ports:
+                ports[port] = ports.get(port, 0) + 1
         self._set(self.requested + pod.requests, self.nonzero_requested + pod.nonzero)
 
     def remove(self, pod: SchedPod) -> None:
         if pod.key in self.pod_keys:
             self.pod_keys.discard(pod.key)
+            if pod.host_ports:
+                ports = self.ports = dict(self.ports)
+                for port in pod.host_ports:
+                    left = ports.get(port, 0) - 1
+                    if left > 0:
+                        ports[port] = left
+                    else:
+                        ports.pop(port, None)
             self._set(
                 self.requested.saturating_sub(pod.requests),
                 self.nonzero_requested.saturating_sub(pod.nonzero),
@@ -112,11 +139,14 @@ class SchedPod:
     extenders receive, as kube-scheduler sends the pod its informer holds)."""
 
     __slots__ = (
+        "claims",
         "created",
         "deleting",
         "fit_items",
         "gated",
+        "host_ports",
         "key",
+        "labels",
         "limits_names",
         "name",
         "namespace",
@@ -129,6 +159,7 @@ class SchedPod:
         "nz_memory",
         "phase",
         "placeable_anywhere",
+        "pod_affinity",
         "preemption_policy",
         "priority",
         "raw",
@@ -136,6 +167,7 @@ class SchedPod:
         "rv",
         "scheduler_name",
         "signature",
+        "spread",
         "tolerations",
         "uid",
     )
@@ -173,8 +205,22 @@ class SchedPod:
             list(affinity.get("nodeSelectorTerms") or ()) if affinity is not None else None
         )
         self.tolerations: list[dict[str, Any]] = list(spec.get("tolerations") or ())
-        # NodeAffinity cannot fail for this pod: on an `open` node only NodeResourcesFit can.
-        self.placeable_anywhere = not self.node_selector and self.node_affinity is None
+        self.labels: Mapping[str, str] = meta.get("labels") or _NO_LABELS
+        self.host_ports = host_ports(spec)
+        self.pod_affinity = pod_affinity(spec, self.namespace)
+        self.spread = spread_constraints(spec, self.labels)
+        self.claims = pod_claims(spec, self.name)
+        # NodeAffinity, NodePorts and the inter-pod plugins cannot fail for this pod: on an
+        # `open` node only NodeResourcesFit can (unless other pods' anti-affinity rules it out,
+        # which the cycle checks).
+        self.placeable_anywhere = (
+            not self.node_selector
+            and self.node_affinity is None
+            and not self.host_ports
+            and self.pod_affinity is None
+            and not self.spread
+            and not self.claims
+        )
         self.limits_names = frozenset(_resource_names(spec))
         # What an update must change to count as one for scheduling (kube-scheduler ignores
         # updates of status, resourceVersion and managedFields, e.g. its own condition writes).
@@ -301,6 +347,8 @@ def run_filters(
         ]
     if not node_affinity_matches(pod, node):
         return UNRESOLVABLE, ["node(s) didn't match Pod's node affinity/selector"]
+    if pod.host_ports and ports_conflict(pod.host_ports, node.ports):
+        return UNSCHEDULABLE, [FREE_PORTS]
     reasons = insufficient(pod, node, ignored)
     if reasons:
         return UNSCHEDULABLE, reasons
@@ -353,6 +401,7 @@ def fit_error_message(
     num_all_nodes: int,
     statuses: Mapping[str, tuple[str, Sequence[str]]],
     post_filter: str = "",
+    pre_filter: str = "",
 ) -> str:
     """FitError.Error(): `0/3 nodes are available: 1 Insufficient cpu, 2 node(s) were
     unschedulable. preemption: ...` (reasons counted, then sorted as strings, like Go)."""
@@ -363,7 +412,10 @@ def fit_error_message(
             counts[reason] = counts.get(reason, 0) + 1
     message = f"0/{num_all_nodes} nodes are available:"
     histogram = sorted(f"{count} {reason}" for reason, count in counts.items())
-    if histogram:
+    if pre_filter:
+        # A PreFilter's rejection stands for every node: its reason alone, no histogram.
+        message += f" {pre_filter}."
+    elif histogram:
         message += f" {', '.join(histogram)}."
     if post_filter:
         message += f" {post_filter}."

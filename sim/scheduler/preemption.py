@@ -49,6 +49,7 @@ class _DryRunNode(SchedNode):
         self.nz_cpu = node.nz_cpu
         self.nz_memory = node.nz_memory
         self.pod_keys = set(node.pod_keys)
+        self.ports = node.ports  # replaced, never mutated, by add/remove
         self.on_change = None  # a trial: the scheduler's columns never hear of it
 
 

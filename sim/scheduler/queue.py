@@ -126,6 +126,14 @@ class SchedulingQueue:
             if where == UNSCHEDULABLE:
                 self._move(self._pods[key])
 
+    def move(self, keys: set[str]) -> None:
+        """A cluster event that only some unschedulable pods wait for (a pod placed that
+        their inter-pod affinity or topology spread counts)."""
+        self._move_request_cycle = self.scheduling_cycle
+        for key in keys:
+            if self._where.get(key) == UNSCHEDULABLE:
+                self._move(self._pods[key])
+
     def flush_unschedulable(self) -> None:
         """Pods that waited in the pool longer than `max_unschedulable` get another try."""
         now = self._clock()

@@ -42,6 +42,7 @@ from sim.scheduler.framework import SchedNode, SchedPod
 from sim.scheduler.preemption import Preemptor
 from sim.scheduler.queue import SchedulingQueue
 from sim.scheduler.reporting import Reporting
+from sim.scheduler.volumes import PVCS, PVS, STORAGE_CLASSES, VolumeObject
 
 log = logging.getLogger("vulcan.sim.scheduler")
 
@@ -74,6 +75,12 @@ class Scheduler(SchedulerCache, SchedulingCycle, Binding, Reporting):
         self.columns = NodeColumns()
         self.pods: dict[str, SchedPod] = {}
         self.assumed: dict[str, tuple[SchedPod, str]] = {}
+        self.affinity_pods: dict[str, SchedPod] = {}  # pods with pod (anti-)affinity terms
+        self.waiting_on_pods: set[str] = set()  # unschedulable pods with such terms or spread
+        # VolumeBinding's and VolumeZone's view (the informers' item maps once started).
+        self.claims: dict[str, VolumeObject] = {}
+        self.volumes: dict[str, VolumeObject] = {}
+        self.storage_classes: dict[str, VolumeObject] = {}
         self.next_start_node = 0
         self.random = random.Random(seed)
         self.recorders = {
@@ -96,7 +103,23 @@ class Scheduler(SchedulerCache, SchedulingCycle, Binding, Reporting):
         nodes.add_handlers(self._node_added, self._node_updated, self._node_deleted)
         pods = Informer(self.client, PODS, SchedPod, field_selector=ACTIVE_PODS)
         pods.add_handlers(self._pod_added, self._pod_updated, self._pod_deleted)
-        self._informers = [nodes, pods]
+        storage = []
+        for resource, attribute in (
+            (PVCS, "claims"),
+            (PVS, "volumes"),
+            (STORAGE_CLASSES, "storage_classes"),
+        ):
+            informer = Informer(self.client, resource, VolumeObject)
+            # A claim bound or a volume made may let waiting pods fit (kube-scheduler's
+            # PersistentVolumeClaim / PersistentVolume / StorageClass events).
+            informer.add_handlers(
+                lambda _r: self.queue.move_all(),
+                lambda _o, _n: self.queue.move_all(),
+                lambda _r: self.queue.move_all(),
+            )
+            setattr(self, attribute, informer.items)
+            storage.append(informer)
+        self._informers = [nodes, pods, *storage]
         self._tasks = [
             asyncio.create_task(i.run(), name=f"scheduler-{i.resource.plural}")
             for i in self._informers

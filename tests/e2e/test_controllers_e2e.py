@@ -2,9 +2,9 @@
 workloads become gangs without a hand-written PodGroup, and queues follow Commands.
 
 The workloads' pods carry Volcano's queue-allocation scheduling gate, as Volcano's pod webhook
-adds it (SchedulingGatesQueueAdmission): kube-scheduler must not place a pod before the
-PodGroup controller has put it in its group, and the gate is what holds it until the gang is
-admitted (the extender removes it then).
+adds it (SchedulingGatesQueueAdmission): the gate holds them until the gang is admitted (the
+extender removes it then). Without it the extender refuses a pod until the PodGroup controller
+has grouped it (tests/e2e/test_ungrouped_pods_e2e.py).
 """
 
 from __future__ import annotations

@@ -276,8 +276,8 @@ def test_held_binds_wait_for_a_member_that_cannot_come(cluster: SimCluster) -> N
     # The documented shape of /debug/gangs.
     assert set(view) == {
         "podgroup", "uid", "queue", "phase", "minMember", "minTaskMember", "minResources",
-        "admitted", "reason", "members", "statuses", "gangTimeoutSeconds", "hold", "committed",
-        "backoffSecondsLeft", "reserved", "reservations",
+        "admitted", "reason", "promise", "members", "statuses", "gangTimeoutSeconds", "hold",
+        "committed", "backoffSecondsLeft", "reserved", "reservations",
     }  # fmt: skip
     assert view["admitted"] is True and view["gangTimeoutSeconds"] == 60
     assert view["hold"]["pods"] == ["default/late-0", "default/late-1"]

@@ -4,10 +4,10 @@ call by the install's ClusterRoles and Roles (manifests/base).
 
 One workload exercises what vulcan does with the API: a Volcano Job with the ssh and svc plugins
 (Secrets, ConfigMaps, Services, NetworkPolicies), a Job with a volume claim (PVCs), Commands on a
-Job (abort, resume) and on a Queue (close, open), a JobFlow of two JobTemplates, pods owned by a
-ReplicaSet, a StatefulSet, a DaemonSet and a batch Job (the PodGroup controller), reclaim between
-two queues (evictions) with a member held by Volcano's queue-allocation gate (lifted by the
-extender), and leader election by both components. Then:
+Job (abort, resume) and on a Queue (close, open), a JobFlow of two JobTemplates, a CronJob, pods
+owned by a ReplicaSet, a StatefulSet, a DaemonSet and a batch Job (the PodGroup controller),
+reclaim between two queues (evictions) with a member held by Volcano's queue-allocation gate
+(lifted by the extender), and leader election by both components. Then:
 - not one call of theirs was refused;
 - every rule of their roles was needed: some allowed call of the scenario is allowed by that
   rule alone, so without it the scenario has a refusal (tests/rbac_coverage.py);
@@ -77,8 +77,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]:
         "--rbac",
         "--pod-duration",
         "2s",
-        # pods_owned_by_workloads makes each workload's pod itself (one per kind, DaemonSet and
-        # batch Job included, which the embedded cluster has no controller for).
+        # pods_owned_by_workloads makes each workload's pod itself (one per kind, so each
+        # owner has exactly the pods the test counts): no workload controllers.
         "--workload-controllers",
         "none",
     ):
@@ -96,6 +96,7 @@ def run_workload(cluster: SimCluster) -> None:
     commands_on_a_job(cluster)
     commands_on_a_queue(cluster)
     jobflow_of_two_templates(cluster)
+    cronjob_runs(cluster)
     pods_owned_by_workloads(cluster)
 
 
@@ -294,6 +295,29 @@ def jobflow_of_two_templates(cluster: SimCluster) -> None:
         ),
         60,
     )
+
+
+def cronjob_runs(cluster: SimCluster) -> None:
+    """A CronJob due every second: the controller reads it, makes its Job, and writes its
+    status when the Job completes."""
+    cron = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "CronJob",
+        "metadata": {"name": "often"},
+        "spec": {
+            "schedule": "@every 1s",
+            "concurrencyPolicy": "Forbid",
+            "jobTemplate": {"spec": vcjob("often")["spec"]},
+        },
+    }
+    cluster.apply([cron])
+    path = "/apis/batch.volcano.sh/v1alpha1/namespaces/default/cronjobs/often"
+
+    def succeeded() -> bool:
+        return bool(((cluster.get(path) or {}).get("status") or {}).get("lastSuccessfulTime"))
+
+    wait_for("the cronjob's job to complete", succeeded, 90)
+    cluster.kubectl("delete", "cronjob.batch.volcano.sh", "often", "--timeout=60s")
 
 
 OWNERS = {

@@ -254,6 +254,56 @@ def test_jobs_are_defaulted_and_checked_against_their_queue(cluster: Cluster) ->
     )
 
 
+def test_cronjobs_are_checked_with_kubernetes_rules(cluster: Cluster) -> None:
+    task = {
+        "name": "main",
+        "replicas": 1,
+        "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}},
+    }
+    cronjobs = "/apis/batch.volcano.sh/v1alpha1/namespaces/team-a/cronjobs"
+
+    def cron(name: str, **spec: object) -> dict[str, object]:
+        body = {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"tasks": [task]}}, **spec}
+        return {
+            "apiVersion": "batch.volcano.sh/v1alpha1",
+            "kind": "CronJob",
+            "metadata": {"name": name},
+            "spec": body,
+        }
+
+    status, body = cluster.call("POST", cronjobs, cron("nightly", timeZone="Europe/Paris"))
+    assert status == 201, body
+    spec, version = body["spec"], body["metadata"]["resourceVersion"]
+    assert (spec["concurrencyPolicy"], spec["suspend"]) == ("Allow", False)
+    assert (spec["successfulJobsHistoryLimit"], spec["failedJobsHistoryLimit"]) == (3, 1)
+    status, body = cluster.call("POST", cronjobs, cron("tz", schedule="TZ=UTC 0 * * * *"))
+    assert status == 403
+    assert body["message"].endswith(
+        'denied the request: spec.schedule: Invalid value: "TZ=UTC 0 * * * *": cannot use TZ or '
+        "CRON_TZ in schedule, use timeZone field instead"
+    )
+    status, body = cluster.call("POST", cronjobs, cron("mars", timeZone="Mars/Olympus"))
+    assert status == 403
+    assert (
+        'spec.timeZone: Invalid value: "Mars/Olympus": unknown time zone Mars/Olympus'
+        in (body["message"])
+    )
+    status, body = cluster.call("POST", cronjobs, cron("bad", schedule="0 25 * * *"))
+    assert status == 403
+    assert "end of range (25) above maximum (23): 25" in body["message"]
+    # An UPDATE is judged too.
+    status, body = cluster.call(
+        "PUT",
+        f"{cronjobs}/nightly",
+        {
+            **cron("nightly", schedule="61 * * * *"),
+            "metadata": {"name": "nightly", "resourceVersion": version},
+        },
+    )
+    assert status == 403, body
+    assert "end of range (61) above maximum (59): 61" in body["message"]
+
+
 def test_a_podgroup_in_a_missing_queue_is_refused(cluster: Cluster) -> None:
     group = {"metadata": {"name": "orphan"}, "spec": {"minMember": 1, "queue": "nope"}}
     status, body = cluster.call("POST", podgroups("team-a"), group)

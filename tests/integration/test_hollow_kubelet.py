@@ -202,6 +202,7 @@ async def test_nodes_register_with_profile_ready_status_and_renewed_leases(
         assert gpu["status"]["capacity"] == {
             "cpu": "32",
             "memory": "128Gi",
+            "ephemeral-storage": "100Gi",
             "nvidia.com/gpu": "8",
             "pods": "110",
         }

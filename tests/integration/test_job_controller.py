@@ -352,6 +352,12 @@ async def test_a_job_whose_pods_cannot_be_created_is_terminated_at_the_retry_lim
                 "ExecuteAction",
                 "Job failed on action SyncJob for retry limit reached",
             ) in reasons
+            # Volcano's recordJobEvent type, and no FailedSync: the job was terminated, not
+            # abandoned.
+            assert [e["type"] for e in events if "retry limit reached" in e.get("note", "")] == [
+                "Normal"
+            ]
+            assert "FailedSync" not in [r for r, _ in reasons]
             assert any(r == "FailedCreate" and "not allowed here" in n for r, n in reasons)
             assert await job_pods(client) == {}
             # The kill released the job's PodGroup.

@@ -260,3 +260,131 @@ async def test_get_watch_sees_a_change(kubectl: Kubectl) -> None:
     finally:
         watcher.kill()
         await watcher.wait()
+
+
+WORKLOADS = """\
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {mode: fast}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec: {containers: [{name: c, image: nginx}]}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: research}
+spec: {weight: 2}
+"""
+
+
+async def test_a_list_from_get_o_yaml_is_reapplied_with_validation(
+    kubectl: Kubectl, tmp_path: Path
+) -> None:
+    """What `kubectl get -o yaml` prints for several objects is a `List`; kubectl validates a
+    List against the OpenAPI v2 document before sending its items."""
+    await kubectl("create", "-f", "-", stdin=WORKLOADS)
+    _, saved, _ = await kubectl(
+        "get", "configmap/settings", "deploy/web", "queue/research", "-o", "yaml"
+    )
+    assert yaml.safe_load(saved)["kind"] == "List"
+    path = tmp_path / "saved.yaml"
+    path.write_text(saved)
+    await kubectl("delete", "-f", str(path))
+    _, out, err = await kubectl("create", "-f", str(path), "--validate=strict")
+    assert "error validating" not in err
+    assert "configmap/settings created" in out and "deployment.apps/web created" in out
+    await kubectl("delete", "-f", str(path))
+    _, out, err = await kubectl("apply", "-f", str(path))
+    assert "error validating" not in err
+    assert "queue.scheduling.volcano.sh/research created" in out
+    await kubectl("delete", "-f", str(path))
+    # Each item is still judged by the server: an unknown field of a custom resource is refused.
+    bad = saved.replace("weight: 2", "wieght: 2")
+    code, _, err = await kubectl("apply", "-f", "-", stdin=bad, check=False)
+    assert code != 0 and 'unknown field "spec.wieght"' in err
+
+
+async def test_get_all_lists_the_all_category(kubectl: Kubectl) -> None:
+    await kubectl("create", "-f", "-", stdin=WORKLOADS)
+    await kubectl("create", "job", "once", "--image=busybox")
+    _, out, _ = await kubectl("get", "all")
+    assert "deployment.apps/web" in out and "job.batch/once" in out
+    assert "configmap" not in out and "queue" not in out  # not in the category
+
+
+async def test_workload_tables_have_kube_apiserver_columns(kubectl: Kubectl) -> None:
+    await kubectl("create", "job", "once", "--image=busybox")
+    _, out, _ = await kubectl("get", "job", "once")
+    assert out.split("\n")[0].split() == ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"]
+    assert out.split("\n")[1].split()[:3] == ["once", "Running", "0/1"]
+    # The API server generated the Job's selector and pod labels, as kube-apiserver does.
+    _, out, _ = await kubectl("get", "job", "once", "-o", "jsonpath={.spec.selector.matchLabels}")
+    assert "batch.kubernetes.io/controller-uid" in out
+    sts = (
+        "apiVersion: apps/v1\nkind: StatefulSet\nmetadata: {name: db}\nspec:\n  replicas: 3\n"
+        "  serviceName: db\n  selector: {matchLabels: {app: db}}\n  template:\n"
+        "    metadata: {labels: {app: db}}\n    spec: {containers: [{name: c, image: pg}]}\n"
+    )
+    await kubectl("create", "-f", "-", stdin=sts)
+    _, out, _ = await kubectl("get", "sts", "db")
+    assert out.split("\n")[0].split() == ["NAME", "READY", "AGE"]
+    assert out.split("\n")[1].split()[:2] == ["db", "0/3"]
+    ds = sts.replace("StatefulSet", "DaemonSet").replace("  replicas: 3\n", "")
+    ds = ds.replace("  serviceName: db\n", "").replace("name: db}", "name: agent}")
+    await kubectl("create", "-f", "-", stdin=ds)
+    _, out, _ = await kubectl("get", "ds", "agent")
+    assert out.split("\n")[0].split() == [
+        "NAME",
+        "DESIRED",
+        "CURRENT",
+        "READY",
+        "UP-TO-DATE",
+        "AVAILABLE",
+        "NODE",
+        "SELECTOR",
+        "AGE",
+    ]
+
+
+CRONJOB = """\
+apiVersion: batch.volcano.sh/v1alpha1
+kind: CronJob
+metadata:
+  name: nightly
+spec:
+  schedule: "0 3 * * *"
+  timeZone: Asia/Tokyo
+  jobTemplate:
+    spec:
+      tasks:
+      - name: main
+        replicas: 1
+        template: {spec: {containers: [{name: c, image: busybox}]}}
+"""
+
+
+async def test_cronjob_short_names_and_columns(kubectl: Kubectl) -> None:
+    _, out, _ = await kubectl("create", "-f", "-", stdin=CRONJOB)
+    assert "cronjob.batch.volcano.sh/nightly created" in out
+    for short in ("cronvj", "cronvcjob"):
+        _, out, _ = await kubectl("get", short)
+        header, row = out.strip().split("\n")
+        assert header.split() == [
+            "NAME",
+            "SCHEDULE",
+            "TIMEZONE",
+            "SUSPEND",
+            "LAST",
+            "SCHEDULE",
+            "AGE",
+        ]
+        assert row.split()[:5] == ["nightly", "0", "3", "*", "*"]
+        assert "Asia/Tokyo" in row and "false" in row

@@ -181,7 +181,9 @@ async def test_scaling_down_deletes_the_pending_pods_first(cluster: KubeClient) 
 async def test_a_new_template_gets_a_new_replicaset_and_the_old_one_goes_to_zero(
     cluster: KubeClient,
 ) -> None:
-    await cluster.create(DEPLOYMENTS, deployment("app", 2), NS)
+    recreate = deployment("app", 2)
+    recreate["spec"]["strategy"] = {"type": "Recreate"}
+    await cluster.create(DEPLOYMENTS, recreate, NS)
     (first,) = await wait_items(cluster, REPLICASETS, 1)
     await wait_items(cluster, PODS, 2, labelSelector="app=app")
     await cluster.patch(
@@ -205,6 +207,50 @@ async def test_a_new_template_gets_a_new_replicaset_and_the_old_one_goes_to_zero
     assert old["spec"]["replicas"] == 0
     revision = (await cluster.get(DEPLOYMENTS, "app", NS))["metadata"]["annotations"]
     assert revision["deployment.kubernetes.io/revision"] == "2"
+
+
+async def test_a_rolling_update_keeps_within_max_surge_and_max_unavailable(
+    cluster: KubeClient,
+) -> None:
+    """3 replicas, maxSurge 1, maxUnavailable 0: never more than 4 pods, never fewer than 3
+    ready, until all 3 run the new image (the test marks pods ready, as a kubelet would)."""
+    body = deployment("roll", 3)
+    body["spec"]["strategy"] = {
+        "type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+    }
+    await cluster.create(DEPLOYMENTS, body, NS)
+    most_live, fewest_ready = 0, 3
+    rolling = False
+
+    async def step() -> bool:
+        nonlocal most_live, fewest_ready
+        pods = await items(cluster, PODS, labelSelector="app=roll")
+        live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+        for pod in live:
+            if (pod.get("status") or {}).get("phase") != "Running":
+                await mark_ready(cluster, pod)
+        ready = [p for p in live if (p.get("status") or {}).get("phase") == "Running"]
+        if rolling:
+            most_live = max(most_live, len(live))
+            fewest_ready = min(fewest_ready, len(ready))
+        images = {p["spec"]["containers"][0]["image"] for p in ready}
+        target = "nginx:1.28" if rolling else "nginx:1.27"
+        return len(ready) == 3 and len(live) == 3 and images == {target}
+
+    await _until_async(step)
+    rolling = True
+    await cluster.patch(
+        DEPLOYMENTS,
+        "roll",
+        {"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nginx:1.28"}]}}}},
+        NS,
+    )
+    await _until_async(step, timeout=20)
+    assert most_live <= 4
+    assert fewest_ready >= 3
+    sets = await items(cluster, REPLICASETS)
+    assert sorted(r["spec"]["replicas"] for r in sets) == [0, 3]
 
 
 async def test_a_replicaset_replaces_a_failed_pod(cluster: KubeClient) -> None:
@@ -241,6 +287,6 @@ def test_the_template_hash_is_stable_and_ignores_itself() -> None:
 
 def test_controller_names_are_checked() -> None:
     assert parse_controllers("none") == []
-    assert parse_controllers("*") == ["deployment", "replicaset"]
-    with pytest.raises(ValueError, match="unknown workload controller 'statefulset'"):
-        parse_controllers("replicaset,statefulset")
+    assert parse_controllers("*") == ["deployment", "replicaset", "statefulset", "daemonset", "job"]
+    with pytest.raises(ValueError, match="unknown workload controller 'cronjob'"):
+        parse_controllers("replicaset,cronjob")

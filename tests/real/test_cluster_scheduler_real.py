@@ -13,6 +13,8 @@ import pytest
 from tests.e2e.conftest import metric, wait_for
 from tests.e2e.test_gang_e2e import GangWatch
 from tests.real.conftest import RealCluster
+from tests.real.grouping import controllers_paused, refused_waiting
+from tests.real.test_second_scheduler_real import hold
 
 pytestmark = pytest.mark.real
 
@@ -82,3 +84,40 @@ def test_the_extender_runs_without_the_false_bind_timeout_warning(cluster: RealC
     log = (cluster.control_plane.logs / "vulcan-extender.log").read_text()
     assert "vulcan extender listening on" in log
     assert "bind httpTimeout" not in log, log
+
+
+def test_a_marked_deployment_gang_without_the_gate_binds_whole(cluster: RealCluster) -> None:
+    """The cluster's kube-scheduler sends the marked pods to vulcan, which refuses each until
+    the pg controller grouped it (paused here while kube-controller-manager makes them), then
+    holds the gang of 3 out of 4 unplaced, and binds all 4 once the Deployment has them."""
+    manifest = MANIFESTS / "deployment-gang-marked.yaml"
+    with controllers_paused(cluster):
+        cluster.apply_yaml(manifest)
+        wait_for(
+            "the ReplicaSet's 3 ungrouped pods to be refused, waiting for their PodGroup",
+            lambda: (
+                (pods := cluster.pods(selector="app=trainer"))
+                and len(pods) == 3
+                and all(refused_waiting(cluster, p["metadata"]["name"]) for p in pods)
+            ),
+            10,
+        )
+
+    def bound() -> list[str]:
+        pods = cluster.pods(selector="app=trainer")
+        return [p["spec"]["nodeName"] for p in pods if p["spec"].get("nodeName")]
+
+    def grouped() -> bool:
+        pods = cluster.pods(selector="app=trainer")
+        return len(pods) == 3 and all(
+            (p["metadata"].get("annotations") or {}).get("scheduling.k8s.io/group-name")
+            for p in pods
+        )
+
+    assert not bound()
+    wait_for("the 3 pods to be put in their PodGroup", grouped, 30)
+    hold("no member of the incomplete gang to be bound", lambda: not bound(), 3.0)
+    cluster.kubectl("scale", "deployment", "trainer", "--replicas=4")
+    nodes = wait_for("the gang of 4 to be bound", lambda: len(n := bound()) == 4 and n, 90)
+    assert len(set(nodes)) == 4, nodes
+    cluster.kubectl("delete", "-f", str(manifest), "--wait=true")

@@ -19,6 +19,7 @@ import pytest
 from tests.e2e.conftest import pod_manifest, wait_for
 from tests.e2e.test_gang_e2e import GangWatch
 from tests.real.conftest import RealCluster
+from tests.real.grouping import controllers_paused, refused_waiting
 
 pytestmark = pytest.mark.real
 
@@ -169,8 +170,21 @@ def test_a_deployment_gang_with_pods_from_kube_controller_manager_binds_whole(
     cluster: RealCluster,
 ) -> None:
     manifest = MANIFESTS / "deployment-gang.yaml"
-    cluster.apply_yaml(manifest)
     group_key = "scheduling.k8s.io/group-name"
+    # The pg controller paused while kube-controller-manager makes the pods: kube-scheduler
+    # pops them before they are grouped every time (on this tier it did so unpaused too).
+    with controllers_paused(cluster):
+        cluster.apply_yaml(manifest)
+        wait_for(
+            "the ReplicaSet's 3 ungrouped pods to be refused, waiting for their PodGroup",
+            lambda: (
+                (pods := cluster.pods(selector="app=trainer"))
+                and len(pods) == 3
+                and all(refused_waiting(cluster, p["metadata"]["name"]) for p in pods)
+            ),
+            10,
+        )
+        assert not [p for p in cluster.pods(selector="app=trainer") if p["spec"].get("nodeName")]
 
     def grouped() -> list[dict[str, Any]]:
         pods = cluster.pods(selector="app=trainer")
@@ -194,7 +208,8 @@ def test_a_deployment_gang_with_pods_from_kube_controller_manager_binds_whole(
             if p["spec"].get("nodeName")
         ]
 
-    # 3 of 4: not admitted, so nothing is placed (held by the queue-allocation gate).
+    # 3 of 4: not admitted, so nothing is placed. No gate in the template: before the pg
+    # controller grouped them the extender refused them (waiting for their PodGroup), since.
     hold("no member of the incomplete gang to be bound", lambda: not bound(), 3.0)
     cluster.kubectl("scale", "deployment", "trainer", "--replicas=4")
     first_bound: list[float] = []
@@ -216,6 +231,68 @@ def test_a_deployment_gang_with_pods_from_kube_controller_manager_binds_whole(
     )
 
 
+def test_an_ungrouped_volcano_pod_is_retried_promptly_once_grouped(cluster: RealCluster) -> None:
+    """A bare pod of the `volcano` scheduler is refused until the pg controller puts it in its
+    own group (minMember 1); the controller's annotation is a pod update, on which the real
+    kube-scheduler moves it back from its unschedulable pods at once (not after the 5-minute
+    flush). A pod of the default scheduler is no concern of the rule."""
+    manifest = """
+apiVersion: v1
+kind: Pod
+metadata:
+  name: lone
+  annotations: {vulcan.sh/sim-duration: forever}
+spec:
+  schedulerName: volcano
+  terminationGracePeriodSeconds: 0
+  containers:
+  - {name: main, image: busybox, resources: {requests: {cpu: "1"}}}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: plain-default
+  annotations: {vulcan.sh/sim-duration: forever}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - {name: main, image: busybox, resources: {requests: {cpu: "1"}}}
+"""
+    group_key = "scheduling.k8s.io/group-name"
+    with controllers_paused(cluster):
+        cluster.kubectl("apply", "-f", "-", stdin=manifest)
+        wait_for("the ungrouped pod to be refused", lambda: refused_waiting(cluster, "lone"), 10)
+        assert not (cluster.pod("lone") or {})["spec"].get("nodeName")
+    seen: dict[str, float] = {}
+
+    def lone_bound() -> bool:
+        pod = cluster.pod("lone") or {}
+        now = time.monotonic()
+        if (pod.get("metadata", {}).get("annotations") or {}).get(group_key):
+            seen.setdefault("grouped", now)
+        if pod.get("spec", {}).get("nodeName"):
+            assert "grouped" in seen, pod  # never seen bound without its group
+            seen.setdefault("bound", now)
+            return True
+        return False
+
+    wait_for("the lone volcano pod to be grouped and bound", lone_bound, 60)
+    delay = seen["bound"] - seen["grouped"]
+    print(f"grouped -> bound: {delay:.2f}s")
+    # kube-scheduler's first backoff is 1 s; a pod left to the unschedulable flush waits 5 min.
+    assert delay < 5.0, delay
+    lone = cluster.pod("lone") or {}
+    assert lone["metadata"]["annotations"][group_key] == f"podgroup-{lone['metadata']['uid']}"
+    wait_for(
+        "the default scheduler's pod to be bound",
+        lambda: (cluster.pod("plain-default") or {}).get("spec", {}).get("nodeName"),
+        60,
+    )
+    plain = cluster.pod("plain-default") or {}
+    assert group_key not in (plain["metadata"].get("annotations") or {})
+    cluster.kubectl("delete", "pod", "lone", "plain-default", "--wait=true")
+
+
 def events_of(cluster: RealCluster, name: str) -> list[tuple[str, str, str]]:
     """(reason, note, kind) of the events.k8s.io events regarding `name` in default."""
     return [
@@ -227,9 +304,9 @@ def events_of(cluster: RealCluster, name: str) -> list[tuple[str, str, str]]:
 def test_held_binds_of_a_gang_that_cannot_complete_time_out_together(
     cluster: RealCluster,
 ) -> None:
-    """The extender runs with --gang-timeout=11s: two members' binds are held while kube-scheduler
-    can never place the third (a node label no node has), then all are released unbound; once a
-    node gets the label, the gang is admitted again and completes."""
+    """The extender runs with --gang-timeout=11s: two members' binds are held while no scheduler
+    will ever place the third (its schedulerName names none that runs), then all are released
+    unbound; once the member is made again right, the gang is admitted again and completes."""
     manifest = MANIFESTS / "unplaceable-member.yaml"
     cluster.apply_yaml(manifest)
     watch = GangWatch(cluster, {"late": 3})
@@ -245,13 +322,10 @@ def test_held_binds_of_a_gang_that_cannot_complete_time_out_together(
     ), said
     assert any(r == "GangTimedOut" for r, _, _ in events_of(cluster, "late-worker-0"))
     assert not any(p["spec"].get("nodeName") for p in cluster.pods(selector="job=late"))
-    node = cluster.nodes[-1]
-    cluster.kubectl("label", "node", node, "rack=r7")
-    try:
-        watch.until("the gang to complete", lambda: "late" in watch.done_at, timeout=90)
-        assert cluster.pod("late-worker-2")["spec"]["nodeName"] == node
-    finally:
-        cluster.kubectl("label", "node", node, "rack-")
+    cluster.kubectl("delete", "pod", "late-worker-2", "--grace-period=0", "--force")
+    fixed = manifest.read_text().replace("no-such-scheduler", "volcano")
+    cluster.kubectl("apply", "-f", "-", stdin=fixed)
+    watch.until("the gang to complete", lambda: "late" in watch.done_at, timeout=90)
 
 
 @pytest.mark.parametrize("mode", [(), ("--server-side",)], ids=["client-side", "server-side"])

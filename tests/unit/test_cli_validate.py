@@ -115,10 +115,10 @@ def test_unreadable_file_and_bad_yaml_are_problems(tmp_path: Path) -> None:
     assert result.stdout.startswith(f"{bad}: invalid YAML")
 
 
-def test_crds_command_prints_all_six(tmp_path: Path) -> None:
+def test_crds_command_prints_all_seven(tmp_path: Path) -> None:
     result = run("crds", "--out", str(tmp_path))
     assert result.returncode == 0
-    assert len(list(tmp_path.glob("*.yaml"))) == 6
+    assert len(list(tmp_path.glob("*.yaml"))) == 7
     for generated in tmp_path.glob("*.yaml"):
         assert generated.read_text() == (REPO / "manifests" / "crds" / generated.name).read_text()
 
@@ -210,6 +210,7 @@ def test_controllers_help_describes_every_controller_it_runs() -> None:
     text = " ".join(result.stdout.split()).replace("- ", "-")
     for name in (
         "job-controller",
+        "cronjob-controller",
         "jobflow-controller",
         "jobtemplate-controller",
         "pg-controller",
@@ -218,3 +219,38 @@ def test_controllers_help_describes_every_controller_it_runs() -> None:
         assert name + " " in text, name
     for word in ("Jobs", "JobFlows", "JobTemplates", "PodGroups", "Commands", "queues"):
         assert word in text, word
+
+
+BROKEN_CRONJOB = """\
+apiVersion: batch.volcano.sh/v1alpha1
+kind: CronJob
+metadata:
+  name: nightly
+spec:
+  schedule: "CRON_TZ=Asia/Tokyo 0 3 * * *"
+  timeZone: Local
+  jobTemplate:
+    spec:
+      tasks:
+      - replicas: 1
+        minAvailable: 2
+        template: {spec: {containers: [{name: c, image: busybox}]}}
+"""
+
+
+def test_a_broken_cronjob_is_refused_with_kubernetes_messages(tmp_path: Path) -> None:
+    path = tmp_path / "cron.yaml"
+    path.write_text(BROKEN_CRONJOB)
+    result = run("validate", str(path))
+    assert result.returncode == 1
+    schedule = 'spec.schedule: Invalid value: "CRON_TZ=Asia/Tokyo 0 3 * * *"'
+    assert result.stdout.splitlines() == [
+        f"{path}: CronJob/nightly: {schedule}: cannot use TZ or CRON_TZ in schedule, use "
+        "timeZone field instead",
+        f'{path}: CronJob/nightly: spec.timeZone: Invalid value: "Local": timeZone must be an '
+        "explicit time zone as defined in https://www.iana.org/time-zones",
+        f"{path}: CronJob/nightly: spec.jobTemplate.spec.tasks[0].minAvailable: 'minAvailable' "
+        "is greater than 'replicas' in task: default0, job: nightly-99999999",
+        f"{path}: CronJob/nightly: spec.jobTemplate.spec.minAvailable: job 'minAvailable' "
+        "should not be greater than total replicas in tasks",
+    ]

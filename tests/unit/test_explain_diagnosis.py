@@ -862,3 +862,28 @@ def test_a_job_and_its_pod_name_the_same_cause() -> None:
     members = [pod(f"qa-j0-worker-{i}") for i in range(2)]
     world = _job_world("shut", members, queues=[queue("default"), queue("shut", state="Closed")])
     assert _same_cause(world) == "queue-closed"
+
+
+def test_a_job_enqueued_on_the_promise_of_eviction_names_whom_it_will_preempt() -> None:
+    vcjob = job("urgent")
+    group = podgroup(
+        "urgent-u-urgent",
+        4,
+        phase="Inqueue",
+        min_resources={"cpu": "16"},
+        owner=job_owner("urgent"),
+    )
+    promise = "will preempt default/low-x (whole gang, 4 pods, priority 10)"
+    cause, first = explain(
+        found(
+            "job",
+            "urgent",
+            vcjob,
+            jobs=[vcjob],
+            podgroups=[group],
+            extender_gang={"admitted": False, "members": {}, "promise": promise},
+            extender_url="http://x",
+        )
+    )
+    assert cause == "will-evict"
+    assert promise in first

@@ -10,7 +10,8 @@ from typing import Any
 from core.api.batch import JobSpec
 from core.api.defaults import default_job_spec
 from flow_controller import job_objects as objects
-from flow_controller.job_plugins import JobContext, build_plugins, parse_flags
+from flow_controller.job_plugin_registry import build_plugins
+from flow_controller.job_plugins import JobContext, parse_flags
 
 META = {"name": "tf", "namespace": "team-a", "uid": "u-1"}
 

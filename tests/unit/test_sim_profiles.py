@@ -25,30 +25,43 @@ def test_full_profile() -> None:
     )
     assert profile == NodeProfile(
         count=4,
-        capacity={"cpu": "32", "memory": "128Gi", "nvidia.com/gpu": "8", "pods": "110"},
+        capacity={
+            "cpu": "32",
+            "memory": "128Gi",
+            "ephemeral-storage": "100Gi",
+            "nvidia.com/gpu": "8",
+            "pods": "110",
+        },
         labels={"topology.kubernetes.io/zone": "a"},
     )
     assert profile.instance_type == "cpu32-mem128Gi-gpu8"
 
 
-def test_missing_cpu_memory_and_pods_take_the_defaults() -> None:
+def test_missing_cpu_memory_storage_and_pods_take_the_defaults() -> None:
     profile = parse_node_profile("nvidia.com/gpu=2")
     assert profile.count is None
     assert profile.capacity == {
         "cpu": "32",
         "memory": "128Gi",
+        "ephemeral-storage": "100Gi",
         "nvidia.com/gpu": "2",
         "pods": "110",
     }
-    assert parse_node_profile("pods=250, cpu=500m").capacity == {
+    assert parse_node_profile("pods=250, cpu=500m,ephemeral-storage=20Gi").capacity == {
         "cpu": "500m",
         "memory": "128Gi",
+        "ephemeral-storage": "20Gi",
         "pods": "250",
     }
 
 
 def test_default_profile() -> None:
-    assert DEFAULT_PROFILE.capacity == {"cpu": "32", "memory": "128Gi", "pods": "110"}
+    assert DEFAULT_PROFILE.capacity == {
+        "cpu": "32",
+        "memory": "128Gi",
+        "ephemeral-storage": "100Gi",
+        "pods": "110",
+    }
     assert DEFAULT_PROFILE.labels == {}
     assert DEFAULT_PROFILE.instance_type == "cpu32-mem128Gi"
 

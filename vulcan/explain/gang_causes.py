@@ -278,6 +278,20 @@ def _api_hold(case: GangCase) -> float | None:
     return max(0.0, event_time(events[-1]) + limit - case.found.now)
 
 
+def promised(case: GangCase) -> Finding | None:
+    """Enqueued on the promise of eviction (the extender's debug view names the victims):
+    its pods are being made, and it will preempt (or reclaim) them when it is placed."""
+    promise = (case.gang or {}).get("promise")
+    if not promise or case.admitted:
+        return None
+    return Finding(
+        "will-evict",
+        f"enqueued on the promise of eviction: {promise}; it is placed, whole, once its "
+        "members exist and those units are evicted",
+        ["nothing to do: the eviction happens when its members are created"],
+    )
+
+
 def victims(case: GangCase) -> Finding | None:
     """An admitted gang waits for the pods evicted for it (Volcano's pipelined tasks)."""
     waiting: list[str] = []
@@ -471,6 +485,7 @@ CHECKS: tuple[Callable[[GangCase], Finding | None], ...] = (
     scheduled,
     queue_state,
     cannot_fit,
+    promised,
     members,
     backoff,
     queue_limits,
