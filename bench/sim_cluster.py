@@ -23,10 +23,14 @@ _DRAINS: set[asyncio.Task[None]] = set()  # keeps the children's output drained
 
 
 async def start_sim_up(
-    nodes: int, state: Path, *extra: str, start_timeout: float = 300.0
+    nodes: int,
+    state: Path,
+    *extra: str,
+    start_timeout: float = 300.0,
+    profile: str = "cpu=32,memory=128Gi,pods=110",
 ) -> asyncio.subprocess.Process:
-    """A cluster of `nodes` hollow nodes (cpu=32, memory=128Gi, pods=110) whose pods run until
-    deleted, its kubeconfig at `state/kubeconfig`; `extra` are more `vulcan sim up` flags."""
+    """A cluster of `nodes` hollow nodes (`profile`) whose pods run until deleted, its
+    kubeconfig at `state/kubeconfig`; `extra` are more `vulcan sim up` flags."""
     argv = [
         sys.executable,
         "-m",
@@ -36,7 +40,7 @@ async def start_sim_up(
         "--nodes",
         str(nodes),
         "--node-profile",
-        "cpu=32,memory=128Gi,pods=110",
+        profile,
         "--pod-duration",
         "forever",
         "--state-dir",

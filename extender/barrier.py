@@ -108,7 +108,7 @@ def check_timeouts(gang_timeout: float, bind_http_timeout: float | None) -> str 
 class _Member:
     args: BindingArgs
     task: str | None
-    future: asyncio.Future[None]
+    future: asyncio.Future[str]  # the bind result label when its Binding exists
 
     @property
     def pod(self) -> str:
@@ -137,7 +137,7 @@ class _Group:
 class BindBarrier:
     def __init__(
         self,
-        commit: Callable[[BindingArgs], Awaitable[None]],
+        commit: Callable[[BindingArgs], Awaitable[str | None]],
         *,
         default_timeout: float = 60.0,
         backoff: float = 10.0,
@@ -224,9 +224,10 @@ class BindBarrier:
 
     # ------------------------------------------------------------------------------ hold
 
-    async def hold(self, group: GangRequirement, args: BindingArgs, task: str | None) -> None:
-        """Return once this member's Binding exists; raise BindError on timeout, release,
-        supersession, backoff or commit failure. Cancellation releases the whole hold."""
+    async def hold(self, group: GangRequirement, args: BindingArgs, task: str | None) -> str:
+        """Return once this member's Binding exists (how: "bound", "already_bound"); raise
+        BindError on timeout, release, supersession, backoff or commit failure, its `result`
+        saying which. Cancellation releases the whole hold."""
         key = group.key
         state = self._groups.get(key)
         if state is not None and state.committed:
@@ -234,16 +235,18 @@ class BindBarrier:
             pod = f"{args.pod_namespace}/{args.pod_name}"
             state.placing[pod] = args.pod_uid
             try:
-                await self._commit(args)
+                result = await self._commit(args)
             except BaseException:
                 if state.placing.get(pod) == args.pod_uid:
                     del state.placing[pod]
                 raise
             state.bound += 1
-            return
+            return result or "bound"
         left = self.backing_off(key)
         if left > 0:
-            raise BindError(f"gang {key}: backing off for {left:.3g}s after a timeout")
+            raise BindError(
+                f"gang {key}: backing off for {left:.3g}s after a timeout", "gang_backoff"
+            )
         state = self._groups.get(key)
         if state is None:
             state = self._groups[key] = _Group(key, group)
@@ -253,7 +256,10 @@ class BindBarrier:
         previous = state.members.pop(member.pod, None)
         if previous is not None:
             self._uncount(state, previous)
-            self._fail(previous, BindError(f"{previous.pod}: superseded by a newer bind request"))
+            self._fail(
+                previous,
+                BindError(f"{previous.pod}: superseded by a newer bind request", "superseded"),
+            )
         state.members[member.pod] = member
         if task is not None:
             state.held_per_task[task] = state.held_per_task.get(task, 0) + 1
@@ -273,7 +279,7 @@ class BindBarrier:
             self._start_burst(state)
         try:
             # Shielded: a cancelled caller must not cancel the future the burst will answer.
-            await asyncio.shield(member.future)
+            return await asyncio.shield(member.future)
         except asyncio.CancelledError:
             if self._groups.get(key) is state and state.members.get(member.pod) is member:
                 # Still held (not yet in a burst): kube-scheduler forgot this pod.
@@ -282,12 +288,13 @@ class BindBarrier:
 
     # ------------------------------------------------------------------------------ release
 
-    def release(self, group_key: str, reason: str) -> None:
-        """Fail every held member of the group now (reservation lost, PodGroup deleted, ...).
-        A commit burst already running is not affected."""
+    def release(self, group_key: str, reason: str, result: str = "gang_released") -> None:
+        """Fail every held member of the group now (reservation lost, PodGroup deleted, gang
+        broken: `result` is the bind result label). A commit burst already running is not
+        affected."""
         state = self._groups.get(group_key)
         if state is not None and state.members:
-            self._release(state, reason)
+            self._release(state, reason, result=result)
 
     def adopt(self, group_key: str) -> None:
         """Mark a group committed that is placed whole without a commit of this barrier (bound
@@ -320,17 +327,23 @@ class BindBarrier:
         if state is None:
             return
         if state.members:
-            self._release(state, "gang state was reset")
+            self._release(state, "gang state was reset", result="podgroup_recreated")
         self._groups.pop(group_key, None)
 
-    def _release(self, state: _Group, reason: str, skip: _Member | None = None) -> None:
+    def _release(
+        self,
+        state: _Group,
+        reason: str,
+        skip: _Member | None = None,
+        result: str = "gang_released",
+    ) -> None:
         members = self._take_members(state)
         message = f"gang {state.key}: released: {reason}"
         for member in members:
             if member is skip:
                 member.future.cancel()
             else:
-                self._fail(member, BindError(message))
+                self._fail(member, BindError(message, result))
         self._emit(state.key, "Released", f"{message} ({len(members)} held binds failed)")
         self._drop_if_idle(state)
 
@@ -350,7 +363,7 @@ class BindBarrier:
             f"{self._count(state)}"
         )
         for member in self._take_members(state):
-            self._fail(member, BindError(message))
+            self._fail(member, BindError(message, "gang_timeout"))
         state.backoff_until = self._clock() + self._backoff
         if self._backoff > 0:
             asyncio.get_running_loop().call_later(self._backoff, self._drop_if_idle, state)
@@ -409,7 +422,7 @@ class BindBarrier:
             else:
                 state.bound += 1
                 if not member.future.done():
-                    member.future.set_result(None)
+                    member.future.set_result(result or "bound")
         if not failures:
             return
         self._emit(

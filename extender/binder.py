@@ -24,7 +24,12 @@ BindHook = Callable[[BindingArgs], Awaitable[dict[str, str] | None]]
 
 
 class BindError(Exception):
-    """A bind that failed; the message goes back to kube-scheduler as `Error`."""
+    """A bind that failed; the message goes back to kube-scheduler as `Error`. `result` is the
+    `result` label of vulcan_extender_binds_total for this answer."""
+
+    def __init__(self, message: str, result: str = "error") -> None:
+        super().__init__(message)
+        self.result = result
 
 
 class _Abandoned(BindError):
@@ -36,17 +41,16 @@ class Binder:
         self,
         client: KubeClient,
         *,
-        on_result: Callable[[str], None] | None = None,
         annotations_for: BindHook | None = None,
     ) -> None:
         self.client = client
-        self._in_flight: dict[str, asyncio.Future[None]] = {}
-        self._on_result = on_result or (lambda _result: None)
+        self._in_flight: dict[str, asyncio.Future[str]] = {}
         # The gang issue stamps placement annotations on the Binding through this hook.
         self._annotations_for = annotations_for
 
-    async def bind(self, args: BindingArgs) -> None:
-        """Bind or raise BindError. Safe to call again and concurrently for one pod."""
+    async def bind(self, args: BindingArgs) -> str:
+        """Bind and return how ("bound", "already_bound") or raise BindError. Safe to call
+        again and concurrently for one pod."""
         key = args.pod_uid or f"{args.pod_namespace}/{args.pod_name}"
         shared = self._in_flight.get(key)
         if shared is not None:
@@ -54,13 +58,13 @@ class Binder:
             # again ourselves if that caller went away before finishing.
             try:
                 await asyncio.shield(shared)
+                return "already_bound"  # by the attempt it shared: one Binding per pod
             except _Abandoned:
-                await self.bind(args)
-            return
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                return await self.bind(args)
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
         self._in_flight[key] = future
         try:
-            await self._bind_once(args)
+            result = await self._bind_once(args)
         except BaseException as exc:
             if not future.done():
                 future.set_exception(
@@ -71,11 +75,12 @@ class Binder:
                 future.exception()  # mark retrieved: waiters may not exist
             raise
         else:
-            future.set_result(None)
+            future.set_result(result)
+            return result
         finally:
             self._in_flight.pop(key, None)
 
-    async def _bind_once(self, args: BindingArgs) -> None:
+    async def _bind_once(self, args: BindingArgs) -> str:
         annotations = await self._annotations_for(args) if self._annotations_for else None
         try:
             await self.client.bind_pod(
@@ -87,39 +92,36 @@ class Binder:
             )
         except ApiError as exc:
             if exc.conflict:
-                await self._resolve_conflict(args, exc)
-                return
+                return await self._resolve_conflict(args, exc)
             if exc.not_found:
-                self._on_result("not_found")
-                raise BindError(f"pod {args.pod_namespace}/{args.pod_name} not found") from None
-            self._on_result("error")
+                raise BindError(
+                    f"pod {args.pod_namespace}/{args.pod_name} not found", "not_found"
+                ) from None
             raise BindError(
                 f"binding {args.pod_namespace}/{args.pod_name} to {args.node} failed: {exc}"
             ) from None
-        self._on_result("bound")
         log.debug(
             "bound", extra={"pod": f"{args.pod_namespace}/{args.pod_name}", "node": args.node}
         )
+        return "bound"
 
-    async def _resolve_conflict(self, args: BindingArgs, exc: ApiError) -> None:
+    async def _resolve_conflict(self, args: BindingArgs, exc: ApiError) -> str:
         """409: already bound (by an earlier attempt of ours) or a different pod (UID)."""
         try:
             pod: Any = await self.client.get(PODS, args.pod_name, args.pod_namespace)
         except ApiError:
-            self._on_result("error")
             raise BindError(f"binding {args.pod_namespace}/{args.pod_name} failed: {exc}") from None
         uid = (pod.get("metadata") or {}).get("uid")
         if args.pod_uid and uid != args.pod_uid:
-            self._on_result("uid_mismatch")
             raise BindError(
                 f"pod {args.pod_namespace}/{args.pod_name} has UID {uid}, not "
-                f"{args.pod_uid}: it was recreated"
+                f"{args.pod_uid}: it was recreated",
+                "uid_mismatch",
             )
         node = (pod.get("spec") or {}).get("nodeName")
         if node == args.node:
-            self._on_result("already_bound")
-            return
-        self._on_result("bound_elsewhere")
+            return "already_bound"
         raise BindError(
-            f'pod {args.pod_namespace}/{args.pod_name} is already bound to node "{node}"'
+            f'pod {args.pod_namespace}/{args.pod_name} is already bound to node "{node}"',
+            "bound_elsewhere",
         )

@@ -9,6 +9,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from core.cache import ClusterCache, Snapshot
+from core.decisions import gang_decision, job_of
 from core.kube.events import NORMAL, WARNING
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
@@ -99,12 +100,39 @@ class Evictor:
                 self.writer.group_event(
                     victim_group, WARNING, "Reclaimed" if action == "reclaim" else "Preempted", note
                 )
+                gang_decision(
+                    "gang reclaimed" if action == "reclaim" else "gang preempted",
+                    victim_group,
+                    by=job_of(group),
+                    pods=len(unit.pods),
+                    reason=note,
+                )
             for pod_key in unit.pods:
                 victim = snapshot.pods[pod_key]
                 self.notes[pod_key] = note
                 if victim.node is not None:
                     self.releasing[pod_key] = (victim.node, victim.requests)
                 self._spawn(self._evict(victim, note))
+        # The victims as gangs (their jobs), a pod outside any gang by its own name.
+        victims = sorted(
+            {
+                job_of(g)
+                if (g := snapshot.podgroups.get(u.group or "")) is not None
+                else (u.group or u.pods[0])
+                for u in chosen
+            }
+        )
+        gang_decision(
+            "gang reclaims" if action == "reclaim" else "gang preempts",
+            group,
+            victims=victims,
+            pods=sum(len(u.pods) for u in chosen),
+            reason=(
+                "victims' queues hold more than they deserve"
+                if action == "reclaim"
+                else f"victims have a lower priority than {priority}"
+            ),
+        )
         what = "over-share" if action == "reclaim" else "lower-priority"
         self.writer.group_event(
             group,

@@ -77,6 +77,8 @@ class GangExtenderServer(ExtenderServer):
         args = protocol.parse_preemption_args(protocol.decode(body))
         return protocol.preemption_result(self.gangs.preempt(args.pod, args.victims))
 
-    async def bind_pod(self, args: protocol.BindingArgs) -> None:
-        if not await self.gangs.bind(args):
-            await super().bind_pod(args)
+    async def bind_pod(self, args: protocol.BindingArgs) -> str:
+        result = await self.gangs.bind(args)
+        if result is None:
+            return await super().bind_pod(args)
+        return result

@@ -198,6 +198,7 @@ class GangVerbs:
             return None
         refused = self.session.allocatable(queue, record.requests, self._state)
         if refused:
+            refused = refused.replace("with this gang", "with this pod")  # not a gang member
             return [], {}, dict.fromkeys(candidates, refused)
         queue_pass.model.on_allocated(queue, record.requests)
         queue_pass.tentative.add(record.key)
@@ -205,20 +206,20 @@ class GangVerbs:
 
     # ------------------------------------------------------------------ bind
 
-    async def bind(self, args: BindingArgs) -> bool:
-        """Hold a member's bind until its gang has quorum. False if the pod is not a member
-        (the caller binds it at once). Raises BindError."""
+    async def bind(self, args: BindingArgs) -> str | None:
+        """Hold a member's bind until its gang has quorum; the bind result label. None if the
+        pod is not a member (the caller binds it at once). Raises BindError."""
         pod_key = f"{args.pod_namespace}/{args.pod_name}"
         record = self.cache.pods.get(pod_key)
         if record is None or record.group is None:
-            return False
+            return None
         # Without the gang plugin members bind at once, except those of a gang already held at
         # the barrier when a reloaded conf dropped the plugin: it still binds whole.
         if not self.gang_enabled and not self.barrier.held(record.group):
-            return False
+            return None
         group = self.cache.podgroups.get(record.group)
         if group is None:
-            raise BindError(f"podgroup {record.group} not found")
+            raise BindError(f"podgroup {record.group} not found", "podgroup_not_found")
         self._same_generation(group)
         bound, per_task = self._bound_members(group.key)
         requirement = GangRequirement(
@@ -229,9 +230,9 @@ class GangVerbs:
             already_bound=bound,
             already_bound_per_task=per_task,
         )
-        await self.barrier.hold(requirement, args, record.task)
+        result = await self.barrier.hold(requirement, args, record.task)
         self.poke()
-        return True
+        return result
 
     def _bound_members(self, key: str) -> tuple[int, dict[str, int]]:
         """How many of the group's members are bound (and per task role), counted once per

@@ -26,12 +26,14 @@ from typing import Any
 
 from core.api import keys
 from core.cache import ClusterCache, Snapshot
+from core.decisions import decision, gang_decision
 from core.kube.client import KubeClient
 from core.kube.events import NORMAL, WARNING
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
 from extender.admission_order import AdmissionOrder, cluster_used, job_input, queue_numbers
 from extender.barrier import BindBarrier
+from extender.decision_notes import admitted_note
 from extender.elastic_growth import grow_elastic
 from extender.evictor import Evictor
 from extender.gang_quorum import QuorumWatch
@@ -56,6 +58,15 @@ from plugins.session import PassState, Session
 from plugins.victims import VictimUnit
 
 log = logging.getLogger("vulcan.extender.gang")
+
+# The bind barrier's events that are decisions about the whole gang (Held/Holding are per pod).
+_BARRIER_DECISIONS = {
+    "Committed": "gang bound",
+    "TimedOut": "gang binds timed out",
+    "Released": "gang binds released",
+    "Broken": "gang broken",
+    "CommitFailed": "gang commit failed",
+}
 
 _ZERO = ResourceVector()
 
@@ -114,6 +125,9 @@ class GangScheduler(GangVerbs):
             on_event=self._barrier_event,
         )
         self._backoff_reasons: dict[str, tuple[float | None, str]] = {}
+        # Gangs whose enqueue was logged since their last admission: one line per decision,
+        # not one per pass while the group waits for its pods.
+        self._enqueue_logged: set[str] = set()
         self.admitted: set[str] = set()
         self.reasons: dict[str, str] = {}  # group -> why it is not admitted (for filter)
         self.queue_policy = queue_policy or QueuePolicy()
@@ -259,7 +273,7 @@ class GangScheduler(GangVerbs):
         # A deleted group is touched by its deletion: only those need looking for.
         for key in touched:
             if key not in snapshot.podgroups:
-                self._forget_group(key, "its PodGroup was deleted")
+                self._forget_group(key, "its PodGroup was deleted", "podgroup_deleted")
                 self.barrier.forget(key)
                 self._generations.pop(key, None)
                 self._verdicts.pop(key, None)
@@ -438,6 +452,9 @@ class GangScheduler(GangVerbs):
                 "its job creates the pods now" if group.job_owned else "evicting when placed"
             )
         self.writer.group_event(group, NORMAL, "Enqueued", note)
+        if key not in self._enqueue_logged:
+            self._enqueue_logged.add(key)
+            gang_decision("gang enqueued", group, note=note)
         return None
 
     def admit(self, snapshot: Snapshot, group: PodGroupRecord, view: gangs.GangView) -> str | None:
@@ -491,12 +508,15 @@ class GangScheduler(GangVerbs):
         self.admitted.add(key)
         self.reasons.pop(key, None)
         self.promises.pop(key, None)
-        self.writer.group_event(
+        note = admitted_note(group, plan.slots, view)
+        self._enqueue_logged.discard(key)
+        self.writer.group_event(group, NORMAL, "Admitted", note)
+        gang_decision(
+            "gang admitted",
             group,
-            NORMAL,
-            "Admitted",
-            f"gang admitted: {len(plan.slots)} members "
-            f"reserved on {len(set(plan.slots.values()))} nodes",
+            members=len(plan.slots),
+            nodes=sorted(set(plan.slots.values())),
+            note=note,
         )
         self.release.release_admitted(view)
         return None
@@ -551,7 +571,7 @@ class GangScheduler(GangVerbs):
         over, even when the deletion fell between two passes."""
         known = self._generations.get(group.key)
         if known is not None and known != group.uid:
-            self._forget_group(group.key, "its PodGroup was re-created")
+            self._forget_group(group.key, "its PodGroup was re-created", "podgroup_recreated")
             self.barrier.forget(group.key)
         self._generations[group.key] = group.uid
 
@@ -560,13 +580,15 @@ class GangScheduler(GangVerbs):
         self._touched.add(key)
         self._verdicts.pop(key, None)
 
-    def _forget_group(self, key: str, why: str) -> None:
+    def _forget_group(self, key: str, why: str, result: str = "gang_released") -> None:
+        """Drop what was decided for the gang; its held binds fail with bind `result`."""
         self._touch(key)
         self.admitted.discard(key)
+        self._enqueue_logged.discard(key)
         self.slots.forget_group(key)
         for pod_key in self.ledger.of_group(key):
             self.ledger.release(pod_key)
-        self.barrier.release(key, why)
+        self.barrier.release(key, why, result)
         self.writer.forget(key)
         self._backoff_reasons.pop(key, None)
 
@@ -587,12 +609,20 @@ class GangScheduler(GangVerbs):
         holding = reason in ("Held", "Holding")
         if not holding:  # a hold changes nothing a decision or the status reads
             self._touch(group_key)
+        said = _BARRIER_DECISIONS.get(reason)
+        if said is not None:
+            if group is not None:
+                gang_decision(said, group, reason=message)
+            else:
+                decision(said, podgroup=group_key, reason=message)
         if reason == "TimedOut" and group is not None and self.gang_metrics is not None:
             self.gang_metrics.timed_out(group)
         if reason in ("TimedOut", "Released", "Broken"):
             # The hold is gone (or the gang no longer whole): so is the placement. Plan again,
             # for the whole gang (after the backoff of a timeout).
-            self._forget_group(group_key, message)
+            self._forget_group(
+                group_key, message, "gang_broken" if reason == "Broken" else "gang_released"
+            )
             self.poke()
         if reason in ("TimedOut", "Released", "Committed", "Broken"):
             # Each member says it too: `kubectl describe pod` is where a user looks first.

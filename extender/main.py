@@ -68,7 +68,7 @@ class Extender:
         client = await KubeClient.connect(options)
         cache = ClusterCache()
         metrics = ExtenderMetrics()
-        binder = Binder(client, on_result=lambda result: metrics.binds.labels(result).inc())
+        binder = Binder(client)
         ledger = GangLedger(cache.bump_node)
         gangs = GangScheduler(
             cache,

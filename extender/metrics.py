@@ -147,7 +147,13 @@ class ExtenderMetrics:
             registry=self.registry,
         )
         self.binds = Counter(
-            "vulcan_extender_binds", "Bind calls by result.", ["result"], registry=self.registry
+            "vulcan_extender_binds",
+            "Bind calls answered, by the result that ended each: bound, already_bound, "
+            "gang_timeout, gang_broken, gang_released, gang_backoff, superseded, "
+            "podgroup_deleted, podgroup_recreated, podgroup_not_found, not_found, "
+            "uid_mismatch, bound_elsewhere, error, internal_error, invalid_request.",
+            ["result"],
+            registry=self.registry,
         )
         self.binds_in_flight = Gauge(
             "vulcan_extender_binds_in_flight", "Bind calls being worked on.", registry=self.registry

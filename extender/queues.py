@@ -322,13 +322,17 @@ def queue_status(queue_pass: QueuePass, name: str) -> dict[str, Any]:
 # ----------------------------------------------------------------------------- metrics
 
 _VECTOR_GAUGES = (
-    ("allocated", "volcano_queue_allocated", "what the queue's pods hold (and its reservations)"),
-    ("request", "volcano_queue_request", "allocated plus what the queue's waiting work asks"),
-    ("deserved", "volcano_queue_deserved", "the queue's fair share (proportion or capacity)"),
-    ("capability", "volcano_queue_capacity", "spec.capability (hard limit)"),
-    ("real_capability", "volcano_queue_real_capacity", "the most the queue may hold now"),
-    ("inqueue", "volcano_queue_inqueue", "admitted minResources not placed yet"),
-    ("guarantee", "vulcan_queue_guarantee", "spec.guarantee.resource"),
+    ("allocated", "volcano_queue_allocated", "What the queue's pods hold, and its reservations."),
+    ("request", "volcano_queue_request", "What the queue holds plus what its waiting work asks."),
+    (
+        "deserved",
+        "volcano_queue_deserved",
+        "The queue's fair share (proportion or capacity plugin).",
+    ),
+    ("capability", "volcano_queue_capacity", "The queue's spec.capability: a hard limit."),
+    ("real_capability", "volcano_queue_real_capacity", "The most the queue may hold now."),
+    ("inqueue", "volcano_queue_inqueue", "The minResources of admitted gangs not placed yet."),
+    ("guarantee", "vulcan_queue_guarantee", "The queue's spec.guarantee.resource."),
 )
 
 
@@ -376,19 +380,22 @@ class QueueCollector:
                     families[unit].add_metric(labels, float(amount))
             yield from families.values()
         share_family = GaugeMetricFamily(
-            "volcano_queue_share", "max allocated/deserved", labels=["queue_name"]
+            "volcano_queue_share",
+            "The queue's share: the largest allocated/deserved over its resources.",
+            labels=["queue_name"],
         )
         weight_family = GaugeMetricFamily(
-            "volcano_queue_weight", "spec.weight", labels=["queue_name"]
+            "volcano_queue_weight", "The queue's spec.weight.", labels=["queue_name"]
         )
         overused_family = GaugeMetricFamily(
             "volcano_queue_overused",
-            "1 when the queue holds its deserved share or more",
+            "1 when the queue holds its deserved share or more (as in Volcano, an idle queue "
+            "that deserves nothing counts as overused).",
             labels=["queue_name"],
         )
         groups_family = GaugeMetricFamily(
             "vulcan_queue_podgroups",
-            "PodGroups of the queue per phase",
+            "PodGroups of the queue, by phase.",
             labels=["queue_name", "phase"],
         )
         for name, share in shares.items():

@@ -8,6 +8,7 @@ kube-scheduler disconnects (`handler_cancellation`), so an abandoned bind create
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -228,19 +229,32 @@ class ExtenderServer:
         return protocol.preemption_result(args.victims)
 
     async def bind(self, body: bytes) -> bytes:
-        args = protocol.parse_binding_args(protocol.decode(body))
+        """Every answered bind counts once in binds_total, under the result that ended it."""
+        try:
+            args = protocol.parse_binding_args(protocol.decode(body))
+        except protocol.BadRequest:
+            self.metrics.binds.labels("invalid_request").inc()
+            raise
         self.metrics.binds_in_flight.inc()
         try:
-            await self.bind_pod(args)
+            result = await self.bind_pod(args)
         except BindError as exc:
+            self.metrics.binds.labels(exc.result).inc()
             return protocol.error_result(str(exc))
+        except asyncio.CancelledError:
+            raise  # kube-scheduler went away: nothing is answered
+        except Exception:
+            self.metrics.binds.labels("internal_error").inc()
+            raise
         finally:
             self.metrics.binds_in_flight.dec()
+        self.metrics.binds.labels(result).inc()
         return protocol.BIND_OK
 
-    async def bind_pod(self, args: protocol.BindingArgs) -> None:
-        """Create the pod's Binding (raises BindError); gang scheduling holds it first."""
-        await self.binder.bind(args)
+    async def bind_pod(self, args: protocol.BindingArgs) -> str:
+        """Create the pod's Binding and say how (raises BindError); gang scheduling holds it
+        first."""
+        return await self.binder.bind(args)
 
 
 @dataclass(slots=True)

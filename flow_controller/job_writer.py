@@ -11,6 +11,7 @@ from typing import Any
 
 from core.api.batch import JobSpec
 from core.controller.metrics import ControllerMetrics
+from core.decisions import decision
 from core.kube.client import JSON_PATCH, PODGROUPS, PODS, PVCS, VCJOBS, ApiError, KubeClient
 from core.kube.events import WARNING, EventRecorder
 from core.kube.informer import Informer
@@ -177,6 +178,16 @@ class JobWriter:
         self.metrics.changes.labels("Job", "status").inc()
         before = (previous.get("state") or {}).get("phase")
         after = status["state"]["phase"]
+        if after != before:
+            meta = job["metadata"]
+            decision(
+                "job state",
+                job=f"{meta.get('namespace')}/{meta['name']}",
+                queue=(job.get("spec") or {}).get("queue") or "default",
+                from_state=before or "",
+                state=after,
+                reason=(status.get("state") or {}).get("reason") or "",
+            )
         if after != before and after in ("Completed", "Failed"):
             counter = (
                 self.metrics.job_completed if after == "Completed" else self.metrics.job_failed

@@ -191,7 +191,7 @@ class CapacityShares(QueueShares):
     """The capacity plugin's hooks over the shares computed by `capacity_shares`."""
 
     _limit_what = "capability"
-    _limit_name = "realCapability"
+    _limit_name = "may hold (realCapability)"
 
     def __init__(
         self,

@@ -291,9 +291,10 @@ class QueueShares:
     `preemptive`, `victim_judge` and `queue_order`.
     """
 
-    # Words used in allocatable()'s reason: "queue x over its <what>: allocated cpu 48, <limit> 40"
+    # Words of allocatable()'s reason: "queue x over its <what>: holds cpu 40, would hold 48
+    # with this gang, <limit> 40"
     _limit_what = "share"
-    _limit_name = "deserved"
+    _limit_name = "deserves"
 
     def __init__(self, queues: Iterable[QueueInput], shares: dict[str, QueueShare]) -> None:
         self.queues: dict[str, QueueInput] = {q.name: q for q in queues}
@@ -368,9 +369,9 @@ class QueueShares:
     # -- allocate (spec §3.9 / §3.10 Allocatable)
 
     def allocatable(self, queue: str, request: ResourceVector) -> str | None:
-        """None if the queue may take one more pod of `request`, else e.g.
-        "queue research over its share: allocated cpu 48, deserved 40" (allocated = after the
-        pod; only the request's dimensions are compared)."""
+        """None if the queue may take `request` (a gang's demand or one pod), else e.g.
+        "queue research over its share: holds cpu 40, would hold 48 with this gang, deserves
+        40": what the queue holds now and after it (only the request's dimensions compared)."""
         reason = self._reject(queue)
         if reason is not None:
             return reason
@@ -382,7 +383,8 @@ class QueueShares:
             short = [d for d in requested_dims(need) if future.get(d) > limit.get(d)]
             if short:
                 parts = [
-                    f"allocated {d} {_fmt(d, future.get(d))}, "
+                    f"holds {d} {_fmt(d, share.allocated.get(d))}, would hold "
+                    f"{_fmt(d, future.get(d))} with this gang, "
                     f"{self._limit_name} {_fmt(d, limit.get(d))}"
                     for d in short
                 ]

@@ -27,6 +27,7 @@ from core.controller.informers import SharedInformers
 from core.controller.metrics import ControllerMetrics
 from core.controller.reconcile import run_reconciler, warn_given_up
 from core.controller.selection import QUEUE
+from core.decisions import decision
 from core.kube.client import COMMANDS, PODGROUPS, QUEUES, ApiError, KubeClient
 from core.kube.events import NORMAL, WARNING, EventRecorder
 from core.kube.workqueue import WorkQueue
@@ -359,7 +360,8 @@ class QueueController:
             if state == CLOSING:
                 note += f" until its {groups} PodGroups are gone"
             self.recorder.record(self._ref(queue.name, queue.uid), NORMAL, "StateChanged", note)
-        log.info("queue state", extra={"queue": queue.name, "state": state})
+        if before != state:
+            decision("queue state", queue=queue.name, from_state=before, state=state)
 
     async def _mark_closed_by_parent(self, name: str, closed: bool) -> None:
         value = "true" if closed else "false"

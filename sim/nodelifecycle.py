@@ -32,7 +32,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from core.kube.client import LEASES, NODES, PODS, KubeClient
-from core.kube.events import EventRecorder
+from core.kube.events import CORE_API, EventRecorder
 from core.kube.informer import Informer
 from core.kube.workqueue import WorkQueue
 from sim.nodelifecycle_eviction import COMPONENT as COMPONENT
@@ -84,7 +84,7 @@ class NodeLifecycleController(NodeHealth, TaintEviction):
             "taint-eviction", base_delay=0.05, max_delay=10
         )
         self._recorder = (
-            EventRecorder(client, COMPONENT, f"{COMPONENT}-{socket.gethostname()}")
+            EventRecorder(client, COMPONENT, f"{COMPONENT}-{socket.gethostname()}", api=CORE_API)
             if record_events
             else None
         )

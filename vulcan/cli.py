@@ -124,13 +124,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     controllers = sub.add_parser(
         "controllers",
-        help="the controllers: PodGroups for annotated workloads, Queue lifecycle",
-        description="Run vulcan's controllers under leader election (Lease vulcan-controllers): "
-        "pg-controller makes PodGroups for pods of --scheduler-name that are in no group "
-        "(one per ReplicaSet/StatefulSet/DaemonSet/Job, minMember from the owner's "
+        help="the controllers: Volcano Jobs, CronJobs, JobFlows, JobTemplates, PodGroups, "
+        "Queues, Commands",
+        description="Run vulcan's controllers under leader election (Lease vulcan-controllers), "
+        "as Volcano's controller-manager does. job-controller runs Volcano Jobs (its PodGroup, "
+        "pods, services and plugins, policies and retries, state, TTL clean-up) and takes the "
+        "bus.volcano.sh Commands aimed at Jobs (suspend, resume, restart, ...); "
+        "cronjob-controller makes a Job from a CronJob's jobTemplate on its schedule; "
+        "jobflow-controller runs JobFlows (each step a Job made from its JobTemplate, in "
+        "dependsOn order); jobtemplate-controller keeps JobTemplates' status (the Jobs made "
+        "from them); pg-controller makes PodGroups for pods of --scheduler-name that are in no "
+        "group (one per ReplicaSet/StatefulSet/DaemonSet/Job, minMember from the owner's "
         "scheduling.volcano.sh/group-min-member) and annotates the pods; queue-controller "
-        "creates the root and default queues and runs the Open/Closing/Closed state machine "
-        "driven by bus.volcano.sh Commands. GET /healthz, /readyz, /metrics on --port.",
+        "creates the root and default queues, keeps their status and runs the "
+        "Open/Closing/Closed state machine driven by the Commands aimed at Queues. "
+        "--controllers picks which run. GET /healthz, /readyz, /metrics on --port.",
     )
     from vulcan.controllers import add_controllers_flags
 

@@ -11,7 +11,8 @@ from flow_controller.flags import add_job_flags
 from podgroup_controller.flags import add_podgroup_flags
 
 AVAILABLE = (
-    "pg-controller, queue-controller, job-controller, jobflow-controller and jobtemplate-controller"
+    "pg-controller, queue-controller, job-controller, cronjob-controller, jobflow-controller and "
+    "jobtemplate-controller"
 )
 
 

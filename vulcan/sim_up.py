@@ -249,6 +249,8 @@ class Cluster:
                 "extender",
                 [
                     "extender",
+                    "--log-format",
+                    args.log_format,
                     "--kubeconfig",
                     str(self._component_kubeconfig("extender")),
                     "--bind-address",
@@ -300,6 +302,8 @@ class Cluster:
                 "controllers",
                 [
                     "controllers",
+                    "--log-format",
+                    args.log_format,
                     "--kubeconfig",
                     str(self._component_kubeconfig("controllers")),
                     "--bind-address",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,7 +63,8 @@ def _reason(err: Any) -> str:
         }[kind]
         return f"Invalid value: {shown}: should be {word[0]} {ctx.get(word[1])}"
     if kind == "literal_error":
-        return f"Unsupported value: {shown}: supported values: {ctx.get('expected')}"
+        supported = ", ".join(_show(v) for v in _literal_choices(str(ctx.get("expected", ""))))
+        return f"Unsupported value: {shown}: supported values: {supported}"
     if kind == "string_pattern_mismatch":
         return f"Invalid value: {shown}: should match '{ctx.get('pattern')}'"
     if kind == "too_long":
@@ -76,6 +79,22 @@ def _reason(err: Any) -> str:
         expected = kind.removesuffix("_type").replace("model", "object").replace("dict", "object")
         return f"Invalid value: {shown}: must be of type {expected}"
     return f"Invalid value: {shown}: {err['msg']}"
+
+
+_LITERAL = re.compile(r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|[^,\s]+""")
+
+
+def _literal_choices(expected: str) -> list[Any]:
+    """pydantic's `'a', 'b' or 3` back into ['a', 'b', 3], to print as kube-apiserver does."""
+    out: list[Any] = []
+    for token in _LITERAL.findall(expected):
+        if token == "or":
+            continue
+        try:
+            out.append(ast.literal_eval(token))
+        except (ValueError, SyntaxError):
+            out.append(token)
+    return out
 
 
 def _show(value: Any) -> str:

@@ -164,7 +164,7 @@ def validate_command(command: Command) -> list[FieldError]:
             FieldError(
                 "action",
                 f'Unsupported value: "{command.action or ""}": supported values: '
-                f"{list(ALL_ACTIONS)}",
+                + ", ".join(f'"{action}"' for action in ALL_ACTIONS),
             )
         )
     if command.target is None:

@@ -28,7 +28,17 @@ from core.api.validation_common import (
 )
 from core.api.validation_pod import _cpu_is_integer, validate_pod_template
 
-_VALID_SUFFIX = f" valid events are {list(USER_EVENTS)}, valid actions are {list(USER_ACTIONS)}"
+
+def _quoted(values: object) -> str:
+    """Allowed values as kube-apiserver prints them: `"*", "PodFailed", ...`."""
+    return ", ".join(f'"{value}"' for value in values)  # type: ignore[attr-defined]
+
+
+_EVENTS_SUFFIX = f" supported values: {_quoted(USER_EVENTS)}"
+_ACTIONS_SUFFIX = f" supported values: {_quoted(USER_ACTIONS)}"
+_VALID_SUFFIX = (
+    f"; supported events: {_quoted(USER_EVENTS)}; supported actions: {_quoted(USER_ACTIONS)}"
+)
 
 # ------------------------------------------------------------------------------------- Job
 
@@ -61,7 +71,7 @@ def validate_policies(policies: list[LifecyclePolicy] | None, path: str) -> list
                 errors.append(
                     FieldError(
                         f"{where}.event",
-                        f'Invalid value: "{event}": invalid policy event;' + _VALID_SUFFIX,
+                        f'Invalid value: "{event}": invalid policy event;' + _EVENTS_SUFFIX,
                     )
                 )
                 continue
@@ -87,7 +97,7 @@ def validate_policies(policies: list[LifecyclePolicy] | None, path: str) -> list
                 FieldError(
                     f"{where}.action",
                     f'Invalid value: "{policy.action or ""}": invalid policy action;'
-                    + _VALID_SUFFIX,
+                    + _ACTIONS_SUFFIX,
                 )
             )
         if policy.timeout is not None and not is_go_duration(policy.timeout):

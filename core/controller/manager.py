@@ -27,7 +27,7 @@ from core.controller.informers import SharedInformers
 from core.controller.metrics import ControllerMetrics
 from core.controller.selection import select_controllers
 from core.kube.client import NAMESPACES, ApiError, KubeClient
-from core.kube.events import EventRecorder
+from core.kube.events import CORE_API, EventRecorder
 from core.kube.flags import options_from_args
 from core.kube.leader import LeaderElectionConfig, LeaderElector, default_identity
 from core.serving import start_app
@@ -74,7 +74,8 @@ class ControllerManager:
     async def run(self) -> None:
         """One term: informers, recorder and controllers from scratch, until cancelled."""
         informers = SharedInformers(self.client)
-        recorder = EventRecorder(self.client, COMPONENT, self.identity)
+        # Volcano's controllers record core/v1 Events (client-go's tools/record).
+        recorder = EventRecorder(self.client, COMPONENT, self.identity, api=CORE_API)
         controllers = {
             name: factory(self.client, informers, recorder, self.metrics)
             for name, factory in self.factories.items()

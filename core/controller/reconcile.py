@@ -4,12 +4,14 @@ exponential backoff, and a key given up on turned into a Warning event on its ob
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from core.controller.metrics import ControllerMetrics
+from core.decisions import decision
 from core.kube.events import WARNING, EventRecorder
 from core.kube.workqueue import WorkQueue
 
@@ -63,3 +65,12 @@ def warn_given_up(
     recorder: EventRecorder, regarding: dict[str, str], what: str, exc: BaseException
 ) -> None:
     recorder.record(regarding, WARNING, "FailedSync", f"gave up syncing {what}: {exc}")
+    namespace, name = regarding.get("namespace"), regarding.get("name", "")
+    decision(
+        "gave up",
+        level=logging.WARNING,
+        kind=regarding.get("kind", ""),
+        object=f"{namespace}/{name}" if namespace else name,
+        about=what,
+        error=str(exc),
+    )

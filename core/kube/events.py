@@ -1,4 +1,10 @@
-"""Best-effort `events.k8s.io/v1` Events, aggregated into series like client-go's events library.
+"""Best-effort Events, aggregated like client-go's two recorders.
+
+Each component records through the API its upstream uses: `api=EVENTS_API` (events.k8s.io/v1,
+client-go's tools/events, as kube-scheduler does: `eventTime`, `series`, no lastTimestamp) or
+`api=CORE_API` (core/v1, client-go's tools/record, as Volcano's controllers and
+kube-controller-manager do: `firstTimestamp`, `lastTimestamp`, `count`, `source.component`;
+what `kubectl get events --sort-by=.lastTimestamp` sorts on).
 
 `EventRecorder.record()` never waits: it updates an in-memory series and queues its key; the
 background `run()` writes. A repeat of an identical event (same regarding object, reason, type,
@@ -26,10 +32,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.kube.backoff import TokenBucket
-from core.kube.client import EVENTS, MERGE_PATCH, ApiError, KubeClient
+from core.kube.client import EVENTS, MERGE_PATCH, ApiError, KubeClient, Resource
 from core.kube.workqueue import WorkQueue
 
 log = logging.getLogger("vulcan.kube.events")
+
+EVENTS_API = "events.k8s.io/v1"
+CORE_API = "v1"
+CORE_EVENTS = Resource("", "v1", "events", True, "Event")
 
 NORMAL = "Normal"
 WARNING = "Warning"
@@ -57,6 +67,11 @@ def micro_time(ts: float | None = None) -> str:
     """A Kubernetes MicroTime: RFC 3339 with microseconds, UTC (`2006-01-02T15:04:05.000000Z`)."""
     moment = datetime.fromtimestamp(time.time() if ts is None else ts, UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def kube_time(ts: float) -> str:
+    """A Kubernetes Time (core/v1 first/lastTimestamp): RFC 3339, whole seconds, UTC."""
+    return datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def object_reference(obj: Mapping[str, Any], field_path: str = "") -> dict[str, str]:
@@ -136,8 +151,13 @@ class EventRecorder:
         qps: float = 0.0,
         burst: int = 100,
         clock: Any = time.time,
+        api: str = EVENTS_API,
     ) -> None:
+        if api not in (EVENTS_API, CORE_API):
+            raise ValueError(f"events API must be {EVENTS_API} or {CORE_API}, not {api!r}")
         self.client = client
+        self.api = api
+        self.resource = CORE_EVENTS if api == CORE_API else EVENTS
         self.component = component
         self.instance = instance
         self.series_window = series_window
@@ -298,6 +318,8 @@ class EventRecorder:
             await self._patch_series(series)
 
     def _body(self, series: _Series, count: int) -> dict[str, Any]:
+        if self.api == CORE_API:
+            return self._core_body(series, count)
         body: dict[str, Any] = {
             "apiVersion": EVENTS.api_version,
             "kind": EVENTS.kind,
@@ -309,13 +331,46 @@ class EventRecorder:
             body["series"] = {"count": count, "lastObservedTime": micro_time(series.last_seen)}
         return body
 
+    def _core_body(self, series: _Series, count: int) -> dict[str, Any]:
+        """client-go record's Event: involvedObject/message/source, first and last timestamps
+        and a count (no eventTime, no series)."""
+        fields = series.fields
+        body: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": series.name, "namespace": series.namespace},
+            "involvedObject": fields["regarding"],
+            "reason": fields["reason"],
+            "message": fields["note"],
+            "type": fields["type"],
+            "source": {"component": self.component},
+            "firstTimestamp": kube_time(series.first_seen),
+            "lastTimestamp": kube_time(series.last_seen),
+            "count": count,
+            "eventTime": None,  # as Go writes a zero MicroTime (no omitempty on a struct)
+            "reportingComponent": self.component,
+            "reportingInstance": self.instance,
+        }
+        if "related" in fields:
+            body["related"] = fields["related"]
+        return body
+
+    def _repeat_patch(self, series: _Series, count: int) -> dict[str, Any]:
+        if self.api == CORE_API:
+            # client-go's EventCorrelator patches the count and lastTimestamp of a repeat.
+            return {"count": count, "lastTimestamp": kube_time(series.last_seen)}
+        return {"series": {"count": count, "lastObservedTime": micro_time(series.last_seen)}}
+
     async def _create(self, series: _Series) -> None:
         count = series.count
         try:
             # No client-level retries: the queue retries with its own backoff, and a dead API
             # server must not pin a worker for the client's whole retry budget.
             await self.client.request(
-                "POST", EVENTS.path(series.namespace), body=self._body(series, count), retry=False
+                "POST",
+                self.resource.path(series.namespace),
+                body=self._body(series, count),
+                retry=False,
             )
         except ApiError as exc:
             if exc.conflict:
@@ -329,11 +384,11 @@ class EventRecorder:
 
     async def _patch_series(self, series: _Series) -> None:
         count = series.count
-        patch = {"series": {"count": count, "lastObservedTime": micro_time(series.last_seen)}}
+        patch = self._repeat_patch(series, count)
         try:
             await self.client.request(
                 "PATCH",
-                EVENTS.path(series.namespace, series.name),
+                self.resource.path(series.namespace, series.name),
                 body=patch,
                 content_type=MERGE_PATCH,
                 retry=False,

@@ -138,7 +138,15 @@ class ApiServer(DiscoveryRoutes, ReadRoutes, WriteRoutes, ApplyRoutes, ScaleRout
             if wants_table(request.headers.get("Accept", "")):
                 # Table columns read the stored format (a view's columns are its storage's).
                 return _json_response(
-                    orjson.dumps(table(t.rtype, [stored.decode()], str(stored.rv)))
+                    orjson.dumps(
+                        table(
+                            t.rtype,
+                            [stored.decode()],
+                            str(stored.rv),
+                            request.query.get("includeObject", "Metadata"),
+                            t.served,
+                        )
+                    )
                 )
             return _json_response(t.out(stored.raw))
         if method == "POST":

@@ -44,6 +44,10 @@ class Target:
         """A stored object's JSON as this API serves it."""
         return self.view.out_raw(raw) if self.view is not None else raw
 
+    def served(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """A stored (decoded) object as this API serves it."""
+        return self.view.out(obj) if self.view is not None else obj
+
     def into(self, body: Any) -> Any:
         """A request body in the storage's format."""
         return self.view.into(body) if self.view is not None else body

@@ -74,7 +74,15 @@ class ReadRoutes:
         rv, items = self.store.list(t.storage, t.namespace, matcher)
         if wants_table(request.headers.get("Accept", "")):
             return _json_response(
-                orjson.dumps(table(t.rtype, (s.decode() for s in items), str(rv)))
+                orjson.dumps(
+                    table(
+                        t.rtype,
+                        (s.decode() for s in items),
+                        str(rv),
+                        request.query.get("includeObject", "Metadata"),
+                        t.served,
+                    )
+                )
             )
         # `limit` is not honoured: the whole list comes in one page, as the real server does
         # when it serves a list from its watch cache; clients handle that (no continue token).
@@ -125,7 +133,13 @@ class ReadRoutes:
         if next_key is not None:
             meta["continue"] = encode_continue(list_rv, next_key)
         if wants_table(request.headers.get("Accept", "")):
-            rendered = table(t.rtype, (s.decode() for s in items), str(list_rv))
+            rendered = table(
+                t.rtype,
+                (s.decode() for s in items),
+                str(list_rv),
+                request.query.get("includeObject", "Metadata"),
+                t.served,
+            )
             rendered["metadata"] = meta
             return _json_response(orjson.dumps(rendered))
         head = orjson.dumps(

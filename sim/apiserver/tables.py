@@ -272,7 +272,17 @@ def _columns(rtype: ResourceType) -> list[Column]:
     return _BUILTIN_COLUMNS.get((rtype.group, rtype.kind), [_AGE])
 
 
-def table(rtype: ResourceType, objects: Iterable[dict[str, Any]], resource_version: str) -> dict:
+def table(
+    rtype: ResourceType,
+    objects: Iterable[dict[str, Any]],
+    resource_version: str,
+    include_object: str = "Metadata",
+    served: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> dict:
+    """A meta.k8s.io/v1 Table. Each row embeds its object as `includeObject` asks, as
+    kube-apiserver does: `Metadata` (the default) a PartialObjectMetadata, `Object` the whole
+    object as this API serves it (`served` converts from the storage format; kubectl asks for it
+    to `--sort-by` a field), `None` nothing."""
     columns = _columns(rtype)
     if rtype.kind != "Event":  # the event printer has its own Name column, last
         columns = [("Name", "string", lambda o: o["metadata"]["name"], 0), *columns]
@@ -282,16 +292,16 @@ def table(rtype: ResourceType, objects: Iterable[dict[str, Any]], resource_versi
         for _, _, value, _ in columns:
             cell = value(obj)
             cells.append("" if cell is None else cell)
-        rows.append(
-            {
-                "cells": cells,
-                "object": {
-                    "kind": "PartialObjectMetadata",
-                    "apiVersion": "meta.k8s.io/v1",
-                    "metadata": obj["metadata"],
-                },
+        row: dict[str, Any] = {"cells": cells}
+        if include_object == "Object":
+            row["object"] = served(obj) if served is not None else obj
+        elif include_object != "None":
+            row["object"] = {
+                "kind": "PartialObjectMetadata",
+                "apiVersion": "meta.k8s.io/v1",
+                "metadata": obj["metadata"],
             }
-        )
+        rows.append(row)
     return {
         "kind": "Table",
         "apiVersion": "meta.k8s.io/v1",

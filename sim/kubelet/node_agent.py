@@ -22,6 +22,7 @@ from sim.kubelet.keys import NODE_STATE_FAILED, SIM_NODE_STATE
 from sim.kubelet.pods import node_ip
 from sim.kubelet.profiles import NodeProfile
 from sim.kubelet.status import (
+    KUBELET_VERSION,
     LEASE_NAMESPACE,
     lease_object,
     node_labels,
@@ -209,11 +210,26 @@ class NodeAgent:
             self._resume_pods(node, restored=restored)
             self._notify()
 
+    async def _kubelet_version(self) -> str:
+        """The API server's gitVersion (GET /version, read once): what the hollow kubelets
+        report as their version; the built-in one when /version cannot be read."""
+        known: str | None = getattr(self, "_server_version", None)
+        if known is None:
+            try:
+                info = await self.client.request("GET", "/version")
+            except ApiError as exc:
+                log.warning("cannot read the API server's version", extra={"error": str(exc)})
+                return KUBELET_VERSION
+            known = str((info or {}).get("gitVersion") or KUBELET_VERSION)
+            self._server_version = known
+        return known
+
     async def _register(self, node: _Node) -> None:
         now = time.time()
+        version = await self._kubelet_version()
         try:
             created = await self.client.create(
-                NODES, node_object(node.name, node.ip, node.profile, now)
+                NODES, node_object(node.name, node.ip, node.profile, now, version)
             )
         except ApiError as exc:
             if not exc.conflict:
@@ -251,6 +267,7 @@ class NodeAgent:
             heartbeat=now,
             ready_since=node.ready_since,
             registered_at=node.registered_at,
+            kubelet_version=await self._kubelet_version(),
         )
         await self.client.patch(
             NODES,

@@ -12,6 +12,9 @@ from core.kube.events import micro_time
 from sim.kubelet.pods import BACKOFF, CREATING, STARTED, SUCCEEDED, PodRun
 from sim.kubelet.profiles import NodeProfile
 
+# Reported only when the API server's /version cannot be read: a hollow kubelet reports the API
+# server's gitVersion, as a kubelet built with its control plane does (kubectl warns about a
+# kubelet/server skew otherwise).
 KUBELET_VERSION = "v1.36.0-vulcan-hollow"
 RUNTIME_VERSION = "vulcan-hollow://1"
 CONTAINER_ID_SCHEME = "vulcan-hollow://"
@@ -119,6 +122,7 @@ def node_status(
     heartbeat: float,
     ready_since: float,
     registered_at: float,
+    kubelet_version: str = KUBELET_VERSION,
 ) -> dict[str, Any]:
     return {
         "capacity": dict(profile.capacity),
@@ -136,7 +140,7 @@ def node_status(
             "kernelVersion": KERNEL_VERSION,
             "osImage": OS_IMAGE,
             "containerRuntimeVersion": RUNTIME_VERSION,
-            "kubeletVersion": KUBELET_VERSION,
+            "kubeletVersion": kubelet_version,
             "kubeProxyVersion": "",
             "operatingSystem": "linux",
             "architecture": "amd64",
@@ -144,7 +148,9 @@ def node_status(
     }
 
 
-def node_object(name: str, ip: str, profile: NodeProfile, now: float) -> dict[str, Any]:
+def node_object(
+    name: str, ip: str, profile: NodeProfile, now: float, kubelet_version: str = KUBELET_VERSION
+) -> dict[str, Any]:
     """The Node a kubelet registers: labels, and its whole status (nodes may set status on
     create)."""
     return {
@@ -160,7 +166,14 @@ def node_object(name: str, ip: str, profile: NodeProfile, now: float) -> dict[st
         },
         "spec": {},
         "status": node_status(
-            name, ip, profile, ready=True, heartbeat=now, ready_since=now, registered_at=now
+            name,
+            ip,
+            profile,
+            ready=True,
+            heartbeat=now,
+            ready_since=now,
+            registered_at=now,
+            kubelet_version=kubelet_version,
         ),
     }
 

@@ -248,14 +248,15 @@ def test_a_gang_missing_members(cluster: SimCluster) -> None:
         ), line
 
 
-def test_no_node_has_room_for_a_member(cluster: SimCluster) -> None:
+def test_a_member_larger_than_any_node_cannot_fit_this_cluster(cluster: SimCluster) -> None:
+    """4 GPUs per member on nodes of 2: no wait helps, and explain says so."""
     cluster.apply(gang("gpus", 2, gpu=4))
     wait_for("the extender's refusal", lambda: condition_says(cluster, "gpus", "nvidia.com/gpu"))
     for extender in (True, False):
         line = first_line(cluster, "pod", "gpus-0", extender=extender)
         assert line == (
-            "pod default/gpus-0 is Pending: no node has room for a member: default/gpus-0 needs "
-            "4 nvidia.com/gpu on one node; the largest free is 2 on hollow-node-0"
+            "pod default/gpus-0 is Pending: the gang cannot fit this cluster: default/gpus-0 asks "
+            "for nvidia.com/gpu 4 on one node, the largest node hollow-node-0 has nvidia.com/gpu 2"
         ), line
 
 
@@ -368,11 +369,11 @@ def test_a_jobflow_and_its_vcjob_name_the_pending_step_and_why(cluster: SimClust
     )
     line = first_line(cluster, "jobflow", "pipe")
     assert line.startswith(
-        "jobflow default/pipe is Running: step train (vcjob default/pipe-train) is Pending: no "
-        "node has room for a member: default/pipe-train-worker-"
+        "jobflow default/pipe is Running: step train (vcjob default/pipe-train) is Pending: the "
+        "gang cannot fit this cluster: default/pipe-train-worker-"
     ), line
     assert line.endswith(
-        "needs 4 nvidia.com/gpu on one node; the largest free is 2 on hollow-node-0"
+        "asks for nvidia.com/gpu 4 on one node, the largest node hollow-node-0 has nvidia.com/gpu 2"
     )
     text = explain(cluster, "vcjob", "pipe-train")
     labels = [row.split()[0] for row in text.splitlines()[1:] if not row.startswith("   ")]

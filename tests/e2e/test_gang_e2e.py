@@ -244,6 +244,11 @@ def test_a_gang_with_an_unplaceable_member_times_out_whole_and_completes_later(
     cluster.apply(gpu_worker("late", 2))
     watch.until("the gang to complete", lambda: "late" in watch.done_at, timeout=60)
     cluster.kubectl("delete", "pods", "-l", "job=late", "--wait=false")
+    # Every answered bind has one result: the held binds that timed out count as such.
+    metrics = cluster.metrics()
+    assert metric(metrics, "vulcan_extender_binds_total", result="gang_timeout") >= 2
+    answered = metric(metrics, "vulcan_extender_requests_total", verb="bind")
+    assert answered == metric(metrics, "vulcan_extender_binds_total"), metrics
 
 
 def test_a_high_priority_gang_preempts_a_running_gang_as_a_whole(cluster: SimCluster) -> None:

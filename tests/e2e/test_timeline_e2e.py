@@ -78,6 +78,9 @@ def timeline(cluster: SimCluster, output: Path, *args: str) -> dict[str, Any]:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"timeline: {output} "), result.stdout
+    if "--lanes" not in args:
+        # The cluster's 3 nodes; the "(pending)" lane of the pod that never binds is no node.
+        assert ", 3 nodes); data: " in result.stdout, result.stdout
     return json.loads(output.with_suffix(".json").read_text())
 
 

@@ -111,9 +111,7 @@ async def extender_harness(bind_hook: BindHook | None = None) -> AsyncIterator[H
         client = KubeClient(Configuration(host=apiserver.url), ClientOptions(qps=0))
         cache = ClusterCache()
         metrics = ExtenderMetrics()
-        binder = Binder(
-            client, on_result=lambda r: metrics.binds.labels(r).inc(), annotations_for=bind_hook
-        )
+        binder = Binder(client, annotations_for=bind_hook)
         server = ExtenderServer(
             cache,
             Framework(default_config()),

@@ -277,7 +277,7 @@ async def test_a_restarted_extender_completes_a_gang_from_what_the_api_server_kn
                 for i in (2, 3)
             )
         )
-        assert results == [True, True]  # two holds + two bound members = quorum
+        assert results == ["bound", "bound"]  # two holds + two bound members = quorum
         for i in range(4):
             live = await client.get(PODS, f"job-worker-{i}", "default")
             assert live["spec"]["nodeName"] == f"gpu-{i}"
@@ -336,7 +336,7 @@ async def test_a_stolen_slot_or_a_deleted_node_makes_the_member_replan(client: K
                 BindingArgs("job-worker-1", "default", pods[1]["metadata"]["uid"], passing1[0])
             ),
         )
-        assert results == [True, True]
+        assert results == ["bound", "bound"]
     finally:
         await gangs.stop()
         await cache.stop()
@@ -640,7 +640,7 @@ async def test_without_the_gang_plugin_groups_are_only_enqueued_and_members_go_o
         args = BindingArgs(
             member["metadata"]["name"], "default", member["metadata"]["uid"], "gpu-1"
         )
-        assert await gangs.bind(args) is False  # not held: bound at once by the caller
+        assert await gangs.bind(args) is None  # not held: bound at once by the caller
     finally:
         await gangs.stop()
         await cache.stop()

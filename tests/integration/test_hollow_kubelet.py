@@ -222,7 +222,10 @@ async def test_nodes_register_with_profile_ready_status_and_renewed_leases(
         for pressure in ("MemoryPressure", "DiskPressure", "PIDPressure"):
             assert condition(small, pressure)["status"] == "False"
         info = small["status"]["nodeInfo"]
-        assert info["kubeletVersion"] == "v1.36.0-vulcan-hollow"
+        # The API server's version (its /version), not a version of the hollow kubelet's own:
+        # kubectl warns about a kubelet newer than its server.
+        assert info["kubeletVersion"] == (await client.request("GET", "/version"))["gitVersion"]
+        assert info["kubeletVersion"] == "v1.32.0"
         assert info["containerRuntimeVersion"] == "vulcan-hollow://1"
         addresses = {a["type"]: a["address"] for a in small["status"]["addresses"]}
         assert addresses["Hostname"] == "hollow-node-1"

@@ -417,3 +417,41 @@ async def test_missing_objects_are_dropped_and_transient_errors_retried(
     await asyncio.wait_for(writer.flush(), 5)
     assert writer.stats.writes == 1 and failures["left"] == 0
     assert (await real("GET", PODGROUPS.path(NS, "pg")))["status"] == {"phase": "Inqueue"}
+
+
+KUBE_TIME = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
+
+
+async def test_core_api_recorder_writes_what_client_go_record_writes(client: KubeClient) -> None:
+    """Volcano's controllers record core/v1 Events: first/lastTimestamp, count, source."""
+    clock = [1_700_000_000.0]
+    rec = EventRecorder(
+        client, "vulcan-controllers", "ctrl-0", api=events_module.CORE_API, clock=lambda: clock[0]
+    )
+    task = asyncio.create_task(rec.run())
+    try:
+        rec.record(POD_REF, "Normal", "Created", "made pod p1")
+        await asyncio.wait_for(rec.flush(), 5)
+        [event] = (await client.list(events_module.CORE_EVENTS, NS))["items"]
+        assert event["apiVersion"] == "v1"
+        assert event["involvedObject"] == POD_REF and event["message"] == "made pod p1"
+        assert event["source"] == {"component": "vulcan-controllers"}
+        assert event["firstTimestamp"] == event["lastTimestamp"] == "2023-11-14T22:13:20Z"
+        assert event["count"] == 1 and event["eventTime"] is None
+        assert "series" not in event
+        clock[0] += 30
+        rec.record(POD_REF, "Normal", "Created", "made pod p1")
+        await asyncio.wait_for(rec.flush(), 5)
+        [again] = (await client.list(events_module.CORE_EVENTS, NS))["items"]
+        assert again["metadata"]["name"] == event["metadata"]["name"]
+        assert again["count"] == 2 and again["lastTimestamp"] == "2023-11-14T22:13:50Z"
+        assert again["firstTimestamp"] == "2023-11-14T22:13:20Z"
+        # Through events.k8s.io/v1 the same object shows its deprecated* fields.
+        [seen] = await events(client)
+        assert seen["deprecatedLastTimestamp"] == "2023-11-14T22:13:50Z"
+        assert seen["deprecatedCount"] == 2 and seen["note"] == "made pod p1"
+        assert seen["reportingController"] == "vulcan-controllers"
+        assert KUBE_TIME.match(seen["deprecatedFirstTimestamp"])
+    finally:
+        await asyncio.wait_for(rec.close(), 5)
+        await asyncio.wait_for(task, 5)

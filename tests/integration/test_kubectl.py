@@ -125,6 +125,57 @@ async def test_pod_table_columns(kubectl: Kubectl) -> None:
     assert row.split()[:4] == ["web", "0/2", "Pending", "0"]
 
 
+EVENTS_FOR_SORT = """\
+apiVersion: v1
+kind: Event
+metadata: {name: late}
+involvedObject: {kind: Pod, name: web, namespace: default}
+reason: Later
+message: second
+type: Normal
+firstTimestamp: "2026-01-01T10:05:00Z"
+lastTimestamp: "2026-01-01T10:05:00Z"
+count: 1
+source: {component: vc-controller-manager}
+---
+apiVersion: v1
+kind: Event
+metadata: {name: early}
+involvedObject: {kind: Pod, name: web, namespace: default}
+reason: Earlier
+message: first
+type: Normal
+firstTimestamp: "2026-01-01T10:00:00Z"
+lastTimestamp: "2026-01-01T10:00:00Z"
+count: 1
+source: {component: vc-controller-manager}
+---
+apiVersion: events.k8s.io/v1
+kind: Event
+metadata: {name: bound}
+eventTime: "2026-01-01T10:02:00.000000Z"
+reportingController: default-scheduler
+reportingInstance: default-scheduler-1
+action: Binding
+reason: Scheduled
+regarding: {kind: Pod, name: web, namespace: default}
+note: assigned
+type: Normal
+"""
+
+
+async def test_sort_by_sorts_the_rows_of_a_table(kubectl: Kubectl) -> None:
+    """kubectl --sort-by asks for Table rows with includeObject=Object and sorts by the
+    embedded objects: with only metadata embedded it printed `No resources found`."""
+    await kubectl("create", "-f", "-", stdin=EVENTS_FOR_SORT)
+    _, out, _ = await kubectl("get", "events", "--sort-by=.lastTimestamp")
+    reasons = [line.split()[2] for line in out.strip().splitlines()[1:]]
+    # kubectl puts the event with no lastTimestamp (events.k8s.io, as kube-scheduler's) first.
+    assert reasons == ["Scheduled", "Earlier", "Later"], out
+    _, out, _ = await kubectl("get", "events", "--sort-by=.metadata.name", "-o", "name")
+    assert out.split() == ["event/bound", "event/early", "event/late"]
+
+
 async def test_apply_twice_then_changed(kubectl: Kubectl, tmp_path: Path) -> None:
     manifest = tmp_path / "pod.yaml"
     manifest.write_text(POD)

@@ -292,6 +292,19 @@ def test_every_alert_is_complete() -> None:
         "vulcan_controller_syncs_total",  # reconcile failures
     }
     assert any('up{job="vulcan-extender"}' in r["expr"] for r in rules)  # extender down
+    # Volcano's overused is 1 for an idle queue that deserves nothing: no rule may read it.
+    assert not any("volcano_queue_overused" in metric_names(r["expr"]) for r in rules)
+
+
+def test_no_install_overlay_includes_monitoring_and_the_comment_says_so() -> None:
+    overlays = sorted((REPO / "manifests" / "overlays").glob("*/kustomization.yaml"))
+    assert overlays
+    for overlay in overlays:
+        resources = yaml.safe_load(overlay.read_text()).get("resources") or []
+        assert not any("monitoring" in str(r) for r in resources), overlay
+    comment = (MONITORING / "kustomization.yaml").read_text()
+    assert "No install overlay includes this directory" in comment
+    assert "overlays include this directory" not in comment
 
 
 # ------------------------------------------------------------------- names the code exports

@@ -134,7 +134,9 @@ async def test_two_saturated_queues_converge_to_their_weights(client: KubeClient
     assert cpu_of(gangs, "prod") == 4_000
     waiting = [gangs.reasons[k] for k in gangs.reasons if k.startswith("default/p-")]
     assert len(waiting) == 16
-    assert all("queue prod over its share: allocated cpu 5, deserved 4" in w for w in waiting)
+    # What the queue holds now (4), what it would hold with the gang (5), what it deserves (4).
+    said = "queue prod over its share: holds cpu 4, would hold 5 with this gang, deserves 4"
+    assert all(said in w for w in waiting)
     assert gangs.queue_pass is not None
     assert gangs.queue_pass.model.shares["research"].deserved.cpu == 12_000
     # The Queue status carries what the queue holds and its PodGroup counts.
@@ -245,5 +247,7 @@ async def test_filter_refuses_a_plain_pod_of_a_queue_over_its_share(client: Kube
     assert decision is not None
     passing, _failed, unresolvable = decision
     assert passing == []
-    assert unresolvable["node-0"] == "queue research over its share: allocated cpu 7, deserved 4"
+    assert unresolvable["node-0"] == (
+        "queue research over its share: holds cpu 6, would hold 7 with this pod, deserves 4"
+    )
     await gangs.stop()

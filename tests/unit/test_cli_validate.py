@@ -128,6 +128,99 @@ def test_version_and_help() -> None:
     assert run().returncode == 2
 
 
+def _one_line_error(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+def test_binary_junk_is_one_line_error(tmp_path: Path) -> None:
+    junk = tmp_path / "junk.yaml"
+    junk.write_bytes(bytes(range(256)) * 4)
+    line = _one_line_error(run("validate", str(junk)))
+    assert line == f"{junk}: cannot read: not UTF-8 text (byte 0x80 at offset 128)"
+    control = tmp_path / "control.yaml"
+    control.write_bytes(b"kind: Job\x00\x01\x02\n")
+    line = _one_line_error(run("validate", str(control)))
+    assert line.startswith(f"{control}: invalid YAML: ")
+
+
+def test_missing_api_version_or_kind_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "noversion.yaml"
+    path.write_text("kind: Job\nmetadata: {name: train}\nspec: {}\n")
+    result = run("validate", str(path))
+    assert _one_line_error(result) == f"{path}: Job/train: apiVersion: Required value"
+    assert "skipped" not in result.stderr
+    path.write_text("apiVersion: batch.volcano.sh/v1alpha1\nmetadata: {name: train}\n")
+    assert _one_line_error(run("validate", str(path))) == (
+        f"{path}: <no kind>/train: kind: Required value"
+    )
+
+
+def test_empty_file_and_directory_are_errors(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    assert _one_line_error(run("validate", str(empty))) == (
+        f"{empty}: no objects (the file is empty)"
+    )
+    comments = tmp_path / "comments.yaml"
+    comments.write_text("# nothing\n---\n")
+    assert _one_line_error(run("validate", str(comments))).endswith(
+        "no objects (the file is empty)"
+    )
+    assert _one_line_error(run("validate", str(tmp_path))) == (
+        f"{tmp_path}: cannot read: is a directory (name the YAML files in it)"
+    )
+    assert (
+        _one_line_error(run("validate", "-", stdin="")) == "<stdin>: no objects (the file is empty)"
+    )
+
+
+def test_allowed_values_print_as_kubernetes_does() -> None:
+    job = """\
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: train}
+spec:
+  policies: [{event: Nope, action: RestartJob}]
+  tasks:
+    - name: worker
+      replicas: 1
+      template: {spec: {containers: [{name: c, image: busybox}]}}
+"""
+    result = run("validate", "-", stdin=job)
+    assert result.returncode == 1
+    assert "[" not in result.stdout.split("supported values:")[1], result.stdout
+    assert 'invalid policy event; supported values: "*", "PodFailed", ' in result.stdout
+    queue = "apiVersion: scheduling.volcano.sh/v1beta1\nkind: Queue\nmetadata: {name: q}\n"
+    result = run("validate", "-", stdin=queue + "spec: {dequeueStrategy: random}\n")
+    assert result.returncode == 1
+    assert result.stdout == (
+        '<stdin>: Queue/q: spec.dequeueStrategy: Unsupported value: "random": '
+        'supported values: "fifo", "traverse"\n'
+    )
+
+
+def test_controllers_help_describes_every_controller_it_runs() -> None:
+    result = run("controllers", "--help")
+    assert result.returncode == 0
+    # argparse wraps at hyphens ("queue-\ncontroller"): join those back.
+    text = " ".join(result.stdout.split()).replace("- ", "-")
+    for name in (
+        "job-controller",
+        "cronjob-controller",
+        "jobflow-controller",
+        "jobtemplate-controller",
+        "pg-controller",
+        "queue-controller",
+    ):
+        assert name + " " in text, name
+    for word in ("Jobs", "JobFlows", "JobTemplates", "PodGroups", "Commands", "queues"):
+        assert word in text, word
+
+
 BROKEN_CRONJOB = """\
 apiVersion: batch.volcano.sh/v1alpha1
 kind: CronJob

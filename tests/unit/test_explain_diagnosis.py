@@ -262,15 +262,17 @@ def test_a_gang_missing_a_task_role() -> None:
 
 def test_no_node_has_room_for_a_member() -> None:
     group = podgroup("big", 2)
-    nodes = [node(f"node-{i}", gpu=2) for i in range(4)]
-    busy = pod("other", cpu="1", gpu=1, on="node-0")  # node-0 has 1 GPU free, the others 2
+    nodes = [node(f"node-{i}", gpu=4) for i in range(4)]
+    # node-0 has 1 GPU free, the others 2: a 4-GPU member fits an empty node, none now.
+    busy = [pod("other-0", cpu="1", gpu=3, on="node-0")]
+    busy += [pod(f"other-{i}", cpu="1", gpu=2, on=f"node-{i}") for i in range(1, 4)]
     cause, first = explain(
         found(
             "podgroup",
             "big",
             group,
             podgroups=[group],
-            pods=[busy, *gang("big", 2, gpu=4)],
+            pods=[*busy, *gang("big", 2, gpu=4)],
             nodes=nodes,
         )
     )
@@ -283,10 +285,16 @@ def test_no_node_has_room_for_a_member() -> None:
 
 def test_a_gang_too_big_for_the_free_room_together() -> None:
     group = podgroup("trio", 3)
-    nodes = [node("node-0", gpu=2), node("node-1", gpu=2)]
+    nodes = [node("node-0", gpu=4), node("node-1", gpu=4)]
+    busy = [pod(f"other-{i}", cpu="1", gpu=1, on=f"node-{i}") for i in range(2)]
     cause, first = explain(
         found(
-            "podgroup", "trio", group, podgroups=[group], pods=gang("trio", 3, gpu=2), nodes=nodes
+            "podgroup",
+            "trio",
+            group,
+            podgroups=[group],
+            pods=[*busy, *gang("trio", 3, gpu=2)],
+            nodes=nodes,
         )
     )
     assert cause == "node-room"
@@ -454,6 +462,7 @@ def test_a_partly_placed_gang_is_named_first() -> None:
     group = podgroup("qa-j2", 4, "default", phase="Unknown")
     pods = [pod(f"qa-j2-{i}", "qa-j2", cpu="8", on="node-0") for i in range(2)]
     pods += [pod(f"qa-j2-{i}", "qa-j2", cpu="8") for i in range(2, 4)]
+    pods.append(pod("other", cpu="16", on="node-1"))  # the room the rest would need
     broken = {
         "reason": "GangBroken",
         "regarding": {"kind": "PodGroup", "name": "qa-j2"},
@@ -469,7 +478,7 @@ def test_a_partly_placed_gang_is_named_first() -> None:
             podgroups=[group],
             pods=pods,
             events=[broken],
-            nodes=[node("node-0", cpu="16")],
+            nodes=[node("node-0", cpu="16"), node("node-1", cpu="16")],
         )
     )
     assert cause == "gang-partial"
@@ -560,8 +569,9 @@ def test_a_vcjob_group_without_pods_is_enqueued_first_not_short_of_members() -> 
     vcjob = job("train")
     group = podgroup("train-u-train", 2, min_resources={"cpu": "64"}, owner=job_owner("train"))
     cause, first = explain(found("job", "train", vcjob, jobs=[vcjob], podgroups=[group]))
-    assert cause == "queue-capacity"
-    assert "cannot hold the gang's minResources: it needs cpu 64" in first
+    # 64 cpu on a cluster of 4 x 8: no queue could ever hold it, so that is the cause.
+    assert cause == "cannot-fit"
+    assert "the gang cannot fit this cluster: it needs cpu 64, the cluster has cpu 32" in first
 
 
 def test_admitted_work_not_placed_yet_is_named_when_the_queue_cannot_hold_more() -> None:
@@ -606,10 +616,11 @@ def test_a_jobflow_names_the_pending_step_and_its_cause() -> None:
     cause, first = explain(
         found("jobflow", "pipe", jf, jobs=jobs, podgroups=[group], pods=pods, nodes=nodes)
     )
-    assert cause == "node-room"
+    assert cause == "cannot-fit"
     assert first.startswith(
-        "jobflow default/pipe is Running: step train (vcjob default/pipe-train) is Pending: no "
-        "node has room for a member: default/pipe-train-0 needs 4 nvidia.com/gpu on one node"
+        "jobflow default/pipe is Running: step train (vcjob default/pipe-train) is Pending: the "
+        "gang cannot fit this cluster: default/pipe-train-0 asks for nvidia.com/gpu 4 on one "
+        "node, the largest node node-0 has nvidia.com/gpu 2"
     )
 
 
@@ -712,9 +723,12 @@ def test_members_that_tolerate_no_taint_of_the_gpu_nodes() -> None:
     cause, first = explain(
         found("podgroup", "gpu", group, podgroups=[group], pods=tolerant, nodes=nodes)
     )
-    # Tolerated: the tainted nodes are the member's, and what it lacks there is room.
-    assert cause == "node-room"
-    assert first.endswith("needs 8 nvidia.com/gpu on one node; the largest free is 4 on gpu-0")
+    # Tolerated: the tainted nodes are the member's, and none is large enough, ever.
+    assert cause == "cannot-fit"
+    assert first.endswith(
+        "default/gpu-0 asks for nvidia.com/gpu 8 on one node, the largest node gpu-0 has "
+        "nvidia.com/gpu 4"
+    )
 
 
 def test_host_port_members_outnumber_the_nodes() -> None:
@@ -741,6 +755,113 @@ def test_host_port_members_outnumber_the_nodes() -> None:
     assert cause == "node-filters"
     assert "kube-scheduler's filters leave too few nodes for the whole gang" in first
     assert "2 node(s) didn't have free ports for the requested pod ports" in first
+
+
+# ------------------------------------------------------------------- can never fit this cluster
+
+
+def test_a_gang_bigger_than_the_whole_cluster_cannot_fit() -> None:
+    """9 cpu on a cluster of 8: no wait helps; explain says so instead of advising to wait."""
+    group = podgroup("huge", 3, min_resources={"cpu": "9"}, message="waiting for admission")
+    nodes = [node("node-0", cpu="4"), node("node-1", cpu="4")]
+    members = gang("huge", 3, cpu="3")
+    collected = found("podgroup", "huge", group, podgroups=[group], pods=members, nodes=nodes)
+    explanation = diagnose(collected)
+    first = render(explanation).splitlines()[0]
+    assert explanation.cause == "cannot-fit"
+    assert first == (
+        "podgroup default/huge is Pending: the gang cannot fit this cluster: it needs cpu 9, "
+        "the cluster has cpu 8 in all (largest node node-0: cpu 4)"
+    )
+    assert not any("wait" in hint for hint in explanation.finding.unblock)
+    # The same cause for one of its pods.
+    pod_cause, pod_first = explain(
+        found("pod", "huge-0", members[0], podgroups=[group], pods=members, nodes=nodes)
+    )
+    assert pod_cause == "cannot-fit"
+    assert pod_first.endswith(first.split(": ", 1)[1])
+
+
+def test_a_member_asking_for_a_resource_no_node_offers_cannot_fit() -> None:
+    group = podgroup("scratch", 2)
+    members = gang("scratch", 2)
+    for member in members:
+        member["spec"]["containers"][0]["resources"]["requests"]["ephemeral-storage"] = "1Gi"
+    cause, first = explain(found("podgroup", "scratch", group, podgroups=[group], pods=members))
+    assert cause == "cannot-fit"
+    assert first.endswith(
+        "the gang cannot fit this cluster: default/scratch-0 asks for ephemeral-storage 1Gi, "
+        "which no node offers (largest node node-0: cpu 8, memory 32Gi)"
+    )
+
+
+def test_a_member_bigger_than_the_largest_node_cannot_fit() -> None:
+    group = podgroup("wide", 2)
+    members = gang("wide", 2, cpu="12")
+    cause, first = explain(found("podgroup", "wide", group, podgroups=[group], pods=members))
+    assert cause == "cannot-fit"
+    assert first.endswith(
+        "the gang cannot fit this cluster: default/wide-0 asks for cpu 12 on one node, the "
+        "largest node node-0 has cpu 8"
+    )
+
+
+# ------------------------------------------------------------------- one cause per job
+
+
+def _job_world(queue_name: str, members: list[dict[str, Any]], **parts: Any) -> dict[str, Any]:
+    vcjob = job("qa-j0")
+    group = podgroup("qa-j0-u-qa-j0", 2, queue_name, owner=job_owner("qa-j0"))
+    for member in members:
+        member["metadata"]["annotations"]["scheduling.k8s.io/group-name"] = "qa-j0-u-qa-j0"
+        member["metadata"].setdefault("labels", {})["volcano.sh/job-name"] = "qa-j0"
+    others = parts.pop("others", [])
+    return {
+        "vcjob": vcjob,
+        "members": members,
+        "parts": {
+            "jobs": [vcjob],
+            "podgroups": [group, *parts.pop("groups", [])],
+            "pods": [*members, *others],
+            **parts,
+        },
+    }
+
+
+def _same_cause(world: dict[str, Any]) -> str:
+    by_job = diagnose(found("job", "qa-j0", world["vcjob"], **world["parts"]))
+    pod0 = world["members"][0]
+    by_pod = diagnose(found("pod", pod0["metadata"]["name"], pod0, **world["parts"]))
+    assert by_job.cause == by_pod.cause, (render(by_job), render(by_pod))
+    assert by_job.finding.headline == by_pod.finding.headline
+    return by_job.cause
+
+
+def test_a_job_and_its_pod_name_the_same_cause() -> None:
+    """Issue 34: `explain vcjob qa-j0` said kube-scheduler cannot place it while `explain pod
+    qa-j0-worker-0` said the queue is at its deserved share: one job, one cause."""
+    insufficient = "0/4 nodes are available: 4 Insufficient cpu."
+    # The queue is at its share (qa holds 16 of 32 and deserves 16), and the pods also carry
+    # kube-scheduler's refusal: the queue is the cause for both.
+    held = podgroup("a-0", 8, "qa", "Running")
+    busy = [pod(f"a-0-{i}", "a-0", cpu="2", on=f"node-{i % 4}") for i in range(8)]
+    members = [pod(f"qa-j0-worker-{i}", cpu="2", refused=insufficient) for i in range(2)]
+    waiting = podgroup("b-0", 9, "qb")
+    world = _job_world(
+        "qa",
+        members,
+        groups=[held, waiting],
+        others=busy + gang("b-0", 8, cpu="2"),
+        queues=[queue("default"), queue("qa"), queue("qb")],
+    )
+    assert _same_cause(world) == "queue-share"
+    # A gang that can never fit: both say so.
+    members = [pod(f"qa-j0-worker-{i}", cpu="12", refused=insufficient) for i in range(2)]
+    assert _same_cause(_job_world("default", members)) == "cannot-fit"
+    # A closed queue.
+    members = [pod(f"qa-j0-worker-{i}") for i in range(2)]
+    world = _job_world("shut", members, queues=[queue("default"), queue("shut", state="Closed")])
+    assert _same_cause(world) == "queue-closed"
 
 
 def test_a_job_enqueued_on_the_promise_of_eviction_names_whom_it_will_preempt() -> None:

@@ -149,7 +149,7 @@ async def test_members_are_held_until_quorum_then_bound_together() -> None:
     assert rig.barrier.held(KEY) == 0
     rig.commit.gate.set()
 
-    assert await asyncio.gather(*held, last) == [None, None, None, None]
+    assert await asyncio.gather(*held, last) == ["bound"] * 4
     assert sorted(rig.commit.bound) == ["ns/p0", "ns/p1", "ns/p2", "ns/p3"]
     assert rig.events.reasons() == ["Holding"] + ["Held"] * 4 + ["Committed"]
     assert rig.barrier.committed(KEY)
@@ -164,7 +164,7 @@ async def test_min_task_member_must_be_met_too() -> None:
     assert rig.commit.calls == []
 
     master = rig.start(need, "m0", "master")
-    assert await asyncio.gather(*workers, master) == [None] * 5
+    assert await asyncio.gather(*workers, master) == ["bound"] * 5
     assert sorted(rig.commit.bound) == ["ns/m0", "ns/w0", "ns/w1", "ns/w2", "ns/w3"]
 
 
@@ -189,7 +189,7 @@ async def test_already_bound_members_count_toward_quorum() -> None:
     assert rig.commit.calls == []
 
     second = rig.start(need, "w3", "worker")
-    assert await asyncio.gather(first, second) == [None, None]
+    assert await asyncio.gather(first, second) == ["bound", "bound"]
     assert sorted(rig.commit.bound) == ["ns/w2", "ns/w3"]
 
 
@@ -215,6 +215,7 @@ async def test_timeout_fails_every_held_member_and_backs_off() -> None:
         "3/4 members hold binds (task worker 2/3)"
     )
     assert all(isinstance(r, BindError) and str(r) == expected for r in results)
+    assert all(r.result == "gang_timeout" for r in results)  # the binds_total label
     assert rig.commit.calls == []
     assert rig.barrier.held(KEY) == 0
     assert rig.events.message("TimedOut") == expected
@@ -259,7 +260,7 @@ async def test_binds_during_backoff_fail_at_once_and_hold_again_after_it() -> No
     rig.clock.now += 3.0
     assert rig.barrier.backing_off(KEY) == 0.0
     again = [rig.start(gang(2), f"p{i}") for i in range(2)]
-    assert await asyncio.gather(*again) == [None, None]
+    assert await asyncio.gather(*again) == ["bound", "bound"]
     assert rig.commit.calls and rig.barrier.committed(KEY)
 
 
@@ -381,7 +382,7 @@ async def test_a_retried_bind_supersedes_the_held_one() -> None:
     assert rig.barrier.held(KEY) == 1  # replaced, not counted twice
 
     other = rig.start(gang(2), "p1")
-    assert await asyncio.gather(newer, other) == [None, None]
+    assert await asyncio.gather(newer, other) == ["bound", "bound"]
     # The superseded request was never bound; the newer one was, on its own node.
     assert sorted((a.pod_name, a.node) for a in rig.commit.calls) == [
         ("p0", "node-b"),
@@ -404,7 +405,7 @@ async def test_the_superseded_request_going_away_does_not_release_the_group() ->
     assert rig.barrier.held(KEY) == 2
     assert "Released" not in rig.events.reasons()
 
-    assert await asyncio.gather(newer, other, rig.start(gang(3), "p2")) == [None] * 3
+    assert await asyncio.gather(newer, other, rig.start(gang(3), "p2")) == ["bound"] * 3
 
 
 async def test_superseding_keeps_task_counts_exact() -> None:
@@ -418,7 +419,7 @@ async def test_superseding_keeps_task_counts_exact() -> None:
     # One worker held (not two): the quorum still waits for a second worker.
     assert rig.commit.calls == []
 
-    assert await asyncio.gather(again, rig.start(need, "w1", "worker")) == [None, None]
+    assert await asyncio.gather(again, rig.start(need, "w1", "worker")) == ["bound", "bound"]
 
 
 async def test_forget_resets_the_committed_state() -> None:

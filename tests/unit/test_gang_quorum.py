@@ -133,7 +133,7 @@ class Rig:
         """Bind `pods` through the barrier (they reach quorum together) and let the cache see
         them bound; returns their bound records."""
         tasks = [self.bind(pod, f"n{i % 2}") for i, pod in enumerate(pods)]
-        assert await asyncio.gather(*tasks) == [None] * len(pods)
+        assert await asyncio.gather(*tasks) == ["bound"] * len(pods)
         assert self.barrier.committed(GROUP)
         return [self.seen_bound(pod, f"n{i % 2}") for i, pod in enumerate(pods)]
 
@@ -173,7 +173,7 @@ async def test_a_gang_evicted_whole_holds_its_new_pods_until_all_can_bind() -> N
     await rig.signal.until(lambda: rig.barrier.held(GROUP) == 2)
     assert len(rig.commit.calls) == 4  # nothing new bound
     rest = [rig.bind(pod, "n1") for pod in again[2:]]
-    assert await asyncio.gather(*first_two, *rest) == [None] * 4
+    assert await asyncio.gather(*first_two, *rest) == ["bound"] * 4
     assert len(rig.commit.calls) == 8
     assert rig.events.reasons(GROUP).count("Committed") == 2
 
@@ -293,7 +293,7 @@ async def test_task_minimums_above_min_member_are_not_waited_for() -> None:
     held = [rig.bind(pod, "n0") for pod in pods[:2]]
     await rig.signal.until(lambda: rig.barrier.held(GROUP) == 2)
     assert rig.commit.calls == []
-    assert await asyncio.gather(*held, rig.bind(pods[2], "n1")) == [None] * 3
+    assert await asyncio.gather(*held, rig.bind(pods[2], "n1")) == ["bound"] * 3
     assert rig.barrier.committed(GROUP)
 
 

@@ -62,7 +62,8 @@ def test_no_overused_hook_a_queue_may_borrow_up_to_real_capability() -> None:
     assert not model.overused("a")
     assert model.allocatable("a", res(10)) is None
     assert model.allocatable("a", res(11)) == (
-        "queue a over its capability: allocated cpu 91, realCapability 90"
+        "queue a over its capability: holds cpu 80, would hold 91 with this gang, "
+        "may hold (realCapability) 90"
     )
 
 
@@ -175,7 +176,8 @@ def test_hierarchical_enqueue_checks_every_ancestor() -> None:
 def test_hierarchical_allocatable_checks_ancestors() -> None:
     model = tree(a_alloc=res(40), b_alloc=res(10))
     assert model.allocatable("a", res(15)) == (
-        "queue eng (ancestor of a) over its capability: allocated cpu 65, realCapability 60"
+        "queue eng (ancestor of a) over its capability: holds cpu 50, would hold 65 with this "
+        "gang, may hold (realCapability) 60"
     )
     assert model.allocatable("a", res(10)) is None
 

@@ -242,7 +242,7 @@ def test_allocatable_reason_is_exact() -> None:
     # research alone deserves all 40 cpu; 40 allocated + 8 = 48 > 40.
     model = proportion_shares(TOTAL, [research(allocated=res(40))])
     assert model.allocatable("research", res(8, pods=1)) == (
-        "queue research over its share: allocated cpu 48, deserved 40"
+        "queue research over its share: holds cpu 40, would hold 48 with this gang, deserves 40"
     )
     assert model.allocatable("research", res(0, 1)) is None  # memory only: 1Gi <= 160Gi
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -236,6 +237,19 @@ def test_queue_lanes_come_from_the_podgroups_spec_queue() -> None:
         build_timeline(pods, [], groups, now=NOW, lanes_by="racks")
 
 
+def test_a_finished_vcjobs_pods_keep_their_queue_lane_without_their_podgroup() -> None:
+    """Volcano deletes a completed Job's PodGroup; its pods carry volcano.sh/queue-name."""
+    pods = [
+        pod("j-0", node="n1", created=0, scheduled=1, group="j-u", finished=3),
+        pod("k-0", node="n2", created=0, scheduled=1, group="k-u", finished=3),
+    ]
+    pods[0]["metadata"]["labels"] = {"volcano.sh/queue-name": "qa"}
+    pods[1]["metadata"]["annotations"] = {"volcano.sh/queue-name": "qb"}
+    timeline = build_timeline(pods, [], [], now=NOW, lanes_by="queues")
+    assert {name: bar.lane for name, bar in by_pod(timeline).items()} == {"j-0": "qa", "k-0": "qb"}
+    assert NO_QUEUE not in timeline.lanes
+
+
 def test_pods_gone_from_the_api_are_drawn_from_their_events() -> None:
     events = [
         event("Scheduled", "victim", 2, note="Successfully assigned default/victim to n2"),
@@ -362,3 +376,65 @@ def test_the_command_fails_in_one_line() -> None:
     assert refused.returncode == 1
     assert refused.stderr.startswith("vulcan timeline: error:")
     assert len(refused.stderr.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------------- labels and legend
+
+
+def _gang_marks(count: int) -> list[Any]:
+    from vulcan.timeline.records import Mark
+
+    uid = "-3f6c2b8e-5c1d-4b7a-9a1e-2f0a8b9c7d6e"
+    marks = []
+    for i in range(count):
+        group = f"default/j{i:02d}{uid}"
+        for reason, delay in (("Admitted", 0.0), ("GangCommitted", 0.4), ("GangReleased", 9.0)):
+            when = T0 + timedelta(seconds=0.3 * i + delay)
+            marks.append(Mark(when, reason, "PodGroup", group, group, ""))
+    return marks
+
+
+def test_gang_event_labels_never_overlap_and_stay_inside() -> None:
+    from vulcan.timeline.labels import GAP_IN, LABEL_CHAR_IN, merge, place
+
+    labels = merge(_gang_marks(20), T0, "one")
+    # A gang's events within 2 s share a label; the job uid is not drawn.
+    assert labels[0].text == "j00 Admitted, GangCommitted"
+    assert sum(label.text.startswith("j00 ") for label in labels) == 2
+    x_max, axes_in = 12.0, 8.8
+    rows = place(labels, x_max, axes_in)
+    assert 1 < rows < len(labels)
+    per_in = x_max / axes_in
+    spans: dict[int, list[tuple[float, float]]] = {}
+    for label in labels:
+        width = (len(label.text) + 1) * LABEL_CHAR_IN * per_in
+        start = label.x - width if label.right else label.x
+        assert start >= -1e-9 or not label.right
+        assert (start + width <= x_max + 1e-9) or label.right
+        spans.setdefault(label.row, []).append((start, start + width))
+    for row in spans.values():
+        row.sort()
+        for (_, end), (start, _) in itertools.pairwise(row):
+            assert end + GAP_IN * per_in <= start + 1e-9
+
+
+def test_the_legend_names_every_gang_explains_every_mark_and_fits() -> None:
+    from vulcan.timeline.records import Mark
+    from vulcan.timeline.render import LEGEND_CHAR_IN, WIDTH_IN, _legend_handles, _legend_layout
+
+    pods = [
+        pod(f"j{i:02d}-0", node="n1", created=0, scheduled=1, group=f"j{i:02d}-{i}", finished=3)
+        for i in range(20)
+    ]
+    pods.append(pod("running", node="n2", created=0, scheduled=1))
+    timeline = build_timeline(pods, [], now=NOW)
+    timeline.marks.append(Mark(T0, "Evicted", "Pod", "default/running", "", ""))
+    timeline.marks.append(Mark(T0, "GangCommitted", "PodGroup", "default/j00-0", "", ""))
+    handles = _legend_handles(timeline, {g: "#000000" for g in timeline.groups}, {"default"})
+    names = [str(h.get_label()) for h in handles]
+    assert [n for n in names if n.startswith("j")] == [f"j{i:02d}-{i}" for i in range(20)]
+    assert "× pod evicted/preempted" in names
+    assert "gang event (label above)" in names and "running at capture" in names
+    columns, rows = _legend_layout(handles)
+    widest = max(len(n) for n in names) * LEGEND_CHAR_IN + 0.55
+    assert columns * widest <= WIDTH_IN and columns * rows >= len(handles)

@@ -193,7 +193,12 @@ def test_job_policy_rules(policies: list, field: str, reason: str) -> None:
 
 def test_invalid_policy_message_lists_valid_values() -> None:
     errors = errors_of(job(policies=[{"event": "Nope", "action": "RestartJob"}]))
-    assert "valid events are [" in errors[0][1] and "valid actions are [" in errors[0][1]
+    assert errors[0][1].startswith(
+        'Invalid value: "Nope": invalid policy event; supported values: "*", "PodFailed", '
+    )
+    assert "[" not in errors[0][1]
+    errors = errors_of(job(policies=[{"event": "PodFailed", "action": "Explode"}]))
+    assert 'invalid policy action; supported values: "AbortJob", "RestartJob", ' in errors[0][1]
 
 
 def test_task_level_policies_are_checked_with_their_path() -> None:

@@ -79,9 +79,9 @@ def test_the_template_is_checked_as_a_job() -> None:
     obj = cronjob()
     obj["spec"]["jobTemplate"]["spec"]["policies"] = [{"event": "PodFailed", "exitCode": 3}]
     assert problems(obj) == [
-        "spec.jobTemplate.spec.policies[0]: must not specify event and exitCode simultaneously "
-        "valid events are ['*', 'PodFailed', 'PodEvicted', 'PodPending', 'Unknown', "
-        "'TaskCompleted', 'TaskFailed', 'JobUpdated'], valid actions are ['AbortJob', "
-        "'RestartJob', 'RestartTask', 'RestartPod', 'RestartPartition', 'TerminateJob', "
-        "'CompleteJob', 'ResumeJob']"
+        "spec.jobTemplate.spec.policies[0]: must not specify event and exitCode simultaneously; "
+        'supported events: "*", "PodFailed", "PodEvicted", "PodPending", "Unknown", '
+        '"TaskCompleted", "TaskFailed", "JobUpdated"; supported actions: "AbortJob", '
+        '"RestartJob", "RestartTask", "RestartPod", "RestartPartition", "TerminateJob", '
+        '"CompleteJob", "ResumeJob"'
     ]

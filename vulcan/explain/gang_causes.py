@@ -22,6 +22,7 @@ from plugins.feasibility import fit_error
 from plugins.gang_fit import GangFit
 from plugins.placement import plan_gang
 from plugins.queue_share import requested_dims
+from vulcan.explain.cluster_fit import cannot_fit
 from vulcan.explain.focus import key_of, meta
 from vulcan.explain.queue_causes import queue_limits, queue_state
 from vulcan.explain.texts import (
@@ -483,6 +484,7 @@ CHECKS: tuple[Callable[[GangCase], Finding | None], ...] = (
     partial,
     scheduled,
     queue_state,
+    cannot_fit,
     promised,
     members,
     backoff,

@@ -172,9 +172,11 @@ def main(args: argparse.Namespace) -> int:
         return 1
     bars = data["bars"]
     pending = sum(not b["bound"] for b in bars)
+    # The "(pending)" and "(no queue)" lanes are no node and no queue.
+    lanes = [lane for lane in data["lanes"] if not lane["lane"].startswith("(")]
     print(
         f"timeline: {data['image']} ({len(bars) - pending} pods bound, {pending} never bound, "
-        f"{len(data['lanes'])} {args.lanes}); data: "
+        f"{len(lanes)} {args.lanes}); data: "
         f"{args.data_out or Path(args.output).with_suffix('.json')}"
     )
     return 0

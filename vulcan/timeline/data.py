@@ -11,7 +11,8 @@ A bar runs from the pod's bind to its end:
 Pods that never bound are bars too (`bound` false), from their creation to now, in the lane
 "(pending)" (nodes) or their queue's lane (queues). Gangs are the pods' PodGroups (annotation
 `scheduling.k8s.io/group-name`, or the coscheduling label); a pod's queue is its PodGroup's
-spec.queue. Within a lane, bars that overlap in time get different slots (sub-rows).
+spec.queue, or (the PodGroup gone) the pod's own `volcano.sh/queue-name` label or annotation.
+Within a lane, bars that overlap in time get different slots (sub-rows).
 """
 
 from __future__ import annotations
@@ -48,6 +49,20 @@ def group_of(pod: Json) -> str:
         keys.COSCHEDULING_POD_GROUP
     )
     return _key(meta.get("namespace") or "", name) if name else ""
+
+
+def queue_of_pod(pod: Json) -> str:
+    """The queue a pod says it belongs to, for when its PodGroup is gone (a Volcano Job's is
+    deleted when the job completes): Volcano's job controller labels and annotates its pods
+    `volcano.sh/queue-name`; other workloads annotate `scheduling.volcano.sh/queue-name`."""
+    meta = pod.get("metadata") or {}
+    annotations, labels = meta.get("annotations") or {}, meta.get("labels") or {}
+    return str(
+        annotations.get(keys.QUEUE_NAME)
+        or annotations.get(keys.VOLCANO_QUEUE_NAME)
+        or labels.get(keys.VOLCANO_QUEUE_NAME)
+        or ""
+    )
 
 
 def _condition(pod: Json, kind: str) -> Json:
@@ -125,7 +140,7 @@ def _bars_of_pods(
         uid = meta.get("uid") or ""
         created = parse_time(meta.get("creationTimestamp")) or now
         group = group_of(pod)
-        queue = queues.get(group) or (meta.get("annotations") or {}).get(keys.QUEUE_NAME) or ""
+        queue = queues.get(group) or queue_of_pod(pod)
         node = (pod.get("spec") or {}).get("nodeName") or ""
         scheduled = [
             e

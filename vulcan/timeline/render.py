@@ -7,11 +7,14 @@ bar is a pod from bind to end, in its gang's colour (grey: no gang); a bar still
 the picture was taken ends at the dashed "now" line with an arrow head; a pod that never bound is
 a hatched bar from its creation to now. In queue lanes a thin line shows how long each pod
 waited between its creation and its bind. Gang events (GangCommitted, ...) are dotted vertical
-lines in the gang's colour; evictions and preemptions are crosses on the pod's bar.
+lines in the gang's colour, labelled above the lanes in rows that never overlap
+(`vulcan.timeline.labels`); evictions and preemptions are crosses on the pod's bar. The legend
+names every gang and explains every mark, in as many columns as fit the width.
 """
 
 from __future__ import annotations
 
+import math
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -22,8 +25,10 @@ matplotlib.use("Agg")  # no display: files only
 
 from matplotlib import colormaps
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from vulcan.timeline.labels import Label, merge, name_of, place
 from vulcan.timeline.records import Bar, Timeline, format_time
 
 FORMATS = ("png", "svg")
@@ -32,7 +37,10 @@ DPI = 100
 WIDTH_IN = 11.0
 SLOT_IN = 0.28  # height of one sub-row
 CHAR_IN = 0.062  # width of one character of a bar's label (7 pt)
-MARK_BAND = 1.1  # sub-rows above the lanes for the labels of gang events
+LABEL_ROW = 0.62  # sub-rows per row of gang event labels above the lanes
+AXES_IN = WIDTH_IN * 0.8  # the axes' width (the rest: lane names, margins)
+LEGEND_CHAR_IN = 0.066  # one character of a legend entry (8 pt), a little generous
+LEGEND_ROW_IN = 0.24
 
 
 def palette(groups: list[str]) -> dict[str, str]:
@@ -122,41 +130,61 @@ def _draw_bars(ax: Any, timeline: Timeline, tops: dict[str, float], ctx: dict[st
             )
 
 
-def _band(timeline: Timeline) -> float:
-    """Sub-rows above the lanes for the gang events' labels."""
-    return MARK_BAND if any(m.kind == "PodGroup" for m in timeline.marks) else 0.1
+def _labels(timeline: Timeline, span: float, namespaces: set[str]) -> tuple[list[Label], int]:
+    """The gang events' labels, placed in rows; (labels, rows)."""
+    shown = "one" if len(namespaces) == 1 else ""
+    marks = [m for m in timeline.marks if m.kind == "PodGroup"]
+    labels = merge(marks, timeline.t0, shown)
+    return labels, place(labels, span * 1.04, AXES_IN)
+
+
+def _band(rows: int) -> float:
+    """Sub-rows above the lanes for `rows` rows of gang event labels."""
+    return rows * LABEL_ROW + 0.25 if rows else 0.1
 
 
 def _draw_marks(ax: Any, timeline: Timeline, tops: dict[str, float], ctx: dict[str, Any]) -> None:
-    t0, colours, band = timeline.t0, ctx["colours"], _band(timeline)
+    t0, colours, band = timeline.t0, ctx["colours"], ctx["band"]
     bars = {b.pod: b for b in timeline.bars}
-    labelled = 0
     for mark in timeline.marks:
         x = (mark.time - t0).total_seconds()
-        colour = colour_of(mark.group, colours)
         if mark.kind == "PodGroup":
-            ax.axvline(x, color=colour, linestyle=":", linewidth=1.2, zorder=1)
-            text = f" {mark.reason} {_short(mark.subject, ctx['namespaces'])}"
-            # Two heights, alternating, so that labels of events close in time overlap less.
-            y = -band + 0.08 + 0.5 * (labelled % 2)
-            ax.text(x, y, text, fontsize=6.5, color=colour, ha="left", va="top", clip_on=True)
-            labelled += 1
+            colour = colour_of(mark.group, colours)
+            ax.axvline(x, color=colour, linestyle=":", linewidth=1.0, alpha=0.8, zorder=1)
         elif (bar := bars.get(mark.subject)) is not None:
             ax.plot(x, _centre(bar, tops), marker="x", color="black", markersize=6, zorder=6)
+    for label in ctx["labels"]:
+        y = -band + 0.12 + LABEL_ROW * label.row
+        ax.text(
+            label.x,
+            y,
+            f"{label.text} " if label.right else f" {label.text}",
+            fontsize=6.5,
+            color=colour_of(label.group, colours),
+            ha="right" if label.right else "left",
+            va="top",
+            clip_on=True,
+            # Readable over the dotted lines of other events.
+            bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.4, "alpha": 0.85},
+            zorder=7,
+        )
     ax.set_ylim(ctx["total"], -band)
 
 
-def _legend(fig: Figure, timeline: Timeline, colours: dict[str, str], namespaces: set[str]) -> None:
-    handles = [
-        Patch(facecolor=colours[g], edgecolor="black", label=_short(g, namespaces))
+def _legend_handles(timeline: Timeline, colours: dict[str, str], namespaces: set[str]) -> list[Any]:
+    """A patch per gang, then one entry per kind of mark the chart shows."""
+    handles: list[Any] = [
+        Patch(
+            facecolor=colours[g],
+            edgecolor="black",
+            label=name_of(g, "one" if len(namespaces) == 1 else ""),
+        )
         for g in timeline.groups
     ]
     if any(not b.group for b in timeline.bars):
         handles.append(Patch(facecolor=NO_GANG, edgecolor="black", label="no gang"))
     if any(b.bound and b.end_within for b in timeline.bars):
-        handles.append(
-            Patch(facecolor="gray", alpha=0.3, label="ended within this second (1 s resolution)")
-        )
+        handles.append(Patch(facecolor="gray", alpha=0.3, label="ended within 1 s (faded)"))
     if any(not b.bound for b in timeline.bars):
         handles.append(
             Patch(
@@ -164,14 +192,51 @@ def _legend(fig: Figure, timeline: Timeline, colours: dict[str, str], namespaces
                 edgecolor="gray",
                 hatch="///",
                 linestyle="--",
-                label="pending (never bound)",
+                label="pending: never bound",
             )
         )
+    if any(b.open for b in timeline.bars):
+        handles.append(
+            Line2D([], [], color="gray", marker=">", linestyle="-", label="running at capture")
+        )
+    if timeline.lanes_by == "queues" and any(
+        b.bound and b.start > b.created for b in timeline.bars
+    ):
+        handles.append(Line2D([], [], color="gray", linewidth=1, label="waited: created → bound"))
+    if any(m.kind == "PodGroup" for m in timeline.marks):
+        handles.append(
+            Line2D([], [], color="gray", linestyle=":", label="gang event (label above)")
+        )
+    if any(m.kind == "Pod" for m in timeline.marks):
+        handles.append(
+            Line2D(
+                [],
+                [],
+                color="black",
+                marker="x",
+                linestyle="none",
+                label="× pod evicted/preempted",
+            )
+        )
+    return handles
+
+
+def _legend_layout(handles: list[Any]) -> tuple[int, int]:
+    """(columns, rows): as many columns of the widest entry as fit the figure's width."""
+    if not handles:
+        return 0, 0
+    widest = max(len(str(h.get_label())) for h in handles) * LEGEND_CHAR_IN + 0.55
+    columns = max(1, min(len(handles), int((WIDTH_IN - 0.3) // widest)))
+    return columns, math.ceil(len(handles) / columns)
+
+
+def _legend(fig: Figure, handles: list[Any]) -> None:
+    columns, _ = _legend_layout(handles)
     if handles:
         fig.legend(
             handles=handles,
             loc="outside lower center",
-            ncols=min(len(handles), 6),
+            ncols=columns,
             fontsize=8,
             frameon=False,
         )
@@ -209,8 +274,12 @@ def render(timeline: Timeline, output: Path, *, title: str = "") -> dict[str, An
     colours = palette(timeline.groups)
     namespaces = {b.pod.split("/", 1)[0] for b in timeline.bars}
     span = max(_last(timeline), 1.0)
-    rows = max(total, 1) + _band(timeline)
-    height_in = 2.4 + 0.3 * ((len(timeline.groups) + 2) // 6) + SLOT_IN * rows
+    labels, label_rows = _labels(timeline, span, namespaces)
+    band = _band(label_rows)
+    handles = _legend_handles(timeline, colours, namespaces)
+    _, legend_rows = _legend_layout(handles)
+    rows = max(total, 1) + band
+    height_in = 2.2 + LEGEND_ROW_IN * legend_rows + SLOT_IN * rows
     height_in = round(height_in * DPI) / DPI  # whole pixels: the size said is the size written
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "vulcan-timeline"}):
         fig = Figure(figsize=(WIDTH_IN, height_in), dpi=DPI, layout="constrained")
@@ -219,8 +288,10 @@ def render(timeline: Timeline, output: Path, *, title: str = "") -> dict[str, An
             "colours": colours,
             "span": span,
             "namespaces": namespaces,
-            "axes_in": WIDTH_IN * 0.8,
+            "axes_in": AXES_IN,
             "total": total,
+            "band": band,
+            "labels": labels,
         }
         _draw_bars(ax, timeline, tops, ctx)
         _draw_marks(ax, timeline, tops, ctx)
@@ -237,7 +308,7 @@ def render(timeline: Timeline, output: Path, *, title: str = "") -> dict[str, An
         ax.set_axisbelow(True)
         heading = title or f"vulcan timeline: pods per {timeline.lanes_by[:-1]}"
         ax.set_title(f"{heading}\n{_subtitle(timeline)}", fontsize=10)
-        _legend(fig, timeline, colours, namespaces)
+        _legend(fig, handles)
         metadata = {"Date": None} if fmt == "svg" else {}
         fig.savefig(output, format=fmt, dpi=DPI, metadata=metadata)
     width_px, height_px = round(WIDTH_IN * DPI), round(height_in * DPI)
