@@ -14,7 +14,13 @@ without `proportion` (with `enableHierarchy` for `spec.parent` trees), else `pro
   queue whose only work is such a group must still be given a share).
 - `inqueue`: for admitted (Inqueue) groups with `minResources`, what they have not placed yet,
   less what their members gated by the user ask (Volcano's DeductSchGatedResources: gated work
-  does not hold the queue's room until its gates are removed).
+  does not hold the queue's room until its gates are removed). Not counted, while its pods
+  ask for it, for a group whose minResources alone exceed what allocate lets its queue hold now
+  (its deserved share, for proportion): such a gang cannot be placed whatever its queue's other
+  work does, and holding the queue's room for it refused every other gang of the queue for as
+  long as the other queues' demand kept its share down (issue 31's soak; Volcano's own open
+  issues 4617 and 5006). It holds the room again once its share could take it, so the queue's
+  work drains for it and it is not starved.
 - `elastic`: for each group, what its placed members (bound, or holding a reservation) hold
   beyond what it needs to start (`plugins.elastic.elastic_resources`): enqueue subtracts it,
   as Volcano's proportion and capacity do, since reclaim and preempt take it back first.
@@ -86,6 +92,9 @@ class QueuePolicy:
         self._inqueue: dict[str, dict[str, int]] = {}
         self._elastic: dict[str, dict[str, int]] = {}
         self._held_before: set[str] = set()
+        # Inqueue groups whose minResources count in `inqueue` and are asked by their pods
+        # (the ones a pass may find beyond their queue's share, see the module docstring).
+        self._asking: set[str] = set()
         self._primed = False
 
     def build(
@@ -138,6 +147,7 @@ class QueuePolicy:
             model = capacity_shares(total, list(inputs.values()), hierarchical=self.hierarchical)
         else:
             model = proportion_shares(total, list(inputs.values()))
+        self._release_beyond_share(snapshot, model)
         contended = frozenset(
             name
             for name, source in inputs.items()
@@ -153,9 +163,22 @@ class QueuePolicy:
         self._inqueue = {}
         self._elastic = {}
         self._held_before = set()
+        self._asking = set()
+
+    def _release_beyond_share(self, snapshot: Snapshot, model: ShareModel) -> None:
+        """An Inqueue group that cannot be allocated at its queue's share however empty the
+        queue were does not hold the queue's room (module docstring): its `inqueue` goes."""
+        for key in self._asking:
+            contribution = self._contrib[key]
+            group = snapshot.podgroups.get(key)
+            if contribution.inqueue is None or group is None or group.min_resources is None:
+                continue
+            if model.beyond_limit(contribution.queue, group.min_resources):
+                model.release_inqueue(contribution.queue, contribution.inqueue)
 
     def _refresh(self, snapshot: Snapshot, key: str, held: ResourceVector | None) -> None:
         old = self._contrib.pop(key, None)
+        self._asking.discard(key)
         if old is not None:
             members = self._members.get(old.queue)
             if members is not None:
@@ -183,6 +206,8 @@ class QueuePolicy:
             _add_into(self._unasked, new.queue, new.unasked)
         if new.inqueue is not None:
             _add_into(self._inqueue, new.queue, new.inqueue)
+            if new.asked:
+                self._asking.add(key)
         if new.elastic is not None:
             _add_into(self._elastic, new.queue, new.elastic)
 
@@ -194,6 +219,7 @@ class _Contribution:
     unasked: ResourceVector | None
     inqueue: ResourceVector | None
     elastic: ResourceVector | None = None
+    asked: bool = False  # its pods ask for all of its `inqueue` (counted in the queue's request)
 
 
 def _add_into(totals: dict[str, dict[str, int]], queue: str, amount: ResourceVector) -> None:
@@ -221,6 +247,7 @@ def _contribution(
 ) -> _Contribution:
     phase = group.phase or "Pending"
     unasked = inqueue = None
+    asked = False
     if group.min_resources is not None:
         if group.phase in _WAITING_PHASES:
             missing = group.min_resources.saturating_sub(members_request(snapshot, group))
@@ -232,8 +259,9 @@ def _contribution(
             if gated is not None:
                 missing = missing.saturating_sub(gated)
             inqueue = None if missing.is_zero() else missing
+            asked = missing.saturating_sub(members_request(snapshot, group)).is_zero()
     elastic = _elastic_of(snapshot, group, held)
-    return _Contribution(group.queue, phase, unasked, inqueue, elastic)
+    return _Contribution(group.queue, phase, unasked, inqueue, elastic, asked)
 
 
 def _elastic_of(

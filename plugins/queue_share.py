@@ -180,6 +180,10 @@ class ShareModel(Protocol):
 
     def enqueueable(self, queue: str, min_resources: ResourceVector | None) -> str | None: ...
 
+    def beyond_limit(self, queue: str, min_resources: ResourceVector) -> bool: ...
+
+    def release_inqueue(self, queue: str, amount: ResourceVector) -> None: ...
+
     def on_enqueued(self, queue: str, min_resources: ResourceVector | None) -> None: ...
 
     def allocatable(self, queue: str, request: ResourceVector) -> str | None: ...
@@ -356,6 +360,28 @@ class QueueShares:
                     parts.append(part)
                 return f"{self._who(queue, name)} cannot hold minResources: " + "; ".join(parts)
         return None
+
+    def beyond_limit(self, queue: str, min_resources: ResourceVector) -> bool:
+        """Whether `min_resources` alone exceed what allocate lets the queue (or, hierarchical
+        capacity, an ancestor) hold now (`_limit`: its deserved share, for proportion): a gang
+        needing that much cannot be allocated whatever the queue's other work does."""
+        if queue not in self.shares:
+            return False
+        need = strip_pods(min_resources)
+        return any(
+            need.get(d) > self._limit(self.shares[name]).get(d)
+            for name in self.chain(queue)
+            for d in requested_dims(need)
+        )
+
+    def release_inqueue(self, queue: str, amount: ResourceVector) -> None:
+        """Take `amount` out of the queue's (and its ancestors') `inqueue`; floored at 0."""
+        if queue not in self.shares:
+            return
+        freed = strip_pods(amount)
+        for name in self.chain(queue):
+            share = self.shares[name]
+            share.inqueue = share.inqueue.saturating_sub(freed)
 
     def on_enqueued(self, queue: str, min_resources: ResourceVector | None) -> None:
         """JobEnqueued: the admitted minResources count as `inqueue` for later jobs of the pass."""

@@ -101,6 +101,25 @@ def evict_pod(
                 ],
             )
     options = (eviction or {}).get("deleteOptions") or {}
+    preconditions = options.get("preconditions") or {}
+    if not pod_is_terminal(pod) and not preconditions.get("resourceVersion"):
+        # As kube-apiserver does (PodDisruptionConditions, GA since 1.31): the pod says why
+        # it goes before it is deleted, so whoever watches it can tell an eviction.
+        status = pod.setdefault("status", {})
+        conditions = [
+            c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"
+        ]
+        conditions.append(
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "reason": "EvictionByEvictionAPI",
+                "message": "Eviction API: evicting",
+                "lastTransitionTime": now_rfc3339(),
+            }
+        )
+        status["conditions"] = conditions
+        store._put(rtype, pod, MODIFIED, stored)
     store.delete(
         rtype,
         namespace,

@@ -370,6 +370,21 @@ async def test_binding_twice_and_uid_precondition(
     assert (await core.read_namespaced_pod("q", NS)).spec.node_name is None
 
 
+async def test_an_evicted_pod_carries_the_disruption_target_condition(api: ApiClient) -> None:
+    """As kube-apiserver (PodDisruptionConditions): the eviction is on the pod while it goes."""
+    core = CoreV1Api(api)
+    await core.create_namespaced_pod(NS, pod("leaving", {"app": "x"}, nodeName="n1"))
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "leaving"}}
+    response = await core.create_namespaced_pod_eviction(
+        "leaving", NS, eviction, _preload_content=False
+    )
+    assert response.status == 201
+    left = await core.read_namespaced_pod("leaving", NS)  # bound: deleted gracefully
+    assert left.metadata.deletion_timestamp is not None
+    target = [c for c in left.status.conditions or [] if c.type == "DisruptionTarget"]
+    assert [(c.status, c.reason) for c in target] == [("True", "EvictionByEvictionAPI")]
+
+
 async def test_eviction_and_disruption_budget(api: ApiClient) -> None:
     core, policy = CoreV1Api(api), PolicyV1Api(api)
     await core.create_namespaced_pod(NS, pod("free", {"app": "x"}))

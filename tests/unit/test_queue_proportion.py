@@ -238,6 +238,21 @@ def test_enqueueable_uses_real_capability_not_deserved() -> None:
     assert model.enqueueable("research", res(41)) is not None
 
 
+def test_beyond_limit_compares_the_minimum_alone_with_deserved() -> None:
+    # research deserves 10 cpu (weights 1:3), holds 6: 10 fits its share were it empty (though
+    # not now, 6 + 10 > 10); 11 can never be allocated at this share; pods never count.
+    model = proportion_shares(
+        TOTAL, [research(allocated=res(6), inqueue=res(11)), QueueInput("b", 3, request=HUGE)]
+    )
+    assert not model.beyond_limit("research", res(10, pods=100))
+    assert model.beyond_limit("research", res(11))
+    assert not model.beyond_limit("nope", res(11))
+    # Released from inqueue (floored at 0): later enqueues no longer count it.
+    model.release_inqueue("research", res(11, pods=3))
+    assert model.shares["research"].inqueue.is_zero()
+    assert model.enqueueable("research", res(30)) is None
+
+
 def test_allocatable_reason_is_exact() -> None:
     # research alone deserves all 40 cpu; 40 allocated + 8 = 48 > 40.
     model = proportion_shares(TOTAL, [research(allocated=res(40))])
