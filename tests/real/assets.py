@@ -4,7 +4,7 @@ Two conventions, the first that is set wins:
 - `KUBEBUILDER_ASSETS` (controller-runtime envtest's): a directory holding the unpacked binaries
   `etcd`, `kube-apiserver` (and, for this tier, `kube-controller-manager`, `kube-scheduler`);
 - `VULCAN_KUBE_ASSETS` (ours): a directory holding them xz-compressed (`etcd.xz`, ...) with a
-  `SHA256SUMS` of the unpacked binaries, as `../shared/kube-assets` does. They are unpacked once
+  `SHA256SUMS` of the unpacked binaries, as CI's kube-assets folder does. They are unpacked once
   into `$XDG_CACHE_HOME/vulcan/kube-assets/<sha256 of SHA256SUMS>/` (default `~/.cache`) and
   checked against their sums; two processes unpacking at once each write a temporary file and
   rename it into place, so neither ever runs a half-written binary.
@@ -122,7 +122,7 @@ def find_assets() -> KubeAssets:
     raise AssetsMissing(
         f"real Kubernetes tier: set {ENVTEST_VAR} to a directory of etcd, kube-apiserver, "
         f"kube-controller-manager and kube-scheduler binaries, or {OUR_VAR} to a directory of "
-        "their .xz files with SHA256SUMS (as ../shared/kube-assets)"
+        "their .xz files with SHA256SUMS (as CI's kube-assets folder)"
     )
 
 
