@@ -23,7 +23,7 @@ from core.kube.client import NODES, PODS, ApiError, KubeClient, Resource
 from core.kube.events import NORMAL, WARNING
 from sim.controllers import pod_template as tpl
 from sim.controllers.expectations import Expectations
-from sim.controllers.replicaset import PodView
+from sim.controllers.replicaset import PodView, delete_pod
 from sim.controllers.runtime import KeyedController, ObjectRecord, owner_reference
 from sim.scheduler.framework import SchedNode, SchedPod, node_affinity_matches
 from sim.taints import untolerated
@@ -211,11 +211,7 @@ class DaemonSetController(KeyedController):
         )
 
     async def _delete(self, ds: dict[str, Any], pod: PodView) -> None:
-        try:
-            await self.client.delete(PODS, pod.name, pod.namespace, uid=pod.uid)
-        except ApiError as exc:
-            if not exc.not_found:
-                raise
+        if not await delete_pod(self.client, pod):
             return
         self.recorder.record(_ref(ds), NORMAL, "SuccessfulDelete", f"Deleted pod: {pod.name}")
 

@@ -31,7 +31,7 @@ from core.kube.events import NORMAL, WARNING
 from core.timestamps import parse_time
 from sim.apiserver.selectors import label_selector_from_dict
 from sim.controllers.expectations import Expectations
-from sim.controllers.replicaset import PodView
+from sim.controllers.replicaset import PodView, delete_pod
 from sim.controllers.runtime import (
     KeyedController,
     ObjectRecord,
@@ -278,11 +278,7 @@ class JobController(KeyedController):
 
     async def _delete(self, job: dict[str, Any], pods: list[JobPodView]) -> None:
         for pod in pods:
-            try:
-                await self.client.delete(PODS, pod.name, pod.namespace, uid=pod.uid)
-            except ApiError as exc:
-                if not exc.not_found:
-                    raise
+            if not await delete_pod(self.client, pod):
                 continue
             self.recorder.record(_ref(job), NORMAL, "SuccessfulDelete", f"Deleted pod: {pod.name}")
 

@@ -104,6 +104,18 @@ def available(pod: PodView, min_ready_seconds: int, now: float) -> tuple[bool, f
     return left <= 0, max(left, 0.0)
 
 
+async def delete_pod(client: KubeClient, pod: PodView) -> bool:
+    """Delete this pod (this UID, not a successor of the same name); False when it was gone
+    already, so the caller records no deletion event."""
+    try:
+        await client.delete(PODS, pod.name, pod.namespace, uid=pod.uid)
+    except ApiError as exc:
+        if not exc.not_found:
+            raise
+        return False
+    return True
+
+
 class ReplicaSetController(KeyedController):
     name = "replicaset-controller"
 
@@ -228,11 +240,7 @@ class ReplicaSetController(KeyedController):
         )
 
     async def _delete_pod(self, replicaset: dict[str, Any], pod: PodView) -> None:
-        try:
-            await self.client.delete(PODS, pod.name, pod.namespace, uid=pod.uid)
-        except ApiError as exc:
-            if not exc.not_found:
-                raise
+        if not await delete_pod(self.client, pod):
             self.expectations.deleted(f"{pod.namespace}/{replicaset['metadata']['name']}", pod.key)
             return
         self.recorder.record(

@@ -23,7 +23,7 @@ from typing import Any
 from core.kube.client import PODS, ApiError, KubeClient, Resource
 from core.kube.events import NORMAL, WARNING
 from sim.controllers import pod_template as tpl
-from sim.controllers.replicaset import PodView
+from sim.controllers.replicaset import PodView, delete_pod
 from sim.controllers.runtime import KeyedController, ObjectRecord, owner_reference
 
 STATEFULSETS = Resource("apps", "v1", "statefulsets", True, "StatefulSet")
@@ -229,11 +229,7 @@ class StatefulSetController(KeyedController):
         )
 
     async def _delete(self, sts: dict[str, Any], pod: PodView) -> None:
-        try:
-            await self.client.delete(PODS, pod.name, pod.namespace, uid=pod.uid)
-        except ApiError as exc:
-            if not exc.not_found:
-                raise
+        if not await delete_pod(self.client, pod):
             return
         self.recorder.record(
             _ref(sts),
