@@ -7,10 +7,10 @@ import argparse
 from core.controller.clock import Clock
 from core.controller.manager import ControllerFactory
 from core.controller.reconcile import RetryPolicy
-from flow_controller.cronjobs import CRONJOB, CronJobController
-from flow_controller.flows import JOBFLOW, JobFlowController
-from flow_controller.jobs import JOB, JobController
-from flow_controller.templates import JOBTEMPLATE, JobTemplateController
+from flow_controller.cronjob.controller import CRONJOB, CronJobController
+from flow_controller.job.controller import JOB, JobController
+from flow_controller.jobflow.controller import JOBFLOW, JobFlowController
+from flow_controller.jobflow.templates import JOBTEMPLATE, JobTemplateController
 
 
 def factories(

@@ -7,7 +7,7 @@ from typing import Any
 
 from core.api import keys
 from core.api.batch import TaskSpec
-from flow_controller.job_plugins import (
+from flow_controller.job.plugins import (
     JobContext,
     Owned,
     Plugin,

@@ -15,7 +15,7 @@ from core.kube.client import (
     KubeClient,
     Resource,
 )
-from flow_controller.job_plugins import JobContext, Owned, Plugin
+from flow_controller.job.plugins import JobContext, Owned, Plugin
 
 RESOURCES: dict[str, Resource] = {
     "ConfigMap": CONFIGMAPS,

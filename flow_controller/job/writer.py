@@ -17,9 +17,9 @@ from core.kube.events import WARNING, EventRecorder
 from core.kube.informer import Informer
 from core.kube.workqueue import WorkQueue
 from core.records import PodGroupRecord, PodRecord
-from flow_controller import job_objects as objects
-from flow_controller.job_state import ABORTED, FINISHED
-from flow_controller.job_status import changed, stamp
+from flow_controller.job import objects
+from flow_controller.job.state import ABORTED, FINISHED
+from flow_controller.job.status import changed, stamp
 
 CLAIM_RECHECK = 5.0  # seconds between looks for a claim a job names and nobody created yet
 

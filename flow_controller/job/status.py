@@ -9,7 +9,7 @@ from typing import Any
 
 from core.api.batch import JobSpec
 from core.records import PodRecord
-from flow_controller.job_state import Counts
+from flow_controller.job.state import Counts
 
 PHASES = ("Pending", "Running", "Succeeded", "Failed", "Unknown")
 

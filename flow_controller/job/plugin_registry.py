@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 
-from flow_controller.job_plugin_frameworks import HcclRank, Ray
-from flow_controller.job_plugins import (
+from flow_controller.job.plugin_frameworks import HcclRank, Ray
+from flow_controller.job.plugins import (
     Env,
     Mpi,
     Plugin,

@@ -14,7 +14,7 @@ from typing import Any
 from core.api import keys
 from core.api.batch import JobSpec, TaskSpec
 from core.quota import min_resources, pod_quota_usage
-from flow_controller.job_partitions import partition_id, sub_group_policies
+from flow_controller.job.partitions import partition_id, sub_group_policies
 
 OUT_OF_SYNC = "volcano.sh/controller-out-of-sync"
 JOB_API_VERSION = "batch.volcano.sh/v1alpha1"

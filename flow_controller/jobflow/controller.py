@@ -1,11 +1,11 @@
 """Volcano's JobFlow controller (`jobflow-controller`; volcano-controllers.md §8.3), with what
-Volcano's leaves out (`flow_state`): probes, retries, an on-failure clean-up Job, and a
+Volcano's leaves out (`state`): probes, retries, an on-failure clean-up Job, and a
 `jobRetainPolicy: retain` that also holds when the flow is deleted.
 
 Each reconcile reads the flow from the API server, its Jobs from the shared Job informer (by
-Volcano's `volcano.sh/createdByJobFlow` label), decides (`flow_state.decide`) and applies: Jobs
+Volcano's `volcano.sh/createdByJobFlow` label), decides (`state.decide`) and applies: Jobs
 created from their JobTemplates, failed ones deleted to run again, events, the status
-(`flow_status`). Job names are deterministic and an existing Job is never created again, so a
+(`status`). Job names are deterministic and an existing Job is never created again, so a
 restarted controller starts nothing twice.
 """
 
@@ -29,9 +29,9 @@ from core.kube.client import JOBFLOWS, JOBTEMPLATES, VCJOBS, ApiError, KubeClien
 from core.kube.events import NORMAL, WARNING, EventRecorder
 from core.kube.workqueue import WorkQueue
 from core.records import FlowObjectRecord, JobRecord
-from flow_controller import flow_state as fs
-from flow_controller.flow_probes import FlowProber
-from flow_controller.flow_status import flow_status, same_status
+from flow_controller.jobflow import state as fs
+from flow_controller.jobflow.probes import FlowProber
+from flow_controller.jobflow.status import flow_status, same_status
 
 log = logging.getLogger("vulcan.controllers.jobflow")
 

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from flow_controller.flow_state import JobView
+from flow_controller.jobflow.state import JobView
 
 # Job phase -> the status list it is reported in. Volcano reports Completing and Terminating
 # Jobs in no list (#4134); vulcan counts them as running and terminated.

@@ -15,7 +15,7 @@ import aiohttp
 from core.api import keys
 from core.api.flow import Flow, HttpGet, TcpSocket
 from core.kube.client import PODS, KubeClient
-from flow_controller.flow_state import ProbeResult
+from flow_controller.jobflow.state import ProbeResult
 
 log = logging.getLogger("vulcan.controllers.jobflow")
 

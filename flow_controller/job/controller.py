@@ -1,8 +1,8 @@
 """Volcano's job controller (`job-controller`; shared/spec/volcano-controllers.md §2-§5).
 
-Events about a Job, its pods and its PodGroup become requests (`job_events`), queued per job;
+Events about a Job, its pods and its PodGroup become requests (`events`), queued per job;
 each reconcile drains the job's requests in order, resolves each to an action through the
-job's policies and runs the primitive its phase says (`job_state`): **sync** (PodGroup
+job's policies and runs the primitive its phase says (`state`): **sync** (PodGroup
 `<job>-<uid>`, pods `<job>-<task>-<i>` once the PodGroup is past Pending — vulcan's extender
 admits it, as Volcano's enqueue does — counts and phase), **kill** (every pod but, softly, the
 finished ones; version + 1; the PodGroup deleted) or **kill one target** (a task's pods, or
@@ -27,13 +27,13 @@ from core.kube.client import PODGROUPS, VCJOBS, ApiError, KubeClient
 from core.kube.events import NORMAL, WARNING, EventRecorder
 from core.kube.workqueue import WorkQueue
 from core.records import JobRecord, PodGroupRecord, PodRecord
-from flow_controller import job_objects as objects
-from flow_controller.job_events import JobEvents
-from flow_controller.job_owned import PluginObjects
-from flow_controller.job_partitions import in_partition
-from flow_controller.job_plugin_registry import build_plugins
-from flow_controller.job_plugins import JobContext, Plugin, PluginFailed
-from flow_controller.job_state import (
+from flow_controller.job import objects
+from flow_controller.job.events import JobEvents
+from flow_controller.job.owned import PluginObjects
+from flow_controller.job.partitions import in_partition
+from flow_controller.job.plugin_registry import build_plugins
+from flow_controller.job.plugins import JobContext, Plugin, PluginFailed
+from flow_controller.job.state import (
     FINISHED,
     KILL,
     KILL_TARGET,
@@ -46,8 +46,8 @@ from flow_controller.job_state import (
     plan_action,
     resolve_action,
 )
-from flow_controller.job_status import Tally, job_status, task_ready
-from flow_controller.job_writer import JobWriter
+from flow_controller.job.status import Tally, job_status, task_ready
+from flow_controller.job.writer import JobWriter
 
 log = logging.getLogger("vulcan.controllers.job")
 

@@ -1,6 +1,6 @@
 """Volcano's job plugins (shared/spec/volcano-controllers.md §6): `env`, `svc`, `ssh` and the
 distributed frameworks `mpi`, `pytorch`, `tensorflow` (`ray` and `hcclrank` in
-`job_plugin_frameworks`; all registered in `job_plugin_registry`) — the same names, environment
+`plugin_frameworks`; all registered in `plugin_registry`) — the same names, environment
 variables, files and mount paths as Volcano, so a training image finds everything where
 Volcano puts it.
 
@@ -36,7 +36,7 @@ class JobContext:
 
 @dataclass(frozen=True, slots=True)
 class Owned:
-    """An object a plugin keeps for the job: `kind` is a key of `flow_controller.jobs`' table."""
+    """An object a plugin keeps for the job: `kind` is a key of `job.owned`'s table."""
 
     kind: str
     body: dict[str, Any]

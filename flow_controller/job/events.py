@@ -18,9 +18,9 @@ from core.kube.events import NORMAL, EventRecorder
 from core.kube.informer import Informer
 from core.kube.workqueue import WorkQueue
 from core.records import CommandRecord, JobRecord, PodGroupRecord, PodRecord
-from flow_controller import job_state as js
-from flow_controller.job_delays import DelayedActions
-from flow_controller.job_partitions import pod_partition
+from flow_controller.job import state as js
+from flow_controller.job.delays import DelayedActions
+from flow_controller.job.partitions import pod_partition
 
 log = logging.getLogger("vulcan.controllers.job")
 

@@ -41,8 +41,8 @@ from core.kube.events import NORMAL, WARNING, EventRecorder
 from core.kube.workqueue import WorkQueue
 from core.records import FlowObjectRecord, JobRecord
 from core.timestamps import parse_time
-from flow_controller.cronjob_times import MANY_MISSED, most_recent_schedule_time
-from flow_controller.cronjob_times import next_schedule_delay as _next_delay
+from flow_controller.cronjob.times import MANY_MISSED, most_recent_schedule_time
+from flow_controller.cronjob.times import next_schedule_delay as _next_delay
 
 log = logging.getLogger("vulcan.controllers.cronjob")
 

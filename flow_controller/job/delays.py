@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Callable
 
 from core.durations import parse_duration
-from flow_controller import job_state as js
+from flow_controller.job import state as js
 
 _Key = tuple[str, str, str]  # job, pod, action
 
