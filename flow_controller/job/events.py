@@ -1,23 +1,18 @@
 """What the job controller hears, turned into requests (shared/spec/volcano-controllers.md
 §2.2): Job changes, pod phases (PodPending, PodRunning, PodFailed with its exit code,
-TaskCompleted, TaskFailed, PodEvicted), PodGroup phases (Unknown) and Commands (deleted first,
-so each runs at most once). Requests are kept per job, in order, and the job's key is queued:
+TaskCompleted, TaskFailed, PodEvicted), PodGroup phases (Unknown) and, through `commands`,
+Commands. Requests are kept per job, in order, and the job's key is queued:
 one job is never reconciled by two workers at once, and no event is lost to de-duplication."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from typing import Any
 
 from core.api import keys
-from core.controller.informers import SharedInformers
-from core.kube.client import COMMANDS, PODS, VCJOBS, ApiError, KubeClient
-from core.kube.events import NORMAL, EventRecorder
-from core.kube.informer import Informer
-from core.kube.workqueue import WorkQueue
-from core.records import CommandRecord, JobRecord, PodGroupRecord, PodRecord
+from core.controller.runtime import Builder
+from core.kube.client import PODGROUPS, PODS, VCJOBS
+from core.records import JobRecord, PodGroupRecord, PodRecord
 from flow_controller.job import state as js
 from flow_controller.job.delays import DelayedActions
 from flow_controller.job.partitions import pod_partition
@@ -25,60 +20,45 @@ from flow_controller.job.partitions import pod_partition
 log = logging.getLogger("vulcan.controllers.job")
 
 
-def _is_job_target(command: CommandRecord) -> bool:
-    target = command.target
-    return target.get("kind") == "Job" and target.get("apiVersion") in (
-        None,
-        "",
-        VCJOBS.api_version,
-    )
-
-
 class JobEvents:
+    """The job controller's watches (on the runtime's builder) and the requests they make."""
+
     def __init__(
         self,
-        client: KubeClient,
-        informers: SharedInformers,
-        jobs: Informer[JobRecord],
-        podgroups: Informer[PodGroupRecord],
-        queue: WorkQueue[str],
-        recorder: EventRecorder,
+        watch: Builder[str],
     ) -> None:
-        self.client = client
-        self.jobs = jobs
-        self.queue = queue
-        self.recorder = recorder
-        # Only pods Volcano's job controller made carry the job-name label.
-        self.pods = informers.get(PODS, PodRecord, label_selector=keys.JOB_NAME)
-        self.commands = informers.get(COMMANDS, CommandRecord)
-        self.command_queue: WorkQueue[str] = WorkQueue("job-commands")
+        self.watch = watch
         self._requests: dict[str, list[js.Request]] = {}
         self._by_job: dict[str, set[str]] = {}  # job key -> its pods' keys
         self._pending_seen: dict[str, str] = {}  # PodGroup -> version warned about
-        self._task: asyncio.Task[None] | None = None
         self.delays = DelayedActions(self.request)
-        jobs.add_handlers(self._job_added, self._job_updated, self._job_deleted)
-        self.pods.add_handlers(self._pod_added, self._pod_updated, self._pod_deleted)
-        podgroups.add_handlers(on_update=self._group_updated)
-        self.commands.add_handlers(self._command_added)
-
-    async def start(self) -> None:
-        self._task = asyncio.create_task(
-            self.command_queue.run_workers(1, self._command, max_retries=5), name="job-commands"
+        # The handlers queue the job through `request` (each event is kept as a request too).
+        self.jobs = watch.watch(
+            VCJOBS,
+            JobRecord,
+            on_add=self._job_added,
+            on_update=self._job_updated,
+            on_delete=self._job_deleted,
         )
+        # Only pods Volcano's job controller made carry the job-name label.
+        self.pods = watch.watch(
+            PODS,
+            PodRecord,
+            on_add=self._pod_added,
+            on_update=self._pod_updated,
+            on_delete=self._pod_deleted,
+            label_selector=keys.JOB_NAME,
+        )
+        self.podgroups = watch.watch(PODGROUPS, PodGroupRecord, on_update=self._group_updated)
 
-    async def stop(self) -> None:
+    def stop(self) -> None:
         self.delays.forget_all()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
 
     # ------------------------------------------------------------------ requests
 
     def request(self, job_key: str, request: js.Request) -> None:
         self._requests.setdefault(job_key, []).append(request)
-        self.queue.add(job_key)
+        self.watch.enqueue(job_key)
 
     def take(self, job_key: str) -> list[js.Request]:
         return self._requests.pop(job_key, [])
@@ -114,6 +94,7 @@ class JobEvents:
             self.request(new.key, js.Request(js.OUT_OF_SYNC, job_uid=new.uid))
 
     def _job_deleted(self, job: JobRecord) -> None:
+        self.watch.forget(job.key)  # its TTL, say
         self._requests.pop(job.key, None)
         self.delays.forget(job.key)
 
@@ -218,29 +199,3 @@ class JobEvents:
             return
         event = js.UNKNOWN if new.phase == "Unknown" else js.OUT_OF_SYNC
         self.request(f"{new.namespace}/{owner.name}", js.Request(event))
-
-    # ------------------------------------------------------------------ Commands
-
-    def _command_added(self, command: CommandRecord) -> None:
-        if _is_job_target(command):
-            self.command_queue.add(command.key)
-
-    async def _command(self, key: str) -> None:
-        command = self.commands.items.get(key)
-        if command is None:
-            return
-        namespace, name = key.split("/", 1)
-        try:  # deleted first: a Command runs at most once, even across restarts
-            await self.client.delete(COMMANDS, name, namespace, uid=command.uid)
-        except ApiError as exc:
-            if exc.not_found or exc.conflict:
-                return
-            raise
-        job = command.target.get("name", "")
-        self.recorder.record(
-            VCJOBS.reference(job, namespace, command.target.get("uid", "")),
-            NORMAL,
-            "CommandIssued",
-            f"Start to execute command {command.action}",
-        )
-        self.request(f"{namespace}/{job}", js.Request(js.COMMAND_ISSUED, action=command.action))

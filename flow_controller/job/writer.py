@@ -15,7 +15,6 @@ from core.decisions import decision
 from core.kube.client import JSON_PATCH, PODGROUPS, PODS, PVCS, VCJOBS, ApiError, KubeClient
 from core.kube.events import WARNING, EventRecorder
 from core.kube.informer import Informer
-from core.kube.workqueue import WorkQueue
 from core.records import PodGroupRecord, PodRecord
 from flow_controller.job import objects
 from flow_controller.job.state import ABORTED, FINISHED
@@ -38,13 +37,14 @@ class JobWriter:
         client: KubeClient,
         recorder: EventRecorder,
         metrics: ControllerMetrics,
-        queue: WorkQueue[str],
         podgroups: Informer[PodGroupRecord],
     ) -> None:
         self.client = client
         self.recorder = recorder
         self.metrics = metrics
-        self.queue = queue  # to look at a job again later (TTL, a claim not there yet)
+        # Job key -> seconds after which to look at it again (its TTL, a claim not there yet):
+        # what its reconcile returns to the runtime.
+        self.requeue_after: dict[str, float] = {}
         self.podgroups = podgroups
         # PodGroups a kill deleted (by UID), until the informer sees them go.
         self.deleted_groups: set[str] = set()
@@ -81,7 +81,7 @@ class JobWriter:
             if volume.volume_claim is None:
                 self.event(job, WARNING, "PVCError", f"pvc {name} is not found")
                 # Nothing this controller watches says when it appears: look again soon.
-                self.queue.add_after(f"{meta['namespace']}/{meta['name']}", CLAIM_RECHECK)
+                self._requeue(meta, CLAIM_RECHECK)
                 return False
             try:
                 await self.client.create(PVCS, objects.build_claim(meta, name, volume.volume_claim))
@@ -207,7 +207,7 @@ class JobWriter:
         left = (_epoch(since) + int(ttl) - time.time()) if since else 0.0
         meta = job["metadata"]
         if left > 0:
-            self.queue.add_after(f"{meta['namespace']}/{meta['name']}", left)
+            self._requeue(meta, left)
             return
         try:
             await self.client.delete(
@@ -220,6 +220,10 @@ class JobWriter:
         except ApiError as exc:
             if not (exc.not_found or exc.conflict):
                 raise
+
+    def _requeue(self, meta: dict[str, Any], seconds: float) -> None:
+        key = f"{meta['namespace']}/{meta['name']}"
+        self.requeue_after[key] = min(seconds, self.requeue_after.get(key, seconds))
 
     def event(self, job: dict[str, Any], type_: str, reason: str, note: str) -> None:
         meta = job["metadata"]

@@ -7,12 +7,9 @@ from __future__ import annotations
 import logging
 
 from core.api import keys
-from core.controller.informers import SharedInformers
 from core.controller.metrics import ControllerMetrics
-from core.controller.reconcile import RetryPolicy, run_reconciler, warn_given_up
+from core.controller.runtime import Builder, ObjectRef, Reconciler
 from core.kube.client import JOBTEMPLATES, VCJOBS, ApiError, KubeClient
-from core.kube.events import EventRecorder
-from core.kube.workqueue import WorkQueue
 from core.records import FlowObjectRecord, JobRecord
 
 log = logging.getLogger("vulcan.controllers.jobtemplate")
@@ -28,44 +25,27 @@ def _template_of(job: JobRecord) -> str | None:
     return f"{parts[0]}/{parts[1]}" if len(parts) == 2 and all(parts) else None
 
 
-class JobTemplateController:
+def _never(old: object, new: object) -> bool:
+    return False  # only adds and deletes change what a template lists
+
+
+class JobTemplateReconciler(Reconciler[str]):
     name = JOBTEMPLATE
 
-    def __init__(
-        self,
-        client: KubeClient,
-        informers: SharedInformers,
-        recorder: EventRecorder,
-        metrics: ControllerMetrics,
-        retries: RetryPolicy,
-    ) -> None:
+    def __init__(self, client: KubeClient, metrics: ControllerMetrics) -> None:
         self.client = client
-        self.recorder = recorder
         self.metrics = metrics
-        self.retries = retries
-        self.templates = informers.get(JOBTEMPLATES, FlowObjectRecord)
-        self.jobs = informers.get(VCJOBS, JobRecord)
-        self.queue: WorkQueue[str] = WorkQueue(
-            "jobtemplates", base_delay=retries.base, max_delay=retries.max_delay
-        )
-        self.templates.add_handlers(on_add=lambda t: self.queue.add(t.key))
-        self.jobs.add_handlers(on_add=self._job_added, on_delete=self._job_added)
 
-    def _job_added(self, job: JobRecord) -> None:
-        key = _template_of(job)
-        if key is not None:
-            self.queue.add(key)
-
-    async def run(self) -> None:
-        await run_reconciler(
-            self.queue, JOBTEMPLATE, 1, self.reconcile, self.metrics, self.retries, self._give_up
+    def setup(self, watch: Builder[str]) -> None:
+        self.templates = watch.primary(JOBTEMPLATES, FlowObjectRecord, changed=_never)
+        self.jobs = watch.related(
+            VCJOBS, JobRecord, to_key=_template_of, changed=_never, on_delete=True
         )
 
-    def _give_up(self, key: str, exc: BaseException) -> None:
+    def reference(self, key: str) -> ObjectRef:
         namespace, name = key.split("/", 1)
         template = self.templates.items.get(key)
-        ref = JOBTEMPLATES.reference(name, namespace, template.uid if template else "")
-        warn_given_up(self.recorder, ref, f"jobtemplate {key}", exc)
+        return JOBTEMPLATES.reference(name, namespace, template.uid if template else "")
 
     async def reconcile(self, key: str) -> None:
         namespace, name = key.split("/", 1)

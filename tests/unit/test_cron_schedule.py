@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from core.api.cron import CronError, load_zone, parse
-from flow_controller.cronjob.controller import go_rfc3339, job_name
+from flow_controller.cronjob.sync import go_rfc3339, job_name
 from flow_controller.cronjob.times import most_recent_schedule_time, next_schedule_delay
 
 
