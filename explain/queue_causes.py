@@ -11,14 +11,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from core.resources import ResourceVector
+from explain.texts import Finding
+from explain.world import World, amounts
 from plugins import gang as gangs
 from plugins.actions import gang_demand
 from plugins.queue_share import QueueShare, requested_dims, strip_pods
-from vulcan.explain.texts import Finding
-from vulcan.explain.world import World, amounts
 
 if TYPE_CHECKING:
-    from vulcan.explain.gang_causes import GangCase
+    from explain.gang_causes import GangCase
 
 _WAITING = ("", "Pending")
 

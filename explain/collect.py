@@ -1,7 +1,7 @@
 """What `vulcan explain` reads: the object asked about and everything its diagnosis needs, from
 the API server (conditions, events, Queue status, pods, nodes) and, when one is given, the
 extender's read-only debug endpoints. All the I/O of `vulcan explain` is here; the diagnosis
-(`vulcan.explain.diagnose`) is a pure function of the `Collected` this returns.
+(`explain.diagnose`) is a pure function of the `Collected` this returns.
 
 Everything is listed once (pods, PodGroups and Queues cluster-wide: a queue's share and a
 node's free room depend on all of them), so the diagnosis never has to ask again.
@@ -30,7 +30,7 @@ from core.kube.client import (
     KubeClient,
     Resource,
 )
-from vulcan.explain.focus import Focus, focus_of
+from explain.focus import Focus, focus_of
 
 # The kinds asked about, by every name a user may type (kubectl's short names too).
 KINDS: dict[str, str] = {

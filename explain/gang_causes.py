@@ -3,7 +3,7 @@ meets them (extender/gangs.py: queue, JobValid, enqueue, allocate, placement; th
 gang's pipelined members and held binds), the first that holds naming the cause.
 
 Every check reuses the scheduler's own rules: Volcano's gang counts (`plugins.gang`), the queue
-share model (`vulcan.explain.queue_causes`), the whole-gang placement (`plugins.placement`).
+share model (`explain.queue_causes`), the whole-gang placement (`plugins.placement`).
 Pure: a function of the collected objects and the extender's views.
 """
 
@@ -17,15 +17,10 @@ from typing import TYPE_CHECKING, Any
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector, format_quantity
 from core.timestamps import epoch_seconds
-from plugins import gang as gangs
-from plugins.feasibility import fit_error
-from plugins.gang_fit import GangFit
-from plugins.placement import plan_gang
-from plugins.queue_share import requested_dims
-from vulcan.explain.cluster_fit import cannot_fit
-from vulcan.explain.focus import key_of, meta
-from vulcan.explain.queue_causes import queue_limits, queue_state
-from vulcan.explain.texts import (
+from explain.cluster_fit import cannot_fit
+from explain.focus import key_of, meta
+from explain.queue_causes import queue_limits, queue_state
+from explain.texts import (
     Finding,
     duration,
     event_text,
@@ -37,10 +32,15 @@ from vulcan.explain.texts import (
     short,
     unschedulable_message,
 )
-from vulcan.explain.world import World, amount, amounts
+from explain.world import World, amount, amounts
+from plugins import gang as gangs
+from plugins.feasibility import fit_error
+from plugins.gang_fit import GangFit
+from plugins.placement import plan_gang
+from plugins.queue_share import requested_dims
 
 if TYPE_CHECKING:
-    from vulcan.explain.collect import Collected
+    from explain.collect import Collected
 
 _ZERO = ResourceVector()
 _HOLD_EVENTS = ("GangHolding", "GangCommitted", "GangTimedOut", "GangReleased")

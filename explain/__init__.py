@@ -5,14 +5,16 @@
 reads the object and what its diagnosis needs from the API server (`collect`, all the I/O)
 and, when `extender_url` is given, the extender's read-only debug endpoints; `diagnose` turns
 that into an `Explanation` (pure), rendered as one screen whose first line names the cause.
-`vcctl job explain` calls `explain` too.
+A package of its own, between `plugins` (whose formulas it reuses) and the two commands that
+show it: `vulcan explain` (`vulcan/explain_command.py`) and `vcctl job explain`; it imports
+`core` and `plugins` only.
 """
 
 from __future__ import annotations
 
 from core.kube.client import KubeClient
-from vulcan.explain.collect import KINDS, Collected, ExplainError, collect
-from vulcan.explain.diagnose import Explanation, diagnose, render
+from explain.collect import KINDS, Collected, ExplainError, collect
+from explain.diagnose import Explanation, diagnose, render
 
 __all__ = [
     "KINDS",

@@ -34,7 +34,7 @@ def main(args: argparse.Namespace) -> int:
     from kubernetes_asyncio.config import ConfigException
 
     from core.kube.client import KubeClient
-    from vulcan.explain import ExplainError, explain
+    from explain import ExplainError, explain
     from vulcan.sim_commands import run_async
 
     # A person waits for the answer: fail in seconds, not after a client's long retries.

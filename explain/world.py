@@ -24,7 +24,7 @@ from plugins.proportion import ProportionShares, proportion_shares
 from plugins.queue_share import QueueInput, QueueShare, QueueShares, queue_input, requested_dims
 
 if TYPE_CHECKING:
-    from vulcan.explain.collect import Collected
+    from explain.collect import Collected
 
 _ZERO = ResourceVector()
 _WAITING = ("", "Pending")

@@ -7,17 +7,17 @@ from typing import Any
 
 from core.resources import ResourceVector, format_quantity
 from core.timestamps import epoch_seconds
-from plugins import gang as gangs
-from plugins.queue_share import requested_dims, strip_pods
-from vulcan.explain.focus import flow_job_name, flow_steps, job_phase, key_of, meta
-from vulcan.explain.texts import (
+from explain.focus import flow_job_name, flow_steps, job_phase, key_of, meta
+from explain.texts import (
     condition,
     duration,
     origin_reason,
     short,
     unschedulable_message,
 )
-from vulcan.explain.world import World, amounts
+from explain.world import World, amounts
+from plugins import gang as gangs
+from plugins.queue_share import requested_dims, strip_pods
 
 _ZERO = ResourceVector()
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from core.records.pods import pod_group_key
 
 if TYPE_CHECKING:
-    from vulcan.explain.collect import Collected
+    from explain.collect import Collected
 
 # Volcano Job phases in which the job waits for the scheduler.
 WAITING_JOB_PHASES = frozenset({"", "Pending"})

@@ -1,10 +1,10 @@
 """`diagnose(collected) -> Explanation`: why the object asked about is where it is, as a chain
 flow -> job -> PodGroup -> queue -> gang -> nodes, with the true cause first. Pure: a function
-of what `vulcan.explain.collect` read, so every cause can be tested on hand-made objects.
+of what `explain.collect` read, so every cause can be tested on hand-made objects.
 
 The object's own state comes first (a flow waiting on a step, a job that is not pending, a pod
 already bound, a PodGroup not made yet); a waiting gang is then judged by
-`vulcan.explain.gang_causes`.
+`explain.gang_causes`.
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.records import PodGroupRecord, PodRecord
-from plugins import gang as gangs
-from vulcan.explain.chain import (
+from explain.chain import (
     flow_line,
     gang_line,
     job_line,
@@ -23,7 +22,7 @@ from vulcan.explain.chain import (
     podgroup_line,
     queue_line,
 )
-from vulcan.explain.focus import (
+from explain.focus import (
     WAITING_JOB_PHASES,
     flow_job_name,
     flow_steps,
@@ -31,13 +30,14 @@ from vulcan.explain.focus import (
     key_of,
     meta,
 )
-from vulcan.explain.gang_causes import GangCase, explain_gang, is_partial, member_room
-from vulcan.explain.queue_causes import allocate_refused
-from vulcan.explain.texts import Finding, scheduling_message, short
-from vulcan.explain.world import World, build_world
+from explain.gang_causes import GangCase, explain_gang, is_partial, member_room
+from explain.queue_causes import allocate_refused
+from explain.texts import Finding, scheduling_message, short
+from explain.world import World, build_world
+from plugins import gang as gangs
 
 if TYPE_CHECKING:
-    from vulcan.explain.collect import Collected
+    from explain.collect import Collected
 
 _KIND_WORDS = {"pod": "pod", "podgroup": "podgroup", "job": "vcjob", "jobflow": "jobflow"}
 _FAILED_JOB = ("Failed", "Aborted", "Terminated")

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 
 from core.records import NodeRecord, PodRecord
 from core.resources import ResourceVector
+from explain.texts import Finding
+from explain.world import amounts
 from plugins.queue_share import requested_dims, strip_pods
-from vulcan.explain.texts import Finding
-from vulcan.explain.world import amounts
 
 if TYPE_CHECKING:
-    from vulcan.explain.gang_causes import GangCase
+    from explain.gang_causes import GangCase
 
 _HINTS = [
     "add nodes that offer it, or larger nodes",
