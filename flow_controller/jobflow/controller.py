@@ -82,7 +82,7 @@ class JobFlowReconciler(Reconciler[str]):
         self._skipped: set[tuple[str, str]] = set()  # (flow uid, step) already said
 
     def setup(self, watch: Builder[str]) -> None:
-        self.queue = watch.queue
+        self.watch = watch
         self.flows = watch.primary(
             JOBFLOWS, FlowObjectRecord, changed=_flow_changed, on_delete=self._flow_deleted
         )
@@ -165,7 +165,7 @@ class JobFlowReconciler(Reconciler[str]):
                 )
         self.writes.finished_events(obj, status, jobs)
         if await self.writes.write_status(obj, flow, jobs, decided):
-            self.queue.add(f"{namespace}/{name}")
+            self.watch.enqueue(f"{namespace}/{name}")
         return PROBE_PERIOD if decided.probes_wanted else None
 
     def _jobs_of(self, namespace: str, name: str) -> dict[str, fs.JobView]:
