@@ -27,7 +27,6 @@ controller terminates the job instead). Every reconcile is timed and counted by 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Hashable, Iterable
@@ -235,6 +234,7 @@ class Controller(Generic[K]):
         self.metrics = metrics
         self.retries = retries
         self.workers = workers
+        self._resync_timers: dict[int, Timer] = {}
 
     async def run(self) -> None:
         metrics, name = self.metrics, self.name
@@ -258,10 +258,8 @@ class Controller(Generic[K]):
                 self.builder.enqueue_after(key, after)
 
         await self.reconciler.start()
-        resyncs = [
-            asyncio.create_task(self._resync(period, keys), name=f"{name}-resync")
-            for period, keys in self.builder.resyncs
-        ]
+        for period, keys in self.builder.resyncs:
+            self._resync(period, keys)
         try:
             await queue.run_workers(
                 self.workers,
@@ -270,18 +268,21 @@ class Controller(Generic[K]):
                 on_give_up=self._give_up,
             )
         finally:
-            for task in resyncs:
-                task.cancel()
-            for task in resyncs:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+            for timer in self._resync_timers.values():
+                timer.cancel()
+            self._resync_timers.clear()
             self.builder.forget_all()
             await self.reconciler.stop()
 
-    async def _resync(self, period: float, keys: Callable[[], Iterable[K]]) -> None:
-        while True:
-            await asyncio.sleep(period)
+    def _resync(self, period: float, keys: Callable[[], Iterable[K]]) -> None:
+        """Queue `keys()` every `period` seconds on the runtime's clock."""
+        clock = self.builder.clock
+
+        def fire() -> None:
             self.builder.enqueue(list(keys()))
+            self._resync(period, keys)
+
+        self._resync_timers[id(keys)] = clock.call_at(clock.now() + timedelta(seconds=period), fire)
 
     def _give_up(self, key: K, exc: BaseException) -> None:
         self.metrics.syncs.labels(self.name, "dropped").inc()

@@ -47,13 +47,16 @@ class Scripted(Reconciler[str]):
 
     name = "scripted-controller"
 
-    def __init__(self, answers: list[Any], loop_time: Any) -> None:
+    def __init__(self, answers: list[Any], loop_time: Any, resync: float | None = None) -> None:
         self.answers = answers
         self.calls: list[tuple[str, float]] = []
         self.loop_time = loop_time
+        self.resync = resync
 
     def setup(self, watch: Builder[str]) -> None:
         self.queues = watch.primary(QUEUES, QueueRecord)
+        if self.resync is not None:
+            watch.resync(self.resync, lambda: [k for k in self.queues.items if k != "quiet"])
 
     async def reconcile(self, key: str) -> float | None:
         self.calls.append((key, self.loop_time()))
@@ -74,14 +77,17 @@ class Scripted(Reconciler[str]):
 
 @contextlib.asynccontextmanager
 async def wired(
-    answers: list[Any], retries: RetryPolicy, clock: FakeClock | None = None
+    answers: list[Any],
+    retries: RetryPolicy,
+    clock: FakeClock | None = None,
+    resync: float | None = None,
 ) -> AsyncIterator[tuple[KubeClient, Scripted, Controller[str], ControllerMetrics]]:
     async with EmbeddedApiServer() as server:
         client = KubeClient(Configuration(host=server.url), ClientOptions(qps=0))
         informers = SharedInformers(client)
         recorder = EventRecorder(client, "vulcan-test", "instance-1", api=CORE_API)
         metrics = ControllerMetrics()
-        reconciler = Scripted(answers, asyncio.get_running_loop().time)
+        reconciler = Scripted(answers, asyncio.get_running_loop().time, resync)
         controller = build(reconciler, informers, recorder, metrics, retries=retries, clock=clock)
         informers.start()
         await informers.wait_synced()
@@ -126,6 +132,20 @@ async def test_requeue_after_is_honoured_on_the_clock_and_a_later_answer_replace
         assert sample(metrics, "vulcan_controller_syncs_total", **controller, result="success") == 3
         assert sample(metrics, "vulcan_controller_sync_duration_seconds_count", **controller) == 3
         assert sample(metrics, "vulcan_controller_workqueue_depth", **controller) == 0
+
+
+async def test_resync_requeues_the_keys_it_is_given_every_period_on_the_clock() -> None:
+    clock = FakeClock(datetime(2026, 1, 1, tzinfo=UTC))
+    async with wired([], RetryPolicy(), clock, resync=60.0) as (client, r, _, _metrics):
+        await client.create(QUEUES, queue("a"))
+        await client.create(QUEUES, queue("quiet"))
+        await until(lambda: len(r.calls) == 2)
+        clock.advance(60)
+        await until(lambda: len(r.calls) == 3)
+        clock.advance(60)
+        await until(lambda: len(r.calls) == 4)
+        # Only the keys the resync named; "quiet" was reconciled once, when it was added.
+        assert sorted(key for key, _ in r.calls) == ["a", "a", "a", "quiet"]
 
 
 async def test_a_failing_key_is_retried_with_backoff_then_given_up_with_an_event() -> None:
