@@ -24,6 +24,7 @@ from core.controller.runtime import Builder, ObjectRef, Reconciler
 from core.controller.selection import PODGROUP
 from core.kube.client import NAMESPACES, PODGROUPS, PODS, ApiError, KubeClient, Resource
 from core.kube.events import NORMAL, EventRecorder, object_reference
+from core.kube.informer import Informer
 from core.records import (
     CONTROLLER_REVISION_HASH,
     NamespaceRecord,
@@ -85,17 +86,15 @@ class PodGroupReconciler(Reconciler[Key]):
             on_delete=self._pod_deleted,
             field_selector=selector,
         )
-        self.replicasets, self.statefulsets = (
-            watch.watch(
-                resource,
-                _workload_decoder(resource.kind),
-                on_add=_workload_key,
-                on_update=_workload_updated,
-            )
-            for resource in (REPLICASETS, STATEFULSETS)
-        )
+        self.replicasets = self._watch_workloads(watch, REPLICASETS)
+        self.statefulsets = self._watch_workloads(watch, STATEFULSETS)
         self.namespaces = watch.informers.get(NAMESPACES, NamespaceRecord)
         self.podgroups = watch.informers.get(PODGROUPS, PodGroupRecord)
+
+    @staticmethod
+    def _watch_workloads(watch: Builder[Key], resource: Resource) -> Informer[WorkloadRecord]:
+        decode = _workload_decoder(resource.kind)
+        return watch.watch(resource, decode, on_add=_workload_key, on_update=_workload_updated)
 
     # ------------------------------------------------------------------ event handlers
 
@@ -125,7 +124,7 @@ class PodGroupReconciler(Reconciler[Key]):
     def _pod_deleted(self, pod: PodRecord) -> None:
         self._unindex(pod)
 
-    # ------------------------------------------------------------------ the loop
+    # ------------------------------------------------------------------ reconcile
 
     def reference(self, key: Key) -> ObjectRef:
         kind, object_key = key
