@@ -69,7 +69,7 @@ class QueueReconciler(Reconciler[str]):
 
     def setup(self, watch: Builder[str]) -> None:
         self.watch = watch
-        # The handlers queue through `request` (which keeps a Command's action too).
+        # The handlers return the queues to sync; `request` queues one with an action.
         self.queues = watch.watch(
             QUEUES,
             QueueRecord,
@@ -96,10 +96,10 @@ class QueueReconciler(Reconciler[str]):
 
     # ------------------------------------------------------------------ event handlers
 
-    def _queue_added(self, queue: QueueRecord) -> None:
-        self.request(queue.name)
+    def _queue_added(self, queue: QueueRecord) -> str:
+        return queue.name
 
-    def _queue_updated(self, old: QueueRecord, new: QueueRecord) -> None:
+    def _queue_updated(self, old: QueueRecord, new: QueueRecord) -> list[str] | None:
         # Our own status and annotation writes come back here too; a sync after them is a
         # no-op, and it catches a Closing queue whose last PodGroup left meanwhile.
         if (old.parent, old.state, old.closed_by_parent) == (
@@ -107,32 +107,31 @@ class QueueReconciler(Reconciler[str]):
             new.state,
             new.closed_by_parent,
         ):
-            return
-        self.request(new.name)
+            return None
         if old.parent != new.parent and new.parent:
-            self.request(new.parent)  # its new parent decides whether it must close
+            return [new.name, new.parent]  # its new parent decides whether it must close
+        return [new.name]
 
     def _queue_deleted(self, queue: QueueRecord) -> None:
         self._actions.pop(queue.name, None)
         self.metrics.forget_queue(queue.name)
 
-    def _group_added(self, group: PodGroupRecord) -> None:
+    def _group_added(self, group: PodGroupRecord) -> str:
         self._groups.setdefault(group.queue, {})[group.key] = group.phase
-        self.request(group.queue)
+        return group.queue
 
-    def _group_updated(self, old: PodGroupRecord, new: PodGroupRecord) -> None:
+    def _group_updated(self, old: PodGroupRecord, new: PodGroupRecord) -> list[str] | None:
         if (old.queue, old.phase) == (new.queue, new.phase):
-            return
-        self._group_deleted(old)
-        self._group_added(new)
+            return None
+        return [self._group_deleted(old), self._group_added(new)]
 
-    def _group_deleted(self, group: PodGroupRecord) -> None:
+    def _group_deleted(self, group: PodGroupRecord) -> str:
         members = self._groups.get(group.queue)
         if members is not None:
             members.pop(group.key, None)
             if not members:
                 del self._groups[group.queue]
-        self.request(group.queue)
+        return group.queue
 
     # ------------------------------------------------------------------ the loop
 
