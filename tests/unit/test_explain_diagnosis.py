@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from vulcan.explain import Collected, diagnose, render
-from vulcan.explain.focus import focus_of
-from vulcan.explain.texts import duration
+from explain import Collected, diagnose, render
+from explain.focus import focus_of
+from explain.texts import duration
 
 NOW = 1_800_000_000.0
 
