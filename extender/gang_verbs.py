@@ -18,6 +18,7 @@ from extender.binder import BindError
 from extender.ledger import Reservation
 from extender.protocol import BindingArgs, PodInfo
 from plugins import gang as gangs
+from plugins.starvation import held_for
 
 if TYPE_CHECKING:
     from core.cache import ClusterCache
@@ -58,6 +59,7 @@ class GangVerbs:
     release: MemberRelease
     _bound_counts: dict[str, tuple[Any, int, dict[str, int]]]
     elastic_waiting: dict[str, set[str]]  # group -> elastic members its queue refused
+    starving: dict[str, str]  # queue -> the gang it drains for (`plugins.starvation`)
 
     def poke(self) -> None: ...
 
@@ -148,6 +150,9 @@ class GangVerbs:
         queue's Allocatable, member by member (Volcano allocates every task within its queue's
         deserved share and capability)."""
         refused = self.session.allocatable(group.queue, request, self._state)
+        target = self.starving.get(group.queue)
+        if refused is None and target is not None:
+            refused = held_for(target, group.queue)
         if refused is not None:
             beyond = f"elastic member beyond minMember {group.min_member}"
             return f"gang {group.key}: {beyond}: {refused}"

@@ -55,6 +55,7 @@ from plugins.placement import Prefer
 from plugins.queue_share import sum_vectors
 from plugins.registry import build_session
 from plugins.session import PassState, Session
+from plugins.starvation import hold_reason, waits_for_share
 from plugins.victims import VictimUnit
 
 log = logging.getLogger("vulcan.extender.gang")
@@ -156,6 +157,9 @@ class GangScheduler(GangVerbs):
         # group -> what it was enqueued on the promise of evicting ("will preempt ..."), for
         # the debug view and `vulcan explain`.
         self.promises: dict[str, str] = {}
+        # queue -> its starving gang: while it waits for the queue's share, the queue's later
+        # gangs and elastic members wait for it (`plugins.starvation`).
+        self.starving: dict[str, str] = {}
         self._wake = asyncio.Event()
         self.writer = GangWriter(
             client, status_interval=status_interval, event_qps=event_qps, event_burst=event_burst
@@ -312,6 +316,7 @@ class GangScheduler(GangVerbs):
             ):
                 continue  # nothing a decision here reads has changed since the last pass
             self._queue_seen[queue] = numbers
+            self.starving.pop(queue, None)  # elected again by this visit's admissions
             unsettled: set[str] = set()
             for group in groups:
                 key = group.key
@@ -322,6 +327,7 @@ class GangScheduler(GangVerbs):
             if queue not in queue_pass.groups_by_queue:
                 self._queue_seen.pop(queue, None)
                 self._unsettled.pop(queue, None)
+                self.starving.pop(queue, None)
         if self.elastic_waiting or self.elastic_slots:
             grow_elastic(self, snapshot)
         self.writer.queue_statuses(snapshot, queue_pass)
@@ -466,6 +472,11 @@ class GangScheduler(GangVerbs):
         if wait > 0:
             self._volatile = True
             return self._not_admitted(key, self._backoff_reason(key, wait))
+        target = self.starving.get(group.queue)
+        if target is not None and target != key:
+            self._volatile = True
+            why = hold_reason(self.session, self._state, group, view, target)
+            return self._not_admitted(key, f"gang {key}: waiting for admission: {why}")
         queue_pass = self.queue_pass
         job = job_input(snapshot, group)
         room = actions.GangRoom(
@@ -489,6 +500,8 @@ class GangScheduler(GangVerbs):
         self._volatile = self._volatile or decision.volatile
         plan = decision.plan
         if plan is None or decision.reason is not None:
+            if waits_for_share(self.session, self._state, group, view):
+                self.starving[group.queue] = key
             return self._not_admitted(key, decision.reason or "")
         if decision.evictions is not None:
             chosen = decision.evictions
