@@ -602,7 +602,7 @@ class GangScheduler(GangVerbs):
         for pod_key in self.ledger.of_group(key):
             self.ledger.release(pod_key)
         self.barrier.release(key, why, result)
-        self.writer.forget(key)
+        self.writer.forget(key, gone=result in ("podgroup_deleted", "podgroup_recreated"))
         self._backoff_reasons.pop(key, None)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
