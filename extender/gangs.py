@@ -55,7 +55,7 @@ from plugins.placement import Prefer
 from plugins.queue_share import sum_vectors
 from plugins.registry import build_session
 from plugins.session import PassState, Session
-from plugins.starvation import hold_reason, waits_for_share
+from plugins.starvation import hold_reason, holds, starving_demand, waits_for_share
 from plugins.victims import VictimUnit
 
 log = logging.getLogger("vulcan.extender.gang")
@@ -160,6 +160,7 @@ class GangScheduler(GangVerbs):
         # queue -> its starving gang: while it waits for the queue's share, the queue's later
         # gangs and elastic members wait for it (`plugins.starvation`).
         self.starving: dict[str, str] = {}
+        self.starving_since: dict[str, float] = {}  # group -> when it began to starve
         self._wake = asyncio.Event()
         self.writer = GangWriter(
             client, status_interval=status_interval, event_qps=event_qps, event_burst=event_burst
@@ -473,7 +474,8 @@ class GangScheduler(GangVerbs):
             self._volatile = True
             return self._not_admitted(key, self._backoff_reason(key, wait))
         target = self.starving.get(group.queue)
-        if target is not None and target != key:
+        now = self._state.now
+        if target not in (None, key) and holds(self.starving_since.get(target, now), now):
             self._volatile = True
             why = hold_reason(self.session, self._state, group, view, target)
             return self._not_admitted(key, f"gang {key}: waiting for admission: {why}")
@@ -500,8 +502,15 @@ class GangScheduler(GangVerbs):
         self._volatile = self._volatile or decision.volatile
         plan = decision.plan
         if plan is None or decision.reason is not None:
-            if waits_for_share(self.session, self._state, group, view):
+            now = self._state.now
+            if not waits_for_share(self.session, self._state, group, view):
+                self.starving_since.pop(key, None)
+            else:
                 self.starving[group.queue] = key
+                since = self.starving_since.setdefault(key, now)
+                if not holds(since, now) and self._state.model is not None:
+                    # A backfill phase: the queue's other gangs go, and its room is not kept.
+                    self._state.model.release_inqueue(group.queue, starving_demand(group, view))
             return self._not_admitted(key, decision.reason or "")
         if decision.evictions is not None:
             chosen = decision.evictions
@@ -519,6 +528,7 @@ class GangScheduler(GangVerbs):
             queue_pass.model.on_allocated(group.queue, held)  # the queue's numbers
         self.session.job_allocated(job, held, self._state)
         self.admitted.add(key)
+        self.starving_since.pop(key, None)
         self.reasons.pop(key, None)
         self.promises.pop(key, None)
         note = admitted_note(group, plan.slots, view)
@@ -597,6 +607,7 @@ class GangScheduler(GangVerbs):
         """Drop what was decided for the gang; its held binds fail with bind `result`."""
         self._touch(key)
         self.admitted.discard(key)
+        self.starving_since.pop(key, None)
         self._enqueue_logged.discard(key)
         self.slots.forget_group(key)
         for pod_key in self.ledger.of_group(key):

@@ -18,6 +18,15 @@ what the queue may hold now is never the target (it could not use the room; the 
 meanwhile, as `QueuePolicy` lets them enqueue), nor one refused for any other reason (not
 valid yet, no room on the nodes, backing off): the queue is held only while holding it helps.
 
+The hold is not for ever: the queue's work may outlast it (long-running pods, higher-priority
+gangs that keep coming first). Hold phases of `HOLD_SECONDS` alternate with backfill phases of
+the same length (`holds`), counted from when the gang began to starve: in a backfill phase the
+queue's other gangs are allocated as usual and the starving gang's minResources leave the
+queue's `inqueue`, so the queue's small work waits for it at most about `HOLD_SECONDS` at a
+time, and the big gang gets a drained queue once in every two phases. Elastic members do not
+grow in either phase while a gang starves: they are the part of the queue's work that would
+otherwise keep its room for as long as they run.
+
 Pure functions: no I/O.
 """
 
@@ -29,10 +38,13 @@ from plugins import gang as gangs
 from plugins.actions import gang_demand
 from plugins.session import PassState, Session
 
-__all__ = ["held_for", "hold_reason", "waits_for_share"]
+__all__ = ["HOLD_SECONDS", "held_for", "hold_reason", "holds", "starving_demand", "waits_for_share"]
+
+HOLD_SECONDS = 20.0
 
 
-def _demand(group: PodGroupRecord, view: gangs.GangView) -> ResourceVector:
+def starving_demand(group: PodGroupRecord, view: gangs.GangView) -> ResourceVector:
+    """What the gang still asks its queue for (its minResources less what it holds)."""
     return gang_demand(group, gangs.pending_members(view), gangs.members_needed(view), view)
 
 
@@ -48,7 +60,7 @@ def waits_for_share(
         return False
     if session.job_valid(view) is not None:
         return False
-    demand = _demand(group, view)
+    demand = starving_demand(group, view)
     if demand.is_zero() or session.allocatable(group.queue, demand, state) is None:
         return False
     minimum = group.min_resources if group.min_resources is not None else demand
@@ -68,5 +80,11 @@ def hold_reason(
 ) -> str:
     """Why a gang of a queue that drains for `target` waits: its queue's own refusal when the
     queue could not take it anyway (the usual words), else that it waits for `target`."""
-    refused = session.allocatable(group.queue, _demand(group, view), state)
+    refused = session.allocatable(group.queue, starving_demand(group, view), state)
     return refused or held_for(target, group.queue)
+
+
+def holds(since: float, now: float, hold: float = HOLD_SECONDS) -> bool:
+    """Whether a gang starving since `since` holds its queue at `now`: hold phases of `hold`
+    seconds alternate with backfill phases of the same length, a hold first."""
+    return int(max(0.0, now - since) // hold) % 2 == 0

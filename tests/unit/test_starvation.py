@@ -10,7 +10,7 @@ from plugins.proportion import proportion_shares
 from plugins.queue_share import QueueInput
 from plugins.registry import build_session
 from plugins.session import PassState
-from plugins.starvation import held_for, waits_for_share
+from plugins.starvation import HOLD_SECONDS, held_for, holds, waits_for_share
 from tests.unit.test_actions import cluster, group
 from tests.unit.test_gang_placement import pod
 
@@ -72,3 +72,15 @@ def test_a_gang_not_valid_yet_does_not_hold_its_queue() -> None:
 
 def test_the_reason_names_the_gang_waited_for() -> None:
     assert "for gang ns/big" in held_for("ns/big", "q")
+
+
+def test_hold_phases_alternate_with_backfill_phases_from_when_it_began_to_starve() -> None:
+    """The queue's other gangs wait at most one hold phase at a time (issue 31's stall bound);
+    the starving gang gets a drained queue once in every two phases."""
+    since = 1000.0
+    assert holds(since, since)
+    assert holds(since, since + HOLD_SECONDS - 0.5)
+    assert not holds(since, since + HOLD_SECONDS)
+    assert not holds(since, since + 2 * HOLD_SECONDS - 0.5)
+    assert holds(since, since + 2 * HOLD_SECONDS)
+    assert holds(since, since - 5.0)  # a clock step back: still the first hold
