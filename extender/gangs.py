@@ -160,7 +160,10 @@ class GangScheduler(GangVerbs):
         # queue -> its starving gang: while it waits for the queue's share, the queue's later
         # gangs and elastic members wait for it (`plugins.starvation`).
         self.starving: dict[str, str] = {}
-        self.starving_since: dict[str, float] = {}  # group -> when it began to starve
+        # queue -> since when it has had a starving gang (whichever): its hold phases count
+        # from there, so a new starving gang (e.g. of a higher priority) does not start the
+        # queue's hold over again (`plugins.starvation.holds`).
+        self.starving_since: dict[str, float] = {}
         self._wake = asyncio.Event()
         self.writer = GangWriter(
             client, status_interval=status_interval, event_qps=event_qps, event_burst=event_burst
@@ -324,11 +327,14 @@ class GangScheduler(GangVerbs):
                 if not self._decide(snapshot, queue_pass, group, reserved_by_group):
                     unsettled.add(key)
             self._unsettled[queue] = unsettled
+            if queue not in self.starving:
+                self.starving_since.pop(queue, None)
         for queue in list(self._queue_seen):
             if queue not in queue_pass.groups_by_queue:
                 self._queue_seen.pop(queue, None)
                 self._unsettled.pop(queue, None)
                 self.starving.pop(queue, None)
+                self.starving_since.pop(queue, None)
         if self.elastic_waiting or self.elastic_slots:
             grow_elastic(self, snapshot)
         self.writer.queue_statuses(snapshot, queue_pass)
@@ -475,7 +481,7 @@ class GangScheduler(GangVerbs):
             return self._not_admitted(key, self._backoff_reason(key, wait))
         target = self.starving.get(group.queue)
         now = self._state.now
-        if target not in (None, key) and holds(self.starving_since.get(target, now), now):
+        if target not in (None, key) and holds(self.starving_since.get(group.queue, now), now):
             self._volatile = True
             why = hold_reason(self.session, self._state, group, view, target)
             return self._not_admitted(key, f"gang {key}: waiting for admission: {why}")
@@ -503,11 +509,9 @@ class GangScheduler(GangVerbs):
         plan = decision.plan
         if plan is None or decision.reason is not None:
             now = self._state.now
-            if not waits_for_share(self.session, self._state, group, view):
-                self.starving_since.pop(key, None)
-            else:
+            if waits_for_share(self.session, self._state, group, view):
                 self.starving[group.queue] = key
-                since = self.starving_since.setdefault(key, now)
+                since = self.starving_since.setdefault(group.queue, now)
                 if not holds(since, now) and self._state.model is not None:
                     # A backfill phase: the queue's other gangs go, and its room is not kept.
                     self._state.model.release_inqueue(group.queue, starving_demand(group, view))
@@ -528,7 +532,6 @@ class GangScheduler(GangVerbs):
             queue_pass.model.on_allocated(group.queue, held)  # the queue's numbers
         self.session.job_allocated(job, held, self._state)
         self.admitted.add(key)
-        self.starving_since.pop(key, None)
         self.reasons.pop(key, None)
         self.promises.pop(key, None)
         note = admitted_note(group, plan.slots, view)
@@ -607,7 +610,6 @@ class GangScheduler(GangVerbs):
         """Drop what was decided for the gang; its held binds fail with bind `result`."""
         self._touch(key)
         self.admitted.discard(key)
-        self.starving_since.pop(key, None)
         self._enqueue_logged.discard(key)
         self.slots.forget_group(key)
         for pod_key in self.ledger.of_group(key):
