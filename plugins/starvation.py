@@ -20,7 +20,8 @@ valid yet, no room on the nodes, backing off): the queue is held only while hold
 
 The hold is not for ever: the queue's work may outlast it (long-running pods, higher-priority
 gangs that keep coming first). Hold phases of `HOLD_SECONDS` alternate with backfill phases of
-the same length (`holds`), counted from when the gang began to starve: in a backfill phase the
+the same length (`holds`), counted from when the queue began to have a starving gang
+(whichever it is: a new one does not start the hold over): in a backfill phase the
 queue's other gangs are allocated as usual and the starving gang's minResources leave the
 queue's `inqueue`, so the queue's small work waits for it at most about `HOLD_SECONDS` at a
 time, and the big gang gets a drained queue once in every two phases. Elastic members do not
@@ -85,6 +86,6 @@ def hold_reason(
 
 
 def holds(since: float, now: float, hold: float = HOLD_SECONDS) -> bool:
-    """Whether a gang starving since `since` holds its queue at `now`: hold phases of `hold`
+    """Whether a queue with a starving gang since `since` is held at `now`: hold phases of `hold`
     seconds alternate with backfill phases of the same length, a hold first."""
     return int(max(0.0, now - since) // hold) % 2 == 0
