@@ -55,7 +55,13 @@ from plugins.placement import Prefer
 from plugins.queue_share import sum_vectors
 from plugins.registry import build_session
 from plugins.session import PassState, Session
-from plugins.starvation import hold_reason, holds, starving_demand, waits_for_share
+from plugins.starvation import (
+    hold_reason,
+    holds,
+    inqueue_lifted,
+    starving_demand,
+    waits_for_share,
+)
 from plugins.victims import VictimUnit
 
 log = logging.getLogger("vulcan.extender.gang")
@@ -164,6 +170,7 @@ class GangScheduler(GangVerbs):
         # from there, so a new starving gang (e.g. of a higher priority) does not start the
         # queue's hold over again (`plugins.starvation.holds`).
         self.starving_since: dict[str, float] = {}
+        self._starving_need: dict[str, ResourceVector] = {}  # queue -> what its starving gang asks
         self._wake = asyncio.Event()
         self.writer = GangWriter(
             client, status_interval=status_interval, event_qps=event_qps, event_burst=event_burst
@@ -493,28 +500,30 @@ class GangScheduler(GangVerbs):
             victims=lambda: self._victims(snapshot, key),
             held=self.ledger.slot_of,
         )
-        decision = actions.allocate_gang(
-            self.session,
-            self._state,
-            snapshot,
-            group,
-            view,
-            job,
-            room,
-            prefer=self.placement,
-            queue_memo=self._queue_checks,
-            queue_numbers=queue_numbers(queue_pass, group.queue),
-        )
+        # A backfill phase: a gang with its pods is enqueued beside the starving gang's
+        # minResources (not flooding enqueue with pod-less jobs, which keep Volcano's rule).
+        lifted = self._starving_need.get(group.queue) if target not in (None, key) else None
+        with inqueue_lifted(self._state.model, group.queue, lifted):
+            decision = actions.allocate_gang(
+                self.session,
+                self._state,
+                snapshot,
+                group,
+                view,
+                job,
+                room,
+                prefer=self.placement,
+                queue_memo=self._queue_checks,
+                queue_numbers=queue_numbers(queue_pass, group.queue),
+            )
         self._volatile = self._volatile or decision.volatile
         plan = decision.plan
         if plan is None or decision.reason is not None:
             now = self._state.now
             if waits_for_share(self.session, self._state, group, view):
                 self.starving[group.queue] = key
-                since = self.starving_since.setdefault(group.queue, now)
-                if not holds(since, now) and self._state.model is not None:
-                    # A backfill phase: the queue's other gangs go, and its room is not kept.
-                    self._state.model.release_inqueue(group.queue, starving_demand(group, view))
+                self.starving_since.setdefault(group.queue, now)
+                self._starving_need[group.queue] = starving_demand(group, view)
             return self._not_admitted(key, decision.reason or "")
         if decision.evictions is not None:
             chosen = decision.evictions

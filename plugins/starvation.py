@@ -22,9 +22,12 @@ The hold is not for ever: the queue's work may outlast it (long-running pods, hi
 gangs that keep coming first). Hold phases of `HOLD_SECONDS` alternate with backfill phases of
 the same length (`holds`), counted from when the queue began to have a starving gang
 (whichever it is: a new one does not start the hold over): in a backfill phase the
-queue's other gangs are allocated as usual and the starving gang's minResources leave the
-queue's `inqueue`, so the queue's small work waits for it at most about `HOLD_SECONDS` at a
-time, and the big gang gets a drained queue once in every two phases. Elastic members do not
+queue's other gangs are allocated as usual, those whose pods exist judged at enqueue without
+the starving gang's minResources in the queue's `inqueue` (`inqueue_lifted`; a job whose pods
+are not made yet keeps Volcano's rule: lifted for it too, every backfill phase let each waiting
+job of the queue make its pods, hundreds of pending pods that kube-scheduler then churned
+through), so the queue's small work waits for it at most about `HOLD_SECONDS` at a time,
+and the big gang gets a drained queue once in every two phases. Elastic members do not
 grow in either phase while a gang starves: they are the part of the queue's work that would
 otherwise keep its room for as long as they run.
 
@@ -33,13 +36,25 @@ Pure functions: no I/O.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from core.records import PodGroupRecord
 from core.resources import ResourceVector
 from plugins import gang as gangs
 from plugins.actions import gang_demand
+from plugins.queue_share import ShareModel
 from plugins.session import PassState, Session
 
-__all__ = ["HOLD_SECONDS", "held_for", "hold_reason", "holds", "starving_demand", "waits_for_share"]
+__all__ = [
+    "HOLD_SECONDS",
+    "held_for",
+    "hold_reason",
+    "holds",
+    "inqueue_lifted",
+    "starving_demand",
+    "waits_for_share",
+]
 
 HOLD_SECONDS = 20.0
 
@@ -89,3 +104,26 @@ def holds(since: float, now: float, hold: float = HOLD_SECONDS) -> bool:
     """Whether a queue with a starving gang since `since` is held at `now`: hold phases of `hold`
     seconds alternate with backfill phases of the same length, a hold first."""
     return int(max(0.0, now - since) // hold) % 2 == 0
+
+
+@contextmanager
+def inqueue_lifted(
+    model: ShareModel | None, queue: str, amount: ResourceVector | None
+) -> Iterator[None]:
+    """Within the block, the queue's `inqueue` (and its ancestors') without `amount` (a
+    starving gang's minResources, in a backfill phase); restored exactly afterwards."""
+    if model is None or amount is None:
+        yield
+        return
+    chain = getattr(model, "chain", lambda name: (name,))
+    saved = [
+        (share, share.inqueue)
+        for name in chain(queue)
+        if (share := model.shares.get(name)) is not None
+    ]
+    model.release_inqueue(queue, amount)
+    try:
+        yield
+    finally:
+        for share, inqueue in saved:
+            share.inqueue = inqueue

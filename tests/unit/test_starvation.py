@@ -10,7 +10,7 @@ from plugins.proportion import proportion_shares
 from plugins.queue_share import QueueInput
 from plugins.registry import build_session
 from plugins.session import PassState
-from plugins.starvation import HOLD_SECONDS, held_for, holds, waits_for_share
+from plugins.starvation import HOLD_SECONDS, held_for, holds, inqueue_lifted, waits_for_share
 from tests.unit.test_actions import cluster, group
 from tests.unit.test_gang_placement import pod
 
@@ -84,3 +84,15 @@ def test_hold_phases_alternate_with_backfill_phases_from_when_it_began_to_starve
     assert not holds(since, since + 2 * HOLD_SECONDS - 0.5)
     assert holds(since, since + 2 * HOLD_SECONDS)
     assert holds(since, since - 5.0)  # a clock step back: still the first hold
+
+
+def test_inqueue_is_lifted_for_the_block_and_restored_exactly() -> None:
+    queues = [
+        QueueInput("q", inqueue=ResourceVector({CPU: 6000}), request=ResourceVector({CPU: 1}))
+    ]
+    model = proportion_shares(ResourceVector({CPU: 16_000}), queues)
+    with inqueue_lifted(model, "q", ResourceVector({CPU: 10_000})):
+        assert model.shares["q"].inqueue.cpu == 0  # floored, as release_inqueue does
+    assert model.shares["q"].inqueue.cpu == 6000
+    with inqueue_lifted(model, "q", None):
+        assert model.shares["q"].inqueue.cpu == 6000
