@@ -55,6 +55,13 @@ from plugins.placement import Prefer
 from plugins.queue_share import sum_vectors
 from plugins.registry import build_session
 from plugins.session import PassState, Session
+from plugins.starvation import (
+    hold_reason,
+    holds,
+    inqueue_lifted,
+    starving_demand,
+    waits_for_share,
+)
 from plugins.victims import VictimUnit
 
 log = logging.getLogger("vulcan.extender.gang")
@@ -156,6 +163,14 @@ class GangScheduler(GangVerbs):
         # group -> what it was enqueued on the promise of evicting ("will preempt ..."), for
         # the debug view and `vulcan explain`.
         self.promises: dict[str, str] = {}
+        # queue -> its starving gang: while it waits for the queue's share, the queue's later
+        # gangs and elastic members wait for it (`plugins.starvation`).
+        self.starving: dict[str, str] = {}
+        # queue -> since when it has had a starving gang (whichever): its hold phases count
+        # from there, so a new starving gang (e.g. of a higher priority) does not start the
+        # queue's hold over again (`plugins.starvation.holds`).
+        self.starving_since: dict[str, float] = {}
+        self._starving_need: dict[str, ResourceVector] = {}  # queue -> what its starving gang asks
         self._wake = asyncio.Event()
         self.writer = GangWriter(
             client, status_interval=status_interval, event_qps=event_qps, event_burst=event_burst
@@ -312,16 +327,21 @@ class GangScheduler(GangVerbs):
             ):
                 continue  # nothing a decision here reads has changed since the last pass
             self._queue_seen[queue] = numbers
+            self.starving.pop(queue, None)  # elected again by this visit's admissions
             unsettled: set[str] = set()
             for group in groups:
                 key = group.key
                 if not self._decide(snapshot, queue_pass, group, reserved_by_group):
                     unsettled.add(key)
             self._unsettled[queue] = unsettled
+            if queue not in self.starving:
+                self.starving_since.pop(queue, None)
         for queue in list(self._queue_seen):
             if queue not in queue_pass.groups_by_queue:
                 self._queue_seen.pop(queue, None)
                 self._unsettled.pop(queue, None)
+                self.starving.pop(queue, None)
+                self.starving_since.pop(queue, None)
         if self.elastic_waiting or self.elastic_slots:
             grow_elastic(self, snapshot)
         self.writer.queue_statuses(snapshot, queue_pass)
@@ -466,6 +486,12 @@ class GangScheduler(GangVerbs):
         if wait > 0:
             self._volatile = True
             return self._not_admitted(key, self._backoff_reason(key, wait))
+        target = self.starving.get(group.queue)
+        now = self._state.now
+        if target not in (None, key) and holds(self.starving_since.get(group.queue, now), now):
+            self._volatile = True
+            why = hold_reason(self.session, self._state, group, view, target)
+            return self._not_admitted(key, f"gang {key}: waiting for admission: {why}")
         queue_pass = self.queue_pass
         job = job_input(snapshot, group)
         room = actions.GangRoom(
@@ -474,21 +500,30 @@ class GangScheduler(GangVerbs):
             victims=lambda: self._victims(snapshot, key),
             held=self.ledger.slot_of,
         )
-        decision = actions.allocate_gang(
-            self.session,
-            self._state,
-            snapshot,
-            group,
-            view,
-            job,
-            room,
-            prefer=self.placement,
-            queue_memo=self._queue_checks,
-            queue_numbers=queue_numbers(queue_pass, group.queue),
-        )
+        # A backfill phase: a gang with its pods is enqueued beside the starving gang's
+        # minResources (not flooding enqueue with pod-less jobs, which keep Volcano's rule).
+        lifted = self._starving_need.get(group.queue) if target not in (None, key) else None
+        with inqueue_lifted(self._state.model, group.queue, lifted):
+            decision = actions.allocate_gang(
+                self.session,
+                self._state,
+                snapshot,
+                group,
+                view,
+                job,
+                room,
+                prefer=self.placement,
+                queue_memo=self._queue_checks,
+                queue_numbers=queue_numbers(queue_pass, group.queue),
+            )
         self._volatile = self._volatile or decision.volatile
         plan = decision.plan
         if plan is None or decision.reason is not None:
+            now = self._state.now
+            if waits_for_share(self.session, self._state, group, view):
+                self.starving[group.queue] = key
+                self.starving_since.setdefault(group.queue, now)
+                self._starving_need[group.queue] = starving_demand(group, view)
             return self._not_admitted(key, decision.reason or "")
         if decision.evictions is not None:
             chosen = decision.evictions
@@ -589,7 +624,7 @@ class GangScheduler(GangVerbs):
         for pod_key in self.ledger.of_group(key):
             self.ledger.release(pod_key)
         self.barrier.release(key, why, result)
-        self.writer.forget(key)
+        self.writer.forget(key, gone=result in ("podgroup_deleted", "podgroup_recreated"))
         self._backoff_reasons.pop(key, None)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
