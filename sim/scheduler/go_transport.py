@@ -133,8 +133,18 @@ class GoTransport:
     """A pool of connections per host, used as Go's `http.Client{Transport: DefaultTransport}`
     with a `Timeout`: `post()` returns (status, body) or raises TimeoutError / TransportError."""
 
-    def __init__(self, max_idle_per_host: int = GO_MAX_IDLE_CONNS_PER_HOST) -> None:
+    def __init__(
+        self,
+        max_idle_per_host: int = GO_MAX_IDLE_CONNS_PER_HOST,
+        *,
+        headers: bytes = b"",
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        """`headers`: extra header lines sent with every request (each ending in CRLF, e.g. an
+        Authorization); `ssl_context`: for https (default: verified as Go's default is)."""
         self.max_idle_per_host = max_idle_per_host
+        self._headers = headers
+        self._ssl = ssl_context
         self._idle: dict[_Host, list[_Connection]] = {}
         self._targets: dict[str, tuple[_Host, bytes]] = {}  # url -> host, request line + Host
         self._open: set[_Connection] = set()
@@ -149,6 +159,7 @@ class GoTransport:
         request = b"".join(
             (
                 head,
+                self._headers,
                 b"Content-Length: %d\r\nContent-Type: %s\r\nAccept-Encoding: gzip\r\n\r\n"
                 % (len(body), content_type),
                 body,
@@ -207,7 +218,7 @@ class GoTransport:
                 lambda: _Connection(self, host),
                 hostname,
                 port,
-                ssl=ssl.create_default_context() if scheme == "https" else None,
+                ssl=(self._ssl or ssl.create_default_context()) if scheme == "https" else None,
             )
         except OSError as exc:
             raise TransportError(f"dial tcp {hostname}:{port}: {exc.strerror or exc}") from exc
