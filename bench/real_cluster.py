@@ -15,7 +15,9 @@ import asyncio
 import contextlib
 import copy
 import shutil
+import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -144,6 +146,8 @@ class PhaseCluster:
         self.extender: Child | None = None
         self.extender_url: str | None = None
         self.scheduler: Child | None = None
+        self.profile_to: Path | None = None  # py-spy's collapsed stacks of the extender
+        self._profiler: subprocess.Popen[bytes] | None = None
 
     def start(self, timeout: float = 180.0) -> None:
         """Control plane, the default ServiceAccount (the ServiceAccount admission refuses pods
@@ -185,7 +189,25 @@ class PhaseCluster:
             self.plane.logs,
         )
         self.plane.children.append(self.scheduler)
+        if self.profile_to is not None and self.extender is not None:
+            assert self.extender.process is not None
+            self.profile_to.parent.mkdir(parents=True, exist_ok=True)
+            self._profiler = subprocess.Popen(
+                [
+                    str(Path(sys.executable).with_name("py-spy")), "record", "--format", "raw",
+                    "--rate", "200", "-o", str(self.profile_to),
+                    "--pid", str(self.extender.process.pid),
+                ],
+                stdout=subprocess.DEVNULL,
+            )  # fmt: skip
         self.scheduler.start()
+
+    def stop_profiler(self) -> None:
+        """py-spy writes its file when the process it records is interrupted (SIGINT)."""
+        if self._profiler is not None:
+            self._profiler.send_signal(signal.SIGINT)
+            self._profiler.wait(60)
+            self._profiler = None
 
     def pids(self) -> dict[str, int]:
         """role -> pid of every running part of the phase."""
@@ -209,6 +231,7 @@ class PhaseCluster:
         return None
 
     def stop(self) -> None:
+        self.stop_profiler()
         if self.install is not None:
             self.install.stop()
         self.plane.stop()

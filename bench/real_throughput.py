@@ -38,8 +38,12 @@ import shutil
 import statistics
 import sys
 import time
+import urllib.request
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from bench.proc_cpu import cpu_of
 from bench.real_cluster import MODES, PhaseCluster, create_nodes, install_extenders, parallel
@@ -147,6 +151,9 @@ async def measure(
             print(f"[{label}] {len(bound)}/{pods} bound after {time.monotonic() - started:.0f}s")
         done = time.monotonic()
         cpu_after = _cpu(cluster)
+        cluster.stop_profiler()
+        if cluster.mode == "vulcan":
+            report_extender_metrics(label, cluster)
         watch.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await watch
@@ -163,8 +170,49 @@ async def measure(
     return PhaseResult(cluster.mode, rate, pods / created, used)
 
 
-def run_phase(assets: KubeAssets, mode: str, args: argparse.Namespace, extenders: Any) -> Any:
+def report_extender_metrics(label: str, cluster: PhaseCluster) -> None:
+    """vulcan's own count of the calls it answered, by verb, its binds by result and each
+    verb's p50/p99 from its histogram (from the request read to the answer returned)."""
+    try:
+        with urllib.request.urlopen(f"{cluster.extender_url}/metrics", timeout=10) as answer:
+            text = answer.read().decode()
+    except OSError as exc:
+        print(f"[{label}] extender metrics unavailable: {exc}")
+        return
+    calls: dict[str, float] = {}
+    binds: dict[str, float] = {}
+    buckets: dict[str, list[tuple[float, float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == "vulcan_extender_requests_total":
+                verb = sample.labels["verb"]
+                calls[verb] = calls.get(verb, 0.0) + sample.value
+            elif sample.name == "vulcan_extender_binds_total":
+                binds[sample.labels["result"]] = sample.value
+            elif sample.name == "vulcan_extender_request_duration_seconds_bucket":
+                bound = float(sample.labels["le"])
+                buckets.setdefault(sample.labels["verb"], []).append((bound, sample.value))
+    print(f"[{label}] extender calls: " + ", ".join(f"{v} {n:.0f}" for v, n in calls.items()))
+    print(f"[{label}] extender binds: " + ", ".join(f"{r} {n:.0f}" for r, n in binds.items()))
+    for verb, cumulative in sorted(buckets.items()):
+        total = max(count for _, count in cumulative)
+        if total:
+            p50, p99 = (_bucket_quantile(sorted(cumulative), q) * 1e3 for q in (0.5, 0.99))
+            print(f"[{label}] extender {verb}: p50 <= {p50:.2f} ms, p99 <= {p99:.2f} ms")
+
+
+def _bucket_quantile(cumulative: list[tuple[float, float]], q: float) -> float:
+    """The upper bound of the histogram bucket holding quantile q."""
+    total = cumulative[-1][1]
+    return next(bound for bound, count in cumulative if count >= q * total)
+
+
+def run_phase(
+    assets: KubeAssets, mode: str, args: argparse.Namespace, extenders: Any, round_: int
+) -> Any:
     cluster = PhaseCluster(assets, mode, extenders)
+    if args.profile and mode != "alone":
+        cluster.profile_to = Path(args.profile) / f"{mode}-{round_}.txt"
     began = time.monotonic()
     try:
         cluster.start()
@@ -213,6 +261,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--timeout", type=float, default=1800.0, help="seconds a phase may take to bind all"
     )
+    parser.add_argument(
+        "--phases",
+        default=",".join(MODES),
+        help="which phases to run, in order (default alone,vulcan,floor; the last line needs all)",
+    )
+    parser.add_argument(
+        "--profile",
+        metavar="DIR",
+        help="record the extender of each extender phase with py-spy (pip install py-spy) "
+        "into DIR/<phase>-<round>.txt (collapsed stacks) while the pods are scheduled",
+    )
     return parser.parse_args(argv)
 
 
@@ -223,12 +282,19 @@ def main(argv: list[str] | None = None) -> int:
     if why is not None:
         print(why, flush=True)
         return 0
+    phases = [p for p in args.phases.split(",") if p]
+    unknown = [p for p in phases if p not in MODES]
+    if unknown:
+        raise SystemExit(f"--phases: unknown {', '.join(unknown)} (known: {', '.join(MODES)})")
     assets = find_assets()
     extenders = install_extenders()
     results = [
-        run_phase(assets, mode, args, extenders) for _ in range(args.rounds) for mode in MODES
+        run_phase(assets, mode, args, extenders, round_)
+        for round_ in range(args.rounds)
+        for mode in phases
     ]
-    print(summarize(results, args.pods), flush=True)
+    if set(phases) == set(MODES):
+        print(summarize(results, args.pods), flush=True)
     return 0
 
 
