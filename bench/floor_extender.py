@@ -30,7 +30,7 @@ import orjson
 import uvloop
 import yaml
 
-from sim.scheduler.go_transport import GoTransport, TransportError
+from core.kube.go_transport import GoTransport, TransportError
 
 BIND_TIMEOUT = 30.0
 

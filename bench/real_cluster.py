@@ -135,11 +135,18 @@ class PhaseCluster:
     """Control plane + extender of one phase; kube-scheduler is started by `start_scheduler`
     once the pods exist. `pids()` names the processes whose CPU the phase reports."""
 
-    def __init__(self, assets: KubeAssets, mode: str, extenders: list[dict[str, Any]]) -> None:
+    def __init__(
+        self,
+        assets: KubeAssets,
+        mode: str,
+        extenders: list[dict[str, Any]],
+        extender_flags: tuple[str, ...] = (),
+    ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown phase {mode}")
         self.mode = mode
         self.extenders = extenders
+        self.extender_flags = extender_flags
         self.root = Path(tempfile.mkdtemp(prefix=f"vulcan-bench-real-{mode}-"))
         self.plane = ControlPlane(assets, self.root, controller_manager=False)
         self.install: VulcanInstall | None = None
@@ -158,7 +165,9 @@ class PhaseCluster:
             {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}},
         )
         if self.mode == "vulcan":
-            self.install = VulcanInstall(self.plane, INSTALL_MODE, node_profiles=[])
+            self.install = VulcanInstall(
+                self.plane, INSTALL_MODE, node_profiles=[], extender_flags=self.extender_flags
+            )
             self.install.apply_install()
             self.install.start_extender(self.install.service_account_kubeconfig("vulcan-extender"))
             self.extender = self.install.children[-1]

@@ -210,7 +210,7 @@ def _bucket_quantile(cumulative: list[tuple[float, float]], q: float) -> float:
 def run_phase(
     assets: KubeAssets, mode: str, args: argparse.Namespace, extenders: Any, round_: int
 ) -> Any:
-    cluster = PhaseCluster(assets, mode, extenders)
+    cluster = PhaseCluster(assets, mode, extenders, tuple(args.extender_flag))
     if args.profile and mode != "alone":
         cluster.profile_to = Path(args.profile) / f"{mode}-{round_}.txt"
     began = time.monotonic()
@@ -265,6 +265,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--phases",
         default=",".join(MODES),
         help="which phases to run, in order (default alone,vulcan,floor; the last line needs all)",
+    )
+    parser.add_argument(
+        "--extender-flag",
+        action="append",
+        default=[],
+        metavar="FLAG=VALUE",
+        help="added to vulcan's extender arguments (repeatable), to compare settings",
     )
     parser.add_argument(
         "--profile",

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 import pytest_asyncio
 
-from sim.scheduler.go_transport import GoTransport, TransportError
+from core.kube.go_transport import GoTransport, TransportError
 from tests.helpers import until
 
 Answer = Callable[[bytes], bytes | None]  # request head and body -> raw response (None: hang)
