@@ -153,6 +153,7 @@ class PhaseCluster:
         self.extender: Child | None = None
         self.extender_url: str | None = None
         self.scheduler: Child | None = None
+        self.scheduler_port = 0
         self.profile_to: Path | None = None  # py-spy's collapsed stacks of the extender
         self._profiler: subprocess.Popen[bytes] | None = None
 
@@ -192,9 +193,18 @@ class PhaseCluster:
         config = scheduler_config(self.plane.admin_kubeconfig, self.extenders, self.extender_url)
         path = self.root / "kube-scheduler.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
+        # Its metrics served (to anyone: loopback only) for the scheduling algorithm's duration,
+        # which holds the extender's filter and prioritize calls as kube-scheduler waited them.
+        self.scheduler_port = free_port()
         self.scheduler = Child(
             "kube-scheduler",
-            [str(self.plane.assets.kube_scheduler), f"--config={path}", "--secure-port=0"],
+            [
+                str(self.plane.assets.kube_scheduler),
+                f"--config={path}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={self.scheduler_port}",
+                "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+            ],
             self.plane.logs,
         )
         self.plane.children.append(self.scheduler)

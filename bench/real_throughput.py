@@ -34,7 +34,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import math
 import shutil
+import ssl
 import statistics
 import sys
 import time
@@ -62,6 +64,7 @@ class PhaseResult:
     pods_per_s: float
     create_per_s: float
     cpu_s: dict[str, float] = field(default_factory=dict)  # role -> CPU seconds in the phase
+    algorithm_ms: tuple[float, float] | None = None  # kube-scheduler's p50, p99
 
     def cpu_ms_per_pod(self, role: str, pods: int) -> float:
         return self.cpu_s.get(role, 0.0) * 1000 / pods
@@ -152,6 +155,7 @@ async def measure(
         done = time.monotonic()
         cpu_after = _cpu(cluster)
         cluster.stop_profiler()
+        algorithm = scheduler_algorithm_quantiles(cluster)
         if cluster.mode == "vulcan":
             report_extender_metrics(label, cluster)
         watch.cancel()
@@ -167,7 +171,12 @@ async def measure(
     used = {role: cpu_after[role] - cpu_before.get(role, 0.0) for role in cpu_after}
     parts = ", ".join(f"{role} {seconds * 1000 / pods:.2f}" for role, seconds in used.items())
     print(f"[{label}] CPU seconds per 1000 pods: {parts}", flush=True)
-    return PhaseResult(cluster.mode, rate, pods / created, used)
+    if algorithm is not None:
+        print(
+            f"[{label}] kube-scheduler's scheduling algorithm (its filter and score, extender "
+            f"calls included): p50 {algorithm[0]:.2f} ms, p99 {algorithm[1]:.2f} ms"
+        )
+    return PhaseResult(cluster.mode, rate, pods / created, used, algorithm)
 
 
 def report_extender_metrics(label: str, cluster: PhaseCluster) -> None:
@@ -199,6 +208,48 @@ def report_extender_metrics(label: str, cluster: PhaseCluster) -> None:
         if total:
             p50, p99 = (_bucket_quantile(sorted(cumulative), q) * 1e3 for q in (0.5, 0.99))
             print(f"[{label}] extender {verb}: p50 <= {p50:.2f} ms, p99 <= {p99:.2f} ms")
+
+
+def scheduler_algorithm_quantiles(cluster: PhaseCluster) -> tuple[float, float] | None:
+    """p50 and p99 (ms, interpolated in the bucket as Prometheus' histogram_quantile does) of
+    kube-scheduler's `scheduler_scheduling_algorithm_duration_seconds`: the Filter and Score of
+    each pod, which include the extender's filter and prioritize calls. Set against the alone
+    phase it is the extender's latency as kube-scheduler saw it."""
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE  # its self-signed serving certificate
+    url = f"https://127.0.0.1:{cluster.scheduler_port}/metrics"
+    try:
+        with urllib.request.urlopen(url, timeout=10, context=context) as answer:
+            text = answer.read().decode()
+    except OSError as exc:
+        print(f"kube-scheduler metrics unavailable: {exc}")
+        return None
+    cumulative = [
+        (float(sample.labels["le"]), sample.value)
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+        if sample.name == "scheduler_scheduling_algorithm_duration_seconds_bucket"
+    ]
+    if not cumulative or not max(count for _, count in cumulative):
+        return None
+    cumulative.sort()
+    return _interpolated(cumulative, 0.5) * 1e3, _interpolated(cumulative, 0.99) * 1e3
+
+
+def _interpolated(cumulative: list[tuple[float, float]], q: float) -> float:
+    total = cumulative[-1][1]
+    rank = q * total
+    lower_bound, lower_count = 0.0, 0.0
+    for bound, count in cumulative:
+        if count >= rank:
+            if bound == math.inf:
+                return lower_bound
+            return lower_bound + (bound - lower_bound) * (rank - lower_count) / max(
+                count - lower_count, 1e-12
+            )
+        lower_bound, lower_count = bound, count
+    return lower_bound
 
 
 def _bucket_quantile(cumulative: list[tuple[float, float]], q: float) -> float:
@@ -239,6 +290,26 @@ def summarize(results: list[PhaseResult], pods: int) -> str:
             if any(role in r.cpu_s for r in results if r.mode == mode)
         )
         print(f"{LABELS[mode]}: CPU ms per pod: {cells}")
+    algorithm: dict[str, tuple[float, float]] = {}
+    for mode in MODES:
+        seen = [r.algorithm_ms for r in results if r.mode == mode and r.algorithm_ms]
+        if seen:
+            algorithm[mode] = (
+                statistics.fmean(a[0] for a in seen),
+                statistics.fmean(a[1] for a in seen),
+            )
+            print(
+                f"{LABELS[mode]}: kube-scheduler's scheduling algorithm p50 "
+                f"{algorithm[mode][0]:.2f} ms, p99 {algorithm[mode][1]:.2f} ms"
+            )
+    for mode in ("vulcan", "floor"):
+        if mode in algorithm and "alone" in algorithm:
+            print(
+                f"{LABELS[mode]}: extender filter + prioritize as kube-scheduler waited them "
+                f"(its algorithm's time over the alone phase's): p50 "
+                f"{algorithm[mode][0] - algorithm['alone'][0]:.2f} ms, p99 "
+                f"{algorithm[mode][1] - algorithm['alone'][1]:.2f} ms"
+            )
     print(
         f"with_extender/alone={rates['vulcan'] / rates['alone']:.3f} "
         f"floor/alone={rates['floor'] / rates['alone']:.3f}"
