@@ -150,7 +150,7 @@ class GoTransport:
         self._headers = headers
         self._ssl = ssl_context
         self._idle: dict[_Host, list[_Connection]] = {}
-        self._targets: dict[str, tuple[_Host, bytes]] = {}  # url -> host, request line + Host
+        self._origins: dict[str, tuple[_Host, bytes]] = {}  # scheme://netloc -> host, netloc
         self._open: set[_Connection] = set()
 
     def idle(self) -> int:
@@ -196,20 +196,24 @@ class GoTransport:
     # ------------------------------------------------------------------------ pool
 
     def _target(self, url: str) -> tuple[_Host, bytes]:
-        known = self._targets.get(url)
+        """(scheme, host, port) and the request's head (request line, Host, User-Agent).
+        Origins are remembered, not URLs: a Binding's URL is new for every pod."""
+        slash = url.find("/", url.find("://") + 3) if "://" in url else -1
+        origin, path = (url[:slash], url[slash:]) if slash >= 0 else (url, "/")
+        known = self._origins.get(origin)
         if known is None:
-            parts = urlsplit(url)
+            parts = urlsplit(origin)
             if parts.scheme not in ("http", "https") or not parts.hostname:
                 raise TransportError(f"unsupported protocol scheme {parts.scheme!r}")
             port = parts.port or (443 if parts.scheme == "https" else 80)
-            path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-            head = (
-                f"POST {path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
-                "User-Agent: Go-http-client/1.1\r\n"
-            ).encode()
-            known = ((parts.scheme, parts.hostname, port), head)
-            self._targets[url] = known
-        return known
+            known = ((parts.scheme, parts.hostname, port), parts.netloc.encode())
+            self._origins[origin] = known
+        host, netloc = known
+        path = path.split("#", 1)[0]
+        return host, b"POST %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: Go-http-client/1.1\r\n" % (
+            path.encode(),
+            netloc,
+        )
 
     async def _connection(self, host: _Host) -> _Connection:
         idle = self._idle.get(host)
