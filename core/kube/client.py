@@ -215,6 +215,10 @@ class KubeClient:
                 self.options.connections,
                 ssl_context=context if isinstance(context, ssl.SSLContext) else None,
             )
+        # At most `connections` lean requests at once, as aiohttp's connector limits the rest:
+        # a gang's burst of released binds then reuses kept connections instead of opening
+        # (and, over TLS, handshaking) one per member.
+        self._lean_slots = asyncio.Semaphore(max(1, self.options.connections))
 
     @classmethod
     async def connect(cls, options: ClientOptions | None = None, **kwargs: Any) -> KubeClient:
@@ -274,13 +278,14 @@ class KubeClient:
                 headers = await self._headers(content_type if data is not None else None)
                 if raw is not None:
                     assert data is not None
-                    status, answer = await raw.post(
-                        url,
-                        data,
-                        content_type.encode(),
-                        self.options.request_timeout,
-                        _header_lines(headers, skip="Content-Type"),
-                    )
+                    async with self._lean_slots:
+                        status, answer = await raw.post(
+                            url,
+                            data,
+                            content_type.encode(),
+                            self.options.request_timeout,
+                            _header_lines(headers, skip="Content-Type"),
+                        )
                     if status < 300:
                         return orjson.loads(answer) if answer else None
                     error = ApiError.from_response(status, answer)

@@ -210,3 +210,37 @@ async def test_requests_in_flight_are_bounded_by_the_connections_option() -> Non
         finally:
             await default.close()
             await wide.close()
+
+
+async def test_lean_posts_in_flight_are_bounded_by_the_connections_option() -> None:
+    """A gang's released binds go out on at most `connections` connections at once, reused,
+    as aiohttp's connector bounds every other request (not one new connection per member)."""
+    state = {"in_flight": 0, "most": 0}
+    gate = asyncio.Event()
+    transports: set[int] = set()
+
+    async def binding(request: web.Request) -> web.Response:
+        transports.add(id(request.transport))
+        state["in_flight"] += 1
+        state["most"] = max(state["most"], state["in_flight"])
+        if state["in_flight"] >= 3:
+            gate.set()
+        await gate.wait()
+        state["in_flight"] -= 1
+        return web.json_response({"kind": "Status", "status": "Success"}, status=201)
+
+    app = web.Application()
+    app.router.add_post("/api/v1/namespaces/ns/pods/{name}/binding", binding)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    options = ClientOptions(qps=0, connections=3)
+    try:
+        async with KubeClient(Configuration(host=f"http://127.0.0.1:{port}"), options) as client:
+            await asyncio.gather(*(client.bind_pod("ns", f"p-{i}", "node-1") for i in range(12)))
+    finally:
+        await runner.cleanup()
+    assert state["most"] == 3
+    assert len(transports) <= 3
