@@ -30,6 +30,7 @@ from extender.ledger import Reservation
 from extender.member_release import stamp
 from plugins.evictions import EvictionRequest, choose_evictions, victim_units
 from plugins.placement import plan_gang
+from plugins.starvation import holding
 
 if TYPE_CHECKING:
     from extender.gangs import GangScheduler
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 def grow_elastic(scheduler: GangScheduler, snapshot: Snapshot) -> None:
     """One pass over the waiting elastic members (see the module docstring)."""
     _take_back_lost_slots(scheduler, snapshot)
+    now = scheduler._state.now
     waiting_by_group = scheduler.elastic_waiting
     for key in list(waiting_by_group):
         waiting = waiting_by_group[key]
@@ -56,7 +58,7 @@ def grow_elastic(scheduler: GangScheduler, snapshot: Snapshot) -> None:
             ):
                 waiting.discard(pod_key)
                 continue
-            if group.queue in scheduler.starving:
+            if holding(scheduler.starving, scheduler.starving_since, group.queue, now):
                 break  # its queue drains for a starving gang (`plugins.starvation`)
             if scheduler.session.allocatable(group.queue, pod.requests, scheduler._state):
                 break  # the queue is at its share: no member of this gang grows now

@@ -8,6 +8,7 @@ answer kube-scheduler from what it decided."""
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 from core.api import keys
@@ -18,7 +19,7 @@ from extender.binder import BindError
 from extender.ledger import Reservation
 from extender.protocol import BindingArgs, PodInfo
 from plugins import gang as gangs
-from plugins.starvation import held_for
+from plugins.starvation import held_for, holding
 
 if TYPE_CHECKING:
     from core.cache import ClusterCache
@@ -60,6 +61,7 @@ class GangVerbs:
     _bound_counts: dict[str, tuple[Any, int, dict[str, int]]]
     elastic_waiting: dict[str, set[str]]  # group -> elastic members its queue refused
     starving: dict[str, str]  # queue -> the gang it drains for (`plugins.starvation`)
+    starving_since: dict[str, float]  # queue -> since when (its hold phases count from there)
 
     def poke(self) -> None: ...
 
@@ -156,7 +158,7 @@ class GangVerbs:
         queue's Allocatable, member by member (Volcano allocates every task within its queue's
         deserved share and capability)."""
         refused = self.session.allocatable(group.queue, request, self._state)
-        target = self.starving.get(group.queue)
+        target = holding(self.starving, self.starving_since, group.queue, time.time())
         if refused is None and target is not None:
             refused = held_for(target, group.queue)
         if refused is not None:

@@ -370,14 +370,14 @@ class GangScheduler(GangVerbs):
         # Pending, or Inqueue but not placed whole: e.g. after a restart, a gang timeout or a
         # loss of members (members being deleted are scheduled but do not keep it whole).
         wants_admission = group.phase in ("Pending", "") or not gangs.whole(view)
-        if key not in self.admitted and not wants_admission and not view.completed:
+        if key not in self.admitted and not wants_admission and not gangs.finished(view):
             # Placed whole already (e.g. before a restart): later members (an elastic gang
             # growing) go through filter as members of an admitted gang and bind at once, until
             # it loses members (`QuorumWatch`).
             self.admitted.add(key)
             if self.gang_enabled:
                 self.barrier.adopt(key)
-        elif not self.gang_enabled and key not in self.admitted and not view.completed:
+        elif not self.gang_enabled and key not in self.admitted and not gangs.finished(view):
             reason = self._enqueue(snapshot, group)
             if reason is None:
                 self.admitted.add(key)
@@ -398,7 +398,7 @@ class GangScheduler(GangVerbs):
             reason = self._enqueue(snapshot, group)
             self.writer.podgroup_status(group, view, reason is None, reason)
             return False
-        elif key not in self.admitted and not view.completed:
+        elif key not in self.admitted and not gangs.finished(view):
             reason = self.admit(snapshot, group, view)
             admitted_now = reason is None
             if admitted_now:

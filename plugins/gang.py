@@ -281,6 +281,13 @@ def counts_for_quorum(pod: PodRecord) -> bool:
     return pod.node is not None and not pod.deleting and pod.phase != FAILED
 
 
+def finished(view: GangView) -> bool:
+    """Every member of the gang ran to its end (Succeeded or Failed): nothing left to place.
+    A gang with some members finished and others waiting (a job's first task done, its next
+    one pending; a job restarted keeping its finished pods) is not."""
+    return view.completed > 0 and view.completed >= view.created
+
+
 def whole(view: GangView) -> bool:
     """Whether the gang's live bound members (`counts_for_quorum`) make its quorum: placed
     whole, not merely scheduled (members being deleted count as scheduled, not here)."""

@@ -28,15 +28,16 @@ are not made yet keeps Volcano's rule: lifted for it too, every backfill phase l
 job of the queue make its pods, hundreds of pending pods that kube-scheduler then churned
 through), so the queue's small work waits for it at most about `HOLD_SECONDS` at a time,
 and the big gang gets a drained queue once in every two phases. Elastic members do not
-grow in either phase while a gang starves: they are the part of the queue's work that would
-otherwise keep its room for as long as they run.
+grow in a hold phase either (they are the part of the queue's work that would otherwise keep
+its room for as long as they run), and may in a backfill phase: a job's later task whose pods
+come once its first task finished counts as elastic too, and must run for the job to end.
 
 Pure functions: no I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from core.records import PodGroupRecord
@@ -50,6 +51,7 @@ __all__ = [
     "HOLD_SECONDS",
     "held_for",
     "hold_reason",
+    "holding",
     "holds",
     "inqueue_lifted",
     "starving_demand",
@@ -127,3 +129,13 @@ def inqueue_lifted(
     finally:
         for share, inqueue in saved:
             share.inqueue = inqueue
+
+
+def holding(
+    starving: Mapping[str, str], since: Mapping[str, float], queue: str, now: float
+) -> str | None:
+    """The starving gang `queue` is held for at `now` (a hold phase), else None."""
+    target = starving.get(queue)
+    if target is None or not holds(since.get(queue, now), now):
+        return None
+    return target

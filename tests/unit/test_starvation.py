@@ -10,7 +10,14 @@ from plugins.proportion import proportion_shares
 from plugins.queue_share import QueueInput
 from plugins.registry import build_session
 from plugins.session import PassState
-from plugins.starvation import HOLD_SECONDS, held_for, holds, inqueue_lifted, waits_for_share
+from plugins.starvation import (
+    HOLD_SECONDS,
+    held_for,
+    holding,
+    holds,
+    inqueue_lifted,
+    waits_for_share,
+)
 from tests.unit.test_actions import cluster, group
 from tests.unit.test_gang_placement import pod
 
@@ -96,3 +103,12 @@ def test_inqueue_is_lifted_for_the_block_and_restored_exactly() -> None:
     assert model.shares["q"].inqueue.cpu == 6000
     with inqueue_lifted(model, "q", None):
         assert model.shares["q"].inqueue.cpu == 6000
+
+
+def test_elastic_members_wait_for_a_starving_gang_in_hold_phases_only() -> None:
+    """A job's next task, counted as elastic once its first task finished, must still run: it
+    waits one hold phase at most (issue 31's soak: job-109's t1 pods, held for good)."""
+    starving, since = {"q": "ns/big"}, {"q": 100.0}
+    assert holding(starving, since, "q", 100.0 + HOLD_SECONDS / 2) == "ns/big"
+    assert holding(starving, since, "q", 100.0 + HOLD_SECONDS * 1.5) is None
+    assert holding(starving, since, "other", 100.0) is None
