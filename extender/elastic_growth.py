@@ -25,11 +25,11 @@ from core.api import keys
 from core.cache import Snapshot
 from core.kube.events import NORMAL
 from core.records import PodGroupRecord, PodRecord
-from extender.admission_order import job_input
 from extender.ledger import Reservation
 from extender.member_release import stamp
 from plugins.evictions import EvictionRequest, choose_evictions, victim_units
 from plugins.placement import plan_gang
+from plugins.traversal import job_input
 
 if TYPE_CHECKING:
     from extender.gangs import GangScheduler
@@ -56,7 +56,7 @@ def grow_elastic(scheduler: GangScheduler, snapshot: Snapshot) -> None:
             ):
                 waiting.discard(pod_key)
                 continue
-            if scheduler.session.allocatable(group.queue, pod.requests, scheduler._state):
+            if scheduler.session.allocatable(group.queue, pod.requests, scheduler.pass_state):
                 break  # the queue is at its share: no member of this gang grows now
             if _place(scheduler, snapshot, group, pod):
                 waiting.discard(pod_key)
@@ -127,7 +127,7 @@ def _place(
                 allocated=job.allocated,
             ),
             scheduler.session,
-            scheduler._state,
+            scheduler.pass_state,
         )
         if evictions is None:
             return False
@@ -140,8 +140,7 @@ def _place(
         return False
     scheduler.ledger.reserve(Reservation(pod.key, node, pod.requests, group.key))
     scheduler.elastic_slots.setdefault(group.key, set()).add(pod.key)
-    if scheduler.queue_pass is not None:
-        scheduler.queue_pass.model.on_allocated(group.queue, pod.requests)
+    scheduler.session.task_allocated(group.queue, pod.requests, scheduler.pass_state)
     if not scheduler.slots.fits(pod.key, node, pod.requests):
         scheduler.slots.pipeline(group.key, pod.key, node, scheduler.evictor.holding(node))
         scheduler.slots.park(pod.key, group.key)  # released when its room is free

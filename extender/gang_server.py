@@ -13,6 +13,7 @@ from typing import Any
 
 from core.api import keys
 from extender import protocol, ungrouped
+from extender.gang_verbs import GangVerbs
 from extender.gangs import GangScheduler
 from extender.server import ExtenderServer
 
@@ -34,6 +35,7 @@ class GangExtenderServer(ExtenderServer):
     ) -> None:
         super().__init__(*args, **kwargs)
         self.gangs = gangs
+        self.verbs = GangVerbs(gangs)
         # The podgroup controller's --scheduler-name(s): their pods are grouped before they
         # may be scheduled.
         self.scheduler_names = scheduler_names
@@ -45,7 +47,7 @@ class GangExtenderServer(ExtenderServer):
     async def filter(self, body: bytes) -> bytes:
         if not _may_be_member(body):
             ours = self._may_await_group(body)
-            if not ours and not self.gangs.queues_contended():
+            if not ours and not self.verbs.queues_contended():
                 return await super().filter(body)  # no queue can refuse anyone: hot path
             args = protocol.parse_extender_args(protocol.decode(body))
             pod = args.pod
@@ -54,12 +56,12 @@ class GangExtenderServer(ExtenderServer):
             ):
                 decision = [], {}, dict.fromkeys(args.node_names, ungrouped.REASON)
             else:
-                decision = self.gangs.queue_gate(pod, args.node_names)
+                decision = self.verbs.queue_gate(pod, args.node_names)
         else:
             args = protocol.parse_extender_args(protocol.decode(body))
-            decision = await self.gangs.filter_member(args.pod, args.node_names)
+            decision = await self.verbs.filter_member(args.pod, args.node_names)
             if decision is None:
-                decision = self.gangs.queue_gate(args.pod, args.node_names)
+                decision = self.verbs.queue_gate(args.pod, args.node_names)
         if decision is None:
             return await super().filter(body)
         passed, failed, unresolvable = decision
@@ -75,10 +77,10 @@ class GangExtenderServer(ExtenderServer):
 
     async def preempt(self, body: bytes) -> bytes:
         args = protocol.parse_preemption_args(protocol.decode(body))
-        return protocol.preemption_result(self.gangs.preempt(args.pod, args.victims))
+        return protocol.preemption_result(self.verbs.preempt(args.pod, args.victims))
 
     async def bind_pod(self, args: protocol.BindingArgs) -> str:
-        result = await self.gangs.bind(args)
+        result = await self.verbs.bind(args)
         if result is None:
             return await super().bind_pod(args)
         return result

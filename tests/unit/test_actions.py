@@ -6,7 +6,6 @@ from __future__ import annotations
 from core.cache import ClusterCache, Snapshot
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
-from extender.admission_order import job_input
 from plugins import actions
 from plugins import gang as gangs
 from plugins.config import default_config, parse_scheduler_config
@@ -16,6 +15,7 @@ from plugins.proportion import proportion_shares
 from plugins.queue_share import QueueInput
 from plugins.registry import build_session
 from plugins.session import PERMIT, REJECT, PassState, Session
+from plugins.traversal import job_input
 from tests.unit.test_gang_placement import node, pod
 
 DEFAULT = build_session(default_config())

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from core.records import PodGroupRecord, PodRecord
 from plugins import gang as gangs
+from plugins.session import Session
 from vulcan.explain.chain import (
     flow_line,
     gang_line,
@@ -56,9 +57,11 @@ class Explanation:
         return self.finding.cause
 
 
-def diagnose(found: Collected) -> Explanation:
+def diagnose(found: Collected, session: Session | None = None) -> Explanation:
+    """`session`: the scheduler conf's (Volcano's default when None), for the queue shares
+    when the extender's last pass is not at hand."""
     focus = found.focus
-    world = build_world(found)
+    world = build_world(found, session)
     chain: list[tuple[str, str]] = []
     finding: Finding | None = None
     if focus.flow is not None:
