@@ -101,7 +101,7 @@ class GangScheduler:
         self.gang_enabled = self.session.has("gang")
         self.cache = cache
         # How a gang is laid out: the conf's node order (`Framework.gang_placement`).
-        self.placement: Prefer = placement or Framework(self.session.config).gang_placement
+        self.placement: Prefer = placement or Framework(self.session).gang_placement
         self.pass_state = PassState()
         self.ledger = ledger
         # Admitted members refused in filter, moved back to kube-scheduler's active queue when

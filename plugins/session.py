@@ -21,6 +21,9 @@ combine:
 | overused | any plugin |
 | preemptable, reclaimable | within a tier the intersection of the plugins' lists (a plugin may
   abstain); an empty list: no victims; the first tier with a list decides |
+| node_scorer | summed over every entry (`plugins.framework.Framework`); a plugin listed twice
+  adds its score twice, as in Volcano; a plugin that would add nothing (`active` False:
+  binpack with weight 0) registers none |
 
 Victims: vulcan follows Volcano's code, with its fix for #5896 (conformance abstains when it
 removes nothing, so a queue's deserved share, judged by proportion/capacity in a later tier,
@@ -74,6 +77,7 @@ HOOK_FLAGS: dict[str, str | None] = {
     "preemptive": "enablePreemptive",
     "preemptable": "enablePreemptable",
     "reclaimable": "enableReclaimable",
+    "node_scorer": "enableNodeOrder",
 }
 
 
@@ -139,8 +143,9 @@ class SessionPlugin:
     #   preemptive(queue: str, request: ResourceVector, state: PassState) -> bool
     #   preemptable(preemptor, candidates: Sequence[VictimUnit], state) -> list | None
     #   reclaimable(preemptor, candidates: Sequence[VictimUnit], state) -> list | None
-    # Node order (binpack, nodeorder) is scored by plugins.framework.Framework, with the same
-    # per-plugin rule (enableNodeOrder); task-topology's by plugins.task_topology.
+    #   node_scorer(request: ResourceVector) -> Callable[[NodeState], float]
+    #       (Volcano's NodeOrderFn for one pod, node by node; summed by plugins.framework)
+    # task-topology's node order is its bucket placement (plugins.task_topology).
 
 
 def registers(plugin: object, hook: str) -> bool:
@@ -169,11 +174,19 @@ class Session:
                 if plugin is None:
                     continue
                 for hook, flag in HOOK_FLAGS.items():
-                    if not registers(plugin, hook):
-                        continue
+                    if not registers(plugin, hook) and not (
+                        hook == "node_scorer" and registers(plugin, "score")
+                    ):
+                        continue  # (a node-order plugin may define only score(request, node))
                     if flag is not None and not option.is_enabled(flag):
                         continue
                     entries = self._hooks[hook]
+                    if hook == "node_scorer":
+                        # Every entry adds its score (Volcano's NodeOrderFn loop), unless the
+                        # plugin would add nothing.
+                        if getattr(plugin, "active", True):
+                            entries.append(_Entry(tier_index, plugin))
+                        continue
                     if any(e.plugin is plugin for e in entries):
                         continue  # a plugin listed twice is asked once (Volcano keys by name)
                     entries.append(_Entry(tier_index, plugin))
