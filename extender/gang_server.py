@@ -16,6 +16,7 @@ from extender import protocol, ungrouped
 from extender.gang_verbs import GangVerbs
 from extender.gangs import GangScheduler
 from extender.server import ExtenderServer
+from plugins.filter_status import FilterStatus
 
 # Keys whose presence in a request body may make its pod a gang member.
 _GROUP_MARKERS = (keys.GROUP_NAME.encode(), keys.COSCHEDULING_POD_GROUP.encode())
@@ -54,7 +55,7 @@ class GangExtenderServer(ExtenderServer):
             if ours and ungrouped.awaits_group(
                 pod.namespace, pod.metadata, pod.spec, self.scheduler_names
             ):
-                decision = [], {}, dict.fromkeys(args.node_names, ungrouped.REASON)
+                decision = FilterStatus.unresolvable(ungrouped.REASON, "podgroup-controller")
             else:
                 decision = self.verbs.queue_gate(pod, args.node_names)
         else:
@@ -64,7 +65,7 @@ class GangExtenderServer(ExtenderServer):
                 decision = self.verbs.queue_gate(args.pod, args.node_names)
         if decision is None:
             return await super().filter(body)
-        passed, failed, unresolvable = decision
+        passed, failed, unresolvable = decision.split(args.node_names)
         self._passed_nodes.inc(len(passed))
         if failed or unresolvable:
             self._failed_nodes.inc(len(failed) + len(unresolvable))

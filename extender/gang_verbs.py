@@ -19,6 +19,7 @@ from extender.binder import BindError
 from extender.ledger import Reservation
 from extender.protocol import BindingArgs, PodInfo
 from plugins import gang as gangs
+from plugins.filter_status import FilterStatus
 
 if TYPE_CHECKING:
     from extender.gangs import GangScheduler
@@ -30,6 +31,7 @@ def group_of(pod: PodInfo) -> str | None:
 
 
 _ZERO = ResourceVector()
+GANG = "gang"  # the plugin whose answer filter gives for a member
 
 
 def _timeout_of(group: PodGroupRecord) -> float | None:
@@ -43,30 +45,23 @@ class GangVerbs:
     def __init__(self, gangs: GangScheduler) -> None:
         self.gangs = gangs
 
-    def filter(
-        self, pod: PodInfo, candidates: list[str]
-    ) -> tuple[list[str], dict[str, str], dict[str, str]] | None:
-        """(passing, failed, unresolvable) for a gang member; None for any other pod.
-
-        A member steered to its slot passes that one node and lists no other: the reasons of
-        the nodes it drops serve only a pod left with no node (the FitError message and
-        preemption), which a passing member is not. Listing them cost ~40 KB of JSON per
-        call on a 5,000-node cluster (500 sampled candidates)."""
+    def filter(self, pod: PodInfo, candidates: list[str]) -> FilterStatus | None:
+        """The gang plugin's answer for a member (steered to one node, or refused on every
+        candidate with the reason); None for any other pod."""
         key = group_of(pod)
         if key is None:
             return None
         group = self.gangs.cache.podgroups.get(key)
         if group is None:
             self.gangs.release.refused.setdefault(key, set()).add(pod.key)
-            reason = f"podgroup {key} not found"
-            return [], {}, dict.fromkeys(candidates, reason)
+            return FilterStatus.unresolvable(f"podgroup {key} not found", GANG)
         self.gangs.same_generation(group)
         if key not in self.gangs.admitted:
             self.gangs.release.refused.setdefault(key, set()).add(pod.key)
             if key not in self.gangs.reasons:
                 self.gangs.poke()  # not judged yet (the pass will have seen every later change)
             reason = self.gangs.reasons.get(key) or f"gang {key}: waiting for admission"
-            return [], {}, dict.fromkeys(candidates, reason)
+            return FilterStatus.unresolvable(reason, GANG)
         if not self.gangs.gang_enabled:
             return None  # enqueued; without the gang plugin each member is placed on its own
         reservation = self.gangs.ledger.reservation_of(pod.key)
@@ -76,7 +71,7 @@ class GangVerbs:
             and self.gangs.slots.fits(pod.key, reservation.node, reservation.request)
         ):
             self.gangs.slots.unpark(pod.key)
-            return [reservation.node], {}, {}
+            return FilterStatus.passes(reservation.node, GANG)
         # No slot (a member beyond minMember) or the slot is unusable: re-plan onto a candidate
         # with room no other member holds (the slot moves; the room it leaves is free again).
         record = self.gangs.cache.pods.get(pod.key)
@@ -86,7 +81,7 @@ class GangVerbs:
             refused = self._elastic_refused(group, request)
             if refused is not None:
                 self.gangs.elastic_waiting.setdefault(key, set()).add(pod.key)
-                return [], {}, dict.fromkeys(candidates, refused)
+                return FilterStatus.unresolvable(refused, self.gangs.session.queue_model)
         for name in candidates:
             if self.gangs.slots.fits(pod.key, name, request):
                 # The group's held sum is a decision input: a new slot (a member beyond
@@ -96,7 +91,7 @@ class GangVerbs:
                 if elastic:
                     # Counted against its queue until the next pass sees its reservation.
                     self.gangs.session.task_allocated(group.queue, request, self.gangs.pass_state)
-                return [name], {}, {}
+                return FilterStatus.passes(name, GANG)
         if elastic:
             # No room: the pass may reclaim or preempt elastic work for it.
             self.gangs.elastic_waiting.setdefault(key, set()).add(pod.key)
@@ -114,7 +109,7 @@ class GangVerbs:
             )
         else:
             reason = f"gang {key}: no candidate node has room for this member"
-        return [], {}, dict.fromkeys(candidates, reason)
+        return FilterStatus.unresolvable(reason, GANG)
 
     def _is_elastic(self, group: PodGroupRecord) -> bool:
         """A member the gang does not need for its minimum: the gang holds it already (bound
@@ -133,16 +128,14 @@ class GangVerbs:
             return f"gang {group.key}: {beyond}: {refused}"
         return None
 
-    async def filter_member(
-        self, pod: PodInfo, candidates: list[str]
-    ) -> tuple[list[str], dict[str, str], dict[str, str]] | None:
+    async def filter_member(self, pod: PodInfo, candidates: list[str]) -> FilterStatus | None:
         """`filter`, except for a member whose reserved node kube-scheduler offers while this
         cache still sees that room held by terminating pods: kube-scheduler's informer saw
         them go first (or is about to be proven wrong). Refusing would park the member for
         kube-scheduler's backoff (up to 10 s) although the room is free, so wait up to
         `pipelined_wait` for this cache to catch up, then answer."""
         decision = self.filter(pod, candidates)
-        if decision is None or decision[0] or self.gangs.pipelined_wait <= 0:
+        if decision is None or decision.ok or self.gangs.pipelined_wait <= 0:
             return decision
         reservation = self.gangs.ledger.reservation_of(pod.key)
         if (
@@ -160,9 +153,7 @@ class GangVerbs:
         until then plain pods skip the queue check entirely."""
         return self.gangs.queue_pass is not None and bool(self.gangs.queue_pass.contended)
 
-    def queue_gate(
-        self, pod: PodInfo, candidates: list[str]
-    ) -> tuple[list[str], dict[str, str], dict[str, str]] | None:
+    def queue_gate(self, pod: PodInfo, candidates: list[str]) -> FilterStatus | None:
         """Volcano's allocate check for a pod outside any gang (spec §3.9 Allocatable): its
         queue must be Open and able to hold it within its deserved share. A refusal names
         the queue and the numbers, on every candidate (unresolvable: no preemption helps);
@@ -179,7 +170,7 @@ class GangVerbs:
         refused = self.gangs.session.allocatable(queue, record.requests, self.gangs.pass_state)
         if refused:
             refused = refused.replace("with this gang", "with this pod")  # not a gang member
-            return [], {}, dict.fromkeys(candidates, refused)
+            return FilterStatus.unresolvable(refused, self.gangs.session.queue_model)
         self.gangs.session.task_allocated(queue, record.requests, self.gangs.pass_state)
         queue_pass.tentative.add(record.key)
         return None

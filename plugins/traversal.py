@@ -33,7 +33,6 @@ def job_input(snapshot: Snapshot, group: PodGroupRecord) -> JobInput:
         key=group.key,
         queue=group.queue,
         priority=priority,
-        min_member=group.min_member,
         ready=group.phase in ("Running", "Completed"),
         allocated=members_request(snapshot, group, placed=True),
         creation=group.created,

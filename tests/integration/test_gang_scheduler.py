@@ -19,7 +19,7 @@ from extender.metrics import GangMetrics
 from extender.protocol import BindingArgs
 from plugins.config import default_config, parse_scheduler_config
 from plugins.registry import build_session
-from tests.helpers import add_ready_node, pod_info, until
+from tests.helpers import add_ready_node, member_filter, pod_info, until
 
 # Volcano's default conf without the gang plugin.
 NO_GANG = parse_scheduler_config(
@@ -99,9 +99,7 @@ async def test_two_gangs_on_four_gpus_one_is_admitted_whole(client: KubeClient) 
         assert gangs.admitted == {"default/tf-a"}
         slots = {gangs.ledger.reservation_of(f"default/tf-a-worker-{i}").node for i in range(4)}
         assert slots == set(nodes)
-        passing, failed, unresolvable = GangVerbs(gangs).filter(
-            pod_info(pods["tf-b-worker-0"]), nodes
-        )
+        passing, failed, unresolvable = member_filter(gangs, pod_info(pods["tf-b-worker-0"]), nodes)
         assert passing == [] and failed == {}
         assert set(unresolvable) == set(nodes)
         assert "gang default/tf-b: waiting for admission" in unresolvable["gpu-0"]
@@ -110,7 +108,7 @@ async def test_two_gangs_on_four_gpus_one_is_admitted_whole(client: KubeClient) 
         # are dropped without a reason (only a pod left with no node needs them).
         member = pods["tf-a-worker-2"]
         own = gangs.ledger.reservation_of("default/tf-a-worker-2").node
-        assert GangVerbs(gangs).filter(pod_info(member), nodes) == ([own], {}, {})
+        assert member_filter(gangs, pod_info(member), nodes) == ([own], {}, {})
         # Binds are held until all four members ask, then all Bindings are created together.
         binds = []
         for i in range(3):
@@ -160,7 +158,7 @@ async def test_a_gang_whose_last_member_is_missing_is_not_admitted(client: KubeC
         await until(lambda: len(cache.pods) == 2 and len(cache.podgroups) == 1)
         gangs.schedule_pass()
         assert gangs.admitted == set() and len(gangs.ledger) == 0  # capacity stays free
-        _, _, unresolvable = GangVerbs(gangs).filter(pod_info(created[0]), ["gpu-0", "gpu-1"])
+        _, _, unresolvable = member_filter(gangs, pod_info(created[0]), ["gpu-0", "gpu-1"])
         assert unresolvable["gpu-0"] == "gang default/job: 2/3 members created"
     finally:
         await gangs.stop()
@@ -323,14 +321,14 @@ async def test_a_stolen_slot_or_a_deleted_node_makes_the_member_replan(client: K
         )
         await client.bind_pod("default", "thief", slot0, uid=thief["metadata"]["uid"])
         await until(lambda: (p := cache.pods.get("default/thief")) is not None and p.node)
-        passing, _, _ = GangVerbs(gangs).filter(pod_info(pods[0]), nodes)
+        passing, _, _ = member_filter(gangs, pod_info(pods[0]), nodes)
         assert len(passing) == 1 and passing[0] not in (slot0, slot1)  # re-planned
         assert gangs.ledger.reservation_of("default/job-worker-0").node == passing[0]
         # worker-1's node disappears: it is re-planned onto what is left.
         await client.delete(NODES, slot1)
         await until(lambda: slot1 not in cache.nodes)
         left = [n for n in nodes if n not in (slot0, slot1, passing[0])]
-        passing1, _, _ = GangVerbs(gangs).filter(pod_info(pods[1]), left)
+        passing1, _, _ = member_filter(gangs, pod_info(pods[1]), left)
         assert passing1 == left
         # Both bind together on their new nodes.
         results = await asyncio.gather(
@@ -400,7 +398,7 @@ async def test_admission_stamps_only_the_members_kube_scheduler_parked(
             lambda: len(cache.pods) == 2 and cache.pods["default/job-worker-1"].unschedulable
         )
         # kube-scheduler tries worker-0 before the gang is whole: refused, so parked.
-        _, _, unresolvable = GangVerbs(gangs).filter(pod_info(refused), nodes)
+        _, _, unresolvable = member_filter(gangs, pod_info(refused), nodes)
         assert set(unresolvable) == set(nodes)
         untried = await client.create(PODS, worker("job", 2))
         await until(lambda: len(cache.pods) == 3)
@@ -547,7 +545,7 @@ async def test_a_member_refused_before_its_podgroup_was_seen_is_released_on_admi
     cache, gangs = await started(client)
     try:
         await until(lambda: len(cache.pods) == 1)
-        _, _, unresolvable = GangVerbs(gangs).filter(pod_info(member), ["gpu-0"])
+        _, _, unresolvable = member_filter(gangs, pod_info(member), ["gpu-0"])
         assert unresolvable == {"gpu-0": "podgroup default/job not found"}
         gangs.schedule_pass()  # the group is touched by its pod while it has no PodGroup
         await client.create(
@@ -586,7 +584,7 @@ async def test_a_member_refused_while_its_slot_is_held_is_released_when_it_frees
         squatter["spec"]["nodeName"] = "gpu-0"
         await client.create(PODS, squatter)
         await until(lambda: "default/other-worker-0" in cache.pods)
-        _, _, unresolvable = GangVerbs(gangs).filter(pod_info(member), ["gpu-0"])
+        _, _, unresolvable = member_filter(gangs, pod_info(member), ["gpu-0"])
         assert unresolvable == {
             "gpu-0": "gang default/job: no candidate node has room for this member "
             "(its reserved slot on gpu-0 is not free yet)"
@@ -598,7 +596,7 @@ async def test_a_member_refused_while_its_slot_is_held_is_released_when_it_frees
         # The squatter terminates: its room is named while it does, then freed.
         await client.delete(PODS, "other-worker-0", "default")
         await until(lambda: cache.pods["default/other-worker-0"].deleting)
-        _, _, unresolvable = GangVerbs(gangs).filter(pod_info(member), ["gpu-0"])
+        _, _, unresolvable = member_filter(gangs, pod_info(member), ["gpu-0"])
         assert unresolvable["gpu-0"] == (
             "gang default/job: waiting for default/other-worker-0 to terminate on gpu-0"
         )
@@ -641,7 +639,7 @@ async def test_without_the_gang_plugin_groups_are_only_enqueued_and_members_go_o
         assert not gangs.ledger.by_node  # nothing reserved
         for name in ("tf-a-worker-0", "tf-b-worker-0"):
             assert (
-                GangVerbs(gangs).filter(pod_info(pods[name]), nodes) is None
+                member_filter(gangs, pod_info(pods[name]), nodes) is None
             )  # the plain path decides
         member = pods["tf-a-worker-1"]
         args = BindingArgs(

@@ -246,7 +246,8 @@ async def test_filter_refuses_a_plain_pod_of_a_queue_over_its_share(client: Kube
     assert GangVerbs(gangs).queues_contended()
     decision = GangVerbs(gangs).queue_gate(pod_info(plain), nodes)
     assert decision is not None
-    passing, _failed, unresolvable = decision
+    assert decision.code == "UnschedulableAndUnresolvable" and decision.plugin == "proportion"
+    passing, _failed, unresolvable = decision.split(nodes)
     assert passing == []
     assert unresolvable["node-0"] == (
         "queue research over its share: holds cpu 6, would hold 7 with this pod, deserves 4"

@@ -127,7 +127,6 @@ def job(priority: int, queue: str = "q") -> JobInput:
         key="ns/high",
         queue=queue,
         priority=priority,
-        min_member=4,
         ready=False,
         allocated=ResourceVector(),
         creation="",
