@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from core.api import keys
 from core.records import PodGroupRecord, pod_group_key
 from core.resources import ResourceVector
-from extender.barrier import GangRequirement
 from extender.binder import BindError
+from extender.gang_hold import GangRequirement
 from extender.ledger import Reservation
 from extender.protocol import BindingArgs, PodInfo
 from plugins import gang as gangs

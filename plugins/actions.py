@@ -25,6 +25,7 @@ from core.cache import Snapshot
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
 from plugins import gang as gangs
+from plugins import gang_ready
 from plugins.elastic import trim_elastic
 from plugins.enqueue_promise import enqueue_by_eviction, held_by_peers
 from plugins.evictions import EvictionRequest, Evictions, choose_evictions
@@ -125,8 +126,8 @@ def allocate_gang(
     invalid = session.job_valid(view)
     if invalid is not None:
         return Admission(reason=invalid)
-    members = gangs.pending_members(view)
-    need = gangs.members_needed(view)
+    members = gang_ready.pending_members(view)
+    need = gang_ready.members_needed(view)
     demand = gang_demand(group, members, need, view)
     enqueued = group.phase == "Inqueue"
     memo_key = (group.queue, queue_numbers, group.min_resources, demand, enqueued)
@@ -148,7 +149,7 @@ def allocate_gang(
         if promise is None:
             return Admission(reason=f"gang {key}: waiting for admission: {refused}")
     # From here on the answer depends on the rest of the cluster.
-    per_task = gangs.missing_task_members(view)
+    per_task = gang_ready.missing_task_members(view)
     topology = _topology(session, group, view)
 
     def place(reserved: Mapping[str, ResourceVector], on: Snapshot = snapshot) -> Plan:

@@ -290,11 +290,11 @@ def plan_gang(
 ) -> Plan:
     """Place a gang's pending `members` together, or explain why they cannot be.
 
-    members: the pending members to place, in placement order (`plugins.gang.pending_members`).
+    members: the pending members to place, in placement order (`plugins.gang_ready.pending_members`).
     need: how many of them must get a node (minMember minus those already counted ready:
-        `plugins.gang.members_needed`).
+        `plugins.gang_ready.members_needed`).
     need_per_task: task role -> how many members of that role must get a node
-        (`plugins.gang.missing_task_members`); members of those roles are placed first.
+        (`plugins.gang_ready.missing_task_members`); members of those roles are placed first.
     reserved: node -> resources promised to other gangs' live reservations (`reserved_by_node`);
         reservations of members that have since bound must already be gone from it, or they
         would be counted twice (once in the snapshot's node_requested).

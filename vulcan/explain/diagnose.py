@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.records import PodGroupRecord, PodRecord
-from plugins import gang as gangs
+from plugins import gang_ready
 from plugins.session import Session
 from vulcan.explain.chain import (
     flow_line,
@@ -126,7 +126,7 @@ def gang_finding(
     chain.append(("podgroup", podgroup_line(raw, group.key, found.now)))
     chain.append(("queue", queue_line(world, group.queue)))
     chain.append(("gang", gang_line(view, found.extender_gang)))
-    pending = gangs.pending_members(view) or list(view.members)
+    pending = gang_ready.pending_members(view) or list(view.members)
     chain.append(("nodes", nodes_line(world, largest_request(pending))))
     return explain_gang(case)
 
