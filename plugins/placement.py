@@ -290,7 +290,8 @@ def plan_gang(
 ) -> Plan:
     """Place a gang's pending `members` together, or explain why they cannot be.
 
-    members: the pending members to place, in placement order (`plugins.gang_ready.pending_members`).
+    members: the pending members to place, in placement order
+        (`plugins.gang_ready.pending_members`).
     need: how many of them must get a node (minMember minus those already counted ready:
         `plugins.gang_ready.members_needed`).
     need_per_task: task role -> how many members of that role must get a node
