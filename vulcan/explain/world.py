@@ -23,9 +23,10 @@ from plugins.config import default_config
 from plugins.feasibility import static_reason
 from plugins.proportion import ProportionShares
 from plugins.queue_inputs import queue_pass
-from plugins.queue_share import QueueInput, QueueShare, QueueShares, requested_dims
+from plugins.queue_share import QueueInput, QueueShare, requested_dims
 from plugins.registry import build_session
 from plugins.session import Session
+from plugins.share_model import QueueShares
 
 if TYPE_CHECKING:
     from vulcan.explain.collect import Collected
