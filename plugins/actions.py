@@ -227,26 +227,24 @@ def _within_queue(
     never takes its queue past its deserved share or capability."""
     if len(plan.slots) <= need:
         return plan
-    model = state.model
-    booked: list[ResourceVector] = []
-    if model is not None:
-        model.on_allocated(queue, demand)
-        booked.append(demand)
+    # Booked with the session's Allocate handlers while judged, and taken back after with
+    # its Deallocate handlers (Volcano's statement discarded): the cycle books the gang once
+    # it is placed.
+    session.task_allocated(queue, demand, state)
+    booked: list[ResourceVector] = [demand]
 
     def accept(pod: PodRecord) -> bool:
         if session.allocatable(queue, pod.requests, state) is not None:
             return False
-        if model is not None:
-            model.on_allocated(queue, pod.requests)
-            booked.append(pod.requests)
+        session.task_allocated(queue, pod.requests, state)
+        booked.append(pod.requests)
         return True
 
     try:
         kept = trim_elastic(plan.slots, members, need, per_task, accept)
     finally:
-        if model is not None:
-            for amount in booked:
-                model.on_released(queue, amount)
+        for amount in booked:
+            session.task_deallocated(queue, amount, state)
     if len(kept) == len(plan.slots):
         return plan
     requests = {pod.key: pod.requests for pod in members}

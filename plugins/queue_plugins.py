@@ -36,6 +36,11 @@ class _SharePlugin(SessionPlugin):
         if state.model is not None:
             state.model.on_allocated(queue, request)
 
+    def task_deallocated(self, queue: str, request: ResourceVector, state: PassState) -> None:
+        """Volcano's Deallocate event handler: a booking taken back."""
+        if state.model is not None:
+            state.model.on_released(queue, request)
+
     def queue_order(self, state: PassState) -> list[str]:
         return state.model.queue_order() if state.model is not None else []
 

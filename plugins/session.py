@@ -15,7 +15,7 @@ combine:
 | job_enqueueable | votes: any Reject refuses; a tier with a Permit admits without later tiers |
 | open_queues | the queue plugin's share model: proportion, else capacity (else proportion's
   numbers, for status only, booked by the session itself) |
-| job_enqueued, job_allocated, task_allocated | every plugin (bookkeeping) |
+| job_enqueued, job_allocated, task_allocated, task_deallocated | every plugin (bookkeeping) |
 | job_valid | the first failure |
 | job_ready, allocatable, preemptive | every plugin must agree |
 | overused | any plugin |
@@ -68,6 +68,7 @@ HOOK_FLAGS: dict[str, str | None] = {
     "job_enqueued": "enableJobEnqueued",
     "job_allocated": None,
     "task_allocated": None,
+    "task_deallocated": None,
     "job_valid": None,
     "job_ready": "enableJobReady",
     "job_pipelined": "enableJobPipelined",
@@ -133,6 +134,8 @@ class SessionPlugin:
     #       (Volcano's Allocate event handlers: a gang was placed whole, holding `held`)
     #   task_allocated(queue: str, request: ResourceVector, state: PassState) -> None
     #       (the same for one pod: an elastic member, a pod of no gang)
+    #   task_deallocated(queue: str, request: ResourceVector, state: PassState) -> None
+    #       (Volcano's Deallocate event handlers: a booking taken back)
     #   open_queues(total, inputs) -> ShareModel      (proportion, capacity: OnSessionOpen)
     #   job_valid(view: GangView) -> str | None          (None: valid; else why not)
     #   job_ready(view: GangView) -> bool
@@ -199,7 +202,7 @@ class Session:
         self.queue_plugin: Any = next(
             (self.plugins[n] for n in ("proportion", "capacity") if n in self.plugins), None
         )
-        for hook in ("job_allocated", "task_allocated"):
+        for hook in ("job_allocated", "task_allocated", "task_deallocated"):
             self._hooks[hook] = [
                 e
                 for e in self._hooks[hook]
@@ -273,6 +276,12 @@ class Session:
         for entry in self._hooks["task_allocated"]:
             entry.plugin.task_allocated(queue, request, state)
         self._book_without_plugin(queue, request, state)
+
+    def task_deallocated(self, queue: str, request: ResourceVector, state: PassState) -> None:
+        for entry in self._hooks["task_deallocated"]:
+            entry.plugin.task_deallocated(queue, request, state)
+        if self.queue_plugin is None and state.model is not None:
+            state.model.on_released(queue, request)
 
     def _book_without_plugin(self, queue: str, amount: ResourceVector, state: PassState) -> None:
         """Without a queue plugin the numbers are still reported: the session books them."""
