@@ -1,6 +1,6 @@
 """Elastic members of admitted gangs (members beyond the gang's minimum), member by member.
 
-A gang is admitted whole on its minimum (`extender.gangs.GangScheduler.admit`); the members
+A gang is admitted whole on its minimum (the allocate action, `plugins.cycle`); the members
 beyond it come one at a time, each within its queue's Allocatable (deserved share, capability).
 Filter judges the ones kube-scheduler brings (`GangVerbs._elastic_refused`); the members it
 refused wait here (`GangScheduler.elastic_waiting`), and each pass, for one member per gang:
