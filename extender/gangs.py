@@ -27,14 +27,13 @@ from typing import Any
 
 from core.api import keys
 from core.cache import ClusterCache, Snapshot
-from core.decisions import decision, gang_decision
 from core.kube.client import KubeClient
-from core.kube.events import NORMAL, WARNING
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
 from extender.barrier import BindBarrier
 from extender.elastic_growth import grow_elastic
 from extender.evictor import Evictor
+from extender.gang_events import BarrierEvents
 from extender.gang_pass import PassHost
 from extender.gang_quorum import QuorumWatch
 from extender.gang_writer import GangWriter
@@ -55,15 +54,6 @@ from plugins.traversal import AdmissionOrder
 from plugins.victims import VictimUnit
 
 log = logging.getLogger("vulcan.extender.gang")
-
-# The bind barrier's events that are decisions about the whole gang (Held/Holding are per pod).
-_BARRIER_DECISIONS = {
-    "Committed": "gang bound",
-    "TimedOut": "gang binds timed out",
-    "Released": "gang binds released",
-    "Broken": "gang broken",
-    "CommitFailed": "gang commit failed",
-}
 
 _ZERO = ResourceVector()
 
@@ -119,7 +109,7 @@ class GangScheduler:
             default_timeout=gang_timeout,
             backoff=backoff,
             clock=clock,
-            on_event=self._barrier_event,
+            on_event=BarrierEvents(self),
         )
         self.backoff_reasons: dict[str, tuple[float | None, str]] = {}
         # Gangs whose enqueue was logged since their last admission: one line per decision,
@@ -165,7 +155,7 @@ class GangScheduler:
         )
         # Applies evictions, and keeps the room being freed (Volcano's Releasing).
         self.evictor = Evictor(cache, ledger, self.writer, self._spawn, self.poke)
-        # A committed gang that loses members returns to all-or-nothing (`_barrier_event`).
+        # A committed gang that loses members returns to all-or-nothing (`extender.gang_events`).
         self.quorum = QuorumWatch(cache, self.barrier, self.evictor.why_evicted)
         # Every change the cache hears of (a node, a pod, a group) wakes the loop. Changes to
         # the ledger do not: they are the loop's own (admission), or a member's slot moving
@@ -269,7 +259,7 @@ class GangScheduler:
         # A deleted group is touched by its deletion: only those need looking for.
         for key in touched:
             if key not in snapshot.podgroups:
-                self._forget_group(key, "its PodGroup was deleted", "podgroup_deleted")
+                self.forget_group(key, "its PodGroup was deleted", "podgroup_deleted")
                 self.barrier.forget(key)
                 self._generations.pop(key, None)
                 self.verdicts.pop(key, None)
@@ -284,7 +274,7 @@ class GangScheduler:
                     # are parked until its admission releases them.
                     self.release.refused.pop(key, None)
                 self.reasons.pop(key, None)
-        self._touched.clear()  # what _forget_group just noted is in `touched` already
+        self._touched.clear()  # what forget_group just noted is in `touched` already
         reserved_by_group = self.ledger.by_group()
         dirty_queues = {snapshot.podgroups[k].queue for k in touched if k in snapshot.podgroups}
         # The one call into the policy for this pass: the cycle opens the session (the queues,
@@ -318,7 +308,7 @@ class GangScheduler:
         wait; none of them may bind on the strength of the evicted gang's admission)."""
         for unit in units:
             if unit.group is not None and not unit.elastic:
-                self._forget_group(unit.group, why)
+                self.forget_group(unit.group, why)
                 self.barrier.forget(unit.group)
 
     def victims_for(self, snapshot: Snapshot, key: str) -> list[VictimUnit]:
@@ -343,18 +333,18 @@ class GangScheduler:
         over, even when the deletion fell between two passes."""
         known = self._generations.get(group.key)
         if known is not None and known != group.uid:
-            self._forget_group(group.key, "its PodGroup was re-created", "podgroup_recreated")
+            self.forget_group(group.key, "its PodGroup was re-created", "podgroup_recreated")
             self.barrier.forget(group.key)
         self._generations[group.key] = group.uid
 
-    def _touch(self, key: str) -> None:
+    def touch(self, key: str) -> None:
         """The extender itself changed something a decision about `key` reads."""
         self._touched.add(key)
         self.verdicts.pop(key, None)
 
-    def _forget_group(self, key: str, why: str, result: str = "gang_released") -> None:
+    def forget_group(self, key: str, why: str, result: str = "gang_released") -> None:
         """Drop what was decided for the gang; its held binds fail with bind `result`."""
-        self._touch(key)
+        self.touch(key)
         self.admitted.discard(key)
         self.enqueue_logged.discard(key)
         self.slots.forget_group(key)
@@ -373,42 +363,3 @@ class GangScheduler:
     def _tasks_done(self, task: asyncio.Task[Any]) -> None:
         with contextlib.suppress(ValueError):
             self._tasks.remove(task)
-
-    # ------------------------------------------------------------------ status and events
-
-    def _barrier_event(self, group_key: str, reason: str, message: str) -> None:
-        group = self.cache.podgroups.get(group_key)
-        holding = reason in ("Held", "Holding")
-        if not holding:  # a hold changes nothing a decision or the status reads
-            self._touch(group_key)
-        said = _BARRIER_DECISIONS.get(reason)
-        if said is not None:
-            if group is not None:
-                gang_decision(said, group, reason=message)
-            else:
-                decision(said, podgroup=group_key, reason=message)
-        if reason == "TimedOut" and group is not None and self.gang_metrics is not None:
-            self.gang_metrics.timed_out(group)
-        if reason in ("TimedOut", "Released", "Broken"):
-            # The hold is gone (or the gang no longer whole): so is the placement. Plan again,
-            # for the whole gang (after the backoff of a timeout).
-            self._forget_group(
-                group_key, message, "gang_broken" if reason == "Broken" else "gang_released"
-            )
-            self.poke()
-        if reason in ("TimedOut", "Released", "Committed", "Broken"):
-            # Each member says it too: `kubectl describe pod` is where a user looks first.
-            type_ = NORMAL if reason == "Committed" else WARNING
-            for pod_key in self.cache.pods_by_group.get(group_key, ()):
-                pod = self.cache.pods.get(pod_key)
-                if pod is not None and not pod.terminal:
-                    self.writer.pod_event(pod, type_, f"Gang{reason}", message)
-        # One PodGroup event when a hold starts, not one per member held: a 1,000-member
-        # gang's members say GangCommitted (or TimedOut, Released) when the hold ends.
-        if group is not None and reason != "Held":
-            self.writer.group_event(
-                group,
-                WARNING if reason in ("TimedOut", "CommitFailed", "Broken") else NORMAL,
-                f"Gang{reason}",
-                message,
-            )
