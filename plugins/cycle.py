@@ -29,7 +29,7 @@ are there take the room first.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -365,14 +365,3 @@ def _allocate(
         settled=not admission.volatile,
         job=job,
     )
-
-
-def describe(decisions: Iterable[Decision], only: Callable[[Decision], bool] | None = None) -> str:
-    """The decisions in words, one a line (tests and debugging)."""
-    lines = []
-    for decision in decisions:
-        if only is not None and not only(decision):
-            continue
-        outcome = "ok" if decision.ok else decision.reason
-        lines.append(f"{decision.action or decision.stage} {decision.key}: {outcome}")
-    return "\n".join(lines)
