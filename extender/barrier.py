@@ -60,7 +60,6 @@ from collections.abc import Awaitable, Callable
 from extender.binder import BindError
 from extender.gang_hold import GangHold, GangRequirement, HeldMember
 from extender.protocol import BindingArgs
-from plugins.gang import quorum_shortfall
 
 log = logging.getLogger("vulcan.extender.barrier")
 
@@ -188,9 +187,8 @@ class BindBarrier:
         member = HeldMember(args, task, asyncio.get_running_loop().create_future())
         previous = state.members.pop(member.pod, None)
         if previous is not None:
-            self._uncount(state, previous)
-            self._fail(
-                previous,
+            state.uncount(previous)
+            previous.fail(
                 BindError(f"{previous.pod}: superseded by a newer bind request", "superseded"),
             )
         state.members[member.pod] = member
@@ -202,13 +200,13 @@ class BindBarrier:
                 key,
                 "Holding",
                 f"{member.pod} holds its bind on {args.node}: the gang's binds wait until it has "
-                f"quorum, at most {state.timeout:g}s ({self._count(state)})",
+                f"quorum, at most {state.timeout:g}s ({state.count_text()})",
             )
         self._emit(
-            key, "Held", f"{member.pod} holds its bind on {args.node} ({self._count(state)})"
+            key, "Held", f"{member.pod} holds its bind on {args.node} ({state.count_text()})"
         )
 
-        if self._quorum(state):
+        if state.quorum():
             self._start_burst(state)
         try:
             # Shielded: a cancelled caller must not cancel the future the burst will answer.
@@ -270,13 +268,13 @@ class BindBarrier:
         skip: HeldMember | None = None,
         result: str = "gang_released",
     ) -> None:
-        members = self._take_members(state)
+        members = state.take_members()
         message = f"gang {state.key}: released: {reason}"
         for member in members:
             if member is skip:
                 member.future.cancel()
             else:
-                self._fail(member, BindError(message, result))
+                member.fail(BindError(message, result))
         self._emit(state.key, "Released", f"{message} ({len(members)} held binds failed)")
         self._drop_if_idle(state)
 
@@ -293,10 +291,10 @@ class BindBarrier:
             return
         message = (
             f"gang {state.key}: timed out after {state.timeout:g}s waiting for members: "
-            f"{self._count(state)}"
+            f"{state.count_text()}"
         )
-        for member in self._take_members(state):
-            self._fail(member, BindError(message, "gang_timeout"))
+        for member in state.take_members():
+            member.fail(BindError(message, "gang_timeout"))
         state.backoff_until = self._clock() + self._backoff
         if self._backoff > 0:
             asyncio.get_running_loop().call_later(self._backoff, self._drop_if_idle, state)
@@ -305,27 +303,8 @@ class BindBarrier:
 
     # ------------------------------------------------------------------------------ commit
 
-    @staticmethod
-    def _shortfall(state: GangHold) -> tuple[int, dict[str, tuple[int, int]]]:
-        need = state.requirement
-        bound = need.already_bound_per_task
-        have_per_task = {
-            task: state.held_per_task.get(task, 0) + bound.get(task, 0)
-            for task in need.min_task_member
-        }
-        return quorum_shortfall(
-            need.min_member,
-            need.min_task_member,
-            len(state.members) + need.already_bound,
-            have_per_task,
-        )
-
-    def _quorum(self, state: GangHold) -> bool:
-        short, tasks = self._shortfall(state)
-        return short == 0 and not tasks
-
     def _start_burst(self, state: GangHold) -> None:
-        members = self._take_members(state)
+        members = state.take_members()
         # Committed from here on: members arriving during the burst bind at once (a retried pod
         # then shares the Binder's in-flight attempt instead of waiting for a second quorum).
         state.committed = True
@@ -351,7 +330,7 @@ class BindBarrier:
                 failures.append(f"{member.pod}: {error}")
                 if state.placing.get(member.pod) == member.args.pod_uid:
                     del state.placing[member.pod]
-                self._fail(member, error)
+                member.fail(error)
             else:
                 state.bound += 1
                 if not member.future.done():
@@ -372,54 +351,6 @@ class BindBarrier:
     def _unexpected(member: HeldMember, exc: BaseException) -> BindError:
         log.error("binding %s failed unexpectedly", member.pod, exc_info=exc)
         return BindError(f"binding {member.pod} failed: {exc!r}")
-
-    # ------------------------------------------------------------------------------ helpers
-
-    def _take_members(self, state: GangHold) -> list[HeldMember]:
-        """Empty the hold: the members leave it (for a burst, a timeout or a release)."""
-        members = list(state.members.values())
-        state.members.clear()
-        state.held_per_task.clear()
-        if state.timer is not None:
-            state.timer.cancel()
-            state.timer = None
-        return members
-
-    @staticmethod
-    def _uncount(state: GangHold, member: HeldMember) -> None:
-        if member.task is None:
-            return
-        left = state.held_per_task.get(member.task, 0) - 1
-        if left > 0:
-            state.held_per_task[member.task] = left
-        else:
-            state.held_per_task.pop(member.task, None)
-
-    @staticmethod
-    def _fail(member: HeldMember, error: BindError) -> None:
-        if member.future.done():
-            return
-        member.future.set_exception(error)
-        # Mark retrieved: the caller may have gone away, and nobody else reads it.
-        member.future.exception()
-
-    def _count(self, state: GangHold) -> str:
-        """What the hold has and lacks, e.g. "3/4 members hold binds (task worker 2/3)", or
-        once minMember is reached but a task is still short, "5 members hold binds, minMember
-        4 reached; task ps has 0 of its 1"."""
-        need = state.requirement
-        have = len(state.members) + need.already_bound
-        short, tasks = self._shortfall(state)
-        text = f"{have}/{need.min_member}" if short else str(have)
-        text += " members hold binds"
-        if need.already_bound:
-            text += f" or are bound ({need.already_bound} bound)"
-        if not short:
-            text += f", minMember {need.min_member} reached"
-        if tasks:
-            parts = [f"task {task} {got}/{minimum}" for task, (got, minimum) in tasks.items()]
-            text += f" ({', '.join(parts)})" if short else f"; still short: {', '.join(parts)}"
-        return text
 
     def _drop_if_idle(self, state: GangHold) -> None:
         """Forget a group that holds nothing, is not committed and is not backing off, so the

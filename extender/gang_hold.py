@@ -8,7 +8,9 @@ import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from extender.binder import BindError
 from extender.protocol import BindingArgs
+from plugins.gang import quorum_shortfall
 
 # kube-scheduler applies 5s when an extender entry leaves httpTimeout unset or 0.
 KUBE_DEFAULT_HTTP_TIMEOUT = 5.0
@@ -60,6 +62,14 @@ class HeldMember:
     def pod(self) -> str:
         return f"{self.args.pod_namespace}/{self.args.pod_name}"
 
+    def fail(self, error: BindError) -> None:
+        """Answer the held request with `error` (once)."""
+        if self.future.done():
+            return
+        self.future.set_exception(error)
+        # Mark retrieved: the caller may have gone away, and nobody else reads it.
+        self.future.exception()
+
 
 @dataclass(slots=True)
 class GangHold:
@@ -80,3 +90,59 @@ class GangHold:
     # API (and so the cache) shows them bound only a moment later.
     placing: dict[str, str] = field(default_factory=dict)
     backoff_until: float = 0.0
+
+    def shortfall(self) -> tuple[int, dict[str, tuple[int, int]]]:
+        """How many members, and per task (have, minimum), the hold still lacks for quorum."""
+        need = self.requirement
+        bound = need.already_bound_per_task
+        have_per_task = {
+            task: self.held_per_task.get(task, 0) + bound.get(task, 0)
+            for task in need.min_task_member
+        }
+        return quorum_shortfall(
+            need.min_member,
+            need.min_task_member,
+            len(self.members) + need.already_bound,
+            have_per_task,
+        )
+
+    def quorum(self) -> bool:
+        short, tasks = self.shortfall()
+        return short == 0 and not tasks
+
+    def take_members(self) -> list[HeldMember]:
+        """Empty the hold: the members leave it (for a burst, a timeout or a release)."""
+        members = list(self.members.values())
+        self.members.clear()
+        self.held_per_task.clear()
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+        return members
+
+    def uncount(self, member: HeldMember) -> None:
+        if member.task is None:
+            return
+        left = self.held_per_task.get(member.task, 0) - 1
+        if left > 0:
+            self.held_per_task[member.task] = left
+        else:
+            self.held_per_task.pop(member.task, None)
+
+    def count_text(self) -> str:
+        """What the hold has and lacks, e.g. "3/4 members hold binds (task worker 2/3)", or
+        once minMember is reached but a task is still short, "5 members hold binds, minMember
+        4 reached; task ps has 0 of its 1"."""
+        need = self.requirement
+        have = len(self.members) + need.already_bound
+        short, tasks = self.shortfall()
+        text = f"{have}/{need.min_member}" if short else str(have)
+        text += " members hold binds"
+        if need.already_bound:
+            text += f" or are bound ({need.already_bound} bound)"
+        if not short:
+            text += f", minMember {need.min_member} reached"
+        if tasks:
+            parts = [f"task {task} {got}/{minimum}" for task, (got, minimum) in tasks.items()]
+            text += f" ({', '.join(parts)})" if short else f"; still short: {', '.join(parts)}"
+        return text
