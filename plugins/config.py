@@ -27,8 +27,18 @@ plugin interprets its own (`int_argument` is the shared integer reader).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
+
+from plugins.config_fields import read_document
+from plugins.config_types import (
+    ACTIONS,
+    ENABLE_FLAGS,
+    PLUGINS,
+    ConfigError,
+    PluginOption,
+    SchedulerConfig,
+    Tier,
+)
 
 __all__ = [
     "ACTIONS",
@@ -45,85 +55,6 @@ __all__ = [
     "parse_scheduler_config",
 ]
 
-
-class ConfigError(ValueError):
-    """An invalid scheduler configuration; the message says what is wrong and where."""
-
-
-# Every action Volcano registers (framework.GetAction); anything else fails to load in Volcano.
-ACTIONS: tuple[str, ...] = (
-    "enqueue",
-    "allocate",
-    "backfill",
-    "preempt",
-    "reclaim",
-    "gangpreempt",
-    "gangreclaim",
-    "shuffle",
-)
-
-# Every plugin Volcano registers. Volcano only logs an unknown name; we reject it.
-PLUGINS: tuple[str, ...] = (
-    "priority",
-    "gang",
-    "conformance",
-    "drf",
-    "proportion",
-    "capacity",
-    "predicates",
-    "nodeorder",
-    "binpack",
-    "overcommit",
-    "sla",
-    "tdm",
-    "task-topology",
-    "numaaware",
-    "deviceshare",
-    "cdp",
-    "pdb",
-    "nodegroup",
-    "network-topology-aware",
-    "resource-strategy-fit",
-    "usage",
-    "rescheduling",
-    "resourcequota",
-    "extender",
-)
-
-# The YAML keys of PluginOption's *bool fields, spelled exactly as Volcano's struct tags do: the
-# enable/enabled prefixes really are inconsistent, and Go's YAML decoder matches them exactly.
-ENABLE_FLAGS: tuple[str, ...] = (
-    "enableJobOrder",
-    "enableHierarchy",
-    "enableJobReady",
-    "enableJobPipelined",
-    "enableTaskOrder",
-    "enablePreemptable",
-    "enableReclaimable",
-    "enablePreemptive",
-    "enableQueueOrder",
-    "enabledClusterOrder",
-    "enablePredicate",
-    "enableBestNode",
-    "enableNodeOrder",
-    "enableTargetJob",
-    "enableReservedNodes",
-    "enableJobEnqueued",
-    "enabledVictim",
-    "enableJobStarving",
-    "enabledOverused",
-    "enabledAllocatable",
-    "enabledHyperNodeOrder",
-    "enabledSubJobReady",
-    "enabledSubJobPipelined",
-    "enabledSubJobOrder",
-    "enabledHyperNodeGradient",
-)
-_FLAG_SET = frozenset(ENABLE_FLAGS)
-# ApplyPluginConfDefaults sets every nil flag to true except this one (hierarchical DRF is opt-in).
-_FLAGS_DEFAULT_FALSE = frozenset({"enableHierarchy"})
-
-TOP_LEVEL_KEYS = ("actions", "tiers", "configurations", "metrics")
 
 # Volcano's default (pkg/scheduler/util.go) plus binpack, as the helm chart ships it, and the
 # reclaim and preempt actions: without a conf, vulcan gives a queue its deserved share back and
@@ -145,69 +76,11 @@ tiers:
 """
 
 
-# ----------------------------------------------------------------------------- data model
-
-
-@dataclass(frozen=True, slots=True)
-class PluginOption:
-    """One `tiers[].plugins[]` entry.
-
-    `enabled` holds only the flags the file sets; use `is_enabled` for the effective value.
-    """
-
-    name: str
-    arguments: dict[str, Any] = field(default_factory=dict)
-    enabled: dict[str, bool] = field(default_factory=dict)
-
-    def is_enabled(self, flag: str) -> bool:
-        """The flag's value, defaulting like Volcano: true, except `enableHierarchy` (false)."""
-        if flag not in _FLAG_SET:
-            # A misspelt flag in our own code would otherwise silently read as "enabled".
-            raise ValueError(f"unknown plugin flag {flag!r}")
-        value = self.enabled.get(flag)
-        if value is None:
-            return flag not in _FLAGS_DEFAULT_FALSE
-        return value
-
-
-@dataclass(frozen=True, slots=True)
-class Tier:
-    plugins: list[PluginOption] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class SchedulerConfig:
-    actions: list[str]
-    tiers: list[Tier]
-    # [{"name": <action>, "arguments": {...}}], action arguments (e.g. preempt's).
-    configurations: list[dict] = field(default_factory=list)
-    # Metrics source for the `usage` plugin (Volcano's map[string]string).
-    metrics: dict[str, str] = field(default_factory=dict)
-
-    def plugin(self, name: str) -> PluginOption | None:
-        """The first entry for plugin `name` across all tiers, or None if it is not configured."""
-        for tier in self.tiers:
-            for option in tier.plugins:
-                if option.name == name:
-                    return option
-        return None
-
-    def action_arguments(self, action: str) -> dict[str, Any]:
-        """`configurations` arguments of `action` (Volcano's GetArgOfActionFromConf: first wins)."""
-        for entry in self.configurations:
-            if entry["name"] == action:
-                return entry["arguments"]
-        return {}
-
-
 # -------------------------------------------------------------------------------- parsing
 
 
 def parse_scheduler_config(text: str) -> SchedulerConfig:
     """Parse and check a Volcano scheduler configuration (YAML text)."""
-    # Imported here: the field readers build this module's types.
-    from plugins.config_fields import read_document
-
     return read_document(text)
 
 

@@ -1,4 +1,4 @@
-"""Reading a Volcano scheduler configuration's YAML into `plugins.config`'s types, field by
+"""Reading a Volcano scheduler configuration's YAML into `plugins.config_types`, field by
 field, with errors that name the field (`tiers[1].plugins[0]: unknown key ...`, with a
 did-you-mean), duplicate keys refused as Go's decoder refuses them."""
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from plugins.config import (
+from plugins.config_types import (
     ACTIONS,
     ENABLE_FLAGS,
     PLUGINS,
