@@ -19,8 +19,12 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# Everything but the real-Kubernetes tier on $(TEST_WORKERS) pytest-xdist workers (the tests mostly
+# wait on subprocesses), then the real tier alone: each of its modules starts a whole control plane.
+TEST_WORKERS ?= 2
 unit: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m "not real"
+	$(BIN)/python -m pytest -q -m real
 
 # The kubectl tests use the real kubectl; install Debian's if the machine has none. When that is
 # impossible the tests skip with a message saying so.

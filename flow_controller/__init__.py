@@ -1,3 +1,4 @@
-"""Volcano's Job controller (and next its JobFlow and JobTemplate controllers) for
-`vulcan controllers`. Imports nothing from the extender or the pg-controller: they meet only
-through the API server."""
+"""Volcano's batch controllers for `vulcan controllers`: the Job controller (`job/`), the
+JobFlow and JobTemplate controllers (`jobflow/`) and the CronJob controller (`cronjob/`).
+Imports nothing from the extender or the pg-controller: they meet only through the API
+server."""

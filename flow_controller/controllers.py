@@ -1,16 +1,23 @@
-"""The controllers of this package, as the runtime (`core.controller`) takes them."""
+"""The controllers of this package, as the runtime (`core.controller`) takes them: each
+reconciler wired by `core.controller.runtime.build`, by Volcano's controller name."""
 
 from __future__ import annotations
 
 import argparse
 
-from core.controller.clock import Clock
-from core.controller.manager import ControllerFactory
+from core.controller.clock import Clock, RealClock
+from core.controller.informers import SharedInformers
+from core.controller.manager import Controller, ControllerFactory
+from core.controller.metrics import ControllerMetrics
 from core.controller.reconcile import RetryPolicy
-from flow_controller.cronjobs import CRONJOB, CronJobController
-from flow_controller.flows import JOBFLOW, JobFlowController
-from flow_controller.jobs import JOB, JobController
-from flow_controller.templates import JOBTEMPLATE, JobTemplateController
+from core.controller.runtime import Together, build
+from core.kube.client import KubeClient
+from core.kube.events import EventRecorder
+from flow_controller.cronjob.controller import CRONJOB, CronJobReconciler
+from flow_controller.job.commands import JobCommandReconciler
+from flow_controller.job.controller import JOB, JobReconciler
+from flow_controller.jobflow.controller import JOBFLOW, JobFlowReconciler
+from flow_controller.jobflow.templates import JOBTEMPLATE, JobTemplateReconciler
 
 
 def factories(
@@ -20,26 +27,47 @@ def factories(
     pod_markers: tuple[str, ...] = (),
     clock: Clock | None = None,
 ) -> dict[str, ControllerFactory]:
-    return {
-        JOB: lambda client, informers, recorder, metrics: JobController(
-            client,
-            informers,
-            recorder,
-            metrics,
-            retries,
-            workers=job_workers,
-            pod_markers=pod_markers,
-        ),
-        JOBFLOW: lambda client, informers, recorder, metrics: JobFlowController(
-            client, informers, recorder, metrics, retries
-        ),
-        JOBTEMPLATE: lambda client, informers, recorder, metrics: JobTemplateController(
-            client, informers, recorder, metrics, retries
-        ),
-        CRONJOB: lambda client, informers, recorder, metrics: CronJobController(
-            client, informers, recorder, metrics, retries, clock
-        ),
-    }
+    def job(
+        client: KubeClient,
+        informers: SharedInformers,
+        recorder: EventRecorder,
+        metrics: ControllerMetrics,
+    ) -> Controller:
+        jobs = JobReconciler(client, recorder, metrics, pod_markers)
+        wired = build(jobs, informers, recorder, metrics, retries=retries, workers=job_workers)
+        commands = JobCommandReconciler(client, recorder, metrics, jobs.events)
+        return Together(JOB, wired, build(commands, informers, recorder, metrics, retries=retries))
+
+    def jobflow(
+        client: KubeClient,
+        informers: SharedInformers,
+        recorder: EventRecorder,
+        metrics: ControllerMetrics,
+    ) -> Controller:
+        flows = JobFlowReconciler(client, recorder, metrics)
+        # Volcano runs one worker.
+        return build(flows, informers, recorder, metrics, retries=retries)
+
+    def jobtemplate(
+        client: KubeClient,
+        informers: SharedInformers,
+        recorder: EventRecorder,
+        metrics: ControllerMetrics,
+    ) -> Controller:
+        templates = JobTemplateReconciler(client, metrics)
+        return build(templates, informers, recorder, metrics, retries=retries)
+
+    def cronjob(
+        client: KubeClient,
+        informers: SharedInformers,
+        recorder: EventRecorder,
+        metrics: ControllerMetrics,
+    ) -> Controller:
+        at = clock or RealClock()
+        cronjobs = CronJobReconciler(client, recorder, metrics, at)
+        return build(cronjobs, informers, recorder, metrics, retries=retries, clock=at)
+
+    return {JOB: job, JOBFLOW: jobflow, JOBTEMPLATE: jobtemplate, CRONJOB: cronjob}
 
 
 def factories_of(args: argparse.Namespace) -> dict[str, ControllerFactory]:

@@ -7,7 +7,8 @@ step (a changed `group-min-member` or pod template updates it, scaling to zero d
 Watches: pods (adds; only pods of our scheduler names, by field selector when there is one),
 ReplicaSets and StatefulSets (adds and updates), namespaces (their queue annotation) and
 PodGroups (so a reconcile compares against what exists instead of reading it). A work queue
-keyed by (kind, namespace/name) retries failures with backoff. Every write is idempotent: a
+keyed by (kind, namespace/name) (the runtime's, `core.controller.runtime`) retries failures
+with backoff. Every write is idempotent: a
 create that finds the group already there becomes the update path, an update that changes
 nothing is not sent, and the pod annotation is a merge patch.
 """
@@ -18,13 +19,12 @@ import logging
 from typing import Any
 
 from core.api import keys
-from core.controller.informers import SharedInformers
 from core.controller.metrics import ControllerMetrics
-from core.controller.reconcile import run_reconciler, warn_given_up
+from core.controller.runtime import Builder, ObjectRef, Reconciler
 from core.controller.selection import PODGROUP
 from core.kube.client import NAMESPACES, PODGROUPS, PODS, ApiError, KubeClient, Resource
 from core.kube.events import NORMAL, EventRecorder, object_reference
-from core.kube.workqueue import WorkQueue
+from core.kube.informer import Informer
 from core.records import (
     CONTROLLER_REVISION_HASH,
     NamespaceRecord,
@@ -58,13 +58,12 @@ def _split(key: str) -> tuple[str, str]:
     return namespace, name
 
 
-class PodGroupController:
+class PodGroupReconciler(Reconciler[Key]):
     name = PODGROUP
 
     def __init__(
         self,
         client: KubeClient,
-        informers: SharedInformers,
         recorder: EventRecorder,
         metrics: ControllerMetrics,
         options: ControllerOptions,
@@ -73,21 +72,29 @@ class PodGroupController:
         self.recorder = recorder
         self.metrics = metrics
         self.options = options
-        names = options.scheduler_names
+        self._pods_by_owner: dict[str, set[str]] = {}  # controller owner UID -> pod keys
+
+    def setup(self, watch: Builder[Key]) -> None:
+        names = self.options.scheduler_names
         # One scheduler name: let the API server filter (most pods are not ours).
         selector = f"spec.schedulerName={names[0]}" if len(names) == 1 else None
-        self.pods = informers.get(PODS, PodRecord, field_selector=selector)
-        self.replicasets = informers.get(REPLICASETS, _workload_decoder("ReplicaSet"))
-        self.statefulsets = informers.get(STATEFULSETS, _workload_decoder("StatefulSet"))
-        self.namespaces = informers.get(NAMESPACES, NamespaceRecord)
-        self.podgroups = informers.get(PODGROUPS, PodGroupRecord)
-        self.queue: WorkQueue[Key] = WorkQueue(
-            "podgroups", base_delay=options.retry_base, max_delay=options.retry_max
+        self.pods = watch.watch(
+            PODS,
+            PodRecord,
+            on_add=self._pod_added,
+            on_update=self._pod_updated,
+            on_delete=self._pod_deleted,
+            field_selector=selector,
         )
-        self._pods_by_owner: dict[str, set[str]] = {}  # controller owner UID -> pod keys
-        self.pods.add_handlers(self._pod_added, self._pod_updated, self._pod_deleted)
-        for informer in (self.replicasets, self.statefulsets):
-            informer.add_handlers(self._workload_changed, self._workload_updated)
+        self.replicasets = self._watch_workloads(watch, REPLICASETS)
+        self.statefulsets = self._watch_workloads(watch, STATEFULSETS)
+        self.namespaces = watch.informers.get(NAMESPACES, NamespaceRecord)
+        self.podgroups = watch.informers.get(PODGROUPS, PodGroupRecord)
+
+    @staticmethod
+    def _watch_workloads(watch: Builder[Key], resource: Resource) -> Informer[WorkloadRecord]:
+        decode = _workload_decoder(resource.kind)
+        return watch.watch(resource, decode, on_add=_workload_key, on_update=_workload_updated)
 
     # ------------------------------------------------------------------ event handlers
 
@@ -105,10 +112,9 @@ class PodGroupController:
             if not keys_:
                 del self._pods_by_owner[uid]
 
-    def _pod_added(self, pod: PodRecord) -> None:
+    def _pod_added(self, pod: PodRecord) -> Key | None:
         self._index(pod)
-        if handled(pod, self.options.scheduler_names):
-            self.queue.add(("Pod", pod.key))
+        return ("Pod", pod.key) if handled(pod, self.options.scheduler_names) else None
 
     def _pod_updated(self, old: PodRecord, new: PodRecord) -> None:
         # Volcano reacts to pod adds only; updates just keep the owner index right.
@@ -118,34 +124,9 @@ class PodGroupController:
     def _pod_deleted(self, pod: PodRecord) -> None:
         self._unindex(pod)
 
-    def _workload_changed(self, workload: WorkloadRecord) -> None:
-        self.queue.add((workload.kind, workload.key))
+    # ------------------------------------------------------------------ reconcile
 
-    def _workload_updated(self, old: WorkloadRecord, new: WorkloadRecord) -> None:
-        # Most updates are the workload controller's status writes: only what the group is
-        # made of matters (a new pod template shows as a new StatefulSet update revision).
-        if (old.annotations, old.replicas, old.revision, old.uid) != (
-            new.annotations,
-            new.replicas,
-            new.revision,
-            new.uid,
-        ):
-            self._workload_changed(new)
-
-    # ------------------------------------------------------------------ the loop
-
-    async def run(self) -> None:
-        await run_reconciler(
-            self.queue,
-            self.name,
-            self.options.podgroup_workers,
-            self.sync,
-            self.metrics,
-            self.options.retries,
-            self._give_up,
-        )
-
-    def _give_up(self, key: Key, exc: BaseException) -> None:
+    def reference(self, key: Key) -> ObjectRef:
         kind, object_key = key
         namespace, name = _split(object_key)
         api_version = "v1" if kind == "Pod" else "apps/v1"
@@ -153,12 +134,15 @@ class PodGroupController:
         record = (self.pods if kind == "Pod" else self._workloads(kind)).items.get(object_key)
         if record is not None:
             ref["uid"] = record.uid
-        warn_given_up(self.recorder, ref, f"the PodGroup of {kind} {object_key}", exc)
+        return ref
+
+    def describe(self, key: Key) -> str:
+        return f"the PodGroup of {key[0]} {key[1]}"
 
     def _workloads(self, kind: str) -> Any:
         return self.statefulsets if kind == "StatefulSet" else self.replicasets
 
-    async def sync(self, key: Key) -> None:
+    async def reconcile(self, key: Key) -> None:
         kind, name = key
         if kind == "Pod":
             await self._sync_pod(name)
@@ -319,6 +303,22 @@ class PodGroupController:
             "PodGroupDeleted",
             f"deleted PodGroup {group}: scaled to zero",
         )
+
+
+def _workload_key(workload: WorkloadRecord) -> Key:
+    return (workload.kind, workload.key)
+
+
+def _workload_updated(old: WorkloadRecord, new: WorkloadRecord) -> Key | None:
+    # Most updates are the workload controller's status writes: only what the group is made
+    # of matters (a new pod template shows as a new StatefulSet update revision).
+    changed = (old.annotations, old.replicas, old.revision, old.uid) != (
+        new.annotations,
+        new.replicas,
+        new.revision,
+        new.uid,
+    )
+    return _workload_key(new) if changed else None
 
 
 def _workload_decoder(kind: str) -> Any:

@@ -8,7 +8,7 @@
   `volcano.sh/closed-by-parent: "true"` and closed; parent Open ⇒ those are reopened, and the
   annotation becomes "false").
 - Commands (`bus.volcano.sh/v1alpha1`, target kind Queue, action OpenQueue/CloseQueue) are
-  deleted first, then applied: at most once, even across restarts.
+  deleted first, then applied: at most once, even across restarts (`queue_commands`).
 
 The work queue is keyed by queue name, so one queue is never reconciled by two workers at once;
 actions wait in `_actions` in arrival order. Each reconcile reads the queue itself from the API
@@ -23,16 +23,13 @@ import logging
 from collections import Counter
 
 from core.api import keys
-from core.controller.informers import SharedInformers
 from core.controller.metrics import ControllerMetrics
-from core.controller.reconcile import run_reconciler, warn_given_up
+from core.controller.runtime import Builder, ObjectRef, Reconciler
 from core.controller.selection import QUEUE
 from core.decisions import decision
-from core.kube.client import COMMANDS, PODGROUPS, QUEUES, ApiError, KubeClient
+from core.kube.client import PODGROUPS, QUEUES, ApiError, KubeClient
 from core.kube.events import NORMAL, WARNING, EventRecorder
-from core.kube.workqueue import WorkQueue
-from core.records import CommandRecord, PodGroupRecord, QueueRecord
-from podgroup_controller.options import ControllerOptions
+from core.records import PodGroupRecord, QueueRecord
 from podgroup_controller.queue_state import (
     CLOSE_QUEUE,
     CLOSING,
@@ -52,46 +49,41 @@ BUILTIN_QUEUES = (
     (keys.ROOT_QUEUE, {"weight": 1, "reclaimable": False}),
     (keys.DEFAULT_QUEUE, {"weight": 1, "reclaimable": True}),
 )
-QUEUE_ACTIONS = (OPEN_QUEUE, CLOSE_QUEUE)
 
 
-def _is_queue_target(command: CommandRecord) -> bool:
-    target = command.target
-    return target.get("kind") == QUEUES.kind and (
-        target.get("apiVersion") in (None, "", QUEUES.api_version)
-    )
-
-
-class QueueController:
+class QueueReconciler(Reconciler[str]):
     name = QUEUE
 
     def __init__(
         self,
         client: KubeClient,
-        informers: SharedInformers,
         recorder: EventRecorder,
         metrics: ControllerMetrics,
-        options: ControllerOptions,
     ) -> None:
         self.client = client
         self.recorder = recorder
         self.metrics = metrics
-        self.options = options
-        self.queues = informers.get(QUEUES, QueueRecord)
-        self.podgroups = informers.get(PODGROUPS, PodGroupRecord)
-        self.commands = informers.get(COMMANDS, CommandRecord)
-        self.work: WorkQueue[str] = WorkQueue(
-            "queues", base_delay=options.retry_base, max_delay=options.retry_max
-        )
-        self.command_work: WorkQueue[str] = WorkQueue(
-            "commands", base_delay=options.retry_base, max_delay=options.retry_max
-        )
         self.started = asyncio.Event()  # the built-in queues exist; the loops run
         self._actions: dict[str, list[str]] = {}
         self._groups: dict[str, dict[str, str]] = {}  # queue -> PodGroup key -> phase
-        self.queues.add_handlers(self._queue_added, self._queue_updated, self._queue_deleted)
-        self.podgroups.add_handlers(self._group_added, self._group_updated, self._group_deleted)
-        self.commands.add_handlers(self._command_added)
+
+    def setup(self, watch: Builder[str]) -> None:
+        self.watch = watch
+        # The handlers return the queues to sync; `request` queues one with an action.
+        self.queues = watch.watch(
+            QUEUES,
+            QueueRecord,
+            on_add=self._queue_added,
+            on_update=self._queue_updated,
+            on_delete=self._queue_deleted,
+        )
+        self.podgroups = watch.watch(
+            PODGROUPS,
+            PodGroupRecord,
+            on_add=self._group_added,
+            on_update=self._group_updated,
+            on_delete=self._group_deleted,
+        )
 
     # ------------------------------------------------------------------ requests
 
@@ -100,14 +92,14 @@ class QueueController:
             pending = self._actions.setdefault(queue, [])
             if not pending or pending[-1] != action:  # the same action twice in a row is once
                 pending.append(action)
-        self.work.add(queue)
+        self.watch.enqueue(queue)
 
     # ------------------------------------------------------------------ event handlers
 
-    def _queue_added(self, queue: QueueRecord) -> None:
-        self.request(queue.name)
+    def _queue_added(self, queue: QueueRecord) -> str:
+        return queue.name
 
-    def _queue_updated(self, old: QueueRecord, new: QueueRecord) -> None:
+    def _queue_updated(self, old: QueueRecord, new: QueueRecord) -> list[str] | None:
         # Our own status and annotation writes come back here too; a sync after them is a
         # no-op, and it catches a Closing queue whose last PodGroup left meanwhile.
         if (old.parent, old.state, old.closed_by_parent) == (
@@ -115,65 +107,37 @@ class QueueController:
             new.state,
             new.closed_by_parent,
         ):
-            return
-        self.request(new.name)
+            return None
         if old.parent != new.parent and new.parent:
-            self.request(new.parent)  # its new parent decides whether it must close
+            return [new.name, new.parent]  # its new parent decides whether it must close
+        return [new.name]
 
     def _queue_deleted(self, queue: QueueRecord) -> None:
         self._actions.pop(queue.name, None)
         self.metrics.forget_queue(queue.name)
 
-    def _group_added(self, group: PodGroupRecord) -> None:
+    def _group_added(self, group: PodGroupRecord) -> str:
         self._groups.setdefault(group.queue, {})[group.key] = group.phase
-        self.request(group.queue)
+        return group.queue
 
-    def _group_updated(self, old: PodGroupRecord, new: PodGroupRecord) -> None:
+    def _group_updated(self, old: PodGroupRecord, new: PodGroupRecord) -> list[str] | None:
         if (old.queue, old.phase) == (new.queue, new.phase):
-            return
-        self._group_deleted(old)
-        self._group_added(new)
+            return None
+        return [self._group_deleted(old), self._group_added(new)]
 
-    def _group_deleted(self, group: PodGroupRecord) -> None:
+    def _group_deleted(self, group: PodGroupRecord) -> str:
         members = self._groups.get(group.queue)
         if members is not None:
             members.pop(group.key, None)
             if not members:
                 del self._groups[group.queue]
-        self.request(group.queue)
+        return group.queue
 
-    def _command_added(self, command: CommandRecord) -> None:
-        if _is_queue_target(command):
-            self.command_work.add(command.key)
+    # ------------------------------------------------------------------ the loop
 
-    # ------------------------------------------------------------------ the loops
-
-    async def run(self) -> None:
+    async def start(self) -> None:
         await self.ensure_builtin_queues()
         self.started.set()
-        async with asyncio.TaskGroup() as group:
-            group.create_task(
-                run_reconciler(
-                    self.work,
-                    self.name,
-                    self.options.queue_workers,
-                    self.sync,
-                    self.metrics,
-                    self.options.retries,
-                    self._give_up,
-                )
-            )
-            group.create_task(
-                run_reconciler(
-                    self.command_work,
-                    "command",
-                    1,
-                    self.handle_command,
-                    self.metrics,
-                    self.options.retries,
-                    self._command_given_up,
-                )
-            )
 
     async def ensure_builtin_queues(self) -> None:
         """`root` and `default`, as Volcano's scheduler creates them at start when missing."""
@@ -195,7 +159,7 @@ class QueueController:
             self.metrics.changes.labels("Queue", "created").inc()
             log.info("created built-in queue", extra={"queue": name})
 
-    def _ref(self, name: str, uid: str = "") -> dict[str, str]:
+    def ref(self, name: str, uid: str = "") -> ObjectRef:
         record = self.queues.items.get(name)
         return {
             "apiVersion": QUEUES.api_version,
@@ -204,53 +168,19 @@ class QueueController:
             "uid": uid or (record.uid if record else ""),
         }
 
-    def _give_up(self, name: str, exc: BaseException) -> None:
-        self._actions.pop(name, None)
-        warn_given_up(self.recorder, self._ref(name), f"queue {name}", exc)
+    def reference(self, key: str) -> ObjectRef:
+        return self.ref(key)
 
-    def _command_given_up(self, key: str, exc: BaseException) -> None:
-        log.warning("could not consume a command", extra={"command": key, "error": str(exc)})
-
-    # ------------------------------------------------------------------ commands
-
-    async def handle_command(self, key: str) -> None:
-        command = self.commands.items.get(key)
-        if command is None:
-            return
-        try:
-            # Deleted first, with its UID as precondition: whoever deletes it executes it.
-            await self.client.delete(COMMANDS, command.name, command.namespace, uid=command.uid)
-        except ApiError as exc:
-            if exc.not_found or exc.conflict:
-                return  # consumed already (or replaced by a new object of the same name)
-            raise
-        self.metrics.changes.labels("Command", "deleted").inc()
-        target = str(command.target.get("name") or "")
-        ref = self._ref(target, str(command.target.get("uid") or ""))
-        if command.action not in QUEUE_ACTIONS:
-            self.recorder.record(
-                ref,
-                WARNING,
-                "UnknownCommand",
-                f"command {command.name}: action {command.action!r} is not one of "
-                f"{', '.join(QUEUE_ACTIONS)}",
-            )
-            return
-        self.recorder.record(
-            ref,
-            NORMAL,
-            command.action,
-            f"Start to execute command {command.name}, and clean it up to make sure executed "
-            "not more than once.",
-        )
-        self.request(target, command.action)
+    def given_up(self, key: str, exc: BaseException) -> bool:
+        self._actions.pop(key, None)
+        return False  # and the runtime's FailedSync
 
     # ------------------------------------------------------------------ SyncQueue
 
     def counts(self, queue: str) -> dict[str, int]:
         return dict(Counter(self._groups.get(queue, {}).values()))
 
-    async def sync(self, name: str) -> None:
+    async def reconcile(self, name: str) -> None:
         actions = self._actions.pop(name, [])
         try:
             obj = await self.client.get(QUEUES, name)
@@ -286,7 +216,7 @@ class QueueController:
             for index, action in enumerate([*actions, SYNC_QUEUE]):
                 if action == CLOSE_QUEUE and name == keys.ROOT_QUEUE:
                     self.recorder.record(
-                        self._ref(name, queue.uid),
+                        self.ref(name, queue.uid),
                         WARNING,
                         "CloseQueueRefused",
                         "the root queue cannot be closed",
@@ -318,7 +248,7 @@ class QueueController:
             action = actions[index]
             self._requeue(name, actions[index:])
             self.recorder.record(
-                self._ref(name, queue.uid), WARNING, f"{action}Refused", f"{action}: {exc}"
+                self.ref(name, queue.uid), WARNING, f"{action}Refused", f"{action}: {exc}"
             )
             raise exc
 
@@ -359,7 +289,7 @@ class QueueController:
             note = f"queue state {before} -> {state}"
             if state == CLOSING:
                 note += f" until its {groups} PodGroups are gone"
-            self.recorder.record(self._ref(queue.name, queue.uid), NORMAL, "StateChanged", note)
+            self.recorder.record(self.ref(queue.name, queue.uid), NORMAL, "StateChanged", note)
         if before != state:
             decision("queue state", queue=queue.name, from_state=before, state=state)
 

@@ -12,9 +12,9 @@ from vcctl.kube import Session, VcctlError
 
 
 async def explain_job(session: Session, args: argparse.Namespace) -> None:
-    # Imported here: the diagnosis pulls in vulcan's scheduling formulas, which no other vcctl
-    # command needs at start.
-    from vulcan.explain import ExplainError, explain
+    # Imported here: the diagnosis pulls in the scheduling formulas (`plugins`), which no
+    # other vcctl command needs at start. `explain` is the package vcctl and vulcan share.
+    from explain import ExplainError, explain
 
     namespace = session.namespace(args.namespace)
     extender = args.extender or os.environ.get("VULCAN_EXTENDER_URL") or None

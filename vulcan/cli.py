@@ -181,10 +181,10 @@ def build_parser() -> argparse.ArgumentParser:
         "what would unblock it. Reads the API server and, with --extender, the extender's "
         "read-only /debug endpoints. Exits 1 with one line on error.",
     )
-    from vulcan.explain.command import add_explain_flags
+    from vulcan.explain_command import add_explain_flags
 
     add_explain_flags(explain)
-    explain.set_defaults(func=_main_of("vulcan.explain.command"))
+    explain.set_defaults(func=_main_of("vulcan.explain_command"))
 
     demo = sub.add_parser(
         "demo",

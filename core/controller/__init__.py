@@ -1,5 +1,7 @@
 """The one runtime every controller of `vulcan controllers` runs on (Volcano's
-controller-manager): shared informers, keyed work queues reconciled with retries and backoff
-(`--max-requeue-num`), `/healthz` `/readyz` `/metrics`, and leader election, one leadership term
-at a time. The controllers themselves live in their packages (`podgroup_controller`,
-`flow_controller`) and are handed to the runtime as factories by name."""
+controller-manager): the reconciler contract and the runtime that wires it (`runtime.py`: work
+queue, handlers, retries with backoff and `--max-requeue-num`, give-up events, periodic resync,
+metrics), shared informers, `/healthz` `/readyz` `/metrics`, and leader election, one
+leadership term at a time. The controllers themselves live in their packages
+(`podgroup_controller`, `flow_controller`) and are handed to the manager as factories by
+name."""

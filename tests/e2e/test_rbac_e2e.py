@@ -34,7 +34,7 @@ VCJOBS = "/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs"
 NODE_CPU = 8
 
 # Granted, needed by the code, and not (always) provoked by the scenario: where and why.
-_OWNED = "flow_controller/job_owned.py: a plugin's object that exists already is patched"
+_OWNED = "flow_controller/job/owned.py: a plugin's object that exists already is patched"
 _SERIES = "core/kube/events.py: an event repeated within its series window (or count) is patched"
 UNEXERCISED: dict[tuple[str, str, str, str], str] = {
     ("vulcan-extender", "events.k8s.io", "events", "patch"): _SERIES,

@@ -20,7 +20,7 @@ from core.controller.metrics import ControllerMetrics
 from core.controller.reconcile import RetryPolicy
 from core.kube.client import CRONJOBS, VCJOBS, ApiError, ClientOptions, KubeClient
 from flow_controller.controllers import factories
-from flow_controller.cronjobs import CRONJOB
+from flow_controller.cronjob.controller import CRONJOB
 from sim.apiserver.server import EmbeddedApiServer
 from tests.helpers import until
 from tests.integration.controller_harness import events_about, eventually

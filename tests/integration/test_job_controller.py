@@ -244,7 +244,7 @@ async def test_a_policy_timeout_delays_its_action_and_a_recovery_cancels_it() ->
             await set_phase(client, name, "Running")
         assert await eventually(lambda: _is(phase_of(client), "Running"))
         assert controllers.manager is not None
-        delays = controllers.manager.controllers[JOB].events.delays
+        delays = controllers.manager.controllers[JOB].main.reconciler.events.delays
         # Failed, then running again (restartPolicy OnFailure) within the timeout: no restart.
         await set_phase(client, "tf-worker-0", "Failed", exit_code=1)
         await eventually(lambda: _true(len(delays) == 1))

@@ -102,7 +102,7 @@ async def test_builtin_queues_are_created_open_and_default_is_under_root() -> No
         assert (await eventually(lambda: _parent(client, "default"))) == "root"
         # A restarted controller finds them and creates nothing.
         manager = await controllers.restart()
-        await manager.controllers[QUEUE].started.wait()
+        await manager.controllers[QUEUE].main.reconciler.started.wait()
         await eventually(lambda: _idle(manager))
         assert (
             manager.metrics.registry.get_sample_value(
@@ -117,8 +117,9 @@ async def _parent(client: KubeClient, name: str) -> str:
 
 
 async def _idle(manager: ControllerManager) -> bool:
-    controller = manager.controllers[QUEUE]
-    return controller.started.is_set() and not (len(controller.work) or controller.work.in_flight)
+    controller = manager.controllers[QUEUE].main
+    started = controller.reconciler.started.is_set()
+    return started and not (len(controller.queue) or controller.queue.in_flight)
 
 
 async def test_close_waits_for_the_podgroups_then_open() -> None:

@@ -10,8 +10,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from core.api.cron import CronError, load_zone, parse
-from flow_controller.cronjob_times import most_recent_schedule_time, next_schedule_delay
-from flow_controller.cronjobs import go_rfc3339, job_name
+from flow_controller.cronjob.sync import go_rfc3339, job_name
+from flow_controller.cronjob.times import most_recent_schedule_time, next_schedule_delay
 
 
 def utc(*args: int) -> datetime:

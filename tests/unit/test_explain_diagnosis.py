@@ -6,9 +6,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from vulcan.explain import Collected, diagnose, render
-from vulcan.explain.focus import focus_of
-from vulcan.explain.texts import duration
+from explain import Collected, diagnose, render
+from explain.focus import focus_of
+from explain.texts import duration
 
 NOW = 1_800_000_000.0
 
@@ -893,11 +893,11 @@ def test_a_job_enqueued_on_the_promise_of_eviction_names_whom_it_will_preempt() 
 
 
 def test_without_the_extender_explain_computes_the_shares_with_the_confs_queue_plugin() -> None:
+    from explain.world import build_world
     from plugins.capacity import CapacityShares
     from plugins.config import parse_scheduler_config
     from plugins.queue_inputs import queue_inputs
     from plugins.registry import build_session
-    from vulcan.explain.world import build_world
 
     found = Collected(
         kind="podgroup",

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from core.api.flow import JobFlow, JobFlowSpec
-from flow_controller import flow_state as fs
-from flow_controller.flow_status import flow_status, same_status
+from flow_controller.jobflow import state as fs
+from flow_controller.jobflow.status import flow_status, same_status
 
 
 def spec(*steps: tuple[str, list[str]], probe: dict[str, Any] | None = None) -> JobFlowSpec:

@@ -1,4 +1,4 @@
-"""Partition policy in the job controller's objects (`flow_controller.job_partitions`)."""
+"""Partition policy in the job controller's objects (`flow_controller.job.partitions`)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import asyncio
 
 from core.api.batch import JobSpec
 from core.api.defaults import default_job_spec
-from flow_controller import job_objects as objects
-from flow_controller import job_state as js
-from flow_controller.job_delays import DelayedActions
+from flow_controller.job import objects
+from flow_controller.job import state as js
+from flow_controller.job.delays import DelayedActions
 
 META = {"name": "pt", "namespace": "default", "uid": "u"}
 

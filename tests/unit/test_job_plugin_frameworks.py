@@ -9,9 +9,9 @@ import pytest
 
 from core.api.batch import JobSpec
 from core.api.defaults import default_job_spec
-from flow_controller import job_objects as objects
-from flow_controller.job_plugin_registry import build_plugins
-from flow_controller.job_plugins import JobContext, PluginFailed
+from flow_controller.job import objects
+from flow_controller.job.plugin_registry import build_plugins
+from flow_controller.job.plugins import JobContext, PluginFailed
 
 META = {"name": "rc", "namespace": "team-a", "uid": "u-1"}
 

@@ -1,4 +1,4 @@
-"""flow_controller.job_plugins: what Volcano's env, svc, ssh, mpi, pytorch and tensorflow
+"""flow_controller.job.plugins: what Volcano's env, svc, ssh, mpi, pytorch and tensorflow
 plugins put into a job's pods and objects (Volcano's pkg/controllers/job/plugins)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 
 from core.api.batch import JobSpec
 from core.api.defaults import default_job_spec
-from flow_controller import job_objects as objects
-from flow_controller.job_plugin_registry import build_plugins
-from flow_controller.job_plugins import JobContext, parse_flags
+from flow_controller.job import objects
+from flow_controller.job.plugin_registry import build_plugins
+from flow_controller.job.plugins import JobContext, parse_flags
 
 META = {"name": "tf", "namespace": "team-a", "uid": "u-1"}
 

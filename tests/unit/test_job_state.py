@@ -1,4 +1,4 @@
-"""flow_controller.job_state and job_objects: Volcano's Job state machine, completion logic and
+"""flow_controller.job.state and job_objects: Volcano's Job state machine, completion logic and
 policy resolution (Volcano's pkg/controllers/job/state), and the pods and PodGroup
 the job controller makes (§4, §5)."""
 
@@ -10,8 +10,8 @@ import pytest
 
 from core.api.batch import JobSpec
 from core.api.defaults import default_job_spec
-from flow_controller import job_objects as objects
-from flow_controller import job_state as js
+from flow_controller.job import objects
+from flow_controller.job import state as js
 
 
 def spec(**fields: Any) -> JobSpec:

@@ -14,7 +14,7 @@ from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector, pod_requests, without_group
 from extender.passthrough import request_of
 from flow_controller.flags import add_job_flags
-from flow_controller.job_objects import add_markers
+from flow_controller.job.objects import add_markers
 
 
 def marked_pod(requests: dict[str, str] | None = None) -> dict[str, Any]:
