@@ -35,7 +35,7 @@ from extender.elastic_growth import grow_elastic
 from extender.evictor import Evictor
 from extender.gang_events import BarrierEvents
 from extender.gang_pass import PassHost
-from extender.gang_quorum import QuorumWatch
+from extender.gang_quorum import BROKEN_TAIL, QuorumWatch
 from extender.gang_writer import GangWriter
 from extender.ledger import GangLedger
 from extender.member_release import MemberRelease
@@ -308,6 +308,13 @@ class GangScheduler:
         wait; none of them may bind on the strength of the evicted gang's admission)."""
         for unit in units:
             if unit.group is not None and not unit.elastic:
+                # Broken now, as when a committed gang loses members (`QuorumWatch`): the
+                # PodGroup and its members say GangBroken. (The pass used to re-adopt a victim
+                # it met later in its order, so the pod deletions broke it a moment later;
+                # the cycle settles adoption before its actions, whatever the queue order.)
+                self.barrier.uncommit(
+                    unit.group, f"gang {unit.group} is no longer whole: {why}: {BROKEN_TAIL}"
+                )
                 self.forget_group(unit.group, why)
                 self.barrier.forget(unit.group)
 
