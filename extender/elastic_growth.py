@@ -56,6 +56,8 @@ def grow_elastic(scheduler: GangScheduler, snapshot: Snapshot) -> None:
             ):
                 waiting.discard(pod_key)
                 continue
+            if group.queue in scheduler.starving:
+                break  # its queue drains for a starving gang (`plugins.starvation`)
             if scheduler.session.allocatable(group.queue, pod.requests, scheduler.pass_state):
                 break  # the queue is at its share: no member of this gang grows now
             if _place(scheduler, snapshot, group, pod):

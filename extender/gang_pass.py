@@ -43,6 +43,7 @@ class PassHost:
         self.reserved_by_group = reserved_by_group
         self.dirty_queues = dirty_queues
         self.pass_allocated = gangs.ledger.pod_keys_set()  # members holding a slot
+        self.visited: list[str] = []  # the queues this pass looked at
 
     def visit(self, queue: str, numbers: tuple[Any, ...] | None) -> bool:
         """Skip a queue when nothing a decision there reads has changed since the last pass:
@@ -57,6 +58,8 @@ class PassHost:
             return False
         self.gangs.queue_seen[queue] = numbers
         self.gangs.unsettled[queue] = set()
+        self.gangs.starving.pop(queue, None)  # elected again by this visit's decisions
+        self.visited.append(queue)
         return True
 
     def settled(self, group: PodGroupRecord, numbers: tuple[Any, ...] | None) -> bool:
@@ -89,6 +92,14 @@ class PassHost:
             victims=lambda: self.gangs.victims_for(snapshot, key),
             held=self.gangs.ledger.slot_of,
         )
+
+    def starving(self, queue: str) -> tuple[str, float, ResourceVector | None] | None:
+        """The queue's starving gang, since when the queue has had one, what it asks."""
+        target = self.gangs.starving.get(queue)
+        if target is None:
+            return None
+        since = self.gangs.starving_since.get(queue)
+        return target, (since if since is not None else -1.0), self.gangs.starving_need.get(queue)
 
     def victims(self, snapshot: Snapshot, key: str) -> list[VictimUnit]:
         return self.gangs.victims_for(snapshot, key)
@@ -126,6 +137,11 @@ class PassHost:
             assert view is not None
         elif reason is not None:
             self._not_admitted(key, reason)
+        if decision.starving is not None:
+            # It waits for its queue's share: the queue drains for it (`plugins.starvation`).
+            self.gangs.starving[group.queue] = key
+            self.gangs.starving_since.setdefault(group.queue, decision.starving[1])
+            self.gangs.starving_need[group.queue] = decision.starving[0]
         volatile = not decision.settled
         if key in self.gangs.admitted:
             # Pipelined: admitted onto room its victims still hold. Volcano's Pipelined tasks

@@ -13,13 +13,14 @@ from typing import TYPE_CHECKING
 
 from core.api import keys
 from core.records import PodGroupRecord, pod_group_key
-from core.resources import ResourceVector
+from core.resources import ResourceVector, pod_requests
 from extender.binder import BindError
 from extender.gang_hold import GangRequirement
 from extender.ledger import Reservation
 from extender.protocol import BindingArgs, PodInfo
 from plugins import gang as gangs
 from plugins.filter_status import FilterStatus
+from plugins.starvation import held_for
 
 if TYPE_CHECKING:
     from extender.gangs import GangScheduler
@@ -30,7 +31,6 @@ def group_of(pod: PodInfo) -> str | None:
     return pod_group_key(pod.namespace, pod.metadata, pod.spec)
 
 
-_ZERO = ResourceVector()
 GANG = "gang"  # the plugin whose answer filter gives for a member
 
 
@@ -75,7 +75,13 @@ class GangVerbs:
         # No slot (a member beyond minMember) or the slot is unusable: re-plan onto a candidate
         # with room no other member holds (the slot moves; the room it leaves is free again).
         record = self.gangs.cache.pods.get(pod.key)
-        request = record.requests if record is not None else _ZERO
+        # kube-scheduler's informer may bring a pod (e.g. made again under its name by its job
+        # controller) before this cache has seen it: judged as asking nothing, it slipped into
+        # room reserved for another gang (issue 31). Its request is then the pod's own.
+        if record is not None and record.uid == pod.uid:
+            request = record.requests
+        else:
+            request = pod_requests(pod.spec, ignored_group=keys.MARKER_RESOURCE_GROUP)
         elastic = reservation is None and self._is_elastic(group)
         if elastic:
             refused = self._elastic_refused(group, request)
@@ -123,6 +129,9 @@ class GangVerbs:
         queue's Allocatable, member by member (Volcano allocates every task within its queue's
         deserved share and capability)."""
         refused = self.gangs.session.allocatable(group.queue, request, self.gangs.pass_state)
+        target = self.gangs.starving.get(group.queue)
+        if refused is None and target is not None:
+            refused = held_for(target, group.queue)
         if refused is not None:
             beyond = f"elastic member beyond minMember {group.min_member}"
             return f"gang {group.key}: {beyond}: {refused}"

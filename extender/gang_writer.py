@@ -51,9 +51,16 @@ class GangWriter:
         self._told: dict[str, str] = {}
         self._queue_statuses: dict[str, dict[str, Any]] = {}
 
-    def forget(self, group_key: str) -> None:
+    def forget(self, group_key: str, *, gone: bool = False) -> None:
+        """Drop what was decided about the group's status. `gone`: the PodGroup was deleted
+        (or made again under its name, as the job controller does on a restart): what the
+        status writer remembers having written under that name is not the new object's, and
+        must not make it skip the new group's first phase as already stored."""
         self._statuses.pop(group_key, None)
         self._told.pop(group_key, None)
+        if gone and self.status_writer is not None:
+            namespace, _, name = group_key.partition("/")
+            self.status_writer.forget(PODGROUPS, namespace, name)
 
     # ------------------------------------------------------------------ events
 

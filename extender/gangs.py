@@ -142,6 +142,14 @@ class GangScheduler:
         # group -> what it was enqueued on the promise of evicting ("will preempt ..."), for
         # the debug view and `vulcan explain`.
         self.promises: dict[str, str] = {}
+        # queue -> its starving gang: while it waits for the queue's share, the queue's later
+        # gangs and elastic members wait for it (`plugins.starvation`).
+        self.starving: dict[str, str] = {}
+        # queue -> since when it has had a starving gang (whichever): its hold phases count
+        # from there, so a new starving gang (e.g. of a higher priority) does not start the
+        # queue's hold over again (`plugins.starvation.holds`).
+        self.starving_since: dict[str, float] = {}
+        self.starving_need: dict[str, ResourceVector] = {}  # queue -> what its starving gang asks
         self._wake = asyncio.Event()
         self.writer = GangWriter(
             client, status_interval=status_interval, event_qps=event_qps, event_burst=event_burst
@@ -283,7 +291,7 @@ class GangScheduler:
         cycle = run_once(
             self.session,
             snapshot,
-            PassHost(self, snapshot, reserved_by_group, dirty_queues),
+            host := PassHost(self, snapshot, reserved_by_group, dirty_queues),
             books=self.queue_policy.books,
             order=self.order,
             reserved_by_group=reserved_by_group,
@@ -294,10 +302,15 @@ class GangScheduler:
         )
         queue_pass = self.queue_pass = cycle.queues
         self.pass_state = cycle.state
+        for queue in host.visited:
+            if queue not in self.starving:
+                self.starving_since.pop(queue, None)
         for queue in list(self.queue_seen):
             if queue not in queue_pass.groups_by_queue:
                 self.queue_seen.pop(queue, None)
                 self.unsettled.pop(queue, None)
+                self.starving.pop(queue, None)
+                self.starving_since.pop(queue, None)
         if self.elastic_waiting or self.elastic_slots:
             grow_elastic(self, snapshot)
         self.writer.queue_statuses(snapshot, queue_pass)
@@ -358,7 +371,7 @@ class GangScheduler:
         for pod_key in self.ledger.of_group(key):
             self.ledger.release(pod_key)
         self.barrier.release(key, why, result)
-        self.writer.forget(key)
+        self.writer.forget(key, gone=result in ("podgroup_deleted", "podgroup_recreated"))
         self.backoff_reasons.pop(key, None)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:

@@ -91,9 +91,10 @@ def gang_demand(
 ) -> ResourceVector:
     """What admitting the gang takes from its queue: `minResources` when set, else the
     requests of the members it needs (the first `need`, in placement order). With the `view`,
-    minResources less what its members still running hold: a gang that lost some members
-    (issue 31) is admitted again for the missing ones, and its queue counts the others
-    already."""
+    minResources less what its members still running hold (a gang that lost some members,
+    issue 31, is admitted again for the missing ones, and its queue counts the others
+    already), and at least what the first `need` members request."""
+    required = sum_vectors(pod.requests for pod in members[:need])
     if group.min_resources is not None:
         if view is None:
             return group.min_resources
@@ -102,8 +103,12 @@ def gang_demand(
             for pod in view.members
             if pod.node is not None and not pod.terminal and not pod.deleting
         )
-        return group.min_resources.saturating_sub(held)
-    return sum_vectors(pod.requests for pod in members[:need])
+        # Never less than what the members it places first ask: a Volcano Job's minResources
+        # count its first minAvailable pods in task order, the placement takes the largest
+        # first, and Volcano's allocate judges each task's own request (issue 31, seed 7:
+        # a queue 2 cpu over its capability).
+        return group.min_resources.saturating_sub(held).elementwise_max(required)
+    return required
 
 
 def allocate_gang(

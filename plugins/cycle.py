@@ -43,6 +43,13 @@ from plugins.placement import Prefer
 from plugins.queue_inputs import QueueBooks, QueuePass
 from plugins.queue_share import sum_vectors
 from plugins.session import PassState, Session
+from plugins.starvation import (
+    hold_reason,
+    holds,
+    inqueue_lifted,
+    starving_demand,
+    waits_for_share,
+)
 from plugins.traversal import AdmissionOrder, cluster_used, job_input, queue_numbers
 from plugins.victims import VictimUnit
 
@@ -97,6 +104,11 @@ class CycleHost(Protocol):
 
     def victims(self, snapshot: Snapshot, key: str) -> list[VictimUnit]: ...
 
+    def starving(self, queue: str) -> tuple[str, float, ResourceVector | None] | None:
+        """The queue's starving gang (`plugins.starvation`), since when the queue has had one
+        (-1: unknown, now), and what it asks; None when it has none."""
+        ...
+
     def apply(self, decision: Decision) -> None:
         """Apply one decision now (reservations, evictions, status, events)."""
         ...
@@ -119,6 +131,8 @@ class Decision:
     settled: bool = True
     job: JobInput | None = None  # the job as the session's plugins saw it (allocate)
     numbers: tuple[Any, ...] | None = None  # its queue's numbers after the decision
+    # It waits for its queue's share (`plugins.starvation`): (what it asks, since when).
+    starving: tuple[ResourceVector, float] | None = None
 
     @property
     def key(self) -> str:
@@ -337,24 +351,47 @@ def _allocate(
     waiting = host.backoff(key)
     if waiting is not None:
         return Decision(group, view, ALLOCATE, "allocate", reason=waiting, settled=False)
+    starving = host.starving(group.queue)
+    target = starving[0] if starving is not None else None
+    now = state.now
+    if starving is not None and target != key:
+        since = starving[1] if starving[1] >= 0 else now
+        if holds(since, now):
+            # Its queue drains for a starving gang: the later gangs wait (a hold phase).
+            why = hold_reason(session, state, group, view, starving[0])
+            reason = f"gang {key}: waiting for admission: {why}"
+            return Decision(group, view, ALLOCATE, "allocate", reason=reason, settled=False)
     job = job_input(snapshot, group)
-    admission = allocate_gang(
-        session,
-        state,
-        snapshot,
-        group,
-        view,
-        job,
-        host.room(snapshot, key),
-        prefer=prefer,
-        queue_memo=queue_memo,
-        queue_numbers=queue_numbers(state, group.queue),
-    )
+    # A backfill phase: a gang with its pods is enqueued beside the starving gang's
+    # minResources (not flooding enqueue with pod-less jobs, which keep Volcano's rule).
+    lifted = starving[2] if starving is not None and target != key else None
+    with inqueue_lifted(state.model, group.queue, lifted):
+        admission = allocate_gang(
+            session,
+            state,
+            snapshot,
+            group,
+            view,
+            job,
+            host.room(snapshot, key),
+            prefer=prefer,
+            queue_memo=queue_memo,
+            queue_numbers=queue_numbers(state, group.queue),
+        )
     plan = admission.plan
     if plan is None or admission.reason is not None:
         reason = admission.reason or ""
+        waits = None
+        if waits_for_share(session, state, group, view):
+            waits = (starving_demand(group, view), now)
         return Decision(
-            group, view, ALLOCATE, "allocate", reason=reason, settled=not admission.volatile
+            group,
+            view,
+            ALLOCATE,
+            "allocate",
+            reason=reason,
+            settled=not admission.volatile,
+            starving=waits,
         )
     return Decision(
         group,

@@ -269,9 +269,6 @@ def test_elastic_members_keep_within_the_queue_capability(two_nodes: SimCluster)
     sampler.never_partial()
 
 
-# Failed once in a run with three processes on 2 cores (passed in every other run, alone too);
-# not diagnosed yet (issue 31's note): a second run must pass.
-@pytest.mark.flaky(reruns=1)
 def test_a_high_priority_job_preempts_elastic_members_of_its_own_queue(
     two_nodes: SimCluster,
 ) -> None:

@@ -155,3 +155,25 @@ def test_the_gang_plugin_extension_points() -> None:
     assert plugin.job_valid(view) is None and plugin.job_ready(view)
     assert not plugin.job_starving(view)
     assert plugin.job_pipelined(view, job_input(running, g), PassState()).verdict == PERMIT
+
+
+def test_a_gang_whose_minimum_members_ask_more_than_min_resources_stays_within_capability() -> None:
+    """Issue 31's short soak (seed 7): soak-q3 (capability 32) held 34 cpu. A Volcano Job's
+    minResources count its first minAvailable pods in task order (here the two 1-cpu ones),
+    but the placement's required members are the largest (3 + 3): the queue was asked for 2,
+    its elastic members judged against that, and the gang took 8 of a 6-cpu capability.
+    Volcano's allocate judges each task's own request (Allocatable per task)."""
+    g = group("a", 2, minResources={"cpu": "2"}, queue="q")
+    members = [pod("a-0", cpu="3"), pod("a-1", cpu="3"), pod("a-2", cpu="1"), pod("a-3", cpu="1")]
+    snap = cluster(["n1", "n2"], [g], members)
+    view = gangs.gang_view(snap, g.key)
+    assert view is not None
+    assert actions.gang_demand(g, gang_ready.pending_members(view), 2, view).cpu == 6000
+    cap = ResourceVector({"cpu": 6000})
+    queues = {"q": QueueInput("q", request=ResourceVector({"cpu": 8000}), capability=cap)}
+    model = proportion_shares(snap.total_allocatable, list(queues.values()))
+    state = PassState(model=model, inputs=queues, total=snap.total_allocatable.as_dict())
+    decision = allocate(DEFAULT, snap, g, state)
+    assert decision.plan is not None and decision.reason is None
+    requests = {p.key: p.requests.cpu for p in members}
+    assert sum(requests[k] for k in decision.plan.slots) <= 6000, decision.plan.slots

@@ -66,6 +66,9 @@ class Host:
     def victims(self, snapshot: Snapshot, key: str) -> list[VictimUnit]:
         return []
 
+    def starving(self, queue: str) -> None:
+        return None
+
     def apply(self, decision: Decision) -> None:
         self.applied.append(decision)
         if decision.action == "allocate" and decision.ok:
