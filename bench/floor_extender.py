@@ -10,6 +10,8 @@ ratio therefore mixes two costs: the extender's own work, and the test bed's cos
 round trip at all (three more HTTP exchanges per pod in the stand-in, a slower pace at which
 every watch carries fewer events per read). The rate with this extender is the most any extender
 can reach on this machine and this test bed; vulcan's rate against it is the extender's own share.
+`bench/real_throughput.py` runs it against a real kube-apiserver the same way (its kubeconfig
+then carries a token).
 
 It prints `floor extender listening on http://127.0.0.1:PORT/v1` when ready. The kubeconfig is
 read at the first bind (the cluster may start after this process, to be pointed at it).
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ssl
 from pathlib import Path
 from typing import Any, cast
 
@@ -27,24 +30,37 @@ import orjson
 import uvloop
 import yaml
 
-from sim.scheduler.go_transport import GoTransport, TransportError
+from core.kube.go_transport import GoTransport, TransportError
 
 BIND_TIMEOUT = 30.0
 
 
 class Binder:
-    """Creates Bindings on the API server the kubeconfig names (no auth: the embedded cluster
-    without --rbac)."""
+    """Creates Bindings on the API server the kubeconfig names: as its first user's bearer
+    token when it has one (a real kube-apiserver; the embedded cluster without --rbac needs
+    none), its TLS unverified when the cluster says `insecure-skip-tls-verify`."""
 
     def __init__(self, kubeconfig: Path) -> None:
         self.kubeconfig = kubeconfig
-        self.transport = GoTransport(max_idle_per_host=64)
+        self.transport: GoTransport | None = None
         self._server = ""
 
+    def _connect(self) -> GoTransport:
+        config = yaml.safe_load(self.kubeconfig.read_text())
+        cluster = config["clusters"][0]["cluster"]
+        self._server = cluster["server"].rstrip("/")
+        token = ((config.get("users") or [{}])[0].get("user") or {}).get("token")
+        context = None
+        if cluster.get("insecure-skip-tls-verify"):
+            context = ssl.create_default_context()
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        headers = f"Authorization: Bearer {token}\r\n".encode() if token else b""
+        return GoTransport(max_idle_per_host=64, headers=headers, ssl_context=context)
+
     async def bind(self, args: dict[str, Any]) -> bytes:
-        if not self._server:
-            config = yaml.safe_load(self.kubeconfig.read_text())
-            self._server = config["clusters"][0]["cluster"]["server"].rstrip("/")
+        if self.transport is None:
+            self.transport = self._connect()
         namespace, name = args["PodNamespace"], args["PodName"]
         body = orjson.dumps(
             {

@@ -21,6 +21,9 @@ most any extender can reach on this test bed and machine. It separates the exten
 from the test bed's cost of an extender round trip at all:
 `floor_pods_per_s=<F> floor_ratio=<F/A> extender_to_floor=<B/F>`.
 
+The extender's CPU per pod (and the floor's, with the third phase) on a line of its own:
+`extender_cpu_ms_per_pod=<X> floor_cpu_ms_per_pod=<Y>`.
+
 Last line: `pods_per_s=<A> with_extender_pods_per_s=<B> ratio=<B/A>`.
 """
 
@@ -137,7 +140,10 @@ async def start_floor_extender(state: Path) -> tuple[asyncio.subprocess.Process,
     return process, str(config)
 
 
-async def run_phase(nodes: int, pods: int, mode: str, concurrency: int) -> float:
+async def run_phase(
+    nodes: int, pods: int, mode: str, concurrency: int
+) -> tuple[float, dict[str, float]]:
+    """(pods/s, CPU seconds of each part) of one phase."""
     label = LABELS[mode]
     with tempfile.TemporaryDirectory(prefix="vulcan-bench-") as tmp:
         state = Path(tmp)
@@ -217,7 +223,8 @@ async def run_phase(nodes: int, pods: int, mode: str, concurrency: int) -> float
             watch.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await watch
-            report_cpu(label, pods, spent(cpu_before, cpu_after))
+            used = spent(cpu_before, cpu_after)
+            report_cpu(label, pods, used)
         finally:
             await client.close()
             await stop_sim_up(process)
@@ -225,14 +232,21 @@ async def run_phase(nodes: int, pods: int, mode: str, concurrency: int) -> float
                 floor.terminate()
                 await floor.wait()
         report_latency(label, state / "extender-latency.json")
-        return rate
+        return rate, used
+
+
+def cpu_ms_per_pod(seconds: float, pods: int) -> str:
+    return f"{seconds * 1000 / pods:.3f}"
 
 
 async def main(args: argparse.Namespace) -> None:
-    alone = await run_phase(args.nodes, args.pods, "alone", args.concurrency)
-    with_extender = await run_phase(args.nodes, args.pods, "extender", args.concurrency)
+    alone, _ = await run_phase(args.nodes, args.pods, "alone", args.concurrency)
+    with_extender, used = await run_phase(args.nodes, args.pods, "extender", args.concurrency)
+    cpu_line = f"extender_cpu_ms_per_pod={cpu_ms_per_pod(used.get('extender', 0.0), args.pods)}"
     if args.floor:
-        floor = await run_phase(args.nodes, args.pods, "floor", args.concurrency)
+        floor, floor_used = await run_phase(args.nodes, args.pods, "floor", args.concurrency)
+        floor_cpu = floor_used.get(LABELS["floor"], 0.0)
+        cpu_line += f" floor_cpu_ms_per_pod={cpu_ms_per_pod(floor_cpu, args.pods)}"
         print(
             f"BENCH sim.floor_pods_per_s value={floor:.1f} unit=pods/s baseline={alone:.1f} "
             f"ratio={floor / alone:.3f}"
@@ -241,6 +255,7 @@ async def main(args: argparse.Namespace) -> None:
             f"floor_pods_per_s={floor:.1f} floor_ratio={floor / alone:.3f} "
             f"extender_to_floor={with_extender / floor:.3f}"
         )
+    print(cpu_line)
     print(
         f"BENCH sim.pods_per_s value={with_extender:.1f} unit=pods/s baseline={alone:.1f} "
         f"ratio={with_extender / alone:.3f}"

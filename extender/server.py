@@ -23,7 +23,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from core.cache import ClusterCache
 from core.serving import start_app
-from extender import fastpath, passthrough, protocol
+from extender import fastpath, lean_http, passthrough, protocol
 from extender.binder import Binder, BindError
 from extender.ledger import GangLedger
 from extender.metrics import ExtenderMetrics
@@ -71,42 +71,42 @@ class ExtenderServer:
             lambda: {i.resource.plural: i.last_heard for i in cache.informers},
         )
         self.app = web.Application(client_max_size=256 * 1024 * 1024)
+        # The verbs as (status, body) answers: served on raw HTTP by `serve` (extender.lean_http)
+        # and, for clients of the aiohttp application itself, through its routes.
+        self.verbs: dict[bytes, lean_http.Answer] = {}
         for verb, handler in (
             ("filter", self.filter),
             ("prioritize", self.prioritize),
             ("preempt", self.preempt),
             ("bind", self.bind),
         ):
-            self.app.router.add_post(f"/v1/{verb}", self._verb(verb, handler))
+            answer = self._answer(verb, handler)
+            self.verbs[f"/v1/{verb}".encode()] = answer
+            self.app.router.add_post(f"/v1/{verb}", _route(answer))
         self.app.router.add_get("/healthz", self._healthz)
         self.app.router.add_get("/readyz", self._readyz)
         self.app.router.add_get("/metrics", self._metrics)
 
     # ------------------------------------------------------------------ plumbing
 
-    def _verb(
-        self, verb: str, handler: Handler
-    ) -> Callable[[web.Request], Awaitable[web.Response]]:
+    def _answer(self, verb: str, handler: Handler) -> lean_http.Answer:
         duration = self.metrics.request_duration.labels(verb)
         ok = self.metrics.requests.labels(verb, "200")
         bad = self.metrics.requests.labels(verb, "400")
 
-        async def serve(request: web.Request) -> web.Response:
+        async def answer(body: bytes) -> tuple[int, bytes]:
             start = time.perf_counter()
-            body = await request.read()
             try:
-                answer = await handler(body)
+                result = await handler(body)
             except protocol.BadRequest as exc:
                 log.warning("bad %s request: %s", verb, exc)
                 bad.inc()
-                return web.Response(
-                    body=protocol.error_result(str(exc)), status=400, content_type=JSON
-                )
+                return 400, protocol.error_result(str(exc))
             duration.observe(time.perf_counter() - start)
             ok.inc()
-            return web.Response(body=answer, content_type=JSON)
+            return 200, result
 
-        return serve
+        return answer
 
     async def _healthz(self, request: web.Request) -> web.Response:
         # Answering at all proves the event loop is alive.
@@ -310,6 +310,14 @@ def _request(pod: protocol.PodInfo) -> Any:
     return request
 
 
+def _route(answer: lean_http.Answer) -> Callable[[web.Request], Awaitable[web.Response]]:
+    async def serve(request: web.Request) -> web.Response:
+        status, body = await answer(await request.read())
+        return web.Response(body=body, status=status, content_type=JSON)
+
+    return serve
+
+
 def _objects_by_name(objects: list[dict[str, Any]] | None) -> dict[str, dict[str, Any]] | None:
     if objects is None:
         return None
@@ -317,6 +325,15 @@ def _objects_by_name(objects: list[dict[str, Any]] | None) -> dict[str, dict[str
 
 
 async def serve(server: ExtenderServer, host: str, port: int) -> tuple[web.AppRunner, int]:
-    """Start serving (port 0: any free port). Returns the runner (call `cleanup()` to stop,
+    """Start serving (port 0: any free port): the verbs on raw HTTP, everything else by the
+    aiohttp application (extender.lean_http). Returns the runner (call `cleanup()` to stop,
     which waits for in-flight requests such as held binds) and the port."""
-    return await start_app(server.app, host, port, shutdown_timeout=5.0)
+    return await start_app(
+        server.app,
+        host,
+        port,
+        shutdown_timeout=5.0,
+        site=lambda runner: lean_http.LeanSite(
+            runner, server.verbs, host, port, backlog=1024, drain_timeout=5.0
+        ),
+    )

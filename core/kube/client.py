@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import ssl
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,7 @@ from core.kube.flags import ClientOptions
 # Flag helpers live in core.kube.flags (no heavy imports); re-exported for callers here.
 from core.kube.flags import add_client_flags as add_client_flags
 from core.kube.flags import options_from_args as options_from_args
+from core.kube.go_transport import GoTransport, TransportError
 
 log = logging.getLogger("vulcan.kube.client")
 
@@ -165,6 +167,12 @@ async def load_configuration(options: ClientOptions) -> Configuration:
     return configuration
 
 
+def _header_lines(headers: Mapping[str, str], skip: str) -> bytes:
+    return b"".join(
+        f"{name}: {value}\r\n".encode() for name, value in headers.items() if name != skip
+    )
+
+
 _PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY")
 
 
@@ -192,6 +200,25 @@ class KubeClient:
             )
         self._limiter = TokenBucket(self.options.qps, self.options.burst)
         self._timeout = aiohttp.ClientTimeout(total=self.options.request_timeout)
+        # The raw POST path (`request(..., lean=True)`), with the kubeconfig's TLS settings
+        # (kubernetes-asyncio keeps them in its connector's SSL context). Not through a proxy
+        # or to a TLS server name other than the host's: aiohttp's path serves those.
+        context = getattr(shared.connector, "_ssl", None)
+        self._lean: GoTransport | None = None
+        if not (
+            configuration.proxy
+            or _proxy_configured()
+            or configuration.tls_server_name
+            or (self.host.startswith("https:") and not isinstance(context, ssl.SSLContext))
+        ):
+            self._lean = GoTransport(
+                self.options.connections,
+                ssl_context=context if isinstance(context, ssl.SSLContext) else None,
+            )
+        # At most `connections` lean requests at once, as aiohttp's connector limits the rest:
+        # a gang's burst of released binds then reuses kept connections instead of opening
+        # (and, over TLS, handshaking) one per member.
+        self._lean_slots = asyncio.Semaphore(max(1, self.options.connections))
 
     @classmethod
     async def connect(cls, options: ClientOptions | None = None, **kwargs: Any) -> KubeClient:
@@ -199,6 +226,8 @@ class KubeClient:
         return cls(await load_configuration(options), options)
 
     async def close(self) -> None:
+        if self._lean is not None:
+            await self._lean.close()
         if self._session is not self.typed.rest_client.pool_manager:
             await self._session.close()
         await self.typed.close()
@@ -229,28 +258,48 @@ class KubeClient:
         body: Any = None,
         content_type: str = JSON,
         retry: bool = True,
+        lean: bool = False,
     ) -> Any:
-        """One API call; returns the decoded JSON answer. Raises ApiError."""
+        """One API call; returns the decoded JSON answer. Raises ApiError.
+
+        `lean`: a POST sent on the raw transport (core.kube.go_transport) instead of aiohttp's
+        client, for the extender's per-pod Binding; same retries, same errors (a 429's
+        Retry-After is not read there: the backoff alone spaces the retries)."""
         data = body if isinstance(body, bytes | None) else orjson.dumps(body)
         url = self.host + path
         if query:
             url += "?" + urlencode({k: _query_value(v) for k, v in query.items() if v is not None})
+        raw = self._lean if lean and method == "POST" and data is not None else None
         backoff = Backoff(self.options.retry_initial, self.options.retry_max)
         while True:
             await self._limiter.acquire()
+            retry_after: str | None = None
             try:
                 headers = await self._headers(content_type if data is not None else None)
-                async with self._session.request(
-                    method, url, data=data, headers=headers, timeout=self._timeout
-                ) as response:
-                    raw = await response.read()
-                    if response.status < 300:
-                        return orjson.loads(raw) if raw else None
-                    error = ApiError.from_response(response.status, raw)
-                    retry_after = response.headers.get("Retry-After")
-            except (TimeoutError, aiohttp.ClientError, ConnectionError) as exc:
+                if raw is not None:
+                    assert data is not None
+                    async with self._lean_slots:
+                        status, answer = await raw.post(
+                            url,
+                            data,
+                            content_type.encode(),
+                            self.options.request_timeout,
+                            _header_lines(headers, skip="Content-Type"),
+                        )
+                    if status < 300:
+                        return orjson.loads(answer) if answer else None
+                    error = ApiError.from_response(status, answer)
+                else:
+                    async with self._session.request(
+                        method, url, data=data, headers=headers, timeout=self._timeout
+                    ) as response:
+                        answer = await response.read()
+                        if response.status < 300:
+                            return orjson.loads(answer) if answer else None
+                        error = ApiError.from_response(response.status, answer)
+                        retry_after = response.headers.get("Retry-After")
+            except (TimeoutError, aiohttp.ClientError, ConnectionError, TransportError) as exc:
                 error = ApiError(0, "ConnectionError", f"{type(exc).__name__}: {exc}")
-                retry_after = None
             if not (retry and error.retryable) or backoff.attempt >= self.options.max_retries:
                 raise error
             delay = backoff.next_delay()
@@ -335,7 +384,7 @@ class KubeClient:
             "metadata": meta,
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
-        await self.request("POST", PODS.path(namespace, name, "binding"), body=binding)
+        await self.request("POST", PODS.path(namespace, name, "binding"), body=binding, lean=True)
 
     async def stream(
         self, path: str, query: Mapping[str, Any], read_timeout: float

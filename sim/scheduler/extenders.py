@@ -15,9 +15,9 @@ from typing import Any
 
 import orjson
 
+from core.kube.go_transport import GoTransport, TransportError
 from sim.scheduler.config import ExtenderConfig
 from sim.scheduler.framework import SchedNode, SchedPod
-from sim.scheduler.go_transport import GoTransport, TransportError
 
 
 class ExtenderError(Exception):

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable
 import pytest
 import pytest_asyncio
 
-from sim.scheduler.go_transport import GoTransport, TransportError
+from core.kube.go_transport import GoTransport, TransportError
 from tests.helpers import until
 
 Answer = Callable[[bytes], bytes | None]  # request head and body -> raw response (None: hang)
@@ -98,6 +98,29 @@ async def test_sends_what_go_sends_and_reuses_the_connection(transport: GoTransp
     ):
         assert f"\r\n{header}\r\n" in head
     assert server.requests[0].endswith(b"\r\n\r\n{}")
+    await server.stop()
+
+
+async def test_every_path_of_one_server_shares_its_connection_and_extra_headers() -> None:
+    """A Binding's URL is new for every pod: each path and query goes out as asked, on the
+    one kept connection, with the transport's and the request's extra header lines."""
+    pool = GoTransport(headers=b"Authorization: Bearer t\r\n")
+    server = await served(lambda _: ok(b"{}"))
+    base = f"http://127.0.0.1:{server.port}"
+    paths = [f"/api/v1/namespaces/ns/pods/p-{i}/binding" for i in range(50)] + ["/x?a=1&b=2"]
+    for path in paths:
+        assert await pool.post(base + path, b"{}", b"application/json", 5, b"X-One: 1\r\n") == (
+            200,
+            b"{}",
+        )
+    assert [r.split(b" ", 2)[1].decode() for r in server.requests] == paths
+    assert all(
+        b"\r\nAuthorization: Bearer t\r\n" in r and b"\r\nX-One: 1\r\n" in r
+        for r in server.requests
+    )
+    assert server.connections == 1
+    assert len(pool._origins) == 1  # remembered per server, not per URL (no growth per pod)
+    await pool.close()
     await server.stop()
 
 

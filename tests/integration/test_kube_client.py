@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import orjson
 import pytest
 import pytest_asyncio
 from aiohttp import web
@@ -25,10 +26,14 @@ class Flaky:
         self.script = script
         self.calls = 0
         self.retry_after = retry_after
+        self.requests: list[tuple[str, str, dict[str, str], bytes]] = []
 
     async def handle(self, request: web.Request) -> web.Response:
         status = self.script[min(self.calls, len(self.script) - 1)]
         self.calls += 1
+        self.requests.append(
+            (request.method, request.path, dict(request.headers), await request.read())
+        )
         if status == 200:
             return web.json_response({"kind": "Node", "metadata": {"name": "n"}})
         headers = {"Retry-After": self.retry_after} if self.retry_after else {}
@@ -91,6 +96,45 @@ async def test_client_errors_are_not_retried(flaky_server: tuple[str, Flaky], st
             await client.get(NODES, "n")
     assert exc.value.status == status and exc.value.reason == "Boom"
     assert flaky.calls == 1
+
+
+async def test_a_lean_post_retries_like_any_request_and_carries_the_token(
+    flaky_server: tuple[str, Flaky],
+) -> None:
+    """The Binding's raw POST (core.kube.go_transport): the same retries on 5xx/429, the
+    bearer token and the JSON body, and a 4xx surfaced at once as the same ApiError."""
+    url, flaky = flaky_server
+    flaky.script = [503, 429, 200]
+    configuration = Configuration(host=url, api_key={"BearerToken": "sekret"})
+    configuration.api_key_prefix = {"BearerToken": "Bearer"}
+    options = ClientOptions(qps=0, max_retries=5, retry_initial=0.001, retry_max=0.01)
+    async with KubeClient(configuration, options) as client:
+        await client.bind_pod("ns", "p", "node-1", uid="u-1")
+        assert flaky.calls == 3
+        method, path, headers, body = flaky.requests[-1]
+        assert (method, path) == ("POST", "/api/v1/namespaces/ns/pods/p/binding")
+        assert headers["Authorization"] == "Bearer sekret"
+        assert headers["Content-Type"] == "application/json"
+        assert headers["User-Agent"] == "Go-http-client/1.1"  # the raw transport, not aiohttp
+        assert orjson.loads(body) == {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u-1"},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"},
+        }
+        flaky.script, flaky.calls = [409, 200], 0
+        with pytest.raises(ApiError) as exc:
+            await client.bind_pod("ns", "p", "node-2")
+        assert exc.value.conflict and exc.value.reason == "Boom" and flaky.calls == 1
+
+
+async def test_a_lean_post_to_nothing_is_a_retryable_connection_error() -> None:
+    async with EmbeddedApiServer() as server:
+        port = server.port
+    async with fast_client(f"http://127.0.0.1:{port}", retries=2) as client:
+        with pytest.raises(ApiError) as exc:
+            await client.bind_pod("ns", "p", "node-1")
+    assert exc.value.status == 0 and exc.value.retryable
 
 
 async def test_connection_loss_is_retried() -> None:
@@ -166,3 +210,37 @@ async def test_requests_in_flight_are_bounded_by_the_connections_option() -> Non
         finally:
             await default.close()
             await wide.close()
+
+
+async def test_lean_posts_in_flight_are_bounded_by_the_connections_option() -> None:
+    """A gang's released binds go out on at most `connections` connections at once, reused,
+    as aiohttp's connector bounds every other request (not one new connection per member)."""
+    state = {"in_flight": 0, "most": 0}
+    gate = asyncio.Event()
+    transports: set[int] = set()
+
+    async def binding(request: web.Request) -> web.Response:
+        transports.add(id(request.transport))
+        state["in_flight"] += 1
+        state["most"] = max(state["most"], state["in_flight"])
+        if state["in_flight"] >= 3:
+            gate.set()
+        await gate.wait()
+        state["in_flight"] -= 1
+        return web.json_response({"kind": "Status", "status": "Success"}, status=201)
+
+    app = web.Application()
+    app.router.add_post("/api/v1/namespaces/ns/pods/{name}/binding", binding)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    options = ClientOptions(qps=0, connections=3)
+    try:
+        async with KubeClient(Configuration(host=f"http://127.0.0.1:{port}"), options) as client:
+            await asyncio.gather(*(client.bind_pod("ns", f"p-{i}", "node-1") for i in range(12)))
+    finally:
+        await runner.cleanup()
+    assert state["most"] == 3
+    assert len(transports) <= 3

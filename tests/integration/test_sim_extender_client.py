@@ -12,10 +12,10 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
+from core.kube.go_transport import GO_MAX_IDLE_CONNS_PER_HOST
 from core.serving import start_app
 from sim.scheduler.config import ExtenderConfig
 from sim.scheduler.extenders import ExtenderError, HTTPExtender
-from sim.scheduler.go_transport import GO_MAX_IDLE_CONNS_PER_HOST
 from tests.helpers import until
 from tests.unit.test_sim_scheduler import node, pod
 

@@ -9,6 +9,10 @@ against ~25 µs for this one (both on uvloop, httptools parsing the answer). Go'
 a fraction of either, and with three calls per pod the stand-in's own client overhead, not the
 extender's, became a large part of what the throughput benchmark measured. The bytes on the wire
 are what Go sends.
+
+It lives in core because the extender posts its Bindings on it too (`KubeClient.request(...,
+lean=True)`): a Binding per pod is the extender's only per-pod write, and aiohttp's client was
+most of its cost.
 """
 
 from __future__ import annotations
@@ -133,22 +137,35 @@ class GoTransport:
     """A pool of connections per host, used as Go's `http.Client{Transport: DefaultTransport}`
     with a `Timeout`: `post()` returns (status, body) or raises TimeoutError / TransportError."""
 
-    def __init__(self, max_idle_per_host: int = GO_MAX_IDLE_CONNS_PER_HOST) -> None:
+    def __init__(
+        self,
+        max_idle_per_host: int = GO_MAX_IDLE_CONNS_PER_HOST,
+        *,
+        headers: bytes = b"",
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
+        """`headers`: extra header lines sent with every request (each ending in CRLF, e.g. an
+        Authorization); `ssl_context`: for https (default: verified as Go's default is)."""
         self.max_idle_per_host = max_idle_per_host
+        self._headers = headers
+        self._ssl = ssl_context
         self._idle: dict[_Host, list[_Connection]] = {}
-        self._targets: dict[str, tuple[_Host, bytes]] = {}  # url -> host, request line + Host
+        self._origins: dict[str, tuple[_Host, bytes]] = {}  # scheme://netloc -> host, netloc
         self._open: set[_Connection] = set()
 
     def idle(self) -> int:
         return sum(len(conns) for conns in self._idle.values())
 
     async def post(
-        self, url: str, body: bytes, content_type: bytes, timeout: float
+        self, url: str, body: bytes, content_type: bytes, timeout: float, headers: bytes = b""
     ) -> tuple[int, bytes]:
+        """`headers`: more header lines for this request only (each ending in CRLF)."""
         host, head = self._target(url)
         request = b"".join(
             (
                 head,
+                self._headers,
+                headers,
                 b"Content-Length: %d\r\nContent-Type: %s\r\nAccept-Encoding: gzip\r\n\r\n"
                 % (len(body), content_type),
                 body,
@@ -179,20 +196,24 @@ class GoTransport:
     # ------------------------------------------------------------------------ pool
 
     def _target(self, url: str) -> tuple[_Host, bytes]:
-        known = self._targets.get(url)
+        """(scheme, host, port) and the request's head (request line, Host, User-Agent).
+        Origins are remembered, not URLs: a Binding's URL is new for every pod."""
+        slash = url.find("/", url.find("://") + 3) if "://" in url else -1
+        origin, path = (url[:slash], url[slash:]) if slash >= 0 else (url, "/")
+        known = self._origins.get(origin)
         if known is None:
-            parts = urlsplit(url)
+            parts = urlsplit(origin)
             if parts.scheme not in ("http", "https") or not parts.hostname:
                 raise TransportError(f"unsupported protocol scheme {parts.scheme!r}")
             port = parts.port or (443 if parts.scheme == "https" else 80)
-            path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-            head = (
-                f"POST {path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
-                "User-Agent: Go-http-client/1.1\r\n"
-            ).encode()
-            known = ((parts.scheme, parts.hostname, port), head)
-            self._targets[url] = known
-        return known
+            known = ((parts.scheme, parts.hostname, port), parts.netloc.encode())
+            self._origins[origin] = known
+        host, netloc = known
+        path = path.split("#", 1)[0]
+        return host, b"POST %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: Go-http-client/1.1\r\n" % (
+            path.encode(),
+            netloc,
+        )
 
     async def _connection(self, host: _Host) -> _Connection:
         idle = self._idle.get(host)
@@ -207,7 +228,7 @@ class GoTransport:
                 lambda: _Connection(self, host),
                 hostname,
                 port,
-                ssl=ssl.create_default_context() if scheme == "https" else None,
+                ssl=(self._ssl or ssl.create_default_context()) if scheme == "https" else None,
             )
         except OSError as exc:
             raise TransportError(f"dial tcp {hostname}:{port}: {exc.strerror or exc}") from exc

@@ -1,0 +1,263 @@
+"""One phase's cluster for `bench/real_throughput.py`: the real tier's control plane (etcd and
+kube-apiserver from `tests/real`, started as the tier starts them), Node objects, the phase's
+extender (vulcan's as the install runs it, or `bench.floor_extender`) and the real
+kube-scheduler with the phase's configuration.
+
+Nodes are API objects (no kubelet): created Ready with their capacity in the status, and the
+`node.kubernetes.io/not-ready` taint that kube-apiserver's TaintNodesByCondition admission adds to
+every new node removed, as kube-controller-manager's node lifecycle controller would (it is not
+run: its work would be CPU inside the measurement that no phase needs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+from core.kube.client import ApiError, KubeClient
+from tests.real.assets import KubeAssets
+from tests.real.control_plane import ControlPlane
+from tests.real.install import VulcanInstall, find, render
+from tests.real.processes import Child, free_port, wait_until
+
+MODES = ("alone", "vulcan", "floor")
+INSTALL_MODE = "second-scheduler"  # every pod of the profile goes through the extender
+NODE_CPU, NODE_MEMORY, NODE_PODS = "32", "128Gi", "110"
+SCHEDULER_QPS = 5000
+
+
+def install_extenders() -> list[dict[str, Any]]:
+    """The extender entries of vulcan's second-scheduler install (filter + prioritize + preempt,
+    then bind), as its `vulcan-scheduler-config` ConfigMap has them."""
+    config = yaml.safe_load(
+        find(render(INSTALL_MODE), "ConfigMap", "vulcan-scheduler-config")["data"]["config.yaml"]
+    )
+    return list(config["extenders"])
+
+
+def scheduler_config(
+    kubeconfig: Path, extenders: list[dict[str, Any]], extender_url: str | None
+) -> dict[str, Any]:
+    """kube-scheduler's configuration for a phase: the default profile (the benchmark's pods
+    name no scheduler), no leader election, client QPS raised so that the client's rate limit
+    is not what is measured, and (with an extender) the install's entries with only the URL
+    changed, so the no-op floor is called with the same verbs as vulcan."""
+    config: dict[str, Any] = {
+        "apiVersion": "kubescheduler.config.k8s.io/v1",
+        "kind": "KubeSchedulerConfiguration",
+        "leaderElection": {"leaderElect": False},
+        "clientConnection": {
+            "kubeconfig": str(kubeconfig),
+            "qps": SCHEDULER_QPS,
+            "burst": SCHEDULER_QPS * 2,
+        },
+        "profiles": [{"schedulerName": "default-scheduler"}],
+    }
+    if extender_url is not None:
+        entries = copy.deepcopy(extenders)
+        for entry in entries:
+            entry["urlPrefix"] = f"{extender_url}/v1"
+        config["extenders"] = entries
+    return config
+
+
+def node_body(index: int) -> bytes:
+    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    resources = {"cpu": NODE_CPU, "memory": NODE_MEMORY, "pods": NODE_PODS}
+    name = f"node-{index:05d}"
+    return orjson.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "status": {
+                "capacity": resources,
+                "allocatable": resources,
+                "conditions": [
+                    {
+                        "type": "Ready",
+                        "status": "True",
+                        "reason": "KubeletReady",
+                        "message": "benchmark node",
+                        "lastHeartbeatTime": now,
+                        "lastTransitionTime": now,
+                    }
+                ],
+            },
+        }
+    )
+
+
+async def parallel(count: int, concurrency: int, call: Any) -> float:
+    """`call(i)` for i in range(count), `concurrency` at a time; the seconds it took."""
+    started = time.monotonic()
+    next_index = 0
+
+    async def worker() -> None:
+        nonlocal next_index
+        while next_index < count:
+            index = next_index
+            next_index += 1
+            await call(index)
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return time.monotonic() - started
+
+
+async def create_nodes(client: KubeClient, count: int, concurrency: int = 16) -> None:
+    async def create(index: int) -> None:
+        with contextlib.suppress(ApiError):  # already there (a retried create)
+            await client.request("POST", "/api/v1/nodes", body=node_body(index))
+        await client.request(
+            "PATCH",
+            f"/api/v1/nodes/node-{index:05d}",
+            body=b'{"spec":{"taints":null}}',
+            content_type="application/merge-patch+json",
+        )
+
+    await parallel(count, concurrency, create)
+
+
+class PhaseCluster:
+    """Control plane + extender of one phase; kube-scheduler is started by `start_scheduler`
+    once the pods exist. `pids()` names the processes whose CPU the phase reports."""
+
+    def __init__(
+        self,
+        assets: KubeAssets,
+        mode: str,
+        extenders: list[dict[str, Any]],
+        extender_flags: tuple[str, ...] = (),
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"unknown phase {mode}")
+        self.mode = mode
+        self.extenders = extenders
+        self.extender_flags = extender_flags
+        self.root = Path(tempfile.mkdtemp(prefix=f"vulcan-bench-real-{mode}-"))
+        self.plane = ControlPlane(assets, self.root, controller_manager=False)
+        self.install: VulcanInstall | None = None
+        self.extender: Child | None = None
+        self.extender_url: str | None = None
+        self.scheduler: Child | None = None
+        self.scheduler_port = 0
+        self.profile_to: Path | None = None  # py-spy's collapsed stacks of the extender
+        self._profiler: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 180.0) -> None:
+        """Control plane, the default ServiceAccount (the ServiceAccount admission refuses pods
+        without it; kube-controller-manager would make it) and the phase's extender."""
+        self.plane.start(timeout)
+        self.plane.request(
+            "/api/v1/namespaces/default/serviceaccounts",
+            {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default"}},
+        )
+        if self.mode == "vulcan":
+            self.install = VulcanInstall(
+                self.plane, INSTALL_MODE, node_profiles=[], extender_flags=self.extender_flags
+            )
+            self.install.apply_install()
+            self.install.start_extender(self.install.service_account_kubeconfig("vulcan-extender"))
+            self.extender = self.install.children[-1]
+            self.extender_url = self.install.extender_url
+            self.install.wait_ready(f"{self.extender_url}/readyz", "vulcan's extender", timeout)
+        elif self.mode == "floor":
+            port = free_port()
+            self.extender = Child(
+                "floor-extender",
+                [
+                    sys.executable, "-m", "bench.floor_extender",
+                    "--kubeconfig", str(self.plane.admin_kubeconfig), "--port", str(port),
+                ],
+                self.plane.logs,
+            )  # fmt: skip
+            self.plane.children.append(self.extender)
+            self.extender.start()
+            self.extender_url = f"http://127.0.0.1:{port}"
+            wait_until("the floor extender to listen", lambda: _listening(port), timeout)
+
+    def start_scheduler(self) -> None:
+        config = scheduler_config(self.plane.admin_kubeconfig, self.extenders, self.extender_url)
+        path = self.root / "kube-scheduler.yaml"
+        path.write_text(yaml.safe_dump(config, sort_keys=False))
+        # Its metrics served (to anyone: loopback only) for the scheduling algorithm's duration,
+        # which holds the extender's filter and prioritize calls as kube-scheduler waited them.
+        self.scheduler_port = free_port()
+        self.scheduler = Child(
+            "kube-scheduler",
+            [
+                str(self.plane.assets.kube_scheduler),
+                f"--config={path}",
+                "--bind-address=127.0.0.1",
+                f"--secure-port={self.scheduler_port}",
+                "--authorization-always-allow-paths=/healthz,/readyz,/livez,/metrics",
+            ],
+            self.plane.logs,
+        )
+        self.plane.children.append(self.scheduler)
+        if self.profile_to is not None and self.extender is not None:
+            assert self.extender.process is not None
+            self.profile_to.parent.mkdir(parents=True, exist_ok=True)
+            self._profiler = subprocess.Popen(
+                [
+                    str(Path(sys.executable).with_name("py-spy")), "record", "--format", "raw",
+                    "--rate", "200", "-o", str(self.profile_to),
+                    "--pid", str(self.extender.process.pid),
+                ],
+                stdout=subprocess.DEVNULL,
+            )  # fmt: skip
+        self.scheduler.start()
+
+    def stop_profiler(self) -> None:
+        """py-spy writes its file when the process it records is interrupted (SIGINT)."""
+        if self._profiler is not None:
+            self._profiler.send_signal(signal.SIGINT)
+            self._profiler.wait(60)
+            self._profiler = None
+
+    def pids(self) -> dict[str, int]:
+        """role -> pid of every running part of the phase."""
+        parts = {
+            "etcd": self.plane.etcd,
+            "kube-apiserver": self.plane.apiserver,
+            "kube-scheduler": self.scheduler,
+            "extender": self.extender,
+        }
+        return {
+            role: child.process.pid
+            for role, child in parts.items()
+            if child is not None and child.process is not None and child.running
+        }
+
+    def failed(self) -> str | None:
+        """Why the phase cannot go on (a part exited), with its log's tail; None when all run."""
+        for child in self.plane.children:
+            if child.process is not None and not child.running:
+                return child.failure()
+        return None
+
+    def stop(self) -> None:
+        self.stop_profiler()
+        if self.install is not None:
+            self.install.stop()
+        self.plane.stop()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(0.5)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
