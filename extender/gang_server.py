@@ -36,7 +36,7 @@ class GangExtenderServer(ExtenderServer):
     ) -> None:
         super().__init__(*args, **kwargs)
         self.gangs = gangs
-        self.verbs = GangVerbs(gangs)
+        self.gang_verbs = GangVerbs(gangs)  # (`self.verbs` is the base server's path table)
         # The podgroup controller's --scheduler-name(s): their pods are grouped before they
         # may be scheduled.
         self.scheduler_names = scheduler_names
@@ -48,7 +48,7 @@ class GangExtenderServer(ExtenderServer):
     async def filter(self, body: bytes) -> bytes:
         if not _may_be_member(body):
             ours = self._may_await_group(body)
-            if not ours and not self.verbs.queues_contended():
+            if not ours and not self.gang_verbs.queues_contended():
                 return await super().filter(body)  # no queue can refuse anyone: hot path
             args = protocol.parse_extender_args(protocol.decode(body))
             pod = args.pod
@@ -57,12 +57,12 @@ class GangExtenderServer(ExtenderServer):
             ):
                 decision = FilterStatus.unresolvable(ungrouped.REASON, "podgroup-controller")
             else:
-                decision = self.verbs.queue_gate(pod, args.node_names)
+                decision = self.gang_verbs.queue_gate(pod, args.node_names)
         else:
             args = protocol.parse_extender_args(protocol.decode(body))
-            decision = await self.verbs.filter_member(args.pod, args.node_names)
+            decision = await self.gang_verbs.filter_member(args.pod, args.node_names)
             if decision is None:
-                decision = self.verbs.queue_gate(args.pod, args.node_names)
+                decision = self.gang_verbs.queue_gate(args.pod, args.node_names)
         if decision is None:
             return await super().filter(body)
         passed, failed, unresolvable = decision.split(args.node_names)
@@ -78,10 +78,10 @@ class GangExtenderServer(ExtenderServer):
 
     async def preempt(self, body: bytes) -> bytes:
         args = protocol.parse_preemption_args(protocol.decode(body))
-        return protocol.preemption_result(self.verbs.preempt(args.pod, args.victims))
+        return protocol.preemption_result(self.gang_verbs.preempt(args.pod, args.victims))
 
     async def bind_pod(self, args: protocol.BindingArgs) -> str:
-        result = await self.verbs.bind(args)
+        result = await self.gang_verbs.bind(args)
         if result is None:
             return await super().bind_pod(args)
         return result
