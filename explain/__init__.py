@@ -15,6 +15,7 @@ from __future__ import annotations
 from core.kube.client import KubeClient
 from explain.collect import KINDS, Collected, ExplainError, collect
 from explain.diagnose import Explanation, diagnose, render
+from plugins.session import Session
 
 __all__ = [
     "KINDS",
@@ -30,14 +31,26 @@ __all__ = [
 
 
 async def explanation(
-    kind: str, name: str, namespace: str, client: KubeClient, extender_url: str | None = None
+    kind: str,
+    name: str,
+    namespace: str,
+    client: KubeClient,
+    extender_url: str | None = None,
+    session: Session | None = None,
 ) -> Explanation:
-    """The structured explanation (its `cause` is a stable key). Raises ExplainError."""
-    return diagnose(await collect(client, kind, name, namespace, extender_url))
+    """The structured explanation (its `cause` is a stable key). Raises ExplainError.
+    `session`: the scheduler conf's (`plugins.registry.build_session`; Volcano's default
+    conf when None)."""
+    return diagnose(await collect(client, kind, name, namespace, extender_url), session)
 
 
 async def explain(
-    kind: str, name: str, namespace: str, client: KubeClient, extender_url: str | None = None
+    kind: str,
+    name: str,
+    namespace: str,
+    client: KubeClient,
+    extender_url: str | None = None,
+    session: Session | None = None,
 ) -> str:
     """The explanation as text (first line: the cause). Raises ExplainError."""
-    return render(await explanation(kind, name, namespace, client, extender_url))
+    return render(await explanation(kind, name, namespace, client, extender_url, session))

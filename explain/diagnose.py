@@ -34,7 +34,8 @@ from explain.gang_causes import GangCase, explain_gang, is_partial, member_room
 from explain.queue_causes import allocate_refused
 from explain.texts import Finding, scheduling_message, short
 from explain.world import World, build_world
-from plugins import gang as gangs
+from plugins import gang_ready
+from plugins.session import Session
 
 if TYPE_CHECKING:
     from explain.collect import Collected
@@ -56,9 +57,11 @@ class Explanation:
         return self.finding.cause
 
 
-def diagnose(found: Collected) -> Explanation:
+def diagnose(found: Collected, session: Session | None = None) -> Explanation:
+    """`session`: the scheduler conf's (Volcano's default when None), for the queue shares
+    when the extender's last pass is not at hand."""
     focus = found.focus
-    world = build_world(found)
+    world = build_world(found, session)
     chain: list[tuple[str, str]] = []
     finding: Finding | None = None
     if focus.flow is not None:
@@ -123,7 +126,7 @@ def gang_finding(
     chain.append(("podgroup", podgroup_line(raw, group.key, found.now)))
     chain.append(("queue", queue_line(world, group.queue)))
     chain.append(("gang", gang_line(view, found.extender_gang)))
-    pending = gangs.pending_members(view) or list(view.members)
+    pending = gang_ready.pending_members(view) or list(view.members)
     chain.append(("nodes", nodes_line(world, largest_request(pending))))
     return explain_gang(case)
 

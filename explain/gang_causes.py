@@ -34,6 +34,7 @@ from explain.texts import (
 )
 from explain.world import World, amount, amounts
 from plugins import gang as gangs
+from plugins import gang_ready
 from plugins.feasibility import fit_error
 from plugins.gang_fit import GangFit
 from plugins.placement import plan_gang
@@ -159,10 +160,10 @@ def members(case: GangCase) -> Finding | None:
     group, view = case.group, case.view
     if group.job_owned and group.phase in ("", "Pending") and view.created == 0:
         return None  # the job controller creates the pods once the group is enqueued
-    ok, _reason = gangs.valid(view)
+    ok, _reason = gang_ready.valid(view)
     if ok:
         return None
-    tasks = gangs.task_valid(view)
+    tasks = gang_ready.task_valid(view)
     if tasks:
         parts = [
             f"task {t} has {n} of the {need} members it needs" for t, (n, need) in tasks.items()
@@ -323,7 +324,7 @@ def victims(case: GangCase) -> Finding | None:
 def _freed_for(case: GangCase) -> list[str]:
     """Terminating pods whose room the gang needs: it does not fit now, but fits once they
     are gone (Volcano's FutureIdle)."""
-    members, need = gangs.pending_members(case.view), gangs.members_needed(case.view)
+    members, need = gang_ready.pending_members(case.view), gang_ready.members_needed(case.view)
     if not members or need == 0:
         return []
     snapshot = case.world.snapshot
@@ -345,16 +346,16 @@ def _plan(case: GangCase, reserved: dict[str, ResourceVector]) -> Any:
     view = case.view
     return plan_gang(
         case.world.snapshot,
-        gangs.pending_members(view),
-        gangs.members_needed(view),
+        gang_ready.pending_members(view),
+        gang_ready.members_needed(view),
         reserved,
-        need_per_task=gangs.missing_task_members(view),
+        need_per_task=gang_ready.missing_task_members(view),
     )
 
 
 def placement(case: GangCase) -> Finding | None:
-    members_ = gangs.pending_members(case.view)
-    need = gangs.members_needed(case.view)
+    members_ = gang_ready.pending_members(case.view)
+    need = gang_ready.members_needed(case.view)
     if case.admitted or not members_ or need == 0:
         return None
     plan = _plan(case, {})

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from core.resources import ResourceVector
 from explain.texts import Finding
 from explain.world import World, amounts
-from plugins import gang as gangs
+from plugins import gang_ready
 from plugins.actions import gang_demand
 from plugins.queue_share import QueueShare, requested_dims, strip_pods
 
@@ -64,7 +64,7 @@ def queue_limits(case: GangCase) -> Finding | None:
         return refused(case.world, group.queue, need, future, share.real_capability, True)
     if group.job_owned and group.phase in _WAITING and view.created == 0:
         return None  # Volcano enqueues a Job's group on minResources alone
-    members, need = gangs.pending_members(view), gangs.members_needed(view)
+    members, need = gang_ready.pending_members(view), gang_ready.members_needed(view)
     if not members or need == 0:
         return None
     return allocate_refused(case.world, group.queue, gang_demand(group, members, need, view))

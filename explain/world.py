@@ -1,7 +1,8 @@
 """The collected API objects turned into what vulcan's scheduler reasons about: the cluster as
 its cache keeps it (`core.cache`: nodes' free room from pods' requests, queues' allocated), the
-queues' shares (from the extender's last pass when it answered, else computed here with the
-same plugin, `plugins.proportion`), and the gang in focus as Volcano's gang plugin counts it.
+queues' shares (from the extender's last pass when it answered, else computed here as the
+extender's pass computes them: `plugins.queue_inputs.queue_pass` with the scheduler conf's queue
+plugin), and the gang in focus as Volcano's gang plugin counts it.
 
 Pure: no I/O (the records and the cache are in-memory structures).
 """
@@ -12,22 +13,25 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from core.api import keys
 from core.cache import ClusterCache, Snapshot
 from core.records import NodeRecord, PodGroupRecord, PodRecord, QueueRecord
 from core.records.common import resources
 from core.resources import ResourceVector, format_quantity
 from plugins import gang as gangs
 from plugins.capacity import CapacityShares
+from plugins.config import default_config
 from plugins.feasibility import static_reason
-from plugins.proportion import ProportionShares, proportion_shares
-from plugins.queue_share import QueueInput, QueueShare, QueueShares, queue_input, requested_dims
+from plugins.proportion import ProportionShares
+from plugins.queue_inputs import queue_pass
+from plugins.queue_share import QueueInput, QueueShare, requested_dims
+from plugins.registry import build_session
+from plugins.session import Session
+from plugins.share_model import QueueShares
 
 if TYPE_CHECKING:
     from explain.collect import Collected
 
 _ZERO = ResourceVector()
-_WAITING = ("", "Pending")
 
 
 @dataclass(slots=True)
@@ -71,7 +75,9 @@ class World:
         return best, max(amount, 0)
 
 
-def build_world(found: Collected) -> World:
+def build_world(found: Collected, session: Session | None = None) -> World:
+    """`session`: the scheduler conf's (Volcano's default conf when None), whose queue plugin
+    computes the shares when the extender's last pass is not at hand."""
     cache = ClusterCache()
     for obj in found.nodes:
         cache.on_node_add(NodeRecord(obj))
@@ -87,9 +93,12 @@ def build_world(found: Collected) -> World:
         model, inputs, plugin = model_from_extender(found.extender_queues)
         world = World(snapshot, model, inputs, "the extender's last pass", plugin)
     else:
-        inputs = computed_inputs(snapshot)
-        model = proportion_shares(snapshot.total_allocatable, list(inputs.values()))
-        world = World(snapshot, model, inputs, "computed by explain (proportion)", "proportion")
+        # The ledger's reservations are the extender's alone: none are known here.
+        session = session or build_session(default_config())
+        queues = queue_pass(snapshot, {}, session.open_queues)
+        model = queues.model  # type: ignore[assignment]
+        plugin = session.queue_model
+        world = World(snapshot, model, queues.inputs, f"computed by explain ({plugin})", plugin)
     gang = found.extender_gang or {}
     world.reserved_pods = {r["pod"] for r in gang.get("reservations") or () if "pod" in r}
     world.held_pods = set((gang.get("hold") or {}).get("pods") or ())
@@ -97,50 +106,6 @@ def build_world(found: Collected) -> World:
 
 
 # ------------------------------------------------------------------------------ queues
-
-
-def computed_inputs(snapshot: Snapshot) -> dict[str, QueueInput]:
-    """The queues as the extender's pass builds them (extender/queues.py `QueuePolicy.build`),
-    from the API server alone: allocated = requests of bound unfinished pods, request = that
-    plus what waiting pods ask plus the part of a waiting group's minResources no pod asks for
-    yet (a Volcano Job's pods exist only once admitted), inqueue = the unplaced part of
-    admitted groups' minResources. The gang ledger's reservations are not visible here."""
-    unasked: dict[str, ResourceVector] = {}
-    inqueue: dict[str, ResourceVector] = {}
-    for group in snapshot.podgroups.values():
-        if group.min_resources is None:
-            continue
-        if group.phase in _WAITING:
-            missing = group.min_resources.saturating_sub(_members(snapshot, group, placed=False))
-            unasked[group.queue] = unasked.get(group.queue, _ZERO) + missing
-        elif group.phase == "Inqueue":
-            missing = group.min_resources.saturating_sub(_members(snapshot, group, placed=True))
-            inqueue[group.queue] = inqueue.get(group.queue, _ZERO) + missing
-    records: dict[str, QueueRecord | None] = dict(snapshot.queues)
-    records.setdefault(keys.DEFAULT_QUEUE, None)  # Volcano's scheduler always has it
-    with_groups = {g.queue for g in snapshot.podgroups.values()}
-    inputs = {}
-    for name, record in records.items():
-        allocated = snapshot.queue_allocated.get(name, _ZERO)
-        request = allocated + snapshot.queue_pending.get(name, _ZERO) + unasked.get(name, _ZERO)
-        inputs[name] = queue_input(
-            name,
-            record,
-            allocated=allocated,
-            request=request,
-            inqueue=inqueue.get(name, _ZERO),
-            has_groups=name in with_groups,
-        )
-    return inputs
-
-
-def _members(snapshot: Snapshot, group: PodGroupRecord, *, placed: bool) -> ResourceVector:
-    total = _ZERO
-    for key in snapshot.pods_by_group.get(group.key, ()):
-        pod = snapshot.pods.get(key)
-        if pod is not None and not pod.terminal and (pod.node is not None) == placed:
-            total = total + pod.requests
-    return total
 
 
 def _vector(row: Mapping[str, Any], name: str) -> ResourceVector:

@@ -55,83 +55,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
 
 from extender.binder import BindError
+from extender.gang_hold import GangHold, GangRequirement, HeldMember
 from extender.protocol import BindingArgs
-from plugins.gang import quorum_shortfall
 
 log = logging.getLogger("vulcan.extender.barrier")
 
-# kube-scheduler applies 5s when an extender entry leaves httpTimeout unset or 0.
-KUBE_DEFAULT_HTTP_TIMEOUT = 5.0
-
 EventHook = Callable[[str, str, str], None]
-
-
-@dataclass(frozen=True, slots=True)
-class GangRequirement:
-    """What a group needs before its held binds may be committed, as known at the time of a bind.
-
-    `already_bound*` count members bound before this hold started (after an extender restart, or
-    members bound in an earlier commit) so they count toward quorum without being held.
-    """
-
-    key: str  # "namespace/name" of the PodGroup
-    min_member: int
-    min_task_member: Mapping[str, int] = field(default_factory=dict)
-    timeout: float | None = None  # vulcan.sh/gang-timeout; None (or <= 0) = the default
-    already_bound: int = 0
-    already_bound_per_task: Mapping[str, int] = field(default_factory=dict)
-
-
-def check_timeouts(gang_timeout: float, bind_http_timeout: float | None) -> str | None:
-    """A warning when kube-scheduler would give up on a held bind before the gang times out.
-
-    If the bind entry's httpTimeout is not longer than the gang timeout, kube-scheduler closes the
-    held requests first: every hold then ends as a disconnect instead of a clean timeout answer,
-    and the gang never gets its full waiting time.
-    """
-    http = bind_http_timeout or KUBE_DEFAULT_HTTP_TIMEOUT
-    if http > gang_timeout:
-        return None
-    shown = "unset (5s)" if not bind_http_timeout else f"{http:g}s"
-    return (
-        f"bind httpTimeout {shown} is not longer than the gang timeout {gang_timeout:g}s: "
-        "kube-scheduler will drop held binds before the gang times out; set the bind extender's "
-        "httpTimeout above the gang timeout plus the time the Binding calls take"
-    )
-
-
-@dataclass(slots=True)
-class _Member:
-    args: BindingArgs
-    task: str | None
-    future: asyncio.Future[str]  # the bind result label when its Binding exists
-
-    @property
-    def pod(self) -> str:
-        return f"{self.args.pod_namespace}/{self.args.pod_name}"
-
-
-@dataclass(slots=True)
-class _Group:
-    key: str
-    requirement: GangRequirement
-    # pod "namespace/name" -> held member; dict order = arrival order.
-    members: dict[str, _Member] = field(default_factory=dict)
-    # task -> held members of that task, kept in step with `members` so the quorum check does not
-    # walk the members.
-    held_per_task: dict[str, int] = field(default_factory=dict)
-    timer: asyncio.TimerHandle | None = None
-    timeout: float = 0.0  # of the running timer, for the message
-    committed: bool = False
-    bound: int = 0  # Bindings created since the group became committed
-    # pod "namespace/name" -> UID of the members bound (or being bound) since the commit: the
-    # API (and so the cache) shows them bound only a moment later.
-    placing: dict[str, str] = field(default_factory=dict)
-    backoff_until: float = 0.0
 
 
 class BindBarrier:
@@ -157,7 +89,7 @@ class BindBarrier:
         self._backoff = backoff
         self._clock = clock
         self._on_event = on_event
-        self._groups: dict[str, _Group] = {}
+        self._groups: dict[str, GangHold] = {}
         # Strong references: the loop keeps only weak ones to tasks.
         self._bursts: set[asyncio.Task[None]] = set()
 
@@ -249,15 +181,14 @@ class BindBarrier:
             )
         state = self._groups.get(key)
         if state is None:
-            state = self._groups[key] = _Group(key, group)
+            state = self._groups[key] = GangHold(key, group)
         state.requirement = group  # the newest view of bound members and minimums wins
 
-        member = _Member(args, task, asyncio.get_running_loop().create_future())
+        member = HeldMember(args, task, asyncio.get_running_loop().create_future())
         previous = state.members.pop(member.pod, None)
         if previous is not None:
-            self._uncount(state, previous)
-            self._fail(
-                previous,
+            state.uncount(previous)
+            previous.fail(
                 BindError(f"{previous.pod}: superseded by a newer bind request", "superseded"),
             )
         state.members[member.pod] = member
@@ -269,13 +200,13 @@ class BindBarrier:
                 key,
                 "Holding",
                 f"{member.pod} holds its bind on {args.node}: the gang's binds wait until it has "
-                f"quorum, at most {state.timeout:g}s ({self._count(state)})",
+                f"quorum, at most {state.timeout:g}s ({state.count_text()})",
             )
         self._emit(
-            key, "Held", f"{member.pod} holds its bind on {args.node} ({self._count(state)})"
+            key, "Held", f"{member.pod} holds its bind on {args.node} ({state.count_text()})"
         )
 
-        if self._quorum(state):
+        if state.quorum():
             self._start_burst(state)
         try:
             # Shielded: a cancelled caller must not cancel the future the burst will answer.
@@ -302,7 +233,7 @@ class BindBarrier:
         returns it to all-or-nothing (`uncommit`) as for any committed group."""
         state = self._groups.get(group_key)
         if state is None:
-            state = self._groups[group_key] = _Group(group_key, GangRequirement(group_key, 0))
+            state = self._groups[group_key] = GangHold(group_key, GangRequirement(group_key, 0))
         if not state.members:
             state.committed = True
 
@@ -332,38 +263,38 @@ class BindBarrier:
 
     def _release(
         self,
-        state: _Group,
+        state: GangHold,
         reason: str,
-        skip: _Member | None = None,
+        skip: HeldMember | None = None,
         result: str = "gang_released",
     ) -> None:
-        members = self._take_members(state)
+        members = state.take_members()
         message = f"gang {state.key}: released: {reason}"
         for member in members:
             if member is skip:
                 member.future.cancel()
             else:
-                self._fail(member, BindError(message, result))
+                member.fail(BindError(message, result))
         self._emit(state.key, "Released", f"{message} ({len(members)} held binds failed)")
         self._drop_if_idle(state)
 
     # ------------------------------------------------------------------------------ timeout
 
-    def _start_timer(self, state: _Group) -> None:
+    def _start_timer(self, state: GangHold) -> None:
         timeout = self.effective_timeout(state.requirement.timeout)
         state.timeout = timeout
         state.timer = asyncio.get_running_loop().call_later(timeout, self._on_timeout, state)
 
-    def _on_timeout(self, state: _Group) -> None:
+    def _on_timeout(self, state: GangHold) -> None:
         state.timer = None
         if self._groups.get(state.key) is not state or not state.members:
             return
         message = (
             f"gang {state.key}: timed out after {state.timeout:g}s waiting for members: "
-            f"{self._count(state)}"
+            f"{state.count_text()}"
         )
-        for member in self._take_members(state):
-            self._fail(member, BindError(message, "gang_timeout"))
+        for member in state.take_members():
+            member.fail(BindError(message, "gang_timeout"))
         state.backoff_until = self._clock() + self._backoff
         if self._backoff > 0:
             asyncio.get_running_loop().call_later(self._backoff, self._drop_if_idle, state)
@@ -372,27 +303,8 @@ class BindBarrier:
 
     # ------------------------------------------------------------------------------ commit
 
-    @staticmethod
-    def _shortfall(state: _Group) -> tuple[int, dict[str, tuple[int, int]]]:
-        need = state.requirement
-        bound = need.already_bound_per_task
-        have_per_task = {
-            task: state.held_per_task.get(task, 0) + bound.get(task, 0)
-            for task in need.min_task_member
-        }
-        return quorum_shortfall(
-            need.min_member,
-            need.min_task_member,
-            len(state.members) + need.already_bound,
-            have_per_task,
-        )
-
-    def _quorum(self, state: _Group) -> bool:
-        short, tasks = self._shortfall(state)
-        return short == 0 and not tasks
-
-    def _start_burst(self, state: _Group) -> None:
-        members = self._take_members(state)
+    def _start_burst(self, state: GangHold) -> None:
+        members = state.take_members()
         # Committed from here on: members arriving during the burst bind at once (a retried pod
         # then shares the Binder's in-flight attempt instead of waiting for a second quorum).
         state.committed = True
@@ -403,7 +315,7 @@ class BindBarrier:
         self._bursts.add(burst)
         burst.add_done_callback(self._bursts.discard)
 
-    async def _burst(self, state: _Group, members: list[_Member]) -> None:
+    async def _burst(self, state: GangHold, members: list[HeldMember]) -> None:
         # Runs in its own task: a release, timeout or a caller going away must not cancel some
         # Bindings of a burst that already started, or the gang could end up partially bound.
         results = await asyncio.gather(
@@ -418,7 +330,7 @@ class BindBarrier:
                 failures.append(f"{member.pod}: {error}")
                 if state.placing.get(member.pod) == member.args.pod_uid:
                     del state.placing[member.pod]
-                self._fail(member, error)
+                member.fail(error)
             else:
                 state.bound += 1
                 if not member.future.done():
@@ -436,59 +348,11 @@ class BindBarrier:
             self._drop_if_idle(state)
 
     @staticmethod
-    def _unexpected(member: _Member, exc: BaseException) -> BindError:
+    def _unexpected(member: HeldMember, exc: BaseException) -> BindError:
         log.error("binding %s failed unexpectedly", member.pod, exc_info=exc)
         return BindError(f"binding {member.pod} failed: {exc!r}")
 
-    # ------------------------------------------------------------------------------ helpers
-
-    def _take_members(self, state: _Group) -> list[_Member]:
-        """Empty the hold: the members leave it (for a burst, a timeout or a release)."""
-        members = list(state.members.values())
-        state.members.clear()
-        state.held_per_task.clear()
-        if state.timer is not None:
-            state.timer.cancel()
-            state.timer = None
-        return members
-
-    @staticmethod
-    def _uncount(state: _Group, member: _Member) -> None:
-        if member.task is None:
-            return
-        left = state.held_per_task.get(member.task, 0) - 1
-        if left > 0:
-            state.held_per_task[member.task] = left
-        else:
-            state.held_per_task.pop(member.task, None)
-
-    @staticmethod
-    def _fail(member: _Member, error: BindError) -> None:
-        if member.future.done():
-            return
-        member.future.set_exception(error)
-        # Mark retrieved: the caller may have gone away, and nobody else reads it.
-        member.future.exception()
-
-    def _count(self, state: _Group) -> str:
-        """What the hold has and lacks, e.g. "3/4 members hold binds (task worker 2/3)", or
-        once minMember is reached but a task is still short, "5 members hold binds, minMember
-        4 reached; task ps has 0 of its 1"."""
-        need = state.requirement
-        have = len(state.members) + need.already_bound
-        short, tasks = self._shortfall(state)
-        text = f"{have}/{need.min_member}" if short else str(have)
-        text += " members hold binds"
-        if need.already_bound:
-            text += f" or are bound ({need.already_bound} bound)"
-        if not short:
-            text += f", minMember {need.min_member} reached"
-        if tasks:
-            parts = [f"task {task} {got}/{minimum}" for task, (got, minimum) in tasks.items()]
-            text += f" ({', '.join(parts)})" if short else f"; still short: {', '.join(parts)}"
-        return text
-
-    def _drop_if_idle(self, state: _Group) -> None:
+    def _drop_if_idle(self, state: GangHold) -> None:
         """Forget a group that holds nothing, is not committed and is not backing off, so the
         table only has groups with something going on."""
         if (

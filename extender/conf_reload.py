@@ -64,7 +64,7 @@ def build_conf(text: str, adjust: Callable[[Session], None] | None = None) -> Bu
     session = build_session(config)
     if adjust is not None:
         adjust(session)
-    return BuiltConf(text, session, Framework(config), QueuePolicy(config))
+    return BuiltConf(text, session, Framework(session), QueuePolicy(session))
 
 
 def read_conf(path: str | None) -> str:

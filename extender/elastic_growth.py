@@ -1,6 +1,6 @@
 """Elastic members of admitted gangs (members beyond the gang's minimum), member by member.
 
-A gang is admitted whole on its minimum (`extender.gangs.GangScheduler.admit`); the members
+A gang is admitted whole on its minimum (the allocate action, `plugins.cycle`); the members
 beyond it come one at a time, each within its queue's Allocatable (deserved share, capability).
 Filter judges the ones kube-scheduler brings (`GangVerbs._elastic_refused`); the members it
 refused wait here (`GangScheduler.elastic_waiting`), and each pass, for one member per gang:
@@ -25,12 +25,12 @@ from core.api import keys
 from core.cache import Snapshot
 from core.kube.events import NORMAL
 from core.records import PodGroupRecord, PodRecord
-from extender.admission_order import job_input
 from extender.ledger import Reservation
 from extender.member_release import stamp
 from plugins.evictions import EvictionRequest, choose_evictions, victim_units
 from plugins.placement import plan_gang
 from plugins.starvation import holding
+from plugins.traversal import job_input
 
 if TYPE_CHECKING:
     from extender.gangs import GangScheduler
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 def grow_elastic(scheduler: GangScheduler, snapshot: Snapshot) -> None:
     """One pass over the waiting elastic members (see the module docstring)."""
     _take_back_lost_slots(scheduler, snapshot)
-    now = scheduler._state.now
+    now = scheduler.pass_state.now
     waiting_by_group = scheduler.elastic_waiting
     for key in list(waiting_by_group):
         waiting = waiting_by_group[key]
@@ -60,7 +60,7 @@ def grow_elastic(scheduler: GangScheduler, snapshot: Snapshot) -> None:
                 continue
             if holding(scheduler.starving, scheduler.starving_since, group.queue, now):
                 break  # its queue drains for a starving gang (`plugins.starvation`)
-            if scheduler.session.allocatable(group.queue, pod.requests, scheduler._state):
+            if scheduler.session.allocatable(group.queue, pod.requests, scheduler.pass_state):
                 break  # the queue is at its share: no member of this gang grows now
             if _place(scheduler, snapshot, group, pod):
                 waiting.discard(pod_key)
@@ -131,7 +131,7 @@ def _place(
                 allocated=job.allocated,
             ),
             scheduler.session,
-            scheduler._state,
+            scheduler.pass_state,
         )
         if evictions is None:
             return False
@@ -144,8 +144,7 @@ def _place(
         return False
     scheduler.ledger.reserve(Reservation(pod.key, node, pod.requests, group.key))
     scheduler.elastic_slots.setdefault(group.key, set()).add(pod.key)
-    if scheduler.queue_pass is not None:
-        scheduler.queue_pass.model.on_allocated(group.queue, pod.requests)
+    scheduler.session.task_allocated(group.queue, pod.requests, scheduler.pass_state)
     if not scheduler.slots.fits(pod.key, node, pod.requests):
         scheduler.slots.pipeline(group.key, pod.key, node, scheduler.evictor.holding(node))
         scheduler.slots.park(pod.key, group.key)  # released when its room is free

@@ -14,7 +14,7 @@ Failed, replaced), the gang's live members are counted again — bound and live 
 (`plugins.gang.counts_for_quorum`), or being bound by the barrier and not yet seen bound — and
 if they no longer make its quorum (`plugins.gang.quorum_shortfall`, Volcano's rule for task
 minimums) the barrier uncommits it. Its "Broken" event makes the scheduler forget the gang's
-admission and reservations (`GangScheduler._barrier_event`), so its next placement is planned
+admission and reservations (`extender.gang_events.BarrierEvents`), so its next placement is planned
 whole again, and says what happened on the PodGroup and its pods (`GangBroken`).
 
 A member that Succeeded leaving (its job finished and cleaned up) is not a loss: it did its

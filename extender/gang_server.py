@@ -13,8 +13,10 @@ from typing import Any
 
 from core.api import keys
 from extender import protocol, ungrouped
+from extender.gang_verbs import GangVerbs
 from extender.gangs import GangScheduler
 from extender.server import ExtenderServer
+from plugins.filter_status import FilterStatus
 
 # Keys whose presence in a request body may make its pod a gang member.
 _GROUP_MARKERS = (keys.GROUP_NAME.encode(), keys.COSCHEDULING_POD_GROUP.encode())
@@ -34,6 +36,7 @@ class GangExtenderServer(ExtenderServer):
     ) -> None:
         super().__init__(*args, **kwargs)
         self.gangs = gangs
+        self.gang_verbs = GangVerbs(gangs)  # (`self.verbs` is the base server's path table)
         # The podgroup controller's --scheduler-name(s): their pods are grouped before they
         # may be scheduled.
         self.scheduler_names = scheduler_names
@@ -45,24 +48,24 @@ class GangExtenderServer(ExtenderServer):
     async def filter(self, body: bytes) -> bytes:
         if not _may_be_member(body):
             ours = self._may_await_group(body)
-            if not ours and not self.gangs.queues_contended():
+            if not ours and not self.gang_verbs.queues_contended():
                 return await super().filter(body)  # no queue can refuse anyone: hot path
             args = protocol.parse_extender_args(protocol.decode(body))
             pod = args.pod
             if ours and ungrouped.awaits_group(
                 pod.namespace, pod.metadata, pod.spec, self.scheduler_names
             ):
-                decision = [], {}, dict.fromkeys(args.node_names, ungrouped.REASON)
+                decision = FilterStatus.unresolvable(ungrouped.REASON, "podgroup-controller")
             else:
-                decision = self.gangs.queue_gate(pod, args.node_names)
+                decision = self.gang_verbs.queue_gate(pod, args.node_names)
         else:
             args = protocol.parse_extender_args(protocol.decode(body))
-            decision = await self.gangs.filter_member(args.pod, args.node_names)
+            decision = await self.gang_verbs.filter_member(args.pod, args.node_names)
             if decision is None:
-                decision = self.gangs.queue_gate(args.pod, args.node_names)
+                decision = self.gang_verbs.queue_gate(args.pod, args.node_names)
         if decision is None:
             return await super().filter(body)
-        passed, failed, unresolvable = decision
+        passed, failed, unresolvable = decision.split(args.node_names)
         self._passed_nodes.inc(len(passed))
         if failed or unresolvable:
             self._failed_nodes.inc(len(failed) + len(unresolvable))
@@ -75,10 +78,10 @@ class GangExtenderServer(ExtenderServer):
 
     async def preempt(self, body: bytes) -> bytes:
         args = protocol.parse_preemption_args(protocol.decode(body))
-        return protocol.preemption_result(self.gangs.preempt(args.pod, args.victims))
+        return protocol.preemption_result(self.gang_verbs.preempt(args.pod, args.victims))
 
     async def bind_pod(self, args: protocol.BindingArgs) -> str:
-        result = await self.gangs.bind(args)
+        result = await self.gang_verbs.bind(args)
         if result is None:
             return await super().bind_pod(args)
         return result

@@ -1,4 +1,5 @@
-"""kube-scheduler's extender verbs for gang members (`GangScheduler` inherits them): **filter**
+"""kube-scheduler's extender verbs for gang members (`GangVerbs` holds the `GangScheduler` whose
+state they answer from): **filter**
 (a member of a group not admitted is rejected on every node as unresolvable, with the reason; an
 admitted member is steered to its reserved node, or re-planned onto a candidate with room),
 **bind** (held by the bind barrier until the gang has quorum, then committed together), and
@@ -9,26 +10,21 @@ answer kube-scheduler from what it decided."""
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from core.api import keys
 from core.records import PodGroupRecord, pod_group_key
 from core.resources import ResourceVector, pod_requests
-from extender.barrier import GangRequirement
 from extender.binder import BindError
+from extender.gang_hold import GangRequirement
 from extender.ledger import Reservation
 from extender.protocol import BindingArgs, PodInfo
 from plugins import gang as gangs
+from plugins.filter_status import FilterStatus
 from plugins.starvation import held_for, holding
 
 if TYPE_CHECKING:
-    from core.cache import ClusterCache
-    from extender.barrier import BindBarrier
-    from extender.ledger import GangLedger
-    from extender.member_release import MemberRelease
-    from extender.queues import QueuePass
-    from extender.slots import SlotWatch
-    from plugins.session import PassState, Session
+    from extender.gangs import GangScheduler
 
 
 def group_of(pod: PodInfo) -> str | None:
@@ -36,7 +32,7 @@ def group_of(pod: PodInfo) -> str | None:
     return pod_group_key(pod.namespace, pod.metadata, pod.spec)
 
 
-_ZERO = ResourceVector()
+GANG = "gang"  # the plugin whose answer filter gives for a member
 
 
 def _timeout_of(group: PodGroupRecord) -> float | None:
@@ -45,65 +41,41 @@ def _timeout_of(group: PodGroupRecord) -> float | None:
 
 
 class GangVerbs:
-    # Provided by GangScheduler.
-    cache: ClusterCache
-    ledger: GangLedger
-    slots: SlotWatch
-    barrier: BindBarrier
-    queue_pass: QueuePass | None
-    admitted: set[str]
-    reasons: dict[str, str]
-    pipelined_wait: float
-    gang_enabled: bool
-    session: Session
-    _state: PassState
-    release: MemberRelease
-    _bound_counts: dict[str, tuple[Any, int, dict[str, int]]]
-    elastic_waiting: dict[str, set[str]]  # group -> elastic members its queue refused
-    starving: dict[str, str]  # queue -> the gang it drains for (`plugins.starvation`)
-    starving_since: dict[str, float]  # queue -> since when (its hold phases count from there)
+    """filter, bind and preempt for gang members, answered from the scheduler's state."""
 
-    def poke(self) -> None: ...
+    def __init__(self, gangs: GangScheduler) -> None:
+        self.gangs = gangs
 
-    def _same_generation(self, group: Any) -> None: ...
-
-    def filter(
-        self, pod: PodInfo, candidates: list[str]
-    ) -> tuple[list[str], dict[str, str], dict[str, str]] | None:
-        """(passing, failed, unresolvable) for a gang member; None for any other pod.
-
-        A member steered to its slot passes that one node and lists no other: the reasons of
-        the nodes it drops serve only a pod left with no node (the FitError message and
-        preemption), which a passing member is not. Listing them cost ~40 KB of JSON per
-        call on a 5,000-node cluster (500 sampled candidates)."""
+    def filter(self, pod: PodInfo, candidates: list[str]) -> FilterStatus | None:
+        """The gang plugin's answer for a member (steered to one node, or refused on every
+        candidate with the reason); None for any other pod."""
         key = group_of(pod)
         if key is None:
             return None
-        group = self.cache.podgroups.get(key)
+        group = self.gangs.cache.podgroups.get(key)
         if group is None:
-            self.release.refused.setdefault(key, set()).add(pod.key)
-            reason = f"podgroup {key} not found"
-            return [], {}, dict.fromkeys(candidates, reason)
-        self._same_generation(group)
-        if key not in self.admitted:
-            self.release.refused.setdefault(key, set()).add(pod.key)
-            if key not in self.reasons:
-                self.poke()  # not judged yet (the pass will have seen every later change)
-            reason = self.reasons.get(key) or f"gang {key}: waiting for admission"
-            return [], {}, dict.fromkeys(candidates, reason)
-        if not self.gang_enabled:
+            self.gangs.release.refused.setdefault(key, set()).add(pod.key)
+            return FilterStatus.unresolvable(f"podgroup {key} not found", GANG)
+        self.gangs.same_generation(group)
+        if key not in self.gangs.admitted:
+            self.gangs.release.refused.setdefault(key, set()).add(pod.key)
+            if key not in self.gangs.reasons:
+                self.gangs.poke()  # not judged yet (the pass will have seen every later change)
+            reason = self.gangs.reasons.get(key) or f"gang {key}: waiting for admission"
+            return FilterStatus.unresolvable(reason, GANG)
+        if not self.gangs.gang_enabled:
             return None  # enqueued; without the gang plugin each member is placed on its own
-        reservation = self.ledger.reservation_of(pod.key)
+        reservation = self.gangs.ledger.reservation_of(pod.key)
         if (
             reservation is not None
             and reservation.node in set(candidates)
-            and self.slots.fits(pod.key, reservation.node, reservation.request)
+            and self.gangs.slots.fits(pod.key, reservation.node, reservation.request)
         ):
-            self.slots.unpark(pod.key)
-            return [reservation.node], {}, {}
+            self.gangs.slots.unpark(pod.key)
+            return FilterStatus.passes(reservation.node, GANG)
         # No slot (a member beyond minMember) or the slot is unusable: re-plan onto a candidate
         # with room no other member holds (the slot moves; the room it leaves is free again).
-        record = self.cache.pods.get(pod.key)
+        record = self.gangs.cache.pods.get(pod.key)
         # kube-scheduler's informer may bring a pod (e.g. made again under its name by its job
         # controller) before this cache has seen it: judged as asking nothing, it slipped into
         # room reserved for another gang (issue 31). Its request is then the pod's own.
@@ -115,28 +87,28 @@ class GangVerbs:
         if elastic:
             refused = self._elastic_refused(group, request)
             if refused is not None:
-                self.elastic_waiting.setdefault(key, set()).add(pod.key)
-                return [], {}, dict.fromkeys(candidates, refused)
+                self.gangs.elastic_waiting.setdefault(key, set()).add(pod.key)
+                return FilterStatus.unresolvable(refused, self.gangs.session.queue_model)
         for name in candidates:
-            if self.slots.fits(pod.key, name, request):
+            if self.gangs.slots.fits(pod.key, name, request):
                 # The group's held sum is a decision input: a new slot (a member beyond
                 # minMember) changes it and so re-decides the group; a moved slot does not.
-                self.ledger.reserve(Reservation(pod.key, name, request, key))
-                self.slots.unpark(pod.key)
-                if elastic and self.queue_pass is not None:
+                self.gangs.ledger.reserve(Reservation(pod.key, name, request, key))
+                self.gangs.slots.unpark(pod.key)
+                if elastic:
                     # Counted against its queue until the next pass sees its reservation.
-                    self.queue_pass.model.on_allocated(group.queue, request)
-                return [name], {}, {}
+                    self.gangs.session.task_allocated(group.queue, request, self.gangs.pass_state)
+                return FilterStatus.passes(name, GANG)
         if elastic:
             # No room: the pass may reclaim or preempt elastic work for it.
-            self.elastic_waiting.setdefault(key, set()).add(pod.key)
-            self.poke()
+            self.gangs.elastic_waiting.setdefault(key, set()).add(pod.key)
+            self.gangs.poke()
         # Refused: kube-scheduler parks the member. The reservation stays, and the pass moves
         # the member back to kube-scheduler's active queue as soon as its slot is free.
-        self.slots.park(pod.key, key)
-        blocked = self.slots.blockers(pod.key)
+        self.gangs.slots.park(pod.key, key)
+        blocked = self.gangs.slots.blockers(pod.key)
         if blocked is not None:
-            reason = self.slots.waiting_reason(key, *blocked)
+            reason = self.gangs.slots.waiting_reason(key, *blocked)
         elif reservation is not None:
             reason = (
                 f"gang {key}: no candidate node has room for this member "
@@ -144,21 +116,21 @@ class GangVerbs:
             )
         else:
             reason = f"gang {key}: no candidate node has room for this member"
-        return [], {}, dict.fromkeys(candidates, reason)
+        return FilterStatus.unresolvable(reason, GANG)
 
     def _is_elastic(self, group: PodGroupRecord) -> bool:
         """A member the gang does not need for its minimum: the gang holds it already (bound
         or reserved members). A replacement the gang needs to reach its minimum is not
         elastic: the gang's own admission took its room."""
         bound, _ = self._bound_members(group.key)
-        return bound + len(self.ledger.of_group(group.key)) >= group.min_member
+        return bound + len(self.gangs.ledger.of_group(group.key)) >= group.min_member
 
     def _elastic_refused(self, group: PodGroupRecord, request: ResourceVector) -> str | None:
         """Why the queue refuses one more elastic member of an admitted gang, if it does: the
         queue's Allocatable, member by member (Volcano allocates every task within its queue's
         deserved share and capability)."""
-        refused = self.session.allocatable(group.queue, request, self._state)
-        target = holding(self.starving, self.starving_since, group.queue, time.time())
+        refused = self.gangs.session.allocatable(group.queue, request, self.gangs.pass_state)
+        target = holding(self.gangs.starving, self.gangs.starving_since, group.queue, time.time())
         if refused is None and target is not None:
             refused = held_for(target, group.queue)
         if refused is not None:
@@ -166,54 +138,50 @@ class GangVerbs:
             return f"gang {group.key}: {beyond}: {refused}"
         return None
 
-    async def filter_member(
-        self, pod: PodInfo, candidates: list[str]
-    ) -> tuple[list[str], dict[str, str], dict[str, str]] | None:
+    async def filter_member(self, pod: PodInfo, candidates: list[str]) -> FilterStatus | None:
         """`filter`, except for a member whose reserved node kube-scheduler offers while this
         cache still sees that room held by terminating pods: kube-scheduler's informer saw
         them go first (or is about to be proven wrong). Refusing would park the member for
         kube-scheduler's backoff (up to 10 s) although the room is free, so wait up to
         `pipelined_wait` for this cache to catch up, then answer."""
         decision = self.filter(pod, candidates)
-        if decision is None or decision[0] or self.pipelined_wait <= 0:
+        if decision is None or decision.ok or self.gangs.pipelined_wait <= 0:
             return decision
-        reservation = self.ledger.reservation_of(pod.key)
+        reservation = self.gangs.ledger.reservation_of(pod.key)
         if (
             reservation is None
             or reservation.node not in candidates
-            or self.slots.blockers(pod.key) is None
+            or self.gangs.slots.blockers(pod.key) is None
         ):
             return decision
-        if await self.slots.wait_until_free(pod.key, self.pipelined_wait):
+        if await self.gangs.slots.wait_until_free(pod.key, self.gangs.pipelined_wait):
             return self.filter(pod, candidates)
         return decision
 
     def queues_contended(self) -> bool:
         """Whether some queue may refuse a pod now (closed, or holding its deserved share):
         until then plain pods skip the queue check entirely."""
-        return self.queue_pass is not None and bool(self.queue_pass.contended)
+        return self.gangs.queue_pass is not None and bool(self.gangs.queue_pass.contended)
 
-    def queue_gate(
-        self, pod: PodInfo, candidates: list[str]
-    ) -> tuple[list[str], dict[str, str], dict[str, str]] | None:
+    def queue_gate(self, pod: PodInfo, candidates: list[str]) -> FilterStatus | None:
         """Volcano's allocate check for a pod outside any gang (spec §3.9 Allocatable): its
         queue must be Open and able to hold it within its deserved share. A refusal names
         the queue and the numbers, on every candidate (unresolvable: no preemption helps);
         None lets the pod through, counted against its queue until the next pass."""
-        queue_pass = self.queue_pass
-        record = self.cache.pods.get(pod.key)
+        queue_pass = self.gangs.queue_pass
+        record = self.gangs.cache.pods.get(pod.key)
         if queue_pass is None or record is None or record.node is not None:
             return None
         if record.group is not None or record.key in queue_pass.tentative:
             return None
-        queue = self.cache.queue_of(record)
+        queue = self.gangs.cache.queue_of(record)
         if queue is None:
             return None
-        refused = self.session.allocatable(queue, record.requests, self._state)
+        refused = self.gangs.session.allocatable(queue, record.requests, self.gangs.pass_state)
         if refused:
             refused = refused.replace("with this gang", "with this pod")  # not a gang member
-            return [], {}, dict.fromkeys(candidates, refused)
-        queue_pass.model.on_allocated(queue, record.requests)
+            return FilterStatus.unresolvable(refused, self.gangs.session.queue_model)
+        self.gangs.session.task_allocated(queue, record.requests, self.gangs.pass_state)
         queue_pass.tentative.add(record.key)
         return None
 
@@ -223,17 +191,17 @@ class GangVerbs:
         """Hold a member's bind until its gang has quorum; the bind result label. None if the
         pod is not a member (the caller binds it at once). Raises BindError."""
         pod_key = f"{args.pod_namespace}/{args.pod_name}"
-        record = self.cache.pods.get(pod_key)
+        record = self.gangs.cache.pods.get(pod_key)
         if record is None or record.group is None:
             return None
         # Without the gang plugin members bind at once, except those of a gang already held at
         # the barrier when a reloaded conf dropped the plugin: it still binds whole.
-        if not self.gang_enabled and not self.barrier.held(record.group):
+        if not self.gangs.gang_enabled and not self.gangs.barrier.held(record.group):
             return None
-        group = self.cache.podgroups.get(record.group)
+        group = self.gangs.cache.podgroups.get(record.group)
         if group is None:
             raise BindError(f"podgroup {record.group} not found", "podgroup_not_found")
-        self._same_generation(group)
+        self.gangs.same_generation(group)
         bound, per_task = self._bound_members(group.key)
         requirement = GangRequirement(
             key=group.key,
@@ -243,27 +211,27 @@ class GangVerbs:
             already_bound=bound,
             already_bound_per_task=per_task,
         )
-        result = await self.barrier.hold(requirement, args, record.task)
-        self.poke()
+        result = await self.gangs.barrier.hold(requirement, args, record.task)
+        self.gangs.poke()
         return result
 
     def _bound_members(self, key: str) -> tuple[int, dict[str, int]]:
         """How many of the group's members are bound (and per task role), counted once per
         group version: the 1,000 binds of a 1,000-member gang arrive while nothing about its
         members changes, and counting for each of them was quadratic."""
-        version = self.cache.group_versions.get(key)
-        cached = self._bound_counts.get(key)
+        version = self.gangs.cache.group_versions.get(key)
+        cached = self.gangs.bound_counts.get(key)
         if cached is not None and version is not None and cached[0] == version:
             return cached[1], dict(cached[2])
         bound = 0
         per_task: dict[str, int] = {}
-        for pod_key in self.cache.pods_by_group.get(key, ()):
-            member = self.cache.pods.get(pod_key)
+        for pod_key in self.gangs.cache.pods_by_group.get(key, ()):
+            member = self.gangs.cache.pods.get(pod_key)
             if member is not None and gangs.counts_for_quorum(member):
                 bound += 1
                 if member.task:
                     per_task[member.task] = per_task.get(member.task, 0) + 1
-        self._bound_counts[key] = (version, bound, per_task)
+        self.gangs.bound_counts[key] = (version, bound, per_task)
         return bound, dict(per_task)
 
     # ------------------------------------------------------------------ preempt
@@ -272,12 +240,12 @@ class GangVerbs:
         self, pod: PodInfo, victims: dict[str, tuple[list[str], int]]
     ) -> dict[str, tuple[list[str], int]]:
         key = group_of(pod)
-        if key is not None and key not in self.admitted:
+        if key is not None and key not in self.gangs.admitted:
             return {}  # a waiting gang never triggers preemption
-        if not self.gang_enabled:
+        if not self.gangs.gang_enabled:
             return victims  # no gangs to keep whole
         kept: dict[str, tuple[list[str], int]] = {}
-        by_uid = {p.uid: p for p in self.cache.pods.values()} if victims else {}
+        by_uid = {p.uid: p for p in self.gangs.cache.pods.values()} if victims else {}
         for node, (uids, pdb) in victims.items():
             if any(
                 (victim := by_uid.get(uid)) is not None and victim.group is not None for uid in uids

@@ -18,6 +18,7 @@ from core.kube.status import StatusWriter
 from core.records import PodGroupRecord, PodRecord
 from extender.queues import QueuePass, queue_status
 from plugins import gang as gangs
+from plugins import gang_ready
 from plugins.podgroup_status import podgroup_status, status_changed
 
 log = logging.getLogger("vulcan.extender.gang")
@@ -122,7 +123,7 @@ class GangWriter:
         if admitted or not reason or self.recorder is None:
             self._told.pop(group.key, None)
             return
-        if self._told.get(group.key) == reason or not gangs.valid(view)[0]:
+        if self._told.get(group.key) == reason or not gang_ready.valid(view)[0]:
             return
         message = next(
             (

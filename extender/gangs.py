@@ -1,13 +1,15 @@
-"""Gang scheduling in the extender: the scheduling pass, and what applies its decisions.
+"""Gang scheduling in the extender: the state the scheduling cycle reads, and what applies its
+decisions.
 
-Every pass (`GangScheduler.run`, on every cache change with a 1 s floor) visits the PodGroups
-in the session's order (`extender.admission_order`) and asks the conf's actions
-(`plugins.actions`): **enqueue** a vcjob's group on its minResources, **allocate** a whole gang
-(its slots go into the gang ledger, exclusively; the PodGroup becomes Inqueue) or
-**reclaim/preempt** whole units for it (`extender.evictor` applies the evictions). Admitted
-members kube-scheduler parked are released (`extender.member_release`). The verbs answer
-kube-scheduler from those decisions (`extender.gang_verbs`: filter steering, the bind barrier,
-the preempt veto). PodGroup status is Volcano's (`plugins.podgroup_status`); every write goes
+Every pass (`GangScheduler.run`, on every cache change with a 1 s floor) runs one cycle of the
+conf's actions (`plugins.cycle.run_once`, Volcano's runOnce: **enqueue** a vcjob's group on its
+minResources, **allocate** a whole gang, **reclaim/preempt** whole units for it) over the
+PodGroups in the session's order (`plugins.traversal`), and applies each decision as it comes
+(`GangScheduler.apply`): an admitted gang's slots go into the gang ledger, exclusively (the
+PodGroup becomes Inqueue); evictions go to `extender.evictor`; admitted members kube-scheduler
+parked are released (`extender.member_release`). The verbs answer kube-scheduler from that
+state (`extender.gang_verbs.GangVerbs`, which holds it: filter steering, the bind barrier, the
+preempt veto). PodGroup status is Volcano's (`plugins.podgroup_status`); every write goes
 through `extender.gang_writer.GangWriter`. Decisions live in the API server (phase Inqueue,
 pods bound): after a restart the ledger is rebuilt by planning again for Inqueue groups whose
 members are not bound yet (shared/spec/gang-design.md §9.3).
@@ -20,65 +22,43 @@ import contextlib
 import logging
 import math
 import time
-from collections.abc import Callable, Coroutine, Mapping
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from core.api import keys
 from core.cache import ClusterCache, Snapshot
-from core.decisions import decision, gang_decision
 from core.kube.client import KubeClient
-from core.kube.events import NORMAL, WARNING
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
-from extender.admission_order import AdmissionOrder, cluster_used, job_input, queue_numbers
 from extender.barrier import BindBarrier
-from extender.decision_notes import admitted_note
 from extender.elastic_growth import grow_elastic
 from extender.evictor import Evictor
-from extender.gang_quorum import QuorumWatch
-from extender.gang_verbs import GangVerbs
+from extender.gang_events import BarrierEvents
+from extender.gang_pass import PassHost
+from extender.gang_quorum import BROKEN_TAIL, QuorumWatch
 from extender.gang_writer import GangWriter
-from extender.ledger import GangLedger, Reservation
+from extender.ledger import GangLedger
 from extender.member_release import MemberRelease
 from extender.metrics import GangMetrics
 from extender.protocol import BindingArgs
 from extender.queues import QueuePass, QueuePolicy
 from extender.slots import SlotWatch
-from plugins import actions
-from plugins import gang as gangs
 from plugins.config import default_config
-from plugins.enqueue_promise import enqueue_by_eviction, held_by_peers
+from plugins.cycle import run_once
 from plugins.evictions import victim_units
 from plugins.framework import Framework
 from plugins.placement import Prefer
-from plugins.queue_share import sum_vectors
 from plugins.registry import build_session
 from plugins.session import PassState, Session
-from plugins.starvation import (
-    hold_reason,
-    holds,
-    inqueue_lifted,
-    starving_demand,
-    waits_for_share,
-)
+from plugins.traversal import AdmissionOrder
 from plugins.victims import VictimUnit
 
 log = logging.getLogger("vulcan.extender.gang")
 
-# The bind barrier's events that are decisions about the whole gang (Held/Holding are per pod).
-_BARRIER_DECISIONS = {
-    "Committed": "gang bound",
-    "TimedOut": "gang binds timed out",
-    "Released": "gang binds released",
-    "Broken": "gang broken",
-    "CommitFailed": "gang commit failed",
-}
-
 _ZERO = ResourceVector()
 
 
-class GangScheduler(GangVerbs):
+class GangScheduler:
     def __init__(
         self,
         cache: ClusterCache,
@@ -111,8 +91,8 @@ class GangScheduler(GangVerbs):
         self.gang_enabled = self.session.has("gang")
         self.cache = cache
         # How a gang is laid out: the conf's node order (`Framework.gang_placement`).
-        self.placement: Prefer = placement or Framework(self.session.config).gang_placement
-        self._state = PassState()
+        self.placement: Prefer = placement or Framework(self.session).gang_placement
+        self.pass_state = PassState()
         self.ledger = ledger
         # Admitted members refused in filter, moved back to kube-scheduler's active queue when
         # their slot is free (Volcano's pipelined tasks: room still held by terminating victims).
@@ -129,30 +109,29 @@ class GangScheduler(GangVerbs):
             default_timeout=gang_timeout,
             backoff=backoff,
             clock=clock,
-            on_event=self._barrier_event,
+            on_event=BarrierEvents(self),
         )
-        self._backoff_reasons: dict[str, tuple[float | None, str]] = {}
+        self.backoff_reasons: dict[str, tuple[float | None, str]] = {}
         # Gangs whose enqueue was logged since their last admission: one line per decision,
         # not one per pass while the group waits for its pods.
-        self._enqueue_logged: set[str] = set()
+        self.enqueue_logged: set[str] = set()
         self.admitted: set[str] = set()
         self.reasons: dict[str, str] = {}  # group -> why it is not admitted (for filter)
-        self.queue_policy = queue_policy or QueuePolicy()
+        self.queue_policy = queue_policy or QueuePolicy(self.session)
         self.queue_pass: QueuePass | None = None  # the queues as the last pass saw them
         self._generations: dict[str, str] = {}  # group key -> the UID decisions were made for
         # group -> the inputs of its last decision, when that decision cannot change unless
         # they do (see `schedule_pass`); job-order keys by group version; queue checks per pass.
-        self._verdicts: dict[str, tuple[Any, ...]] = {}
-        self.order = AdmissionOrder(cache, self.session)
-        self._queue_checks: dict[Any, Any] = {}
-        self._volatile = False
+        self.verdicts: dict[str, tuple[Any, ...]] = {}
+        self.order = AdmissionOrder(cache.group_versions, self.session)
         # Per queue: its numbers when the last pass looked at it, and its groups whose last
         # decision may change without them (no verdict); groups changed by the extender itself.
-        self._queue_seen: dict[str, tuple[Any, ...] | None] = {}
-        self._unsettled: dict[str, set[str]] = {}
+        self.queue_seen: dict[str, tuple[Any, ...] | None] = {}
+        self.unsettled: dict[str, set[str]] = {}
         self._touched: set[str] = set()
-        self._pass_allocated: set[str] = set()
-        self._bound_counts: dict[str, tuple[Any, int, dict[str, int]]] = {}
+        # group -> its bound members counted once per group version (`GangVerbs.bind`).
+        self.bound_counts: dict[str, tuple[Any, int, dict[str, int]]] = {}
+
         # group -> its elastic members (beyond its minimum) filter refused (their queue at its
         # share or capability, or no room): each pass gives one per gang a slot when its queue
         # may take it, evicting elastic work for it if needed (`extender.elastic_growth`).
@@ -170,7 +149,7 @@ class GangScheduler(GangVerbs):
         # from there, so a new starving gang (e.g. of a higher priority) does not start the
         # queue's hold over again (`plugins.starvation.holds`).
         self.starving_since: dict[str, float] = {}
-        self._starving_need: dict[str, ResourceVector] = {}  # queue -> what its starving gang asks
+        self.starving_need: dict[str, ResourceVector] = {}  # queue -> what its starving gang asks
         self._wake = asyncio.Event()
         self.writer = GangWriter(
             client, status_interval=status_interval, event_qps=event_qps, event_burst=event_burst
@@ -184,7 +163,7 @@ class GangScheduler(GangVerbs):
         )
         # Applies evictions, and keeps the room being freed (Volcano's Releasing).
         self.evictor = Evictor(cache, ledger, self.writer, self._spawn, self.poke)
-        # A committed gang that loses members returns to all-or-nothing (`_barrier_event`).
+        # A committed gang that loses members returns to all-or-nothing (`extender.gang_events`).
         self.quorum = QuorumWatch(cache, self.barrier, self.evictor.why_evicted)
         # Every change the cache hears of (a node, a pod, a group) wakes the loop. Changes to
         # the ledger do not: they are the loop's own (admission), or a member's slot moving
@@ -200,10 +179,10 @@ class GangScheduler(GangVerbs):
         self.gang_enabled = session.has("gang")
         self.placement = placement
         self.queue_policy = queue_policy
-        self.order = AdmissionOrder(self.cache, session)
-        self._verdicts.clear()
-        self._queue_seen.clear()
-        self._unsettled.clear()
+        self.order = AdmissionOrder(self.cache.group_versions, session)
+        self.verdicts.clear()
+        self.queue_seen.clear()
+        self.unsettled.clear()
         self.poke()
 
     # ------------------------------------------------------------------ lifecycle
@@ -288,12 +267,12 @@ class GangScheduler(GangVerbs):
         # A deleted group is touched by its deletion: only those need looking for.
         for key in touched:
             if key not in snapshot.podgroups:
-                self._forget_group(key, "its PodGroup was deleted", "podgroup_deleted")
+                self.forget_group(key, "its PodGroup was deleted", "podgroup_deleted")
                 self.barrier.forget(key)
                 self._generations.pop(key, None)
-                self._verdicts.pop(key, None)
+                self.verdicts.pop(key, None)
                 self.order.forget(key)
-                self._bound_counts.pop(key, None)
+                self.bound_counts.pop(key, None)
                 self.promises.pop(key, None)
                 if self.gang_metrics is not None:
                     self.gang_metrics.forget(key)
@@ -303,284 +282,56 @@ class GangScheduler(GangVerbs):
                     # are parked until its admission releases them.
                     self.release.refused.pop(key, None)
                 self.reasons.pop(key, None)
-        self._touched.clear()  # what _forget_group just noted is in `touched` already
+        self._touched.clear()  # what forget_group just noted is in `touched` already
         reserved_by_group = self.ledger.by_group()
-        queue_pass = self.queue_policy.build(snapshot, reserved_by_group, touched)
-        self.queue_pass = queue_pass
-        self._queue_checks = {}
-        self._pass_allocated = self.ledger.pod_keys_set()  # members holding a slot
-        self._state = PassState(
-            model=queue_pass.model,
-            inputs=queue_pass.inputs,
-            total=snapshot.total_allocatable.as_dict(),
-            used=cluster_used(snapshot, self.ledger.by_node),
+        dirty_queues = {snapshot.podgroups[k].queue for k in touched if k in snapshot.podgroups}
+        # The one call into the policy for this pass: the cycle opens the session (the queues,
+        # their plugin's share model), runs the conf's actions and gives back what it decided,
+        # each decision applied by the host as it was taken.
+        cycle = run_once(
+            self.session,
+            snapshot,
+            host := PassHost(self, snapshot, reserved_by_group, dirty_queues),
+            books=self.queue_policy.books,
+            order=self.order,
+            reserved_by_group=reserved_by_group,
+            reserved_by_node=self.ledger.by_node,
+            prefer=self.placement,
+            touched=touched,
             now=time.time(),
         )
-        dirty_queues = {snapshot.podgroups[k].queue for k in touched if k in snapshot.podgroups}
-        for queue, groups in self.order.queues(snapshot, queue_pass, self._state):
-            numbers = queue_numbers(queue_pass, queue)
-            if (
-                queue not in dirty_queues
-                and queue in self._queue_seen
-                and self._queue_seen[queue] == numbers
-                and not self._unsettled.get(queue)
-            ):
-                continue  # nothing a decision here reads has changed since the last pass
-            self._queue_seen[queue] = numbers
-            self.starving.pop(queue, None)  # elected again by this visit's admissions
-            unsettled: set[str] = set()
-            for group in groups:
-                key = group.key
-                if not self._decide(snapshot, queue_pass, group, reserved_by_group):
-                    unsettled.add(key)
-            self._unsettled[queue] = unsettled
+        queue_pass = self.queue_pass = cycle.queues
+        self.pass_state = cycle.state
+        for queue in host.visited:
             if queue not in self.starving:
                 self.starving_since.pop(queue, None)
-        for queue in list(self._queue_seen):
+        for queue in list(self.queue_seen):
             if queue not in queue_pass.groups_by_queue:
-                self._queue_seen.pop(queue, None)
-                self._unsettled.pop(queue, None)
+                self.queue_seen.pop(queue, None)
+                self.unsettled.pop(queue, None)
                 self.starving.pop(queue, None)
                 self.starving_since.pop(queue, None)
         if self.elastic_waiting or self.elastic_slots:
             grow_elastic(self, snapshot)
         self.writer.queue_statuses(snapshot, queue_pass)
 
-    def _decide(
-        self,
-        snapshot: Snapshot,
-        queue_pass: QueuePass,
-        group: PodGroupRecord,
-        reserved_by_group: Mapping[str, ResourceVector],
-    ) -> bool:
-        """Admit (or not) one group and write its status; True when the decision stands until
-        its inputs change (it then has a verdict), False when it must be taken again."""
-        self._same_generation(group)
-        key = group.key
-        inputs = self._decision_inputs(key, queue_pass, reserved_by_group.get(key))
-        if self._verdicts.get(key) == inputs:
-            return True
-        self._verdicts.pop(key, None)
-        view = gangs.gang_view(snapshot, key, allocated=self._pass_allocated)
-        if view is None:
-            return True
-        reason = None
-        admitted_now = False
-        self._volatile = False
-        # Pending, or Inqueue but not placed whole: e.g. after a restart, a gang timeout or a
-        # loss of members (members being deleted are scheduled but do not keep it whole).
-        wants_admission = group.phase in ("Pending", "") or not gangs.whole(view)
-        if key not in self.admitted and not wants_admission and not gangs.finished(view):
-            # Placed whole already (e.g. before a restart): later members (an elastic gang
-            # growing) go through filter as members of an admitted gang and bind at once, until
-            # it loses members (`QuorumWatch`).
-            self.admitted.add(key)
-            if self.gang_enabled:
-                self.barrier.adopt(key)
-        elif not self.gang_enabled and key not in self.admitted and not gangs.finished(view):
-            reason = self._enqueue(snapshot, group)
-            if reason is None:
-                self.admitted.add(key)
-                self.release.release_admitted(view)
-            self.writer.podgroup_status(group, view, reason is None, reason)
-            return False
-        elif (
-            group.job_owned
-            and group.phase in ("Pending", "")
-            and (view.created == 0 or self.session.job_valid(view) is not None)
-        ):
-            # A vcjob's pods are created only once its PodGroup is Inqueue: Volcano's enqueue
-            # admits it on minResources alone (queue and overcommit; JobValid does not gate
-            # enqueue), and its gang is placed when the pods arrive. Some of its pods may exist
-            # already (created for an earlier group of the same name, e.g. around a restart):
-            # waiting for the rest here would wait for ever, as the job creates them only
-            # once this group is Inqueue.
-            reason = self._enqueue(snapshot, group)
-            self.writer.podgroup_status(group, view, reason is None, reason)
-            return False
-        elif key not in self.admitted and not gangs.finished(view):
-            reason = self.admit(snapshot, group, view)
-            admitted_now = reason is None
-            if admitted_now:
-                self._pass_allocated = self.ledger.pod_keys_set()
-                view = gangs.gang_view(snapshot, key, allocated=self._pass_allocated)
-                assert view is not None
-        if key in self.admitted:
-            # Pipelined: admitted onto room its victims still hold. Volcano's Pipelined tasks
-            # (valid, not ready), and the condition says what they wait for; decided again
-            # every pass until the room is free (the victims' going touches no input of it).
-            waiting = self.slots.waiting_members(key)
-            if waiting:
-                self._volatile = True
-                view = (
-                    gangs.gang_view(
-                        snapshot, key, allocated=self._pass_allocated, pipelined=waiting
-                    )
-                    or view
-                )
-                reason = self.slots.waiting_reason(key, *next(iter(waiting.values())))
-            if view.pending and view.allocated >= view.min_member and self.gang_enabled:
-                # Elastic members still waiting for a node: kube-scheduler may have parked
-                # them on its own fit check without asking this filter, so the pass places
-                # them one at a time within their queue (`extender.elastic_growth`).
-                pending = self.elastic_waiting.setdefault(key, set())
-                pending.update(
-                    pod.key for pod in view.members if view.status[pod.key] == gangs.PENDING
-                )
-        self.writer.podgroup_status(group, view, admitted_now or key in self.admitted, reason)
-        if self.gang_metrics is not None:
-            self.gang_metrics.observe(group, view, admitted_now)
-        if self._volatile or self.cache.group_versions.get(key) is None:
-            return False
-        held = reserved_by_group.get(key) if not admitted_now else self.ledger.held_by(key)
-        self._verdicts[key] = self._decision_inputs(key, queue_pass, held)
-        return True
-
-    def _decision_inputs(
-        self, key: str, queue_pass: QueuePass, held: ResourceVector | None
-    ) -> tuple[Any, ...]:
-        admitted = key in self.admitted
-        group = self.cache.podgroups.get(key)
-        queue = None if admitted or group is None else queue_numbers(queue_pass, group.queue)
-        return (self.cache.group_versions.get(key), admitted, held, queue)
-
-    def _enqueue(self, snapshot: Snapshot, group: PodGroupRecord) -> str | None:
-        """Volcano's enqueue for a group without (enough) pods: the session's JobEnqueueable
-        votes (its queue Open and able to hold its minResources, the cluster x the overcommit
-        factor too). None when enqueued (the group becomes Inqueue; nothing is reserved)."""
-        key = group.key
-        job = job_input(snapshot, group)
-        refused = actions.enqueue(self.session, self._state, job)
-        promise = None
-        if refused:
-            # Beyond Volcano: enqueued when evicting lower-priority work of its queue (or work
-            # of queues over their share) would make the votes pass; its pods get made and
-            # the allocate action evicts for it (`plugins.enqueue_promise`).
-            victims = self._victims(snapshot, key)
-            promise = enqueue_by_eviction(self.session, self._state, job, victims)
-            if promise is None:
-                self.promises.pop(key, None)
-                if "preempt" in self.session.actions:
-                    refused += held_by_peers(group.queue, job.priority, victims)
-                return self._not_admitted(key, f"gang {key}: waiting for admission: {refused}")
-            self.session.job_enqueued(job, self._state)
-            self.promises[key] = promise.describe()
-        self.reasons.pop(key, None)
-        note = "enqueued: its job creates the pods now" if group.job_owned else "enqueued"
-        if promise is not None:
-            note = f"enqueued on the promise of eviction ({refused}): {promise.describe()}; " + (
-                "its job creates the pods now" if group.job_owned else "evicting when placed"
-            )
-        self.writer.group_event(group, NORMAL, "Enqueued", note)
-        if key not in self._enqueue_logged:
-            self._enqueue_logged.add(key)
-            gang_decision("gang enqueued", group, note=note)
-        return None
-
-    def admit(self, snapshot: Snapshot, group: PodGroupRecord, view: gangs.GangView) -> str | None:
-        """Try to admit `group` (the allocate action decides, `plugins.actions.allocate_gang`);
-        None on success, else why not (kept for filter). Applies the decision: evictions, the
-        ledger's reservations, pipelined members, the queue's books and the events."""
-        key = group.key
-        wait = self.barrier.backing_off(key)
-        if wait > 0:
-            self._volatile = True
-            return self._not_admitted(key, self._backoff_reason(key, wait))
-        target = self.starving.get(group.queue)
-        now = self._state.now
-        if target not in (None, key) and holds(self.starving_since.get(group.queue, now), now):
-            self._volatile = True
-            why = hold_reason(self.session, self._state, group, view, target)
-            return self._not_admitted(key, f"gang {key}: waiting for admission: {why}")
-        queue_pass = self.queue_pass
-        job = job_input(snapshot, group)
-        room = actions.GangRoom(
-            reserved=dict(self.ledger.by_node),
-            future=self.evictor.future_reserved(),
-            victims=lambda: self._victims(snapshot, key),
-            held=self.ledger.slot_of,
-        )
-        # A backfill phase: a gang with its pods is enqueued beside the starving gang's
-        # minResources (not flooding enqueue with pod-less jobs, which keep Volcano's rule).
-        lifted = self._starving_need.get(group.queue) if target not in (None, key) else None
-        with inqueue_lifted(self._state.model, group.queue, lifted):
-            decision = actions.allocate_gang(
-                self.session,
-                self._state,
-                snapshot,
-                group,
-                view,
-                job,
-                room,
-                prefer=self.placement,
-                queue_memo=self._queue_checks,
-                queue_numbers=queue_numbers(queue_pass, group.queue),
-            )
-        self._volatile = self._volatile or decision.volatile
-        plan = decision.plan
-        if plan is None or decision.reason is not None:
-            now = self._state.now
-            if waits_for_share(self.session, self._state, group, view):
-                self.starving[group.queue] = key
-                self.starving_since.setdefault(group.queue, now)
-                self._starving_need[group.queue] = starving_demand(group, view)
-            return self._not_admitted(key, decision.reason or "")
-        if decision.evictions is not None:
-            chosen = decision.evictions
-            self.evictor.evict_units(snapshot, group, chosen.priority, chosen.action, chosen.units)
-            self._evicted_whole(chosen.units, f"{chosen.action}ed whole for gang {key}")
-        members = {pod.key: pod for pod in view.members}
-        for pod_key, node in plan.slots.items():
-            request = members[pod_key].requests
-            self.ledger.reserve(Reservation(pod_key, node, request, key))
-            if not self.slots.fits(pod_key, node, request):
-                # Pipelined: the room is still held by pods being evicted or terminating.
-                self.slots.pipeline(key, pod_key, node, self.evictor.holding(node))
-        held = sum_vectors(members[pod_key].requests for pod_key in plan.slots)
-        if queue_pass is not None:
-            queue_pass.model.on_allocated(group.queue, held)  # the queue's numbers
-        self.session.job_allocated(job, held, self._state)
-        self.admitted.add(key)
-        self.reasons.pop(key, None)
-        self.promises.pop(key, None)
-        note = admitted_note(group, plan.slots, view)
-        self._enqueue_logged.discard(key)
-        self.writer.group_event(group, NORMAL, "Admitted", note)
-        gang_decision(
-            "gang admitted",
-            group,
-            members=len(plan.slots),
-            nodes=sorted(set(plan.slots.values())),
-            note=note,
-        )
-        self.release.release_admitted(view)
-        return None
-
-    # ------------------------------------------------------------------ preemption
-
-    def _backoff_reason(self, key: str, wait: float) -> str:
-        """Why a gang waits after a timeout, worded once per backoff: the PodGroup's condition
-        (and the pods' filter reason) then stay the same while the passes repeat, so nothing is
-        written every second for no news; the end is a time of day, not a countdown."""
-        ends = self.barrier.backoff_ends(key)
-        known = self._backoff_reasons.get(key)
-        if known is not None and known[0] == ends:
-            return known[1]
-        until = datetime.now(UTC) + timedelta(seconds=wait)
-        reason = f"backing off after a gang timeout until {until.strftime('%H:%M:%SZ')}"
-        self._backoff_reasons[key] = (ends, reason)
-        return reason
-
-    def _evicted_whole(self, units: list[VictimUnit], why: str) -> None:
+    def evicted_whole(self, units: list[VictimUnit], why: str) -> None:
         """A gang evicted whole is placed again as a new gang: all or nothing, through
         admission and the bind barrier's quorum (its members are made again by its job, or
         wait; none of them may bind on the strength of the evicted gang's admission)."""
         for unit in units:
             if unit.group is not None and not unit.elastic:
-                self._forget_group(unit.group, why)
+                # Broken now, as when a committed gang loses members (`QuorumWatch`): the
+                # PodGroup and its members say GangBroken. (The pass used to re-adopt a victim
+                # it met later in its order, so the pod deletions broke it a moment later;
+                # the cycle settles adoption before its actions, whatever the queue order.)
+                self.barrier.uncommit(
+                    unit.group, f"gang {unit.group} is no longer whole: {why}: {BROKEN_TAIL}"
+                )
+                self.forget_group(unit.group, why)
                 self.barrier.forget(unit.group)
 
-    def _victims(self, snapshot: Snapshot, key: str) -> list[VictimUnit]:
+    def victims_for(self, snapshot: Snapshot, key: str) -> list[VictimUnit]:
         """What reclaim and preempt may evict for group `key` (never pods being freed)."""
         return victim_units(
             snapshot,
@@ -589,10 +340,6 @@ class GangScheduler(GangVerbs):
             lambda pod: self.cache.queue_of(pod) or keys.DEFAULT_QUEUE,
         )
 
-    def _not_admitted(self, key: str, reason: str) -> str:
-        self.reasons[key] = reason
-        return reason
-
     def _release_bound(self, snapshot: Snapshot) -> None:
         """A member that is bound now counts in node_requested: its reservation goes."""
         for pod_key in self.ledger.pod_keys():
@@ -600,32 +347,32 @@ class GangScheduler(GangVerbs):
             if pod is None or pod.node is not None or pod.terminal:
                 self.ledger.release(pod_key)
 
-    def _same_generation(self, group: PodGroupRecord) -> None:
+    def same_generation(self, group: PodGroupRecord) -> None:
         """A PodGroup deleted and created again under the same name is a new gang: nothing
         decided for the old one (admission, reservations, a committed bind barrier) carries
         over, even when the deletion fell between two passes."""
         known = self._generations.get(group.key)
         if known is not None and known != group.uid:
-            self._forget_group(group.key, "its PodGroup was re-created", "podgroup_recreated")
+            self.forget_group(group.key, "its PodGroup was re-created", "podgroup_recreated")
             self.barrier.forget(group.key)
         self._generations[group.key] = group.uid
 
-    def _touch(self, key: str) -> None:
+    def touch(self, key: str) -> None:
         """The extender itself changed something a decision about `key` reads."""
         self._touched.add(key)
-        self._verdicts.pop(key, None)
+        self.verdicts.pop(key, None)
 
-    def _forget_group(self, key: str, why: str, result: str = "gang_released") -> None:
+    def forget_group(self, key: str, why: str, result: str = "gang_released") -> None:
         """Drop what was decided for the gang; its held binds fail with bind `result`."""
-        self._touch(key)
+        self.touch(key)
         self.admitted.discard(key)
-        self._enqueue_logged.discard(key)
+        self.enqueue_logged.discard(key)
         self.slots.forget_group(key)
         for pod_key in self.ledger.of_group(key):
             self.ledger.release(pod_key)
         self.barrier.release(key, why, result)
         self.writer.forget(key, gone=result in ("podgroup_deleted", "podgroup_recreated"))
-        self._backoff_reasons.pop(key, None)
+        self.backoff_reasons.pop(key, None)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         """Run a write in the background, kept (tests await them) until it is done."""
@@ -636,42 +383,3 @@ class GangScheduler(GangVerbs):
     def _tasks_done(self, task: asyncio.Task[Any]) -> None:
         with contextlib.suppress(ValueError):
             self._tasks.remove(task)
-
-    # ------------------------------------------------------------------ status and events
-
-    def _barrier_event(self, group_key: str, reason: str, message: str) -> None:
-        group = self.cache.podgroups.get(group_key)
-        holding = reason in ("Held", "Holding")
-        if not holding:  # a hold changes nothing a decision or the status reads
-            self._touch(group_key)
-        said = _BARRIER_DECISIONS.get(reason)
-        if said is not None:
-            if group is not None:
-                gang_decision(said, group, reason=message)
-            else:
-                decision(said, podgroup=group_key, reason=message)
-        if reason == "TimedOut" and group is not None and self.gang_metrics is not None:
-            self.gang_metrics.timed_out(group)
-        if reason in ("TimedOut", "Released", "Broken"):
-            # The hold is gone (or the gang no longer whole): so is the placement. Plan again,
-            # for the whole gang (after the backoff of a timeout).
-            self._forget_group(
-                group_key, message, "gang_broken" if reason == "Broken" else "gang_released"
-            )
-            self.poke()
-        if reason in ("TimedOut", "Released", "Committed", "Broken"):
-            # Each member says it too: `kubectl describe pod` is where a user looks first.
-            type_ = NORMAL if reason == "Committed" else WARNING
-            for pod_key in self.cache.pods_by_group.get(group_key, ()):
-                pod = self.cache.pods.get(pod_key)
-                if pod is not None and not pod.terminal:
-                    self.writer.pod_event(pod, type_, f"Gang{reason}", message)
-        # One PodGroup event when a hold starts, not one per member held: a 1,000-member
-        # gang's members say GangCommitted (or TimedOut, Released) when the hold ends.
-        if group is not None and reason != "Held":
-            self.writer.group_event(
-                group,
-                WARNING if reason in ("TimedOut", "CommitFailed", "Broken") else NORMAL,
-                f"Gang{reason}",
-                message,
-            )

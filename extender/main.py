@@ -16,7 +16,6 @@ from core.controller.manager import LeaseNamespaceWatch
 from core.kube.client import KubeClient
 from core.kube.flags import options_from_args
 from core.kube.leader import LeaderElectionConfig, LeaderElector
-from extender.barrier import check_timeouts
 from extender.binder import Binder
 from extender.conf_reload import (
     BuiltConf,
@@ -27,6 +26,7 @@ from extender.conf_reload import (
     read_conf,
 )
 from extender.debug_view import add_debug_routes
+from extender.gang_hold import check_timeouts
 from extender.gang_server import GangExtenderServer
 from extender.gangs import GangScheduler
 from extender.ledger import GangLedger

@@ -25,6 +25,7 @@ from core.cache import Snapshot
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
 from plugins import gang as gangs
+from plugins import gang_ready
 from plugins.elastic import trim_elastic
 from plugins.enqueue_promise import enqueue_by_eviction, held_by_peers
 from plugins.evictions import EvictionRequest, Evictions, choose_evictions
@@ -130,8 +131,8 @@ def allocate_gang(
     invalid = session.job_valid(view)
     if invalid is not None:
         return Admission(reason=invalid)
-    members = gangs.pending_members(view)
-    need = gangs.members_needed(view)
+    members = gang_ready.pending_members(view)
+    need = gang_ready.members_needed(view)
     demand = gang_demand(group, members, need, view)
     enqueued = group.phase == "Inqueue"
     memo_key = (group.queue, queue_numbers, group.min_resources, demand, enqueued)
@@ -153,7 +154,7 @@ def allocate_gang(
         if promise is None:
             return Admission(reason=f"gang {key}: waiting for admission: {refused}")
     # From here on the answer depends on the rest of the cluster.
-    per_task = gangs.missing_task_members(view)
+    per_task = gang_ready.missing_task_members(view)
     topology = _topology(session, group, view)
 
     def place(reserved: Mapping[str, ResourceVector], on: Snapshot = snapshot) -> Plan:
@@ -231,26 +232,24 @@ def _within_queue(
     never takes its queue past its deserved share or capability."""
     if len(plan.slots) <= need:
         return plan
-    model = state.model
-    booked: list[ResourceVector] = []
-    if model is not None:
-        model.on_allocated(queue, demand)
-        booked.append(demand)
+    # Booked with the session's Allocate handlers while judged, and taken back after with
+    # its Deallocate handlers (Volcano's statement discarded): the cycle books the gang once
+    # it is placed.
+    session.task_allocated(queue, demand, state)
+    booked: list[ResourceVector] = [demand]
 
     def accept(pod: PodRecord) -> bool:
         if session.allocatable(queue, pod.requests, state) is not None:
             return False
-        if model is not None:
-            model.on_allocated(queue, pod.requests)
-            booked.append(pod.requests)
+        session.task_allocated(queue, pod.requests, state)
+        booked.append(pod.requests)
         return True
 
     try:
         kept = trim_elastic(plan.slots, members, need, per_task, accept)
     finally:
-        if model is not None:
-            for amount in booked:
-                model.on_released(queue, amount)
+        for amount in booked:
+            session.task_deallocated(queue, amount, state)
     if len(kept) == len(plan.slots):
         return plan
     requests = {pod.key: pod.requests for pod in members}

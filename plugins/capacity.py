@@ -44,7 +44,6 @@ from plugins.job_order import queue_order_key
 from plugins.queue_share import (
     QueueInput,
     QueueShare,
-    QueueShares,
     effective_capability,
     freed_dims,
     guarantee_kept,
@@ -53,6 +52,7 @@ from plugins.queue_share import (
     strip_pods,
     sum_vectors,
 )
+from plugins.share_model import QueueShares
 
 __all__ = ["ROOT", "CapacityShares", "capacity_shares"]
 

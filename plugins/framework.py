@@ -1,4 +1,4 @@
-"""The scheduling-policy framework: Volcano's tiers of plugins, evaluated over a snapshot.
+"""Node order: the session's node-order plugins (binpack, nodeorder) summed per node.
 
 Pure policy: functions of the snapshot the caller passes in (no I/O, no asyncio, no imports from
 the extender or controllers), so the extender, the simulator and tests share one implementation.
@@ -16,15 +16,17 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
 
 from core.resources import ResourceVector
 from plugins.binpack import BinpackPlugin
-from plugins.config import ConfigError, SchedulerConfig
+from plugins.config import SchedulerConfig
 from plugins.node_state import NodeState
 from plugins.nodeorder import NodeOrderPlugin
 from plugins.placement import Prefer
+from plugins.registry import build_session
+from plugins.session import Session
 
 __all__ = [
     "MAX_EXTENDER_PRIORITY",
@@ -63,54 +65,28 @@ class BatchScorePlugin(ScorePlugin, Protocol):
 # request -> per-node scoring function (a plugin's `node_scorer`).
 NodeScorerFactory = Callable[[ResourceVector], Callable[[NodeState], float]]
 
-# Score plugins this framework implements. A builder returns None when the configured plugin
-# would register no node-order function (binpack with weight 0) or always add 0 (nodeorder with
-# every resource weight 0), so the hot path does not run it.
-_BUILDERS: dict[str, Callable[[Mapping[str, Any]], ScorePlugin | None]] = {
-    "binpack": lambda args: _if_active(BinpackPlugin(args)),
-    "nodeorder": lambda args: _if_active(NodeOrderPlugin(args)),
-}
-
-
-def _if_active(plugin: BinpackPlugin | NodeOrderPlugin) -> ScorePlugin | None:
-    return plugin if plugin.active else None
-
 
 class Framework:
-    """The plugins of one scheduler configuration, ready to score pods against nodes.
+    """The conf's node-order plugins (the session's `node_scorer` extension point), ready to
+    score pods against nodes.
 
-    Building one checks every implemented plugin's arguments (ConfigError naming the entry, e.g.
-    `tiers[1].plugins[5].arguments["binpack.weight"]: expected an integer, not 'ten'`). Plugins
-    that are configured but not implemented yet are accepted and listed in `unimplemented`.
+    Built from a `Session` (the extender's: the same plugin instances), or from a conf alone
+    (plugins vulcan does not implement are left out and listed in `unimplemented`). Bad
+    arguments raise ConfigError naming the entry, e.g.
+    `tiers[1].plugins[5].arguments["binpack.weight"]: expected an integer, not 'ten'`.
     """
 
-    def __init__(self, config: SchedulerConfig) -> None:
-        self.config = config
-        # One instance per plugin name, from its last entry (Volcano's ssn.plugins[name]).
-        instances: dict[str, ScorePlugin | None] = {}
-        for tier_index, tier in enumerate(config.tiers):
-            for plugin_index, option in enumerate(tier.plugins):
-                builder = _BUILDERS.get(option.name)
-                if builder is None:
-                    continue
-                try:
-                    instances[option.name] = builder(option.arguments)
-                except ConfigError as exc:
-                    where = f"tiers[{tier_index}].plugins[{plugin_index}]"
-                    raise ConfigError(f"{where}.{exc}") from None
-
-        self.score_plugins: list[ScorePlugin] = []
+    def __init__(self, config: SchedulerConfig | Session) -> None:
+        session = config if isinstance(config, Session) else build_session(config, require=False)
+        self.session = session
+        self.config = session.config
+        self.score_plugins: list[ScorePlugin] = session.plugins_for("node_scorer")
+        scoring = {plugin.name for plugin in self.score_plugins} | {"binpack", "nodeorder"}
         self.unimplemented: list[str] = []
-        for tier in config.tiers:
+        for tier in self.config.tiers:
             for option in tier.plugins:
-                if option.name not in _BUILDERS:
-                    if option.name not in self.unimplemented:
-                        self.unimplemented.append(option.name)
-                    continue
-                plugin = instances[option.name]
-                if plugin is not None and option.is_enabled("enableNodeOrder"):
-                    self.score_plugins.append(plugin)
-
+                if option.name not in scoring and option.name not in self.unimplemented:
+                    self.unimplemented.append(option.name)
         self._scorer_factories: list[NodeScorerFactory] = [
             plugin.node_scorer if isinstance(plugin, BatchScorePlugin) else _scorer_factory(plugin)
             for plugin in self.score_plugins

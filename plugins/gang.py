@@ -48,6 +48,7 @@ __all__ = [
     "BOUND",
     "COMPLETED_STATUSES",
     "FAILED",
+    "OCCUPIED_STATUSES",
     "PENDING",
     "PIPELINED",
     "RELEASING",
@@ -56,20 +57,14 @@ __all__ = [
     "SCHEDULING_GATED",
     "SUCCEEDED",
     "UNKNOWN",
+    "VALID_STATUSES",
     "GangView",
     "checks_task_minimums",
     "counts_for_quorum",
     "gang_view",
     "is_best_effort",
-    "members_needed",
-    "missing_task_members",
-    "pending_members",
     "quorum_shortfall",
-    "ready",
-    "task_ready",
     "task_status",
-    "task_valid",
-    "valid",
     "whole",
 ]
 
@@ -93,13 +88,12 @@ SCHEDULING_GATED = "SchedulingGated"
 ALLOCATED_STATUSES = frozenset({ALLOCATED, BINDING, BOUND, RUNNING})
 SCHEDULED_STATUSES = frozenset({RUNNING, BOUND, FAILED, SUCCEEDED})
 COMPLETED_STATUSES = frozenset({SUCCEEDED, FAILED})
-_VALID_STATUSES = ALLOCATED_STATUSES | {SUCCEEDED, PIPELINED, PENDING}
-_OCCUPIED_STATUSES = ALLOCATED_STATUSES | {SUCCEEDED}
+VALID_STATUSES = ALLOCATED_STATUSES | {SUCCEEDED, PIPELINED, PENDING}
+OCCUPIED_STATUSES = ALLOCATED_STATUSES | {SUCCEEDED}
 
 # Dimensions that do not make a pod "non best-effort": Volcano keeps the pod count outside its
 # Resource (MaxTaskNum), and our request vectors always carry pods: 1.
 _NOT_A_RESOURCE = frozenset({"pods"})
-_BYTE_LIKE = frozenset({"cpu", "memory", "pods", "ephemeral-storage"})
 
 _EMPTY: Mapping[str, int] = MappingProxyType({})
 
@@ -220,12 +214,12 @@ class GangView:
     @property
     def ready_num(self) -> int:
         """Volcano's ReadyTaskNum."""
-        return self.count(*_OCCUPIED_STATUSES)
+        return self.count(*OCCUPIED_STATUSES)
 
     @property
     def valid_num(self) -> int:
         """Volcano's ValidTaskNum."""
-        return self.count(*_VALID_STATUSES)
+        return self.count(*VALID_STATUSES)
 
     @property
     def scheduled(self) -> int:
@@ -357,132 +351,6 @@ def gang_view(
         task_pending_best_effort=MappingProxyType(task_best_effort),
         releasing_on_node=releasing_on_node,
     )
-
-
-# ------------------------------------------------------------------------------- readiness
-
-
-def _task_occupied(view: GangView, task: str) -> int:
-    # CheckTaskReady counts AllocatedStatus + Succeeded, plus pending best-effort members: they
-    # need no resources, so Volcano treats them as placed already.
-    return view.task_count(task, _OCCUPIED_STATUSES) + view.task_pending_best_effort.get(task, 0)
-
-
-def missing_task_members(view: GangView) -> dict[str, int]:
-    """Per task role, how many more members must be placed before its minTaskMember is met
-    (only roles that are short). Empty when Volcano skips per-role checks (`checks_tasks`)."""
-    if not view.checks_tasks:
-        return {}
-    missing: dict[str, int] = {}
-    for task, minimum in sorted(view.min_task_member.items()):
-        short = minimum - _task_occupied(view, task)
-        if short > 0:
-            missing[task] = short
-    return missing
-
-
-def task_ready(view: GangView) -> bool:
-    """Volcano's CheckTaskReady."""
-    return not missing_task_members(view)
-
-
-def members_needed(view: GangView) -> int:
-    """How many more members must be placed for `IsReady` (ReadyTaskNum + pending best-effort
-    >= minMember); 0 when the job-level minimum is already met."""
-    return max(0, view.min_member - view.ready_num - view.pending_best_effort)
-
-
-def ready(view: GangView) -> bool:
-    """Volcano's gang JobReady: CheckTaskReady and IsReady (subgroups are not modelled)."""
-    return task_ready(view) and members_needed(view) == 0
-
-
-def task_valid(view: GangView) -> dict[str, tuple[int, int]]:
-    """Volcano's CheckTaskValid failures: task -> (valid members, minTaskMember) for every role
-    with too few valid members (Allocated*, Succeeded, Pipelined or Pending). Empty when valid."""
-    if not view.checks_tasks:
-        return {}
-    short: dict[str, tuple[int, int]] = {}
-    for task, minimum in sorted(view.min_task_member.items()):
-        if minimum <= 0:
-            continue
-        have = view.task_count(task, _VALID_STATUSES)
-        if have < minimum:
-            short[task] = (have, minimum)
-    return short
-
-
-def _not_counted(view: GangView) -> str:
-    """Members that exist but are not valid, e.g. "1 Failed, 1 Releasing" (sorted by status)."""
-    parts = [
-        f"{n} {status}"
-        for status, n in sorted(view.counts.items())
-        if n and status not in _VALID_STATUSES
-    ]
-    return ", ".join(parts)
-
-
-def valid(view: GangView) -> tuple[bool, str]:
-    """Volcano's gang JobValid: (True, "") or (False, reason).
-
-    As in Volcano the per-role check comes first and, when it fails, decides alone
-    (`NotEnoughPodsOfTask`): "gang team-a/train: task worker: 1/3 members created". Then the
-    job-level check (`NotEnoughTasks`): "gang team-a/train: 3/4 members created". Members that
-    exist but cannot count (Failed, Releasing, Unknown) are named in parentheses, because
-    "3/4 created" would be misleading when five pods exist.
-    """
-    short_tasks = task_valid(view)
-    if short_tasks:
-        detail = "; ".join(
-            f"task {task}: {have}/{minimum} members created"
-            for task, (have, minimum) in short_tasks.items()
-        )
-        return False, f"gang {view.group_key}: {detail}"
-    if view.valid_num < view.min_member:
-        reason = f"gang {view.group_key}: {view.valid_num}/{view.min_member} members created"
-        extra = _not_counted(view)
-        if extra:
-            reason += f" (not counted: {extra})"
-        return False, reason
-    return True, ""
-
-
-# ------------------------------------------------------------------------------ placement order
-
-
-def _size_key(requests: ResourceVector) -> tuple[int, int, int]:
-    """Larger first: extended resources (GPUs, the usual bottleneck), then cpu, then memory."""
-    extended = sum(amount for name, amount in requests.items() if name not in _BYTE_LIKE)
-    return -extended, -requests.cpu, -requests.memory
-
-
-def pending_members(view: GangView) -> list[PodRecord]:
-    """The members a placement must find nodes for, in the order to place them.
-
-    Pending members only (no node, no reservation, not deleting), those carrying vulcan's own
-    queue-allocation gate included (vulcan lifts it when the gang is admitted); members gated by
-    the user are `SCHEDULING_GATED`, not Pending, and wait for their gates to go. Best-effort
-    members are left out, as Volcano's allocate leaves them to backfill: they count as ready
-    already. Order: members of
-    roles still short of their minTaskMember first, then task priority (desc), then larger
-    requests first (first-fit decreasing packs better), then creation time and key.
-    """
-    short = missing_task_members(view)
-    chosen = [
-        pod
-        for pod in view.members
-        if view.status[pod.key] == PENDING and not is_best_effort(pod.requests)
-    ]
-    chosen.sort(
-        key=lambda pod: (
-            (pod.task or "") not in short,
-            -pod.priority,
-            _size_key(pod.requests),
-            pod.created,
-            pod.key,
-        )
-    )
-    return chosen
 
 
 def annotation_duration(group: PodGroupRecord, *names: str) -> float | None:

@@ -8,7 +8,7 @@ rather than decide its tier with an unfiltered list."""
 
 from __future__ import annotations
 
-from plugins import gang
+from plugins import gang, gang_ready
 from plugins.gang import GangView
 from plugins.job_order import JobInput
 from plugins.session import ABSTAINED, PERMITTED, REJECT, PassState, SessionPlugin, Vote
@@ -21,16 +21,16 @@ class GangPlugin(SessionPlugin):
         return 1 if job.ready else 0  # jobs not ready yet first
 
     def job_valid(self, view: GangView) -> str | None:
-        ok, why = gang.valid(view)
+        ok, why = gang_ready.valid(view)
         return None if ok else why
 
     def job_ready(self, view: GangView) -> bool:
-        return gang.ready(view)
+        return gang_ready.ready(view)
 
     def job_pipelined(self, view: GangView, job: JobInput, state: PassState) -> Vote:
         waiting = view.count(gang.PIPELINED)
         placed = view.ready_num + waiting + view.pending_best_effort
-        if placed >= view.min_member and gang.task_ready(view):
+        if placed >= view.min_member and gang_ready.task_ready(view):
             return PERMITTED
         return Vote(REJECT, f"gang {view.group_key}: {placed}/{view.min_member} placed")
 

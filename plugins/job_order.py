@@ -30,12 +30,14 @@ _NOT_A_SHARE = frozenset({"pods"})  # Volcano's MaxTaskNum is outside its Resour
 
 @dataclass(slots=True)
 class JobInput:
-    """One job (PodGroup) as the ordering sees it."""
+    """One job (PodGroup) as the session's job-level hooks see it (order, enqueue, the queue
+    checks, victims): what Volcano's JobInfo sums up. Its members, their task statuses and the
+    gang counts (minMember, minTaskMember) are the job's `plugins.gang.GangView`, which the gang
+    hooks read: a job has this summary and that view, and nothing is held in both."""
 
     key: str  # "<namespace>/<podgroup>"
     queue: str
     priority: int  # PriorityClass value of spec.priorityClassName (0 when none)
-    min_member: int
     ready: bool  # gang plugin's JobReady: at least minMember members placed
     allocated: ResourceVector  # Σ requests of its allocated members
     creation: str  # PodGroup creationTimestamp (RFC 3339)

@@ -32,7 +32,8 @@ from core.api.scheduling import (
     POD_GROUP_NOT_READY,
     REASON_NOT_ENOUGH_RESOURCES,
 )
-from plugins.gang import GangView, ready
+from plugins.gang import GangView
+from plugins.gang_ready import ready
 
 __all__ = [
     "REASON_GANG_READY",

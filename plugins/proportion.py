@@ -41,7 +41,6 @@ from plugins.job_order import queue_order_key
 from plugins.queue_share import (
     QueueInput,
     QueueShare,
-    QueueShares,
     effective_capability,
     guarantee_kept,
     min_by_dimension,
@@ -49,6 +48,7 @@ from plugins.queue_share import (
     strip_pods,
     sum_vectors,
 )
+from plugins.share_model import QueueShares
 
 __all__ = ["ProportionShares", "proportion_shares"]
 

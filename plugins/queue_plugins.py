@@ -1,24 +1,46 @@
 """The `proportion` and `capacity` plugins as session plugins (spec/volcano.md §3.9-3.10).
 
-Their numbers (deserved, realCapability, allocated, inqueue) are the pass's share model,
-built by the extender from the cluster (`extender.queues.QueuePolicy`, which picks the
-capacity computation when the conf enables capacity without proportion); these classes are
-the extension points Volcano's plugins register over them. Without either plugin in the conf
-a queue still reports its numbers, but nothing is refused or reclaimed on their account. The
-numbers' bookkeeping within a pass (a gang placed counts as allocated) is the extender's, so
-that they are right whatever the conf: Volcano's Allocate event handlers here."""
+Each builds its own share model when the session opens (`open_queues`, Volcano's
+OnSessionOpen: deserved, realCapability, allocated, inqueue from the queues' inputs,
+`plugins.queue_inputs`) and books into it (`job_enqueued`, `job_allocated`: Volcano's event
+handlers); the other hooks are the extension points Volcano's plugins register over it. The
+session picks the model (`plugins.session.Session.open_queues`: capacity when the conf enables
+it without proportion). Without either plugin in the conf a queue still reports its numbers
+(proportion's), but nothing is refused or reclaimed on their account."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from core.resources import ResourceVector
+from plugins.capacity import capacity_shares
+from plugins.config import PluginOption
 from plugins.job_order import JobInput
+from plugins.proportion import proportion_shares
+from plugins.queue_share import QueueInput, ShareModel
 from plugins.session import ABSTAINED, PERMITTED, REJECT, PassState, Preemptor, SessionPlugin, Vote
 from plugins.victims import VictimUnit, victim_order_key
 
 
 class _SharePlugin(SessionPlugin):
+    def open_queues(self, total: ResourceVector, inputs: Sequence[QueueInput]) -> ShareModel:
+        """Volcano's OnSessionOpen: the queues' deserved shares from their inputs."""
+        raise NotImplementedError
+
+    def job_allocated(self, job: JobInput, held: ResourceVector, state: PassState) -> None:
+        self.task_allocated(job.queue, held, state)
+
+    def task_allocated(self, queue: str, request: ResourceVector, state: PassState) -> None:
+        """Volcano's Allocate event handler: what was placed counts as the queue's (the
+        session asks only the plugin whose model the pass uses)."""
+        if state.model is not None:
+            state.model.on_allocated(queue, request)
+
+    def task_deallocated(self, queue: str, request: ResourceVector, state: PassState) -> None:
+        """Volcano's Deallocate event handler: a booking taken back."""
+        if state.model is not None:
+            state.model.on_released(queue, request)
+
     def queue_order(self, state: PassState) -> list[str]:
         return state.model.queue_order() if state.model is not None else []
 
@@ -64,6 +86,9 @@ class _SharePlugin(SessionPlugin):
 class ProportionPlugin(_SharePlugin):
     name = "proportion"
 
+    def open_queues(self, total: ResourceVector, inputs: Sequence[QueueInput]) -> ShareModel:
+        return proportion_shares(total, inputs)
+
     def overused(self, queue: str, state: PassState) -> bool:
         return state.model is not None and state.model.overused(queue)
 
@@ -72,3 +97,10 @@ class CapacityPlugin(_SharePlugin):
     """Capacity registers no Overused: a queue may borrow up to its realCapability."""
 
     name = "capacity"
+    hierarchical = False
+
+    def configure(self, option: PluginOption) -> None:
+        self.hierarchical = option.is_enabled("enableHierarchy")
+
+    def open_queues(self, total: ResourceVector, inputs: Sequence[QueueInput]) -> ShareModel:
+        return capacity_shares(total, list(inputs), hierarchical=self.hierarchical)

@@ -78,13 +78,17 @@ def require_implemented(config: SchedulerConfig) -> None:
                 )
 
 
-def build_session(config: SchedulerConfig) -> Session:
+def build_session(config: SchedulerConfig, *, require: bool = True) -> Session:
     """The session of `config`: each plugin built once, from its last entry's arguments
-    (Volcano keys plugins by name), errors naming the entry."""
-    require_implemented(config)
+    (Volcano keys plugins by name), errors naming the entry. `require=False` leaves out the
+    plugins vulcan does not implement instead of refusing the conf (node scoring alone)."""
+    if require:
+        require_implemented(config)
     instances: dict[str, Any] = {}
     for tier_index, tier in enumerate(config.tiers):
         for plugin_index, option in enumerate(tier.plugins):
+            if option.name not in PLUGINS:
+                continue
             try:
                 instances[option.name] = PLUGINS[option.name](option.arguments)
             except ConfigError as exc:

@@ -13,12 +13,17 @@ combine:
 | job_order_key | the plugins' keys in tier order, then creation, name, UID |
 | queue_order | the first plugin's order |
 | job_enqueueable | votes: any Reject refuses; a tier with a Permit admits without later tiers |
-| job_enqueued, job_allocated | every plugin (bookkeeping) |
+| open_queues | the queue plugin's share model: proportion, else capacity (else proportion's
+  numbers, for status only, booked by the session itself) |
+| job_enqueued, job_allocated, task_allocated, task_deallocated | every plugin (bookkeeping) |
 | job_valid | the first failure |
 | job_ready, allocatable, preemptive | every plugin must agree |
 | overused | any plugin |
 | preemptable, reclaimable | within a tier the intersection of the plugins' lists (a plugin may
   abstain); an empty list: no victims; the first tier with a list decides |
+| node_scorer | summed over every entry (`plugins.framework.Framework`); a plugin listed twice
+  adds its score twice, as in Volcano; a plugin that would add nothing (`active` False:
+  binpack with weight 0) registers none |
 
 Victims: vulcan follows Volcano's code, with its fix for #5896 (conformance abstains when it
 removes nothing, so a queue's deserved share, judged by proportion/capacity in a later tier,
@@ -37,6 +42,7 @@ from core.resources import ResourceVector
 from plugins.config import SchedulerConfig
 from plugins.gang import GangView
 from plugins.job_order import JobInput, parse_time
+from plugins.proportion import proportion_shares
 from plugins.queue_share import QueueInput, ShareModel
 from plugins.victims import VictimUnit
 
@@ -61,6 +67,8 @@ HOOK_FLAGS: dict[str, str | None] = {
     "job_enqueueable": "enableJobEnqueued",
     "job_enqueued": "enableJobEnqueued",
     "job_allocated": None,
+    "task_allocated": None,
+    "task_deallocated": None,
     "job_valid": None,
     "job_ready": "enableJobReady",
     "job_pipelined": "enableJobPipelined",
@@ -70,6 +78,7 @@ HOOK_FLAGS: dict[str, str | None] = {
     "preemptive": "enablePreemptive",
     "preemptable": "enablePreemptable",
     "reclaimable": "enableReclaimable",
+    "node_scorer": "enableNodeOrder",
 }
 
 
@@ -123,6 +132,11 @@ class SessionPlugin:
     #   job_enqueued(job: JobInput, state: PassState) -> None
     #   job_allocated(job: JobInput, held: ResourceVector, state: PassState) -> None
     #       (Volcano's Allocate event handlers: a gang was placed whole, holding `held`)
+    #   task_allocated(queue: str, request: ResourceVector, state: PassState) -> None
+    #       (the same for one pod: an elastic member, a pod of no gang)
+    #   task_deallocated(queue: str, request: ResourceVector, state: PassState) -> None
+    #       (Volcano's Deallocate event handlers: a booking taken back)
+    #   open_queues(total, inputs) -> ShareModel      (proportion, capacity: OnSessionOpen)
     #   job_valid(view: GangView) -> str | None          (None: valid; else why not)
     #   job_ready(view: GangView) -> bool
     #   job_pipelined(view: GangView, job: JobInput, state: PassState) -> Vote
@@ -132,8 +146,9 @@ class SessionPlugin:
     #   preemptive(queue: str, request: ResourceVector, state: PassState) -> bool
     #   preemptable(preemptor, candidates: Sequence[VictimUnit], state) -> list | None
     #   reclaimable(preemptor, candidates: Sequence[VictimUnit], state) -> list | None
-    # Node order (binpack, nodeorder) is scored by plugins.framework.Framework, with the same
-    # per-plugin rule (enableNodeOrder); task-topology's by plugins.task_topology.
+    #   node_scorer(request: ResourceVector) -> Callable[[NodeState], float]
+    #       (Volcano's NodeOrderFn for one pod, node by node; summed by plugins.framework)
+    # task-topology's node order is its bucket placement (plugins.task_topology).
 
 
 def registers(plugin: object, hook: str) -> bool:
@@ -162,14 +177,37 @@ class Session:
                 if plugin is None:
                     continue
                 for hook, flag in HOOK_FLAGS.items():
-                    if not registers(plugin, hook):
-                        continue
+                    if not registers(plugin, hook) and not (
+                        hook == "node_scorer" and registers(plugin, "score")
+                    ):
+                        continue  # (a node-order plugin may define only score(request, node))
                     if flag is not None and not option.is_enabled(flag):
                         continue
                     entries = self._hooks[hook]
+                    if hook == "node_scorer":
+                        # Every entry adds its score (Volcano's NodeOrderFn loop), unless the
+                        # plugin would add nothing.
+                        if getattr(plugin, "active", True):
+                            entries.append(_Entry(tier_index, plugin))
+                        continue
                     if any(e.plugin is plugin for e in entries):
                         continue  # a plugin listed twice is asked once (Volcano keys by name)
                     entries.append(_Entry(tier_index, plugin))
+                configure = getattr(plugin, "configure", None)
+                if callable(configure):
+                    configure(option)
+        # The plugin that builds and books the queues' share model (Volcano's proportion and
+        # capacity each build their own in OnSessionOpen; vulcan keeps one, proportion's when
+        # the conf names both, as Volcano's default conf does).
+        self.queue_plugin: Any = next(
+            (self.plugins[n] for n in ("proportion", "capacity") if n in self.plugins), None
+        )
+        for hook in ("job_allocated", "task_allocated", "task_deallocated"):
+            self._hooks[hook] = [
+                e
+                for e in self._hooks[hook]
+                if e.plugin is self.queue_plugin or not registers(e.plugin, "open_queues")
+            ]
 
     # ------------------------------------------------------------------ introspection
 
@@ -183,6 +221,21 @@ class Session:
     @property
     def actions(self) -> list[str]:
         return list(self.config.actions)
+
+    @property
+    def queue_model(self) -> str:
+        """The name of the share model's plugin ("proportion" without either)."""
+        return self.queue_plugin.name if self.queue_plugin is not None else "proportion"
+
+    @property
+    def hierarchical(self) -> bool:
+        return bool(getattr(self.queue_plugin, "hierarchical", False))
+
+    def open_queues(self, total: ResourceVector, inputs: Sequence[QueueInput]) -> ShareModel:
+        """The queues' share model for one session (`plugins.queue_inputs` gives the inputs)."""
+        if self.queue_plugin is None:
+            return proportion_shares(total, inputs)
+        return self.queue_plugin.open_queues(total, inputs)
 
     # ------------------------------------------------------------------ ordering
 
@@ -217,6 +270,23 @@ class Session:
     def job_allocated(self, job: JobInput, held: ResourceVector, state: PassState) -> None:
         for entry in self._hooks["job_allocated"]:
             entry.plugin.job_allocated(job, held, state)
+        self._book_without_plugin(job.queue, held, state)
+
+    def task_allocated(self, queue: str, request: ResourceVector, state: PassState) -> None:
+        for entry in self._hooks["task_allocated"]:
+            entry.plugin.task_allocated(queue, request, state)
+        self._book_without_plugin(queue, request, state)
+
+    def task_deallocated(self, queue: str, request: ResourceVector, state: PassState) -> None:
+        for entry in self._hooks["task_deallocated"]:
+            entry.plugin.task_deallocated(queue, request, state)
+        if self.queue_plugin is None and state.model is not None:
+            state.model.on_released(queue, request)
+
+    def _book_without_plugin(self, queue: str, amount: ResourceVector, state: PassState) -> None:
+        """Without a queue plugin the numbers are still reported: the session books them."""
+        if self.queue_plugin is None and state.model is not None:
+            state.model.on_allocated(queue, amount)
 
     # ------------------------------------------------------------------ the gang
 

@@ -43,6 +43,7 @@ from contextlib import contextmanager
 from core.records import PodGroupRecord
 from core.resources import ResourceVector
 from plugins import gang as gangs
+from plugins import gang_ready
 from plugins.actions import gang_demand
 from plugins.queue_share import ShareModel
 from plugins.session import PassState, Session
@@ -63,7 +64,9 @@ HOLD_SECONDS = 20.0
 
 def starving_demand(group: PodGroupRecord, view: gangs.GangView) -> ResourceVector:
     """What the gang still asks its queue for (its minResources less what it holds)."""
-    return gang_demand(group, gangs.pending_members(view), gangs.members_needed(view), view)
+    return gang_demand(
+        group, gang_ready.pending_members(view), gang_ready.members_needed(view), view
+    )
 
 
 def waits_for_share(

@@ -146,3 +146,12 @@ def local_zone_utc() -> Iterator[None]:
         else:
             os.environ["TZ"] = before
         time.tzset()
+
+
+def member_filter(gangs: Any, pod: PodInfo, candidates: list[str]) -> Any:
+    """The gang verbs' filter for `pod` as the extender protocol sends it: (passing, failed,
+    unresolvable), or None for a pod that is not a gang member."""
+    from extender.gang_verbs import GangVerbs
+
+    status = GangVerbs(gangs).filter(pod, candidates)
+    return None if status is None else status.split(candidates)

@@ -28,6 +28,13 @@ def add_explain_flags(parser: argparse.ArgumentParser) -> None:
         "held binds and their timeout, reservations, backoff, the queues' last pass "
         f"(default: ${EXTENDER_ENV}; none: the API server alone)",
     )
+    parser.add_argument(
+        "--scheduler-conf",
+        metavar="FILE",
+        default=None,
+        help="the Volcano scheduler conf the extender runs (its --config), for the queue "
+        "shares when the extender is not asked (default: Volcano's default conf)",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -35,10 +42,19 @@ def main(args: argparse.Namespace) -> int:
 
     from core.kube.client import KubeClient
     from explain import ExplainError, explain
+    from plugins.config import ConfigError, load_scheduler_config
+    from plugins.registry import build_session
     from vulcan.sim_commands import run_async
 
     # A person waits for the answer: fail in seconds, not after a client's long retries.
     options = dataclasses.replace(options_from_args(args), max_retries=2, request_timeout=15.0)
+
+    try:
+        conf = getattr(args, "scheduler_conf", None)
+        session = build_session(load_scheduler_config(conf)) if conf else None
+    except ConfigError as exc:
+        print(f"vulcan explain: error: {exc}", file=sys.stderr)
+        return 1
 
     async def answer() -> str:
         try:
@@ -46,7 +62,9 @@ def main(args: argparse.Namespace) -> int:
         except ValueError as exc:  # no kubeconfig, no in-cluster service account
             raise ExplainError(str(exc)) from None
         async with client:
-            return await explain(args.kind, args.name, args.namespace, client, args.extender)
+            return await explain(
+                args.kind, args.name, args.namespace, client, args.extender, session
+            )
 
     try:
         text = run_async(answer())

@@ -11,6 +11,7 @@ from core.cache import ClusterCache
 from core.kube.client import PODGROUPS, PODS, KubeClient
 from extender.binder import Binder
 from extender.conf_reload import build_conf
+from extender.gang_verbs import GangVerbs
 from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
 from extender.protocol import BindingArgs
@@ -90,7 +91,7 @@ async def test_a_reloaded_conf_decides_the_next_pass_and_keeps_held_binds(
         for i in range(3):
             name = f"tf-a-worker-{i}"
             args = BindingArgs(name, "default", pods[name]["metadata"]["uid"], slots[name].node)
-            binds.append(asyncio.create_task(gangs.bind(args)))
+            binds.append(asyncio.create_task(GangVerbs(gangs).bind(args)))
         await until(lambda: gangs.barrier.held("default/tf-a") == 3)
 
         new = build_conf(NO_GANG)
@@ -108,7 +109,7 @@ async def test_a_reloaded_conf_decides_the_next_pass_and_keeps_held_binds(
             assert not live["spec"].get("nodeName")
         # ... and it still binds whole: the fourth member releases all four together.
         last = "tf-a-worker-3"
-        assert await gangs.bind(
+        assert await GangVerbs(gangs).bind(
             BindingArgs(last, "default", pods[last]["metadata"]["uid"], slots[last].node)
         )
         assert all(await asyncio.gather(*binds))

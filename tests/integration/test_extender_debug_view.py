@@ -15,6 +15,7 @@ from aiohttp.test_utils import TestClient, TestServer
 from core.kube.client import PODGROUPS, PODS, KubeClient
 from extender.debug_view import add_debug_routes, gang_view, queues_view
 from extender.flags import add_extender_flags
+from extender.gang_verbs import GangVerbs
 from extender.protocol import BindingArgs
 from tests.helpers import until
 from tests.integration.test_gang_scheduler import add_gpu_node, started, worker
@@ -44,7 +45,7 @@ async def test_the_views_of_a_holding_gang_a_refused_gang_and_the_queues(
         name = pods[0]["metadata"]["name"]
         node = gangs.ledger.reservation_of(f"default/{name}").node
         bind = asyncio.create_task(
-            gangs.bind(BindingArgs(name, "default", pods[0]["metadata"]["uid"], node))
+            GangVerbs(gangs).bind(BindingArgs(name, "default", pods[0]["metadata"]["uid"], node))
         )
         await until(lambda: gangs.barrier.held("default/job") == 1)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from core.kube.client import PODGROUPS, PODS, KubeClient
 from extender.protocol import PodInfo
-from tests.helpers import until
+from tests.helpers import member_filter, until
 from tests.integration.test_queue_scheduling import (
     add_nodes,
     add_queue,
@@ -73,7 +73,7 @@ async def test_filter_judges_a_member_its_cache_has_not_seen_by_the_pod_it_is_gi
             raw=body,
         )
         assert "default/e-2" not in gangs.cache.pods  # kube-scheduler saw it first
-        decision = gangs.filter(fresh, nodes)
+        decision = member_filter(gangs, fresh, nodes)
         assert decision is not None
         passed, _, unresolvable = decision
         assert passed == []

@@ -14,6 +14,7 @@ from core.cache import ClusterCache
 from core.kube.client import PODGROUPS, PODS, KubeClient
 from core.kube.flags import ClientOptions
 from extender.binder import Binder, BindError
+from extender.gang_verbs import GangVerbs
 from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
 from extender.protocol import BindingArgs
@@ -75,7 +76,7 @@ async def test_a_backing_off_gang_patches_its_podgroup_only_when_something_chang
             node = gangs.ledger.reservation_of("default/job-worker-0").node
             args = BindingArgs("job-worker-0", "default", lone["metadata"]["uid"], node)
             with contextlib.suppress(BindError):
-                await gangs.bind(args)  # the other member never asks: the hold times out
+                await GangVerbs(gangs).bind(args)  # the other member never asks: the hold times out
             assert gangs.barrier.backing_off("default/job") == 10.0
             writer = gangs.status_writer
             assert writer is not None

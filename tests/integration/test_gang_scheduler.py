@@ -12,13 +12,14 @@ from prometheus_client import CollectorRegistry
 from core.cache import ClusterCache
 from core.kube.client import EVENTS, NODES, PODGROUPS, PODS, KubeClient
 from extender.binder import Binder, BindError
+from extender.gang_verbs import GangVerbs
 from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
 from extender.metrics import GangMetrics
 from extender.protocol import BindingArgs
 from plugins.config import default_config, parse_scheduler_config
 from plugins.registry import build_session
-from tests.helpers import add_ready_node, pod_info, until
+from tests.helpers import add_ready_node, member_filter, pod_info, until
 
 # Volcano's default conf without the gang plugin.
 NO_GANG = parse_scheduler_config(
@@ -98,7 +99,7 @@ async def test_two_gangs_on_four_gpus_one_is_admitted_whole(client: KubeClient) 
         assert gangs.admitted == {"default/tf-a"}
         slots = {gangs.ledger.reservation_of(f"default/tf-a-worker-{i}").node for i in range(4)}
         assert slots == set(nodes)
-        passing, failed, unresolvable = gangs.filter(pod_info(pods["tf-b-worker-0"]), nodes)
+        passing, failed, unresolvable = member_filter(gangs, pod_info(pods["tf-b-worker-0"]), nodes)
         assert passing == [] and failed == {}
         assert set(unresolvable) == set(nodes)
         assert "gang default/tf-b: waiting for admission" in unresolvable["gpu-0"]
@@ -107,21 +108,21 @@ async def test_two_gangs_on_four_gpus_one_is_admitted_whole(client: KubeClient) 
         # are dropped without a reason (only a pod left with no node needs them).
         member = pods["tf-a-worker-2"]
         own = gangs.ledger.reservation_of("default/tf-a-worker-2").node
-        assert gangs.filter(pod_info(member), nodes) == ([own], {}, {})
+        assert member_filter(gangs, pod_info(member), nodes) == ([own], {}, {})
         # Binds are held until all four members ask, then all Bindings are created together.
         binds = []
         for i in range(3):
             name = f"tf-a-worker-{i}"
             node = gangs.ledger.reservation_of(f"default/{name}").node
             args = BindingArgs(name, "default", pods[name]["metadata"]["uid"], node)
-            binds.append(asyncio.create_task(gangs.bind(args)))
+            binds.append(asyncio.create_task(GangVerbs(gangs).bind(args)))
         await until(lambda: gangs.barrier.held("default/tf-a") == 3)
         for i in range(3):
             live = await client.get(PODS, f"tf-a-worker-{i}", "default")
             assert not live["spec"].get("nodeName")  # nothing bound before quorum
         last = pods["tf-a-worker-3"]
         node = gangs.ledger.reservation_of("default/tf-a-worker-3").node
-        assert await gangs.bind(
+        assert await GangVerbs(gangs).bind(
             BindingArgs(last["metadata"]["name"], "default", last["metadata"]["uid"], node)
         )
         assert all(await asyncio.gather(*binds))
@@ -157,7 +158,7 @@ async def test_a_gang_whose_last_member_is_missing_is_not_admitted(client: KubeC
         await until(lambda: len(cache.pods) == 2 and len(cache.podgroups) == 1)
         gangs.schedule_pass()
         assert gangs.admitted == set() and len(gangs.ledger) == 0  # capacity stays free
-        _, _, unresolvable = gangs.filter(pod_info(created[0]), ["gpu-0", "gpu-1"])
+        _, _, unresolvable = member_filter(gangs, pod_info(created[0]), ["gpu-0", "gpu-1"])
         assert unresolvable["gpu-0"] == "gang default/job: 2/3 members created"
     finally:
         await gangs.stop()
@@ -190,7 +191,7 @@ async def test_held_binds_time_out_together_and_release_the_reservation(
         pod = created[0]
         node = gangs.ledger.reservation_of("default/job-worker-0").node
         try:
-            await gangs.bind(
+            await GangVerbs(gangs).bind(
                 BindingArgs(pod["metadata"]["name"], "default", pod["metadata"]["uid"], node)
             )
         except BindError as exc:
@@ -234,7 +235,9 @@ async def test_a_restarted_extender_completes_a_gang_from_what_the_api_server_kn
             node = first.ledger.reservation_of(f"default/{name}").node
             held.append(
                 asyncio.create_task(
-                    first.bind(BindingArgs(name, "default", pod["metadata"]["uid"], node))
+                    GangVerbs(first).bind(
+                        BindingArgs(name, "default", pod["metadata"]["uid"], node)
+                    )
                 )
             )
         await until(lambda: first.barrier.held("default/job") == 2)
@@ -266,7 +269,7 @@ async def test_a_restarted_extender_completes_a_gang_from_what_the_api_server_kn
         }
         results = await asyncio.gather(
             *(
-                second.bind(
+                GangVerbs(second).bind(
                     BindingArgs(
                         f"job-worker-{i}",
                         "default",
@@ -318,21 +321,21 @@ async def test_a_stolen_slot_or_a_deleted_node_makes_the_member_replan(client: K
         )
         await client.bind_pod("default", "thief", slot0, uid=thief["metadata"]["uid"])
         await until(lambda: (p := cache.pods.get("default/thief")) is not None and p.node)
-        passing, _, _ = gangs.filter(pod_info(pods[0]), nodes)
+        passing, _, _ = member_filter(gangs, pod_info(pods[0]), nodes)
         assert len(passing) == 1 and passing[0] not in (slot0, slot1)  # re-planned
         assert gangs.ledger.reservation_of("default/job-worker-0").node == passing[0]
         # worker-1's node disappears: it is re-planned onto what is left.
         await client.delete(NODES, slot1)
         await until(lambda: slot1 not in cache.nodes)
         left = [n for n in nodes if n not in (slot0, slot1, passing[0])]
-        passing1, _, _ = gangs.filter(pod_info(pods[1]), left)
+        passing1, _, _ = member_filter(gangs, pod_info(pods[1]), left)
         assert passing1 == left
         # Both bind together on their new nodes.
         results = await asyncio.gather(
-            gangs.bind(
+            GangVerbs(gangs).bind(
                 BindingArgs("job-worker-0", "default", pods[0]["metadata"]["uid"], passing[0])
             ),
-            gangs.bind(
+            GangVerbs(gangs).bind(
                 BindingArgs("job-worker-1", "default", pods[1]["metadata"]["uid"], passing1[0])
             ),
         )
@@ -395,7 +398,7 @@ async def test_admission_stamps_only_the_members_kube_scheduler_parked(
             lambda: len(cache.pods) == 2 and cache.pods["default/job-worker-1"].unschedulable
         )
         # kube-scheduler tries worker-0 before the gang is whole: refused, so parked.
-        _, _, unresolvable = gangs.filter(pod_info(refused), nodes)
+        _, _, unresolvable = member_filter(gangs, pod_info(refused), nodes)
         assert set(unresolvable) == set(nodes)
         untried = await client.create(PODS, worker("job", 2))
         await until(lambda: len(cache.pods) == 3)
@@ -496,7 +499,7 @@ async def test_gang_latencies_are_observed_once_per_gang(client: KubeClient) -> 
             name = pod["metadata"]["name"]
             node = gangs.ledger.reservation_of(f"default/{name}").node
             args = BindingArgs(name, "default", pod["metadata"]["uid"], node)
-            binds.append(asyncio.create_task(gangs.bind(args)))
+            binds.append(asyncio.create_task(GangVerbs(gangs).bind(args)))
         assert all(await asyncio.gather(*binds))
         await until(lambda: all(cache.pods[f"default/pair-worker-{i}"].node for i in range(2)))
         gangs.schedule_pass()
@@ -519,7 +522,7 @@ async def test_gang_latencies_are_observed_once_per_gang(client: KubeClient) -> 
         )
         version = cache.group_versions["default/pair"]
         gangs.schedule_pass()
-        assert gangs._verdicts["default/pair"][0] == version  # re-decided at this version
+        assert gangs.verdicts["default/pair"][0] == version  # re-decided at this version
         assert observed("vulcan_gang_admission_duration_seconds") == 1
         assert observed("vulcan_gang_wait_duration_seconds") == 1
     finally:
@@ -542,7 +545,7 @@ async def test_a_member_refused_before_its_podgroup_was_seen_is_released_on_admi
     cache, gangs = await started(client)
     try:
         await until(lambda: len(cache.pods) == 1)
-        _, _, unresolvable = gangs.filter(pod_info(member), ["gpu-0"])
+        _, _, unresolvable = member_filter(gangs, pod_info(member), ["gpu-0"])
         assert unresolvable == {"gpu-0": "podgroup default/job not found"}
         gangs.schedule_pass()  # the group is touched by its pod while it has no PodGroup
         await client.create(
@@ -581,7 +584,7 @@ async def test_a_member_refused_while_its_slot_is_held_is_released_when_it_frees
         squatter["spec"]["nodeName"] = "gpu-0"
         await client.create(PODS, squatter)
         await until(lambda: "default/other-worker-0" in cache.pods)
-        _, _, unresolvable = gangs.filter(pod_info(member), ["gpu-0"])
+        _, _, unresolvable = member_filter(gangs, pod_info(member), ["gpu-0"])
         assert unresolvable == {
             "gpu-0": "gang default/job: no candidate node has room for this member "
             "(its reserved slot on gpu-0 is not free yet)"
@@ -593,7 +596,7 @@ async def test_a_member_refused_while_its_slot_is_held_is_released_when_it_frees
         # The squatter terminates: its room is named while it does, then freed.
         await client.delete(PODS, "other-worker-0", "default")
         await until(lambda: cache.pods["default/other-worker-0"].deleting)
-        _, _, unresolvable = gangs.filter(pod_info(member), ["gpu-0"])
+        _, _, unresolvable = member_filter(gangs, pod_info(member), ["gpu-0"])
         assert unresolvable["gpu-0"] == (
             "gang default/job: waiting for default/other-worker-0 to terminate on gpu-0"
         )
@@ -635,12 +638,14 @@ async def test_without_the_gang_plugin_groups_are_only_enqueued_and_members_go_o
         assert gangs.admitted == {"default/tf-a", "default/tf-b"}
         assert not gangs.ledger.by_node  # nothing reserved
         for name in ("tf-a-worker-0", "tf-b-worker-0"):
-            assert gangs.filter(pod_info(pods[name]), nodes) is None  # the plain path decides
+            assert (
+                member_filter(gangs, pod_info(pods[name]), nodes) is None
+            )  # the plain path decides
         member = pods["tf-a-worker-1"]
         args = BindingArgs(
             member["metadata"]["name"], "default", member["metadata"]["uid"], "gpu-1"
         )
-        assert await gangs.bind(args) is None  # not held: bound at once by the caller
+        assert await GangVerbs(gangs).bind(args) is None  # not held: bound at once by the caller
     finally:
         await gangs.stop()
         await cache.stop()

@@ -9,8 +9,9 @@ import asyncio
 from typing import Any
 
 from core.kube.client import EVENTS, PODGROUPS, PODS, KubeClient
+from extender.gang_verbs import GangVerbs
 from extender.protocol import BindingArgs
-from tests.helpers import pod_info, until
+from tests.helpers import member_filter, pod_info, until
 from tests.integration.test_gang_scheduler import add_gpu_node, started, worker
 
 GROUP = "default/tf"
@@ -18,7 +19,7 @@ GROUP = "default/tf"
 
 async def bind(gangs: Any, pod: dict[str, Any], node: str) -> bool:
     meta = pod["metadata"]
-    return await gangs.bind(BindingArgs(meta["name"], "default", meta["uid"], node))
+    return await GangVerbs(gangs).bind(BindingArgs(meta["name"], "default", meta["uid"], node))
 
 
 async def test_a_gang_that_loses_its_members_is_admitted_whole_again(client: KubeClient) -> None:
@@ -58,7 +59,7 @@ async def test_a_gang_that_loses_its_members_is_admitted_whole_again(client: Kub
         gangs.schedule_pass()
         # Two members would fit: none is let through, each is refused with the gang's reason.
         assert GROUP not in gangs.admitted
-        passing, _failed, unresolvable = gangs.filter(pod_info(again[0]), nodes)
+        passing, _failed, unresolvable = member_filter(gangs, pod_info(again[0]), nodes)
         assert passing == []
         assert "gang default/tf: waiting for admission" in unresolvable["gpu-2"]
         assert gangs.ledger.of_group(GROUP) == []

@@ -12,6 +12,7 @@ from typing import Any
 from core.cache import ClusterCache
 from core.kube.client import PODGROUPS, PODS, QUEUES, KubeClient
 from extender.binder import Binder
+from extender.gang_verbs import GangVerbs
 from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
 from tests.helpers import add_ready_node, pod_info, until
@@ -242,10 +243,11 @@ async def test_filter_refuses_a_plain_pod_of_a_queue_over_its_share(client: Kube
     )
     await until(lambda: len(gangs.cache.pods) == 6)
     gangs.schedule_pass()
-    assert gangs.queues_contended()
-    decision = gangs.queue_gate(pod_info(plain), nodes)
+    assert GangVerbs(gangs).queues_contended()
+    decision = GangVerbs(gangs).queue_gate(pod_info(plain), nodes)
     assert decision is not None
-    passing, _failed, unresolvable = decision
+    assert decision.code == "UnschedulableAndUnresolvable" and decision.plugin == "proportion"
+    passing, _failed, unresolvable = decision.split(nodes)
     assert passing == []
     assert unresolvable["node-0"] == (
         "queue research over its share: holds cpu 6, would hold 7 with this pod, deserves 4"

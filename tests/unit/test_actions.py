@@ -6,8 +6,7 @@ from __future__ import annotations
 from core.cache import ClusterCache, Snapshot
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
-from extender.admission_order import job_input
-from plugins import actions
+from plugins import actions, gang_ready
 from plugins import gang as gangs
 from plugins.config import default_config, parse_scheduler_config
 from plugins.gang import GangView
@@ -16,6 +15,7 @@ from plugins.proportion import proportion_shares
 from plugins.queue_share import QueueInput
 from plugins.registry import build_session
 from plugins.session import PERMIT, REJECT, PassState, Session
+from plugins.traversal import job_input
 from tests.unit.test_gang_placement import node, pod
 
 DEFAULT = build_session(default_config())
@@ -108,14 +108,14 @@ def test_a_gang_admitted_again_asks_its_queue_only_for_its_missing_members() -> 
     snap = cluster(["n0", "n1"], [g], members)
     view = gangs.gang_view(snap, g.key)
     assert view is not None
-    pending = gangs.pending_members(view)
+    pending = gang_ready.pending_members(view)
     assert actions.gang_demand(g, pending, 1, view).cpu == 1000
     assert actions.gang_demand(g, pending, 1).cpu == 3000  # without the view: minResources
     leaving = [pod("a-0", node_name="n0", phase="Running"), pod("a-1"), pod("a-2")]
     snap = cluster(["n0"], [g], leaving)
     view = gangs.gang_view(snap, g.key)
     assert view is not None
-    assert actions.gang_demand(g, gangs.pending_members(view), 2, view).cpu == 2000
+    assert actions.gang_demand(g, gang_ready.pending_members(view), 2, view).cpu == 2000
 
 
 def test_enqueue_votes_then_books_what_it_admitted() -> None:
@@ -168,7 +168,7 @@ def test_a_gang_whose_minimum_members_ask_more_than_min_resources_stays_within_c
     snap = cluster(["n1", "n2"], [g], members)
     view = gangs.gang_view(snap, g.key)
     assert view is not None
-    assert actions.gang_demand(g, gangs.pending_members(view), 2, view).cpu == 6000
+    assert actions.gang_demand(g, gang_ready.pending_members(view), 2, view).cpu == 6000
     cap = ResourceVector({"cpu": 6000})
     queues = {"q": QueueInput("q", request=ResourceVector({"cpu": 8000}), capability=cap)}
     model = proportion_shares(snap.total_allocatable, list(queues.values()))

@@ -9,7 +9,6 @@ from __future__ import annotations
 from core.cache import ClusterCache
 from core.records import PodGroupRecord, PriorityClassRecord
 from core.resources import ResourceVector
-from extender.admission_order import job_input
 from plugins.config import default_config
 from plugins.elastic import elastic_resources, surplus_members, trim_elastic
 from plugins.enqueue_promise import enqueue_by_eviction
@@ -19,6 +18,7 @@ from plugins.proportion import proportion_shares
 from plugins.queue_share import QueueInput
 from plugins.registry import build_session
 from plugins.session import PassState, Preemptor
+from plugins.traversal import job_input
 from plugins.victims import effective_units, walk_victims
 from tests.unit.test_evictions import group, node, pod, snapshot
 
@@ -127,7 +127,6 @@ def job(priority: int, queue: str = "q") -> JobInput:
         key="ns/high",
         queue=queue,
         priority=priority,
-        min_member=4,
         ready=False,
         allocated=ResourceVector(),
         creation="",

@@ -887,3 +887,36 @@ def test_a_job_enqueued_on_the_promise_of_eviction_names_whom_it_will_preempt() 
     )
     assert cause == "will-evict"
     assert promise in first
+
+
+# ------------------------------------------------------------------ shares without the extender
+
+
+def test_without_the_extender_explain_computes_the_shares_with_the_confs_queue_plugin() -> None:
+    from explain.world import build_world
+    from plugins.capacity import CapacityShares
+    from plugins.config import parse_scheduler_config
+    from plugins.queue_inputs import queue_inputs
+    from plugins.registry import build_session
+
+    found = Collected(
+        kind="podgroup",
+        namespace="default",
+        name="pg",
+        target=podgroup("pg", queue_name="team"),
+        nodes=[node("n1")],
+        queues=[queue("team", deserved={"cpu": "2"})],
+        podgroups=[podgroup("pg", queue_name="team")],
+    )
+    default = build_world(found)
+    assert default.plugin == "proportion"
+    assert default.shares_from == "computed by explain (proportion)"
+    capacity = build_session(
+        parse_scheduler_config("tiers:\n- plugins:\n  - name: gang\n  - name: capacity\n")
+    )
+    world = build_world(found, capacity)
+    assert world.plugin == "capacity" and isinstance(world.model, CapacityShares)
+    assert world.shares_from == "computed by explain (capacity)"
+    assert world.model.shares["team"].deserved.cpu == 2000  # capacity's spec.deserved
+    # The same inputs the extender's pass computes (no reservations are known here).
+    assert world.inputs == queue_inputs(world.snapshot, {})

@@ -12,8 +12,9 @@ from collections.abc import Callable
 
 import pytest
 
-from extender.barrier import BindBarrier, GangRequirement, check_timeouts
+from extender.barrier import BindBarrier
 from extender.binder import BindError
+from extender.gang_hold import GangRequirement, check_timeouts
 from extender.protocol import BindingArgs
 
 KEY = "ns/pg"

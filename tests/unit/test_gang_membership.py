@@ -20,11 +20,13 @@ from plugins.gang import (
     SUCCEEDED,
     UNKNOWN,
     gang_view,
+    task_status,
+)
+from plugins.gang_ready import (
     members_needed,
     missing_task_members,
     pending_members,
     ready,
-    task_status,
     valid,
 )
 

@@ -16,7 +16,8 @@ from typing import Any
 
 from core.cache import ClusterCache
 from core.records import NodeRecord, PodGroupRecord, PodRecord
-from extender.barrier import BindBarrier, GangRequirement
+from extender.barrier import BindBarrier
+from extender.gang_hold import GangRequirement
 from extender.gang_quorum import QuorumWatch
 from extender.protocol import BindingArgs
 from plugins import gang as gangs

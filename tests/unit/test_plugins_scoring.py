@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-import plugins.framework as framework_module
 from core.resources import ResourceVector
+from plugins import registry
 from plugins.binpack import BinpackPlugin
 from plugins.config import ConfigError, default_config, parse_scheduler_config
 from plugins.framework import Framework, NodeState
@@ -327,7 +327,7 @@ def test_framework_uses_a_plain_score_plugin_through_the_adapter(
         def score(self, request: ResourceVector, state: NodeState) -> float:
             return float(state.allocatable.cpu - state.requested.cpu) * self.factor
 
-    monkeypatch.setitem(framework_module._BUILDERS, "tdm", CpuFree)
+    monkeypatch.setitem(registry.PLUGINS, "tdm", CpuFree)
     fw = framework("- plugins:\n  - name: tdm\n    arguments: {factor: 2}\n")
     assert fw.score(POD, [QUARTER, HALF]) == [6000.0, 4000.0]
     assert fw.extender_scores(POD, [QUARTER, HALF]) == [10, 7]

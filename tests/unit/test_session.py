@@ -39,7 +39,6 @@ def job(name: str, **fields: object) -> JobInput:
         "key": f"ns/{name}",
         "queue": "default",
         "priority": 0,
-        "min_member": 1,
         "ready": False,
         "allocated": ZERO,
         "creation": "2026-01-01T00:00:00Z",

@@ -7,7 +7,6 @@ from __future__ import annotations
 from core.cache import ClusterCache
 from core.records import PodGroupRecord
 from core.resources import ResourceVector
-from extender.admission_order import job_input
 from extender.queues import QueuePolicy
 from plugins import actions
 from plugins import gang as gangs
@@ -16,6 +15,7 @@ from plugins.framework import Framework
 from plugins.node_state import NodeState
 from plugins.registry import build_session, require_implemented
 from plugins.session import PassState, Session
+from plugins.traversal import job_input
 from tests.unit.test_gang_placement import node, pod
 
 VOLCANO_DEFAULT = """\

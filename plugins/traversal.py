@@ -1,22 +1,25 @@
-"""The order a scheduling pass visits the PodGroups in (Volcano's enqueue and allocate
+"""The order a scheduling cycle visits the PodGroups in (Volcano's enqueue and allocate
 traversal): queues in the session's QueueOrder, each queue's jobs in its JobOrder, sorted only
-when the pass looks at that queue, and each job's order key kept until its group changes.
-Also the job as the session's plugins see it (`job_input`) and the numbers of a queue a
-waiting group's decision reads (`queue_numbers`)."""
+when the cycle looks at that queue, and each job's order key kept until its group changes (the
+cache's group versions). Also the job as the session's plugins see it (`job_input`), the numbers
+of a queue a waiting group's decision reads (`queue_numbers`) and the overcommit rule's `used`
+(`cluster_used`). Pure: no I/O."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from core.api import keys
-from core.cache import ClusterCache, Snapshot
 from core.records import PodGroupRecord
 from core.resources import ResourceVector
-from extender.queues import QueuePass, members_request
 from plugins import gang as gangs
 from plugins.job_order import JobInput
+from plugins.queue_inputs import QueuePass, members_request
 from plugins.session import PassState, Session
+
+if TYPE_CHECKING:  # annotations only: core.cache pulls in the informers and asyncio
+    from core.cache import Snapshot
 
 
 def job_input(snapshot: Snapshot, group: PodGroupRecord) -> JobInput:
@@ -30,7 +33,6 @@ def job_input(snapshot: Snapshot, group: PodGroupRecord) -> JobInput:
         key=group.key,
         queue=group.queue,
         priority=priority,
-        min_member=group.min_member,
         ready=group.phase in ("Running", "Completed"),
         allocated=members_request(snapshot, group, placed=True),
         creation=group.created,
@@ -67,11 +69,11 @@ def cluster_used(
     return used
 
 
-def queue_numbers(queue_pass: QueuePass | None, name: str) -> tuple[Any, ...] | None:
+def queue_numbers(queue_pass: QueuePass | PassState | None, name: str) -> tuple[Any, ...] | None:
     """What a waiting group's queue checks read of its queue, comparable across passes."""
-    if queue_pass is None:
+    if queue_pass is None or queue_pass.model is None:
         return None
-    share = queue_pass.model.shares.get(name)
+    share = queue_pass.model.shares.get(name)  # type: ignore[attr-defined]
     source = queue_pass.inputs.get(name)
     if share is None or source is None:
         return None
@@ -87,8 +89,9 @@ def queue_numbers(queue_pass: QueuePass | None, name: str) -> tuple[Any, ...] | 
 
 
 class AdmissionOrder:
-    def __init__(self, cache: ClusterCache, session: Session) -> None:
-        self.cache = cache
+    def __init__(self, versions: Mapping[str, int], session: Session) -> None:
+        """`versions`: each group's version (the cache's `group_versions`, read live)."""
+        self.versions = versions
         self.session = session
         # group -> (its cache version, the cluster total, its job-order key)
         self._keys: dict[str, tuple[int | None, ResourceVector, tuple[Any, ...]]] = {}
@@ -119,7 +122,7 @@ class AdmissionOrder:
     ) -> tuple[Any, ...]:
         """The group's job-order key, recomputed only when the group (or the cluster total its
         DRF share divides by) changed."""
-        version = self.cache.group_versions.get(group.key)
+        version = self.versions.get(group.key)
         cached = self._keys.get(group.key)
         if cached is not None and cached[0] == version and cached[1] == total:
             return cached[2]

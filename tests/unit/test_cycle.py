@@ -1,0 +1,263 @@
+"""plugins.cycle: one scheduling cycle (Volcano's runOnce) on hand-built snapshots, with an
+in-memory host standing for the extender's state: the conf's actions run in the order listed,
+and a plugin the conf switches off is not asked."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from core.cache import ClusterCache, Snapshot
+from core.records import PodGroupRecord, PodRecord, QueueRecord
+from core.resources import ResourceVector
+from plugins.actions import GangRoom
+from plugins.config import parse_scheduler_config
+from plugins.cycle import ADOPT, ALLOCATE, ENQUEUE, Decision, run_once
+from plugins.queue_inputs import QueueBooks, queue_pass
+from plugins.queue_plugins import ProportionPlugin
+from plugins.registry import PLUGINS, build_session
+from plugins.session import PassState, Session
+from plugins.traversal import AdmissionOrder
+from plugins.victims import VictimUnit
+from tests.unit.test_gang_placement import node
+
+TIERS = """
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+"""
+
+
+class Host:
+    """The extender's state as the cycle sees it, in memory: admitted groups and the slots of
+    their members (the gang ledger)."""
+
+    def __init__(self, admitted: set[str] | None = None) -> None:
+        self.admitted = set(admitted or ())
+        self.reserved: dict[str, ResourceVector] = {}
+        self.slot_of: dict[str, str] = {}
+        self.applied: list[Decision] = []
+
+    def visit(self, queue: str, numbers: Any) -> bool:
+        return True
+
+    def settled(self, group: PodGroupRecord, numbers: Any) -> bool:
+        return False
+
+    def is_admitted(self, key: str) -> bool:
+        return key in self.admitted
+
+    def allocated(self) -> set[str]:
+        return set(self.slot_of)
+
+    def backoff(self, key: str) -> str | None:
+        return None
+
+    def room(self, snapshot: Snapshot, key: str) -> GangRoom:
+        return GangRoom(
+            reserved=dict(self.reserved), future=None, victims=list, held=self.slot_of.get
+        )
+
+    def victims(self, snapshot: Snapshot, key: str) -> list[VictimUnit]:
+        return []
+
+    def starving(self, queue: str) -> None:
+        return None
+
+    def apply(self, decision: Decision) -> None:
+        self.applied.append(decision)
+        if decision.action == "allocate" and decision.ok:
+            self.admitted.add(decision.key)
+            requests = {pod.key: pod.requests for pod in decision.view.members}
+            for pod_key, name in decision.slots.items():
+                self.slot_of[pod_key] = name
+                self.reserved[name] = self.reserved.get(name, ResourceVector()) + requests[pod_key]
+
+
+def podgroup(name: str, *, queue: str = "q", job: bool = False, **spec: Any) -> PodGroupRecord:
+    meta: dict[str, Any] = {"name": name, "namespace": "ns", "uid": f"uid-{name}"}
+    if job:  # made by Volcano's job controller: its pods come once it is Inqueue
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "batch.volcano.sh/v1alpha1",
+                "kind": "Job",
+                "name": name,
+                "uid": "j",
+                "controller": True,
+            }
+        ]
+    return PodGroupRecord({"metadata": meta, "spec": {"queue": queue, **spec}})
+
+
+def member(name: str, group: str, cpu: str) -> PodRecord:
+    return PodRecord(
+        {
+            "metadata": {
+                "name": name,
+                "namespace": "ns",
+                "uid": f"uid-{name}",
+                "annotations": {"scheduling.k8s.io/group-name": group},
+            },
+            "spec": {
+                "schedulerName": "volcano",
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
+            },
+            "status": {"phase": "Pending"},
+        }
+    )
+
+
+def cluster(groups: list[PodGroupRecord], pods: list[PodRecord], capability: str) -> Snapshot:
+    cache = ClusterCache()
+    for name in ("n1", "n2"):
+        cache.on_node_add(node(name, cpu="4"))
+    cache.on_queue_add(
+        QueueRecord(
+            {"metadata": {"name": "q"}, "spec": {"weight": 1, "capability": {"cpu": capability}}}
+        )
+    )
+    for g in groups:
+        cache.on_podgroup_add(g)
+    for p in pods:
+        cache.on_pod_add(p)
+    return cache.snapshot()
+
+
+def cycle(session: Session, snap: Snapshot, host: Host) -> list[Decision]:
+    done = run_once(
+        session,
+        snap,
+        host,
+        books=QueueBooks(),
+        order=AdmissionOrder({}, session),
+        reserved_by_group={},
+        reserved_by_node=host.reserved,
+        prefer="binpack",
+    )
+    assert done.decisions == host.applied  # each applied as it was taken, in that order
+    return done.decisions
+
+
+def session_of(actions: str, tiers: str = TIERS) -> Session:
+    return build_session(parse_scheduler_config(f'actions: "{actions}"\n{tiers}'))
+
+
+def contended_queue() -> Snapshot:
+    """Queue q may hold 4 cpu. `vcjob` (a Volcano Job's group: no pods until Inqueue) asks 4 cpu
+    to be enqueued; `gang` (one 4-cpu pod, there already) asks the same 4 cpu to be placed.
+    Only one of them fits in the queue."""
+    vcjob = podgroup("vcjob", job=True, minMember=1, minResources={"cpu": "4"})
+    gang = podgroup("gang", minMember=1, minResources={"cpu": "4"})
+    return cluster([vcjob, gang], [member("gang-0", "gang", "4")], capability="4")
+
+
+def outcome(decisions: list[Decision]) -> list[tuple[str | None, str, bool]]:
+    return [(d.action, d.key, d.ok) for d in decisions]
+
+
+def test_enqueue_before_allocate_lets_the_enqueued_job_hold_the_queue() -> None:
+    host = Host()
+    decisions = cycle(session_of("enqueue, allocate, backfill"), contended_queue(), host)
+    assert outcome(decisions) == [("enqueue", "ns/vcjob", True), ("allocate", "ns/gang", False)]
+    refused = decisions[1].reason or ""
+    assert refused.startswith("gang ns/gang: waiting for admission:") and "q" in refused
+    assert host.admitted == set() and host.slot_of == {}
+
+
+def test_allocate_before_enqueue_places_the_gang_and_refuses_the_job() -> None:
+    host = Host()
+    decisions = cycle(session_of("allocate, enqueue, backfill"), contended_queue(), host)
+    assert outcome(decisions) == [("allocate", "ns/gang", True), ("enqueue", "ns/vcjob", False)]
+    assert host.admitted == {"ns/gang"}
+    assert host.slot_of.keys() == {"ns/gang-0"}
+    # The gang's placement was booked with the Allocate event handlers before enqueue asked.
+    assert "q" in (decisions[1].reason or "")
+
+
+def test_without_an_enqueue_action_allocate_enqueues_too() -> None:
+    decisions = cycle(session_of("allocate, backfill"), contended_queue(), Host())
+    assert [(d.action, d.key) for d in decisions] == [
+        ("allocate", "ns/gang"),
+        ("allocate", "ns/vcjob"),
+    ]
+    assert decisions[0].ok and decisions[1].stage == ENQUEUE and not decisions[1].ok
+
+
+def test_without_an_allocate_action_nothing_is_placed_and_the_reason_says_so() -> None:
+    host = Host()
+    decisions = cycle(session_of("enqueue"), contended_queue(), host)
+    assert outcome(decisions) == [("enqueue", "ns/vcjob", True), (None, "ns/gang", False)]
+    assert decisions[1].stage == ALLOCATE
+    assert decisions[1].reason == (
+        "gang ns/gang: waiting: the scheduler conf has no allocate action"
+    )
+    assert host.slot_of == {}
+
+
+def test_a_gang_placed_whole_already_is_adopted_at_open() -> None:
+    placed = PodRecord(
+        {
+            "metadata": {
+                "name": "old-0",
+                "namespace": "ns",
+                "uid": "uid-old-0",
+                "annotations": {"scheduling.k8s.io/group-name": "old"},
+            },
+            "spec": {
+                "nodeName": "n1",
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}],
+            },
+            "status": {"phase": "Running"},
+        }
+    )
+    old = PodGroupRecord(
+        {
+            "metadata": {"name": "old", "namespace": "ns", "uid": "uid-old"},
+            "spec": {"queue": "q", "minMember": 1},
+            "status": {"phase": "Inqueue"},
+        }
+    )
+    decisions = cycle(session_of("enqueue, allocate"), cluster([old], [placed], "4"), Host())
+    assert [(d.stage, d.action, d.key) for d in decisions] == [(ADOPT, None, "ns/old")]
+
+
+class _CountingProportion(ProportionPlugin):
+    asked: ClassVar[list[str]] = []
+
+    def job_enqueueable(self, job: Any, state: PassState) -> Any:
+        _CountingProportion.asked.append(job.key)
+        return super().job_enqueueable(job, state)
+
+
+def test_a_plugin_switched_off_in_the_conf_is_not_asked(monkeypatch: Any) -> None:
+    monkeypatch.setitem(PLUGINS, "proportion", _CountingProportion)
+    _CountingProportion.asked = []
+    on = session_of("enqueue, allocate")
+    cycle(on, contended_queue(), Host())
+    assert _CountingProportion.asked == ["ns/vcjob", "ns/gang"]
+    _CountingProportion.asked = []
+    off = session_of(
+        "enqueue, allocate",
+        TIERS.replace(
+            "  - name: proportion\n", "  - name: proportion\n    enableJobEnqueued: false\n"
+        ),
+    )
+    decisions = cycle(off, contended_queue(), Host())
+    assert _CountingProportion.asked == []
+    # Nothing votes on the queue any more: both are let through (the cluster has room).
+    assert outcome(decisions) == [("enqueue", "ns/vcjob", True), ("allocate", "ns/gang", True)]
+
+
+def test_the_queue_model_is_the_conf_plugins() -> None:
+    capacity = session_of(
+        "enqueue, allocate", "tiers:\n- plugins:\n  - name: gang\n  - name: capacity\n"
+    )
+    snap = contended_queue()
+    assert capacity.queue_model == "capacity"
+    assert type(queue_pass(snap, {}, capacity.open_queues).model).__name__ == "CapacityShares"
+    assert session_of("enqueue, allocate").queue_model == "proportion"
