@@ -1,6 +1,11 @@
 """kube-scheduler's scheduling queue: activeQ, backoffQ and the unschedulable pool.
 
-- activeQ pops by priority (higher first), then creation time (older first).
+- activeQ pops by priority (higher first), then the time the pod entered the queue (earlier
+  first): kube-scheduler's PrioritySort compares `QueuedPodInfo.Timestamp`, which is set when
+  the pod is added and refreshed each time an attempt sends it back (AddUnschedulableIfNotPresent),
+  so a pod just refused goes behind the pods of its priority that waited meanwhile. Ordered by
+  creation time instead, the oldest pods of a priority, refused again and again, would always
+  come first, and a newer pod could wait behind them for as long as they keep failing.
 - A pod whose attempt errored goes to backoffQ for initial × 2^(attempts-1) seconds, capped at
   the maximum (1 s doubling to 10 s by default).
 - An unschedulable pod waits in the unschedulable pool until a cluster event moves it (to
@@ -34,7 +39,7 @@ UNSCHEDULABLE = "unschedulable"
 class QueuedPod:
     pod: SchedPod
     attempts: int = 0
-    added: float = field(default_factory=time.monotonic)
+    added: float = field(default_factory=time.monotonic)  # when it entered the queue (Timestamp)
     unschedulable_since: float = 0.0
     backoff_until: float = 0.0
     token: int = 0  # which heap entry is current (older entries are stale)
@@ -56,7 +61,7 @@ class SchedulingQueue:
         self._clock = clock
         self._pods: dict[str, QueuedPod] = {}
         self._where: dict[str, str] = {}
-        self._active: list[tuple[int, str, int, str]] = []
+        self._active: list[tuple[int, float, int, str]] = []
         self._backoff: list[tuple[float, int, str]] = []
         self._seq = itertools.count()
         self._ready = asyncio.Event()
@@ -171,7 +176,7 @@ class SchedulingQueue:
         if self._in_flight.pop(queued.pod.key, None) is None:
             return  # deleted meanwhile
         self._pods[queued.pod.key] = queued
-        queued.unschedulable_since = self._clock()
+        queued.unschedulable_since = queued.added = self._clock()  # the Timestamp is refreshed
         # Moved back by an event, it still waits out its backoff (isPodBackingoff).
         queued.backoff_until = queued.unschedulable_since + self.backoff_duration(queued.attempts)
         raced, queued.updated_in_flight = queued.updated_in_flight, False
@@ -184,6 +189,7 @@ class SchedulingQueue:
         """After a scheduling error (or a failed bind): back off, then retry."""
         self._in_flight.pop(queued.pod.key, None)
         self._pods[queued.pod.key] = queued
+        queued.added = self._clock()  # re-added: its Timestamp is refreshed, as after a refusal
         self._push_backoff(queued)
 
     def close(self) -> None:
@@ -210,7 +216,7 @@ class SchedulingQueue:
         queued.token = next(self._seq)
         self._where[queued.pod.key] = ACTIVE
         pod = queued.pod
-        heapq.heappush(self._active, (-pod.priority, pod.created, queued.token, pod.key))
+        heapq.heappush(self._active, (-pod.priority, queued.added, queued.token, pod.key))
         self._ready.set()
 
     def _push_backoff(self, queued: QueuedPod) -> None:

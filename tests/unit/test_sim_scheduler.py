@@ -483,13 +483,36 @@ async def test_post_filter_counts_nodes_where_preemption_cannot_help() -> None:
     )
 
 
-async def test_queue_pops_by_priority_then_creation_time() -> None:
-    q = SchedulingQueue()
-    q.add(pod("low-old", priority=0, created="2026-01-01T00:00:00Z"))
+async def test_queue_pops_by_priority_then_time_in_queue() -> None:
+    clock = FakeClock()
+    q = SchedulingQueue(clock=clock)
+    q.add(pod("low-first", priority=0, created="2026-01-02T00:00:00Z"))
+    clock.now += 1
     q.add(pod("high", priority=10, created="2026-01-03T00:00:00Z"))
-    q.add(pod("low-new", priority=0, created="2026-01-02T00:00:00Z"))
+    clock.now += 1
+    q.add(pod("low-second", priority=0, created="2026-01-01T00:00:00Z"))  # made earlier, came later
     order = [(await q.pop()).pod.name for _ in range(3)]  # type: ignore[union-attr]
-    assert order == ["high", "low-old", "low-new"]
+    assert order == ["high", "low-first", "low-second"]
+
+
+async def test_a_refused_pod_goes_behind_the_pods_of_its_priority_that_waited_meanwhile() -> None:
+    """kube-scheduler refreshes a pod's queue Timestamp when an attempt sends it back: an old pod
+    refused again and again never keeps a newer one of its priority waiting (issue 31's soak:
+    admitted members of new gangs waited minutes behind old, never-admitted ones)."""
+    clock = FakeClock()
+    q = SchedulingQueue(clock=clock)
+    q.add(pod("old", created="2026-01-01T00:00:00Z"))
+    refused = await q.pop()
+    assert refused is not None
+    clock.now += 1
+    q.add(pod("new", created="2026-01-02T00:00:00Z"))
+    clock.now += 1
+    q.requeue_unschedulable(refused, q.scheduling_cycle)
+    clock.now += 10  # past its backoff: the next event sends it straight to activeQ
+    q.move_all()
+    assert q.location("default/old") == ACTIVE
+    order = [(await q.pop()).pod.name for _ in range(2)]  # type: ignore[union-attr]
+    assert order == ["new", "old"]
 
 
 async def test_queue_backoff_doubles_to_the_cap() -> None:
