@@ -23,7 +23,7 @@ import logging
 from collections.abc import Callable
 
 from core.api import keys
-from core.cache_changes import _same_for_scheduling, _same_node
+from core.cache_changes import _same_for_scheduling, _same_node, _same_podgroup
 from core.cache_columns import ROW_DIMS as ROW_DIMS
 from core.cache_columns import NodeColumns
 from core.cache_snapshot import _ZERO, Snapshot, _add, _free, _sub
@@ -274,6 +274,9 @@ class ClusterCache:
     def on_podgroup_add(self, group: PodGroupRecord) -> None:
         old = self.podgroups.get(group.key)
         self.podgroups[group.key] = group
+        if old is not None and _same_podgroup(old, group):
+            # A status write (conditions, counts): nothing a decision reads changed.
+            return
         self._touch_group(group.key)
         if old is not None and old.queue != group.queue:
             self._discard(self.groups_by_queue, old.queue, group.key)

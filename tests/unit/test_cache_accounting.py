@@ -138,3 +138,43 @@ def test_queue_record_defaults() -> None:
     assert queue.weight == 1 and queue.reclaimable and queue.parent == ""
     # Never written: the controller sees "" (it writes Open), the scheduler reads it as Open.
     assert queue.state == "" and queue.scheduling_state == "Open"
+
+
+def podgroup(phase: str, message: str, min_member: int = 1) -> PodGroupRecord:
+    return PodGroupRecord(
+        {
+            "metadata": {
+                "name": "g",
+                "namespace": "ns",
+                "uid": "uid-g",
+                "resourceVersion": str(next(_rv)),
+            },
+            "spec": {"minMember": min_member, "queue": "q"},
+            "status": {
+                "phase": phase,
+                "conditions": [{"type": "Unschedulable", "status": "True", "message": message}],
+            },
+        }
+    )
+
+
+def test_a_podgroup_status_write_wakes_no_pass_and_touches_no_group() -> None:
+    """The extender writes each new reason of a waiting gang to its PodGroup's conditions:
+    taken for a change, every such write woke a pass that decided the group again (and wrote
+    its next reason). Only what a decision reads (phase, spec, metadata) counts."""
+    cache = ClusterCache()
+    wakes: list[None] = []
+    cache.change_listeners.append(lambda: wakes.append(None))
+    cache.on_podgroup_add(podgroup("Pending", "queue q holds cpu 4"))
+    cache.take_dirty_groups()
+    wakes.clear()
+
+    rewritten = podgroup("Pending", "queue q holds cpu 6")
+    cache.on_podgroup_update(cache.podgroups["ns/g"], rewritten)
+    assert cache.podgroups["ns/g"] is rewritten  # the latest resourceVersion is kept
+    assert (wakes, cache.take_dirty_groups()) == ([], set())
+
+    cache.on_podgroup_update(rewritten, podgroup("Inqueue", "queue q holds cpu 6"))
+    assert (len(wakes), cache.take_dirty_groups()) == (1, {"ns/g"})
+    cache.on_podgroup_update(cache.podgroups["ns/g"], podgroup("Inqueue", "x", min_member=2))
+    assert (len(wakes), cache.take_dirty_groups()) == (2, {"ns/g"})
