@@ -166,6 +166,12 @@ def queues_view(gangs: GangScheduler) -> dict[str, Any] | None:
         "plugin": gangs.queue_policy.kind,
         "hierarchical": gangs.queue_policy.hierarchical,
         "total": quantities(gangs.cache.total_allocatable),
+        # What the overcommit rule counted as taken in the last pass (bound pods' requests
+        # plus the gang ledger's reservations) and the reservations alone, node by node.
+        "used": quantities(ResourceVector(gangs.pass_state.used)),
+        "reservedByNode": {
+            node: quantities(amount) for node, amount in sorted(gangs.ledger.by_node.items())
+        },
         "queues": rows,
         "borrowing": borrowing,
         "waiting": waiting,

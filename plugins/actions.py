@@ -152,7 +152,11 @@ def allocate_gang(
         # share) holds what the votes refuse: the eviction below makes the room.
         promise = enqueue_by_eviction(session, state, job, room.victims())
         if promise is None:
-            return Admission(reason=f"gang {key}: waiting for admission: {refused}")
+            # Decided again every pass: the votes read the whole cluster (the overcommit rule
+            # counts every bound pod), which no input of this group's verdict follows. A
+            # verdict kept here left a job made Pending again by reclaim waiting for ever
+            # once its reclaimer was gone (issue 31).
+            return Admission(reason=f"gang {key}: waiting for admission: {refused}", volatile=True)
     # From here on the answer depends on the rest of the cluster.
     per_task = gang_ready.missing_task_members(view)
     topology = _topology(session, group, view)

@@ -5,6 +5,8 @@ extender and the controllers, Volcano Job YAML created with kubectl.
    Its next placement is whole or nothing: the room left over fits half of it, and none of it
    may bind (before the fix half of it bound at once, one pod at a time: the gang's bind barrier
    still said "committed" from the first run and the extender still counted it admitted).
+   Once the reclaimer goes, it runs again whole (before the fix its refusal by the overcommit
+   rule stood until its own PodGroup changed, so it waited for ever).
 2. Volcano's example/task-start-dependency, in our own words: tasks chained by `dependsOn`
    whose minAvailable is below the sum of the task minimums. The dependent tasks' pods are
    created only once the tasks they depend on run, so the bind barrier must not wait for them
@@ -194,6 +196,19 @@ def test_a_gang_evicted_whole_by_reclaim_comes_back_whole_or_not_at_all(
         if c.get("type") == "PodScheduled"
     ]
     assert all("gang default/" in m for m in messages), messages
+    # The reclaimer goes: qa-j1 is enqueued again (its refusal, by the overcommit rule that
+    # counted rq's pods, is judged again), its four pods run whole.
+    cluster.kubectl("delete", "podgroup", "rq", "--wait=false")
+    cluster.kubectl("delete", "pod", "-l", "app=rq", "--wait=false")
+    again = wait_for(
+        "qa-j1's four new workers to run",
+        lambda: (pods := live_bound(job_pods(cluster, "qa-j1"))) and len(pods) == 4 and pods,
+        60,
+    )
+    uids = {
+        p["metadata"]["uid"] for p in job_pods(cluster, "qa-j1") if p["metadata"]["name"] in again
+    }
+    assert not uids & old_uids, again
 
 
 # Volcano's example/task-start-dependency/job.yaml, in our words: one task of 1, then one of 5

@@ -261,3 +261,35 @@ def test_the_queue_model_is_the_conf_plugins() -> None:
     assert capacity.queue_model == "capacity"
     assert type(queue_pass(snap, {}, capacity.open_queues).model).__name__ == "CapacityShares"
     assert session_of("enqueue, allocate").queue_model == "proportion"
+
+
+def test_a_refusal_by_the_enqueue_votes_in_allocate_is_decided_again_every_cycle() -> None:
+    """A Volcano Job's group sent back to Pending (its gang evicted whole by reclaim) keeps the
+    pods its job made again, so it waits in allocate, where the enqueue votes judge it first.
+    The overcommit vote reads the whole cluster (every bound pod), which no input of the
+    group's own verdict follows: the refusal must not stand until the group changes, or the
+    job waits for ever once the room frees (issue 31)."""
+    tiers = TIERS.replace("  - name: proportion\n", "  - name: proportion\n  - name: overcommit\n")
+    session = session_of("enqueue, allocate", tiers)
+    vcjob = podgroup("vcjob", job=True, minMember=2, minResources={"cpu": "8"})
+    pods = [member("vcjob-0", "vcjob", "4"), member("vcjob-1", "vcjob", "4")]
+    other = PodRecord(
+        {
+            "metadata": {"name": "other", "namespace": "ns", "uid": "uid-other"},
+            "spec": {
+                "nodeName": "n1",
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "4"}}}],
+            },
+            "status": {"phase": "Running"},
+        }
+    )
+    [refused] = cycle(session, cluster([vcjob], [*pods, other], "8"), Host())
+    # 2 nodes x 4 cpu x 1.2 = 9.6 cpu, 4 of them taken by the other pod.
+    assert (refused.stage, refused.ok) == (ALLOCATE, False)
+    assert refused.reason == (
+        "gang ns/vcjob: waiting for admission: not enough cpu (need 8, free 5600m)"
+    )
+    assert not refused.settled
+    # The other pod gone, the next cycle (nothing of the group changed) places it whole.
+    [placed] = cycle(session, cluster([vcjob], pods, "8"), Host())
+    assert (placed.stage, placed.ok) == (ALLOCATE, True)
