@@ -6,11 +6,15 @@ say what happened (GangBroken)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from core.kube.client import EVENTS, PODGROUPS, PODS, KubeClient
+from core.resources import ResourceVector
+from extender.binder import BindError
 from extender.gang_verbs import GangVerbs
 from extender.protocol import BindingArgs
+from plugins.victims import VictimUnit
 from tests.helpers import member_filter, pod_info, until
 from tests.integration.test_gang_scheduler import add_gpu_node, started, worker
 
@@ -90,6 +94,61 @@ async def test_a_gang_that_loses_its_members_is_admitted_whole_again(client: Kub
         assert {e["regarding"]["name"] for e in broken if e["regarding"]["kind"] == "Pod"} == {
             f"tf-worker-{i}" for i in range(1, 4)
         }
+    finally:
+        await gangs.stop()
+        await cache.stop()
+
+
+async def test_a_member_binding_just_after_its_gang_is_evicted_whole_is_held(
+    client: KubeClient,
+) -> None:
+    """The eviction is asked, the cache still shows the victims bound and live (the DELETEs are
+    in flight), and a member that passed filter while the gang was admitted asks to bind: its
+    victims must not count towards its new quorum (the issue-31 soak, seed 2026: gang-88 bound
+    one member of three a few milliseconds after it was preempted whole, and stayed so)."""
+    nodes = [f"gpu-{i}" for i in range(4)]
+    for name in nodes:
+        await add_gpu_node(client, name)
+    await client.create(
+        PODGROUPS, {"metadata": {"name": "tf", "namespace": "default"}, "spec": {"minMember": 3}}
+    )
+    pods = [await client.create(PODS, worker("tf", i)) for i in range(3)]
+    cache, gangs = await started(client)
+    try:
+        await until(lambda: len(cache.pods) == 3 and GROUP in cache.podgroups)
+        gangs.schedule_pass()
+        slots = [gangs.ledger.reservation_of(f"default/tf-worker-{i}").node for i in range(3)]
+        assert all(
+            await asyncio.gather(*(bind(gangs, p, n) for p, n in zip(pods, slots, strict=True)))
+        )
+        await until(lambda: all(cache.pods[f"default/tf-worker-{i}"].node for i in range(3)))
+        extra = await client.create(PODS, worker("tf", 3))  # an elastic member, still pending
+        await until(lambda: "default/tf-worker-3" in cache.pods)
+        assert gangs.barrier.committed(GROUP)
+        free = next(n for n in nodes if n not in slots)
+
+        # A higher-priority gang's admission evicts it whole (as `PassHost._admit` applies it).
+        victims = VictimUnit(
+            group=GROUP,
+            queue="default",
+            priority=0,
+            pods=tuple(f"default/tf-worker-{i}" for i in range(3)),
+            freed=ResourceVector(),
+            preemptable=True,
+            critical=False,
+            breaks_gang=True,
+            creation="",
+        )
+        snapshot = cache.live_view()
+        gangs.evictor.evict_units(snapshot, snapshot.podgroups[GROUP], 1000, "preempt", [victims])
+        gangs.evicted_whole([victims], "preempted whole for gang default/hi")
+        late = asyncio.create_task(bind(gangs, extra, free))
+        await until(lambda: gangs.barrier.held(GROUP) == 1 or late.done())
+        assert not late.done(), "the elastic member bound alone on its evicted peers' strength"
+        assert not (await client.get(PODS, "tf-worker-3", "default"))["spec"].get("nodeName")
+        gangs.barrier.release(GROUP, "test over")
+        with contextlib.suppress(BindError):
+            await late
     finally:
         await gangs.stop()
         await cache.stop()
