@@ -1,0 +1,58 @@
+"""extender.gang_writer: a waiting gang's pending members are told why (Volcano's
+taskUnschedulable FailedScheduling) when the reason changes, not when only its live numbers move
+(issue 31: those events were most of the soak's API writes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from core.records import PodGroupRecord
+from extender.gang_writer import GangWriter, reason_shape
+from tests.unit.test_gang_status import view
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.notes: list[tuple[str, str, str]] = []
+
+    def record(self, ref: dict[str, Any], type_: str, reason: str, note: str) -> None:
+        self.notes.append((ref["name"], reason, note))
+
+
+GROUP = PodGroupRecord({"metadata": {"name": "pg", "namespace": "ns"}, "spec": {"minMember": 2}})
+
+
+def told(reasons: list[str]) -> list[str]:
+    """The notes each pending member was given for the gang's successive reasons."""
+    writer = GangWriter(None)
+    recorder = Recorder()
+    writer.recorder = recorder  # type: ignore[assignment]
+    gang = view(2, {"pending": 2})
+    for reason in reasons:
+        writer.podgroup_status(GROUP, gang, False, reason)
+    return [note for name, _, note in recorder.notes if name == "pending-0"]
+
+
+SHARE = "gang ns/pg: waiting for admission: queue q over its share: holds cpu {}, deserves {}"
+
+
+def test_only_numbers_moving_tells_the_members_nothing_new() -> None:
+    notes = told([SHARE.format(8, "14750m"), SHARE.format(10, 15), SHARE.format(11, "15.5")])
+    assert len(notes) == 1
+    assert notes[0].endswith("holds cpu 8, deserves 14750m")
+
+
+def test_a_new_kind_of_reason_is_told() -> None:
+    capability = "gang ns/pg: waiting for admission: queue q would exceed its capability cpu 4"
+    notes = told([SHARE.format(8, 14), capability, SHARE.format(9, 14)])
+    assert [n.rsplit(": ", 1)[-1] for n in notes] == [
+        "holds cpu 8, deserves 14",
+        "queue q would exceed its capability cpu 4",
+        "holds cpu 9, deserves 14",
+    ]
+
+
+def test_the_shape_keeps_words_and_drops_quantities() -> None:
+    assert reason_shape("not enough cpu (need 16, free 11200m) on 2 nodes of 1.5Gi") == (
+        "not enough cpu (need #, free #) on # nodes of #"
+    )
