@@ -12,6 +12,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import yaml
@@ -85,6 +86,26 @@ async def stop_sim_up(process: asyncio.subprocess.Process) -> None:
 class SimCluster:
     client: KubeClient
     state: Path
+
+    def extender_url(self) -> str | None:
+        """The extender's base URL, from the scheduler configuration `sim up` wrote."""
+        config = yaml.safe_load((self.state / "scheduler-config.yaml").read_text())
+        extenders = config.get("extenders") or []
+        if not extenders:
+            return None
+        return str(extenders[0]["urlPrefix"]).rsplit("/v1", 1)[0]
+
+    async def extender_debug(self, path: str) -> Any:
+        """One of the extender's debug views (`/debug/gangs/<ns>/<name>`, `/debug/queues`) as
+        JSON; None when there is no extender or it does not answer."""
+        base = self.extender_url()
+        if base is None:
+            return None
+        try:
+            async with aiohttp.ClientSession() as session, session.get(base + path) as response:
+                return await response.json(content_type=None)
+        except (aiohttp.ClientError, ValueError):
+            return None
 
     async def extender_metrics(self, prefixes: tuple[str, ...]) -> list[str]:
         """The extender's /metrics lines (no comments) whose metric name starts with one of

@@ -24,10 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.sim_cluster import running_cluster
+from bench.sim_cluster import SimCluster, running_cluster
 from bench.soak_actions import Actor
 from bench.soak_checker import Checker, Limits
-from bench.soak_report import account, print_report
+from bench.soak_report import GANG_KINDS, account, extender_summary, print_report
 from bench.soak_watch import Tally, Watches
 from bench.soak_workload import Shape, schedule
 from core.durations import parse_duration
@@ -128,7 +128,7 @@ async def soak(args: argparse.Namespace, out=sys.stdout) -> int:
         await watches.start()
         actor = Actor(sim.client, seed)
         origin = checker.origin = time.monotonic()
-        ticker = asyncio.create_task(_tick(checker, out))
+        ticker = asyncio.create_task(_tick(checker, out, sim))
         cleaner = asyncio.create_task(_clean(actor, checker))
         done_log = (state / "soak-actions.log").open("w")
         try:
@@ -178,14 +178,20 @@ async def soak(args: argparse.Namespace, out=sys.stdout) -> int:
     return 1 if violations else 0
 
 
-async def _tick(checker: Checker, out) -> None:
-    """Re-evaluates the cross-kind invariants; says each new violation as soon as it is seen."""
+async def _tick(checker: Checker, out, sim: SimCluster) -> None:
+    """Re-evaluates the cross-kind invariants; says each new violation as soon as it is seen,
+    a gang's with what the extender thinks of it at that moment (its debug view)."""
     told = 0
     while True:
         await asyncio.sleep(TICK)
         checker.tick(time.monotonic())
         while told < len(checker.violations):
-            print(checker.violations[told].describe(checker.origin), file=out, flush=True)
+            violation = checker.violations[told]
+            print(violation.describe(checker.origin), file=out, flush=True)
+            if violation.kind in GANG_KINDS and "/" in violation.subject:
+                view = await sim.extender_debug(f"/debug/gangs/{violation.subject}")
+                queues = await sim.extender_debug("/debug/queues")
+                print(f"  extender: {extender_summary(view, queues)}", file=out, flush=True)
             told += 1
 
 

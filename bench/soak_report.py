@@ -4,7 +4,7 @@ violation printed with the objects involved, and the closing line."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import TextIO
+from typing import Any, TextIO
 
 from bench.soak_actions import Actor, Submitted
 from bench.soak_checker import Checker, Violation
@@ -171,3 +171,36 @@ def print_report(
 def _reasons(tally: Tally) -> str:
     counts = Counter(tally.evicted.values())
     return ", ".join(f"{reason} {count}" for reason, count in sorted(counts.items())) or "none"
+
+
+# Violations about one gang: the extender's view of it is printed with them.
+GANG_KINDS = ("stall", "partial-gang")
+
+
+def extender_summary(view: Any, queues: Any) -> str:
+    """What the extender thinks of a gang (its `/debug/gangs` view) and of its queue (its row
+    of `/debug/queues`), in one line: admitted or not and why, its members, its slots."""
+    if not isinstance(view, dict) or "podgroup" not in view:
+        error = view.get("error") if isinstance(view, dict) else None
+        return f"no view ({error or 'no answer'})"
+    members = view.get("members") or {}
+    parts = [
+        f"admitted={view.get('admitted')}",
+        f"committed={view.get('committed')}",
+        f"phase={view.get('phase')}",
+        "members " + ", ".join(f"{k} {v}" for k, v in members.items()),
+        f"reserved {view.get('reserved') or {}}",
+        f"hold {view.get('hold')}",
+        f"backoff {view.get('backoffSecondsLeft')}s",
+        f"reason: {view.get('reason')}",
+    ]
+    rows = queues.get("queues", ()) if isinstance(queues, dict) else ()
+    row = next((q for q in rows if q.get("name") == view.get("queue")), None)
+    if row is not None:
+        parts.append(
+            f"queue {row['name']}: allocated {row.get('allocated')}, inqueue "
+            f"{row.get('inqueue')}, elastic {row.get('elastic')}, deserved {row.get('deserved')}"
+        )
+    if isinstance(queues, dict):
+        parts.append(f"cluster used {queues.get('used')}, reserved {queues.get('reservedByNode')}")
+    return "; ".join(parts)

@@ -334,3 +334,33 @@ def test_a_job_waiting_for_pods_held_by_a_down_node_is_not_late() -> None:
     checker.tick(31.0)
     checker.tick(42.0)  # back up, and the job still has not moved: late
     assert kinds(checker) == ["job-not-final"]
+
+
+def test_a_gang_violation_says_what_the_extender_thinks_of_the_gang() -> None:
+    from bench.soak_report import extender_summary
+
+    view = {
+        "podgroup": "soak/g",
+        "queue": "q0",
+        "phase": "Inqueue",
+        "admitted": False,
+        "committed": False,
+        "members": {"created": 3, "pending": 3},
+        "reserved": {},
+        "hold": None,
+        "backoffSecondsLeft": 0.0,
+        "reason": "gang soak/g: waiting for admission: queue q0 over its share",
+    }
+    queues = {
+        "used": {"cpu": "40"},
+        "reservedByNode": {"n1": {"cpu": "4"}},
+        "queues": [{"name": "q0", "allocated": {"cpu": "42"}, "deserved": {"cpu": "43"}}],
+    }
+    line = extender_summary(view, queues)
+    assert "admitted=False" in line and "members created 3, pending 3" in line
+    assert "reason: gang soak/g: waiting for admission: queue q0 over its share" in line
+    assert "queue q0: allocated {'cpu': '42'}" in line
+    assert "cluster used {'cpu': '40'}, reserved {'n1': {'cpu': '4'}}" in line
+    assert extender_summary({"error": "podgroup soak/g is not in the extender's cache"}, None) == (
+        "no view (podgroup soak/g is not in the extender's cache)"
+    )
