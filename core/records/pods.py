@@ -195,6 +195,17 @@ class PodRecord:
         vulcan removes when the gang is admitted): the user's, removed when the user decides."""
         return any(gate != keys.QUEUE_ALLOCATION_GATE for gate in self.gates)
 
+    def assumed_deleting(self) -> PodRecord:
+        """This pod as it will be once a deletion asked for it lands: the same record with
+        its deletion under way (what kube-scheduler's assume cache is for a Binding, and
+        Volcano's cache does for an eviction: the task is Releasing from the moment it asks)."""
+        copy = object.__new__(PodRecord)
+        for name in PodRecord.__slots__:
+            if hasattr(self, name):
+                setattr(copy, name, getattr(self, name))
+        copy.deleting = True
+        return copy
+
     @property
     def terminal(self) -> bool:
         return self.phase in ("Succeeded", "Failed")

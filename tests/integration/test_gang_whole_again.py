@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from typing import Any
 
-from core.kube.client import EVENTS, PODGROUPS, PODS, KubeClient
+from core.kube.client import EVENTS, PODGROUPS, PODS, KubeClient, Resource
+from core.records import PodGroupRecord
 from core.resources import ResourceVector
 from extender.binder import BindError
 from extender.gang_verbs import GangVerbs
@@ -19,6 +21,7 @@ from tests.helpers import member_filter, pod_info, until
 from tests.integration.test_gang_scheduler import add_gpu_node, started, worker
 
 GROUP = "default/tf"
+PDBS = Resource("policy", "v1", "poddisruptionbudgets", True, "PodDisruptionBudget")
 
 
 async def bind(gangs: Any, pod: dict[str, Any], node: str) -> bool:
@@ -149,6 +152,113 @@ async def test_a_member_binding_just_after_its_gang_is_evicted_whole_is_held(
         gangs.barrier.release(GROUP, "test over")
         with contextlib.suppress(BindError):
             await late
+    finally:
+        await gangs.stop()
+        await cache.stop()
+
+
+async def test_a_gang_evicted_whole_is_not_admitted_again_on_its_victims(
+    client: KubeClient,
+) -> None:
+    """The next pass comes before the API server's word on the evictions (a busy control
+    plane): the victims are Releasing from the moment their eviction is asked, as in Volcano's
+    cache, so the gang is not admitted again on the strength of its own victims (issue-31
+    soak: gang-1191 "its 2 bound members hold what it needs" 0.3 s after its preemption)."""
+    nodes = [f"gpu-{i}" for i in range(4)]
+    for name in nodes:
+        await add_gpu_node(client, name)
+    await client.create(
+        PODGROUPS, {"metadata": {"name": "tf", "namespace": "default"}, "spec": {"minMember": 2}}
+    )
+    pods = [await client.create(PODS, worker("tf", i)) for i in range(2)]
+    cache, gangs = await started(client)
+    try:
+        await until(lambda: len(cache.pods) == 2 and GROUP in cache.podgroups)
+        gangs.schedule_pass()
+        slots = [gangs.ledger.reservation_of(f"default/tf-worker-{i}").node for i in range(2)]
+        assert all(
+            await asyncio.gather(*(bind(gangs, p, n) for p, n in zip(pods, slots, strict=True)))
+        )
+        await until(lambda: all(cache.pods[f"default/tf-worker-{i}"].node for i in range(2)))
+        gangs.schedule_pass()
+        assert GROUP in gangs.admitted
+
+        victims = VictimUnit(
+            group=GROUP,
+            queue="default",
+            priority=0,
+            pods=("default/tf-worker-0", "default/tf-worker-1"),
+            freed=ResourceVector(),
+            preemptable=True,
+            critical=False,
+            breaks_gang=True,
+            creation="",
+        )
+        snapshot = cache.live_view()
+        versions = {k: cache.pods[k].rv for k in victims.pods}
+        gangs.evictor.evict_units(snapshot, snapshot.podgroups[GROUP], 1000, "preempt", [victims])
+        gangs.evicted_whole([victims], "preempted whole for gang default/hi")
+        gangs.schedule_pass()  # before any watch event of the evictions
+        assert GROUP not in gangs.admitted, gangs.reasons.get(GROUP)
+        assert all(cache.pods[k].deleting for k in victims.pods)
+        # The API server's own word (a deletionTimestamp: no kubelet here to finish the pods)
+        # replaces the assumption, and says the same.
+        await until(lambda: all(cache.pods[k].rv != versions[k] for k in victims.pods))
+        assert all(cache.pods[k].deleting for k in victims.pods)
+        gangs.schedule_pass()
+        assert GROUP not in gangs.admitted
+    finally:
+        await gangs.stop()
+        await cache.stop()
+
+
+async def test_a_refused_eviction_gives_the_pod_back_as_the_api_server_shows_it(
+    client: KubeClient,
+) -> None:
+    """A disruption budget refuses the eviction: the pod assumed Releasing is live again."""
+    await add_gpu_node(client, "gpu-0")
+    guarded = worker("db", 0)
+    guarded["metadata"]["labels"] = {"app": "db"}
+    guarded["spec"]["nodeName"] = "gpu-0"
+    await client.create(PODS, guarded)
+    await client.patch(
+        PODS,
+        "db-worker-0",
+        {"status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}},
+        "default",
+        subresource="status",
+    )
+    await client.create(
+        PDBS,
+        {
+            "metadata": {"name": "db", "namespace": "default"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "db"}}},
+        },
+    )
+    # A refusal is retried as a 429 (as kubectl drain does): once here, to be quick.
+    client.options = dataclasses.replace(client.options, max_retries=1, retry_initial=0.01)
+    cache, gangs = await started(client)
+    key = "default/db-worker-0"
+    try:
+        await until(lambda: key in cache.pods and cache.pods[key].phase == "Running")
+        victim = VictimUnit(
+            group=None,
+            queue="default",
+            priority=0,
+            pods=(key,),
+            freed=ResourceVector(),
+            preemptable=True,
+            critical=False,
+            breaks_gang=False,
+            creation="",
+        )
+        snapshot = cache.live_view()
+        group = PodGroupRecord({"metadata": {"name": "hi", "namespace": "default"}, "spec": {}})
+        gangs.evictor.evict_units(snapshot, group, 1000, "preempt", [victim])
+        assert cache.pods[key].deleting  # assumed at once
+        await until(lambda: not cache.pods[key].deleting)  # refused: as the API server shows it
+        assert key not in gangs.evictor.releasing
+        assert cache.pods[key].node == "gpu-0"
     finally:
         await gangs.stop()
         await cache.stop()
