@@ -111,6 +111,20 @@ def build_parser() -> argparse.ArgumentParser:
     crds.add_argument("--out", metavar="DIR", help="write one file per CRD into DIR")
     crds.set_defaults(func=_cmd_crds)
 
+    scoring = sub.add_parser(
+        "scheduler-scoring",
+        help="the conf's node order as kube-scheduler profile scoring (no prioritize call)",
+        description="Render the Volcano conf's node order (nodeorder, binpack) as the plugins "
+        "and pluginConfig of the kube-scheduler profile that calls vulcan, so its extender "
+        "entry needs no prioritizeVerb; or say why kube-scheduler's scoring cannot express it.",
+    )
+    scoring.add_argument(
+        "--config",
+        metavar="FILE",
+        help="the extender's Volcano scheduler conf (default: vulcan's default conf)",
+    )
+    scoring.set_defaults(func=_main_of("vulcan.scheduler_scoring"))
+
     extender = sub.add_parser(
         "extender",
         help="the scheduler extender kube-scheduler calls (filter/prioritize/preempt/bind)",
