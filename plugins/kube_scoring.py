@@ -1,5 +1,6 @@
 """The conf's node order rendered as kube-scheduler's own scoring, so the extender needs no
-`prioritize` call (issue 37): a pure function of the Volcano conf, no I/O.
+`prioritize` call (issue 37), and what vulcan's profile needs for a conf: pure functions of the
+Volcano conf, no I/O.
 
 What the install runs today, per pod and candidate node n (kube-scheduler v1 profile defaults;
 kube-scheduler sums each score plugin's 0..100 × its weight, and adds an extender's 0..10 × 10 ×
@@ -8,7 +9,8 @@ the extender's weight):
     T(n) = L(n) + Bal(n) + 10 × round(10 × V(n) / V(best))        [+ the other default plugins]
 
 with L = NodeResourcesFit LeastAllocated (cpu 1, memory 1, weight 1), Bal =
-NodeResourcesBalancedAllocation (weight 1), and V the conf's node order (`plugins.framework`):
+NodeResourcesBalancedAllocation (weight 1; up to 1.35 the balance after the pod, as Volcano's),
+and V the conf's node order (`plugins.framework`):
 
     V = a·L + m·M + bal·Bal + b·B
     a, m, bal = nodeorder's leastrequested / mostrequested / balancedresource weights
@@ -25,7 +27,8 @@ Two things kube-scheduler's fixed integer weights cannot follow:
 - c varies per pod (the best candidate's V) and the result is rounded to 0..10. The rendering
   fixes c = 100 / V_top, V_top = 100·(a + bal) the conf's top score (an empty, perfectly
   balanced node): the scale vulcan's rescale gives when the best candidate reaches the top. With
-  the default conf (leastrequested 1, balancedresource 1, binpack 1) V = 100 + Bal up to
+  the default conf on kube-scheduler up to 1.35 (leastrequested 1, balancedresource 1,
+  binpack 1; LeastAllocated 2, BalancedAllocation 3) V = 100 + Bal up to
   integer truncation (leastrequested and binpack cancel), every node scores 150..200, so c is
   0.5..0.67 and the best candidate is the best balanced one — c = 0.5 when that one is
   balanced. Where vulcan's rescale and rounding order two nodes differently (the best
@@ -36,9 +39,19 @@ Two things kube-scheduler's fixed integer weights cannot follow:
   on how full the best candidate is — so placements would change: not expressible, the
   `prioritize` verb stays.
 
-Not expressible (a reason says which): negative weights; binpack.resources beyond cpu and
-memory; a resource weight above kube-scheduler's 100; node-order plugins other than nodeorder
-and binpack; a conf that packs (above).
+Not expressible (a reason says which): nodeorder's balancedresource on kube-scheduler 1.36 or
+later, whose BalancedAllocation scores the change in balance the pod makes (k/k#135573:
+50 + (50 + balance after − balance before) / 2) where Volcano scores the balance after it (the
+formula up to 1.35): the node's balance before the pod is a term no plugin offers; negative
+weights; binpack.resources beyond cpu and memory; a resource weight above kube-scheduler's 100;
+node-order plugins other than nodeorder and binpack; a conf that packs (above).
+
+Whether the install needs either (`plan_profile`): every pod of vulcan's `volcano` profile is
+in a PodGroup (the podgroup controller groups the pods it does not find grouped, and filter
+refuses them until then), and with the gang plugin filter narrows each member to the one node
+vulcan reserved for it (or the first candidate with room): kube-scheduler scores nothing when
+one node is left. So with the gang plugin the profile needs neither prioritize nor a rendering;
+without it each pod is placed on its own, and the rendering (or prioritize) keeps the order.
 
 Also differs, and stays that way (documented): binpack scores only the resources the pod
 requests, the rendering assumes it requests both cpu and memory (a pod without a memory
@@ -64,12 +77,20 @@ from plugins.session import Session
 
 __all__ = [
     "DEFAULT_SCORE_WEIGHTS",
+    "KUBE_VERSION",
     "KubeScoring",
     "NotExpressible",
+    "ProfilePlan",
+    "plan_profile",
     "render_node_order",
     "scheduler_profile",
     "without_prioritize",
 ]
+
+# The kube-scheduler minor version rendered for by default: the one vulcan's real tier runs.
+KUBE_VERSION = (1, 36)
+# From this version on, BalancedAllocation scores the change in balance (k/k#135573).
+BALANCE_CHANGE_SINCE = (1, 36)
 
 FIT = "NodeResourcesFit"
 BALANCED = "NodeResourcesBalancedAllocation"
@@ -137,12 +158,47 @@ class NotExpressible:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class ProfilePlan:
+    """What vulcan's `volcano` profile and its extender entry need for a conf: whether the
+    entry keeps `prioritizeVerb`, the scoring to set (None: kube-scheduler's default), and why."""
+
+    prioritize: bool
+    scoring: KubeScoring | None
+    why: str
+
+
+GANG_NARROWS = (
+    "every pod of the profile is in a PodGroup, and with the gang plugin filter narrows each "
+    "to the one node vulcan reserved for it: kube-scheduler scores nothing, so neither "
+    "prioritize nor a rendering of the node order is needed"
+)
+
+
+def plan_profile(
+    config: SchedulerConfig | Session, kube_version: tuple[int, int] = KUBE_VERSION
+) -> ProfilePlan:
+    """The profile's plan for a conf (module docstring)."""
+    session = config if isinstance(config, Session) else Framework(config).session
+    if session.has("gang"):
+        return ProfilePlan(prioritize=False, scoring=None, why=GANG_NARROWS)
+    rendered = render_node_order(session, kube_version)
+    if isinstance(rendered, NotExpressible):
+        return ProfilePlan(prioritize=True, scoring=None, why=rendered.reason)
+    return ProfilePlan(
+        prioritize=False,
+        scoring=rendered,
+        why="without the gang plugin each pod is placed on its own: the profile scores nodes "
+        "as the conf orders them",
+    )
+
+
 def render_node_order(
-    config: SchedulerConfig | Session | Framework,
+    config: SchedulerConfig | Session | Framework, kube_version: tuple[int, int] = KUBE_VERSION
 ) -> KubeScoring | NotExpressible:
     """The conf's node order, added to kube-scheduler's default resource scoring as the
-    extender's prioritize adds it, as fixed plugin weights (module docstring), or the reason
-    it cannot be."""
+    extender's prioritize adds it, as fixed plugin weights for kube-scheduler `kube_version`
+    (major, minor) (module docstring), or the reason it cannot be."""
     framework = config if isinstance(config, Framework) else Framework(config)
     least = most = balanced = binpack = 0
     binpack_weights: dict[str, int] = {}
@@ -171,6 +227,14 @@ def render_node_order(
                 f"{name} is {value}: kube-scheduler's weights are positive, a negative weight "
                 "(which inverts the score) has no equivalent"
             )
+    if balanced and tuple(kube_version) >= BALANCE_CHANGE_SINCE:
+        return NotExpressible(
+            f"nodeorder's balancedresource.weight is {balanced}: kube-scheduler "
+            f"{kube_version[0]}.{kube_version[1]} scores NodeResourcesBalancedAllocation by the "
+            "change in balance the pod makes (k/k#135573), Volcano by the balance after it; "
+            "the node's balance before the pod is a term no plugin offers (expressible up to "
+            "kube-scheduler 1.35)"
+        )
     if binpack:
         extra = sorted(set(binpack_weights) - set(_RESOURCES))
         if extra:
@@ -256,10 +320,10 @@ def without_prioritize(extender: dict[str, Any]) -> dict[str, Any]:
 
 
 def scheduler_profile(
-    profile: dict[str, Any], extenders: list[dict[str, Any]], rendered: KubeScoring | NotExpressible
+    profile: dict[str, Any], extenders: list[dict[str, Any]], plan: ProfilePlan
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """A profile and extender entries with the rendering applied: the scoring set and
-    `prioritizeVerb` dropped, or both unchanged when the conf is not expressible."""
-    if isinstance(rendered, NotExpressible):
-        return dict(profile), [dict(e) for e in extenders]
-    return {**profile, **rendered.profile_fields()}, [without_prioritize(e) for e in extenders]
+    """A profile and its extender entries with `plan` applied: the scoring set (if any) and
+    `prioritizeVerb` dropped (unless the plan keeps it)."""
+    fields = plan.scoring.profile_fields() if plan.scoring is not None else {}
+    entries = [dict(e) if plan.prioritize else without_prioritize(e) for e in extenders]
+    return {**profile, **fields}, entries

@@ -113,15 +113,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     scoring = sub.add_parser(
         "scheduler-scoring",
-        help="the conf's node order as kube-scheduler profile scoring (no prioritize call)",
-        description="Render the Volcano conf's node order (nodeorder, binpack) as the plugins "
-        "and pluginConfig of the kube-scheduler profile that calls vulcan, so its extender "
-        "entry needs no prioritizeVerb; or say why kube-scheduler's scoring cannot express it.",
+        help="what vulcan's kube-scheduler profile needs for a conf (prioritize or scoring)",
+        description="Say whether the kube-scheduler profile that calls vulcan needs the "
+        "extender's prioritize call for this Volcano conf, and why; when the conf's node order "
+        "(nodeorder, binpack) is expressible as kube-scheduler's own scoring, print the "
+        "profile's plugins and pluginConfig that render it.",
     )
     scoring.add_argument(
         "--config",
         metavar="FILE",
         help="the extender's Volcano scheduler conf (default: vulcan's default conf)",
+    )
+    scoring.add_argument(
+        "--kube-version",
+        default="1.36",
+        metavar="MAJOR.MINOR",
+        help="the kube-scheduler's version (default 1.36): from 1.36 on, BalancedAllocation "
+        "scores the change in balance, and nodeorder's balance term is not expressible",
     )
     scoring.set_defaults(func=_main_of("vulcan.scheduler_scoring"))
 

@@ -117,11 +117,8 @@ def test_what_renders_is_accepted_by_an_api_server_without_warnings(tmp_path: Pa
 def test_the_cluster_scheduler_stanza_routes_only_marked_pods_to_vulcan() -> None:
     """Mode 2's stanza is a valid KubeSchedulerConfiguration fragment whose two entries each
     name one of vulcan's markers, the controllers add those markers, and `vulcan sim up
-    --install-mode cluster-scheduler` runs the very same entries, but for the prioritize call
-    the stand-in keeps (it scores with LeastAllocated alone and reads no profile scoring, so
-    the install's rendered scoring would not order its nodes as the conf does)."""
+    --install-mode cluster-scheduler` runs the very same entries."""
     from core.api.keys import BINDING_MARKER, MARKERS, SCHEDULING_MARKER
-    from plugins.kube_scoring import without_prioritize
     from sim.scheduler.config import API_VERSION, KIND, parse_config, sim_config
 
     docs = render(MANIFESTS / "overlays" / "cluster-scheduler")
@@ -136,8 +133,7 @@ def test_the_cluster_scheduler_stanza_routes_only_marked_pods_to_vulcan() -> Non
     assert config.ignored_resources == set(MARKERS)
     sim = sim_config("http://sim", markers=MARKERS)["extenders"]
     url = stanza["extenders"][0]["urlPrefix"]
-    assert [without_prioritize({**e, "urlPrefix": url}) for e in sim] == stanza["extenders"]
-    assert sim[0]["prioritizeVerb"] == "prioritize"
+    assert [{**e, "urlPrefix": url} for e in sim] == stanza["extenders"]
     (controllers,) = [d for d in docs if d["kind"] == "Deployment" and "controllers" in key(d)[2]]
     args = controllers["spec"]["template"]["spec"]["containers"][0]["args"]
     assert f"--pod-resource-markers={','.join(MARKERS)}" in args

@@ -1,4 +1,5 @@
-"""plugins.kube_scoring: the conf's node order as kube-scheduler's scoring (issue 37).
+"""plugins.kube_scoring: the conf's node order as kube-scheduler's scoring, and what vulcan's
+profile needs for a conf (issue 37).
 
 The numeric test scores random nodes both ways: kube-scheduler's sum with the rendered weights
 (LeastAllocated with the rendered resource weights, BalancedAllocation), and what the rendering
@@ -18,6 +19,7 @@ from plugins.framework import Framework
 from plugins.kube_scoring import (
     KubeScoring,
     NotExpressible,
+    plan_profile,
     render_node_order,
     scheduler_profile,
     without_prioritize,
@@ -32,14 +34,18 @@ def conf(*plugins: str) -> str:
     )
 
 
-def rendered(text: str) -> KubeScoring | NotExpressible:
-    return render_node_order(parse_scheduler_config(text))
+# kube-scheduler up to 1.35 scores the balance after the pod, as Volcano does.
+OLD_BALANCE = (1, 35)
 
 
-def test_the_default_conf_renders_least_allocated_2_and_balance_3() -> None:
+def rendered(text: str, version: tuple[int, int] = OLD_BALANCE) -> KubeScoring | NotExpressible:
+    return render_node_order(parse_scheduler_config(text), version)
+
+
+def test_the_default_conf_renders_least_allocated_2_and_balance_3_up_to_kube_1_35() -> None:
     # leastrequested 1 + binpack 1 cancel; the balance counts 1 + 1/2 (the conf's share at its
     # top score 200) against LeastAllocated's 1: ×2 for integers, the other plugins with them.
-    result = render_node_order(default_config())
+    result = render_node_order(default_config(), OLD_BALANCE)
     assert isinstance(result, KubeScoring)
     assert result.weights == {
         "TaintToleration": 6,
@@ -52,6 +58,40 @@ def test_the_default_conf_renders_least_allocated_2_and_balance_3() -> None:
     }
     assert result.fit_resources == {"cpu": 1, "memory": 1}
     assert not result.exact
+
+
+def test_from_kube_1_36_the_balance_term_is_not_expressible() -> None:
+    # BalancedAllocation scores the change in balance there (k/k#135573).
+    result = render_node_order(default_config(), (1, 36))
+    assert isinstance(result, NotExpressible)
+    assert "balancedresource.weight is 1" in result.reason
+    assert "change in balance" in result.reason
+    without = rendered(
+        conf(
+            "name: nodeorder\n    arguments:\n      leastrequested.weight: 2\n"
+            "      balancedresource.weight: 0",
+            "name: binpack",
+        ),
+        (1, 36),
+    )
+    assert isinstance(without, KubeScoring)
+
+
+def test_with_the_gang_plugin_the_profile_needs_neither_prioritize_nor_scoring() -> None:
+    plan = plan_profile(default_config())
+    assert not plan.prioritize and plan.scoring is None
+    assert "narrows each to the one node" in plan.why
+
+
+def test_without_the_gang_plugin_the_plan_renders_or_keeps_prioritize() -> None:
+    kept = plan_profile(parse_scheduler_config(conf("name: nodeorder")), (1, 36))
+    assert kept.prioritize and kept.scoring is None
+    assert "change in balance" in kept.why
+    text = conf("name: nodeorder\n    arguments: {balancedresource.weight: 0}")
+    dropped = plan_profile(parse_scheduler_config(text), (1, 36))
+    assert not dropped.prioritize and dropped.scoring is not None
+    assert dropped.scoring.weights["NodeResourcesFit"] == 2  # kube's 1 + the conf's 1 at scale 1
+    assert dropped.scoring.weights["NodeResourcesBalancedAllocation"] == 1
 
 
 def test_a_conf_whose_order_points_like_kube_defaults_is_exact() -> None:
@@ -141,7 +181,8 @@ def test_the_rendered_sum_is_the_default_scoring_plus_the_conf_at_its_top_scale(
 ) -> None:
     config = default_config() if text is None else parse_scheduler_config(text)
     framework = Framework(config)
-    result = render_node_order(framework)
+    # The old balance formula: Volcano's and kube-scheduler's balance are the same function.
+    result = render_node_order(framework, OLD_BALANCE)
     assert isinstance(result, KubeScoring)
     least = NodeOrderPlugin({"balancedresource.weight": 0})  # kube's LeastAllocated, weight 1
     balance = NodeOrderPlugin({"leastrequested.weight": 0})  # kube's BalancedAllocation
@@ -183,12 +224,18 @@ def test_the_rendered_sum_is_the_default_scoring_plus_the_conf_at_its_top_scale(
 def test_the_profile_takes_the_scoring_and_the_extender_drops_prioritize() -> None:
     entry = {"urlPrefix": "http://x/v1", "filterVerb": "filter", "prioritizeVerb": "prioritize",
              "weight": 1, "nodeCacheCapable": True}  # fmt: skip
-    result = render_node_order(default_config())
-    profile, (extender,) = scheduler_profile({"schedulerName": "volcano"}, [entry], result)
+    text = conf("name: nodeorder\n    arguments: {balancedresource.weight: 0}")
+    plan = plan_profile(parse_scheduler_config(text))
+    profile, (extender,) = scheduler_profile({"schedulerName": "volcano"}, [entry], plan)
     assert profile["schedulerName"] == "volcano"
     assert profile["pluginConfig"][0]["args"]["scoringStrategy"]["type"] == "LeastAllocated"
     assert extender == without_prioritize(entry)
     assert "prioritizeVerb" not in extender and "weight" not in extender
     assert extender["filterVerb"] == "filter"
-    unchanged = scheduler_profile({"schedulerName": "volcano"}, [entry], NotExpressible("x"))
-    assert unchanged == ({"schedulerName": "volcano"}, [entry])
+    gang = scheduler_profile({"schedulerName": "volcano"}, [entry], plan_profile(default_config()))
+    assert gang == ({"schedulerName": "volcano"}, [without_prioritize(entry)])
+    kept = plan_profile(parse_scheduler_config(conf("name: nodeorder")))
+    assert scheduler_profile({"schedulerName": "volcano"}, [entry], kept) == (
+        {"schedulerName": "volcano"},
+        [entry],
+    )
