@@ -20,21 +20,29 @@ rendered scoring wins; tests/real/scoring_workload.py counts the draws each reas
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from plugins.config import parse_scheduler_config
 from plugins.kube_scoring import plan_profile, scheduler_profile
-from tests.e2e.conftest import wait_for
 from tests.real.conftest import RealCluster
-from tests.real.install import find
-from tests.real.processes import Child
+from tests.real.placements import (
+    PODS,
+    create_group,
+    differences,
+    install_config,
+    local_config,
+    member,
+    node_of,
+    pod,
+    scheduler,
+    stop_install_schedulers,
+    with_prioritize,
+)
 
 pytestmark = pytest.mark.real
 
@@ -45,106 +53,39 @@ INSTALL_MODE = "second-scheduler"
 EXTENDER_FLAGS = (f"--config={CONF}",)  # after the Deployment's --config: the one argparse keeps
 NODE_PROFILES = [f"count=1,cpu={n['cpu']},memory={n['memory']}" for n in WORKLOAD["nodes"]]
 POD_DURATION = "24h"  # every pod keeps its room until the phase deletes it
-PODS = "/api/v1/namespaces/default/pods"
-PODGROUPS = "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups"
-
-
-def install_config(cluster: RealCluster) -> dict[str, Any]:
-    text = find(cluster.install.docs, "ConfigMap", "vulcan-scheduler-config")["data"]
-    return dict(yaml.safe_load(text["config.yaml"]))
 
 
 def phase_config(cluster: RealCluster, *, prioritize: bool) -> dict[str, Any]:
-    """One kube-scheduler for both profiles with the install's extender entries (the local
-    URL); `prioritize`: the entries and scoring as they were before the rendering, else as
+    """One kube-scheduler for both profiles with the install's extender entries;
+    `prioritize`: the entries and scoring as they were before the rendering, else as
     `plan_profile` has them for the conf."""
-    install = install_config(cluster)
-    extenders = copy.deepcopy(install["extenders"])
-    for entry in extenders:
-        entry["urlPrefix"] = f"{cluster.install.extender_url}/v1"
-    profiles = []
-    for name in ("default-scheduler", "volcano"):
-        if prioritize:
-            profile, entries = {"schedulerName": name}, copy.deepcopy(extenders)
-            entries[0] = {**entries[0], "prioritizeVerb": "prioritize", "weight": 1}
-        else:
-            plan = plan_profile(parse_scheduler_config(CONF.read_text()))
-            profile, entries = scheduler_profile({"schedulerName": name}, extenders, plan)
-        profiles.append(profile)
-    return {
-        "apiVersion": install["apiVersion"],
-        "kind": "KubeSchedulerConfiguration",
-        "leaderElection": {"leaderElect": False},
-        "clientConnection": {
-            "kubeconfig": str(cluster.control_plane.admin_kubeconfig),
-            **install["clientConnection"],
-        },
-        "profiles": profiles,
-        "extenders": entries,
-    }
-
-
-def pod(name: str, cpu: str, memory: str, **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "labels": {"workload": "scoring"}},
-        "spec": {
-            "containers": [
-                {
-                    "name": "main",
-                    "image": "busybox",
-                    "resources": {"requests": {"cpu": cpu, "memory": memory}},
-                }
-            ],
-            **spec,
-        },
-    }
-
-
-def node_of(cluster: RealCluster, name: str) -> str:
-    return wait_for(
-        f"pod {name} to be bound",
-        lambda: ((cluster.pod(name) or {}).get("spec") or {}).get("nodeName"),
-        60,
-    )
+    extenders = install_config(cluster)["extenders"]
+    names = ("default-scheduler", "volcano")
+    if prioritize:
+        return local_config(
+            cluster, [{"schedulerName": n} for n in names], with_prioritize(extenders)
+        )
+    plan = plan_profile(parse_scheduler_config(CONF.read_text()))
+    profiles = [scheduler_profile({"schedulerName": n}, extenders, plan)[0] for n in names]
+    return local_config(cluster, profiles, scheduler_profile({}, extenders, plan)[1])
 
 
 def run_phase(cluster: RealCluster, config: dict[str, Any], tag: str) -> dict[str, str]:
-    """The workload scheduled by a kube-scheduler with `config`: pod name -> node."""
-    path = cluster.install.root / f"placement-{tag}.yaml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False))
-    scheduler = Child(
-        f"placement-scheduler-{tag}",
-        [str(cluster.control_plane.assets.kube_scheduler), f"--config={path}", "--secure-port=0"],
-        cluster.control_plane.logs,
-    )
-    scheduler.start()
+    """The workload, one pod at a time (each decision sees every earlier pod bound), the groups
+    first: pod name -> node."""
     placed: dict[str, str] = {}
-    try:
-        # One pod at a time: each decision sees every earlier pod bound. The groups first.
+    with scheduler(cluster, config, tag):
         for gang in WORKLOAD["gangs"]:
-            name = gang["name"]
-            group = {
-                "apiVersion": "scheduling.volcano.sh/v1beta1",
-                "kind": "PodGroup",
-                "metadata": {"name": name},
-                "spec": {"minMember": gang["members"]},
-            }
-            cluster.request(PODGROUPS, group, "POST")
+            create_group(cluster, gang["name"], gang["members"])
             for index in range(gang["members"]):
-                member = f"{name}-{index}"
-                body = pod(member, gang["cpu"], gang["memory"], schedulerName="volcano")
-                body["metadata"]["annotations"] = {"scheduling.k8s.io/group-name": name}
-                cluster.request(PODS, body, "POST")
-                placed[member] = node_of(cluster, member)
+                name = f"{gang['name']}-{index}"
+                cluster.request(
+                    PODS, member(name, gang["name"], gang["cpu"], gang["memory"]), "POST"
+                )
+                placed[name] = node_of(cluster, name)
         for spec in WORKLOAD["pods"]:
             cluster.request(PODS, pod(spec["name"], spec["cpu"], spec["memory"]), "POST")
             placed[spec["name"]] = node_of(cluster, spec["name"])
-    finally:
-        scheduler.stop()
-    cluster.kubectl("delete", "pods,podgroups", "--all", "--wait=true", "--timeout=120s")
-    wait_for("the phase's pods to be gone", lambda: not cluster.pods(), 120)
     return placed
 
 
@@ -155,18 +96,13 @@ def test_the_rendered_scoring_places_every_pod_where_prioritize_did(cluster: Rea
     plan = plan_profile(parse_scheduler_config(CONF.read_text()))
     assert plan.scoring is not None and not plan.prioritize, plan.why
     assert plan.scoring.fit_resources == {"cpu": 7, "memory": 5}
-    # The install's own schedulers are stopped: this test's one scheduler takes every pod.
-    for child in cluster.install.children:
-        if child.name in ("kube-scheduler", "vulcan-scheduler"):
-            child.stop()
+    stop_install_schedulers(cluster)
     started = time.monotonic()
     before = run_phase(cluster, phase_config(cluster, prioritize=True), "before")
     after = run_phase(cluster, phase_config(cluster, prioritize=False), "after")
-    differ = {
-        name: (before[name], after.get(name)) for name in before if before[name] != after.get(name)
-    }
+    differ = differences(before, after)
     assert not differ, f"{len(differ)} of {len(before)} pods placed differently: {differ}"
-    # A workload that spreads over the nodes (not all on one or two), both gangs whole.
+    # A workload that spreads over the nodes (not all on one or two), every pod placed.
     assert len(set(before.values())) >= 12, sorted(set(before.values()))
-    assert all(f"{g['name']}-0" in after for g in WORKLOAD["gangs"])
+    assert len(after) == len(WORKLOAD["pods"]) + sum(g["members"] for g in WORKLOAD["gangs"])
     print(f"{len(before)} pods, same nodes before and after, {time.monotonic() - started:.0f} s")
