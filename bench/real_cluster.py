@@ -39,22 +39,48 @@ NODE_CPU, NODE_MEMORY, NODE_PODS = "32", "128Gi", "110"
 SCHEDULER_QPS = 5000
 
 
-def install_extenders() -> list[dict[str, Any]]:
-    """The extender entries of vulcan's second-scheduler install (filter + prioritize + preempt,
-    then bind), as its `vulcan-scheduler-config` ConfigMap has them."""
-    config = yaml.safe_load(
-        find(render(INSTALL_MODE), "ConfigMap", "vulcan-scheduler-config")["data"]["config.yaml"]
+def _install_config() -> dict[str, Any]:
+    return dict(
+        yaml.safe_load(
+            find(render(INSTALL_MODE), "ConfigMap", "vulcan-scheduler-config")["data"][
+                "config.yaml"
+            ]
+        )
     )
-    return list(config["extenders"])
+
+
+def install_extenders() -> list[dict[str, Any]]:
+    """The extender entries of vulcan's second-scheduler install (filter + preempt, then bind;
+    prioritize too when the conf's node order is not rendered into the profile), as its
+    `vulcan-scheduler-config` ConfigMap has them."""
+    return list(_install_config()["extenders"])
+
+
+def install_scoring() -> dict[str, Any]:
+    """The scoring fields (`plugins`, `pluginConfig`) of the install's `volcano` profile: the
+    conf's node order rendered as kube-scheduler's own scoring (plugins.kube_scoring)."""
+    (profile,) = [p for p in _install_config()["profiles"] if p["schedulerName"] == "volcano"]
+    return {k: v for k, v in profile.items() if k in ("plugins", "pluginConfig")}
+
+
+def with_prioritize(extenders: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entries as the install had them before the rendering: the first (filter) entry also
+    prioritizes, weight 1."""
+    first = {**extenders[0], "prioritizeVerb": "prioritize", "weight": 1}
+    return [first, *extenders[1:]]
 
 
 def scheduler_config(
-    kubeconfig: Path, extenders: list[dict[str, Any]], extender_url: str | None
+    kubeconfig: Path,
+    extenders: list[dict[str, Any]],
+    extender_url: str | None,
+    scoring: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """kube-scheduler's configuration for a phase: the default profile (the benchmark's pods
     name no scheduler), no leader election, client QPS raised so that the client's rate limit
     is not what is measured, and (with an extender) the install's entries with only the URL
-    changed, so the no-op floor is called with the same verbs as vulcan."""
+    changed, so the no-op floor is called with the same verbs as vulcan, and the install's
+    profile `scoring` (the same for vulcan and the floor)."""
     config: dict[str, Any] = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
@@ -71,6 +97,7 @@ def scheduler_config(
         for entry in entries:
             entry["urlPrefix"] = f"{extender_url}/v1"
         config["extenders"] = entries
+        config["profiles"][0].update(copy.deepcopy(scoring or {}))
     return config
 
 
@@ -141,11 +168,13 @@ class PhaseCluster:
         mode: str,
         extenders: list[dict[str, Any]],
         extender_flags: tuple[str, ...] = (),
+        scoring: dict[str, Any] | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown phase {mode}")
         self.mode = mode
         self.extenders = extenders
+        self.scoring = scoring
         self.extender_flags = extender_flags
         self.root = Path(tempfile.mkdtemp(prefix=f"vulcan-bench-real-{mode}-"))
         self.plane = ControlPlane(assets, self.root, controller_manager=False)
@@ -190,7 +219,9 @@ class PhaseCluster:
             wait_until("the floor extender to listen", lambda: _listening(port), timeout)
 
     def start_scheduler(self) -> None:
-        config = scheduler_config(self.plane.admin_kubeconfig, self.extenders, self.extender_url)
+        config = scheduler_config(
+            self.plane.admin_kubeconfig, self.extenders, self.extender_url, self.scoring
+        )
         path = self.root / "kube-scheduler.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
         # Its metrics served (to anyone: loopback only) for the scheduling algorithm's duration,

@@ -10,12 +10,14 @@ see tests/real/assets.py); without them it says so and exits (status 0: nothing 
 Three phases, interleaved (alone, vulcan, floor, alone, vulcan, floor with `--rounds 2`, the
 default) so that a machine shared with other work slows all of them alike:
 - alone: kube-scheduler with no extender;
-- vulcan: the extender entries of vulcan's second-scheduler install (filter, prioritize and
-  preempt; bind) calling `vulcan extender` run as the install runs it (its ServiceAccount, RBAC,
-  Deployment arguments);
-- floor: the same entries calling `bench.floor_extender` (every node passes, no preference, bind
-  creates the Binding): what any extender costs on this machine, so vulcan's own cost separates
-  from the protocol's.
+- vulcan: the extender entries of vulcan's second-scheduler install (filter and preempt; bind)
+  and its profile's scoring (the conf's node order rendered, plugins.kube_scoring), calling
+  `vulcan extender` run as the install runs it (its ServiceAccount, RBAC, Deployment
+  arguments); `--with-prioritize`: the entries as they were before that rendering (filter,
+  prioritize and preempt; bind) and kube-scheduler's default scoring;
+- floor: the same entries and scoring calling `bench.floor_extender` (every node passes, no
+  preference, bind creates the Binding): what any extender costs on this machine, so vulcan's
+  own cost separates from the protocol's.
 Each phase has a fresh control plane with N Node objects (32 cpu, 128Gi), its extender, and a
 kube-scheduler whose client QPS is raised to 5,000. The P plain pods (1 cpu, 2Gi, no scheduler
 named) are all created before kube-scheduler starts, so creation cannot be the limit (the create
@@ -48,7 +50,15 @@ from typing import Any
 from prometheus_client.parser import text_string_to_metric_families
 
 from bench.proc_cpu import cpu_of
-from bench.real_cluster import MODES, PhaseCluster, create_nodes, install_extenders, parallel
+from bench.real_cluster import (
+    MODES,
+    PhaseCluster,
+    create_nodes,
+    install_extenders,
+    install_scoring,
+    parallel,
+    with_prioritize,
+)
 from bench.sim_throughput import NAMESPACE, pod_body
 from core.kube.client import PODS, ApiError, KubeClient
 from core.kube.flags import ClientOptions
@@ -259,9 +269,10 @@ def _bucket_quantile(cumulative: list[tuple[float, float]], q: float) -> float:
 
 
 def run_phase(
-    assets: KubeAssets, mode: str, args: argparse.Namespace, extenders: Any, round_: int
+    assets: KubeAssets, mode: str, args: argparse.Namespace, setup: Any, round_: int
 ) -> Any:
-    cluster = PhaseCluster(assets, mode, extenders, tuple(args.extender_flag))
+    extenders, scoring = setup
+    cluster = PhaseCluster(assets, mode, extenders, tuple(args.extender_flag), scoring)
     if args.profile and mode != "alone":
         cluster.profile_to = Path(args.profile) / f"{mode}-{round_}.txt"
     began = time.monotonic()
@@ -330,6 +341,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=2, help="times each phase runs (2)")
     parser.add_argument("--concurrency", type=int, default=32, help="parallel pod creates")
     parser.add_argument(
+        "--with-prioritize",
+        action="store_true",
+        help="the install's extender entries with the prioritize verb and kube-scheduler's "
+        "default scoring, as before the conf's node order was rendered into the profile",
+    )
+    parser.add_argument(
         "--timeout", type=float, default=1800.0, help="seconds a phase may take to bind all"
     )
     parser.add_argument(
@@ -365,9 +382,11 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         raise SystemExit(f"--phases: unknown {', '.join(unknown)} (known: {', '.join(MODES)})")
     assets = find_assets()
-    extenders = install_extenders()
+    setup = (install_extenders(), install_scoring())
+    if args.with_prioritize:
+        setup = (with_prioritize(setup[0]), {})
     results = [
-        run_phase(assets, mode, args, extenders, round_)
+        run_phase(assets, mode, args, setup, round_)
         for round_ in range(args.rounds)
         for mode in phases
     ]

@@ -111,6 +111,28 @@ def build_parser() -> argparse.ArgumentParser:
     crds.add_argument("--out", metavar="DIR", help="write one file per CRD into DIR")
     crds.set_defaults(func=_cmd_crds)
 
+    scoring = sub.add_parser(
+        "scheduler-scoring",
+        help="what vulcan's kube-scheduler profile needs for a conf (prioritize or scoring)",
+        description="Say whether the kube-scheduler profile that calls vulcan needs the "
+        "extender's prioritize call for this Volcano conf, and why; when the conf's node order "
+        "(nodeorder, binpack) is expressible as kube-scheduler's own scoring, print the "
+        "profile's plugins and pluginConfig that render it.",
+    )
+    scoring.add_argument(
+        "--config",
+        metavar="FILE",
+        help="the extender's Volcano scheduler conf (default: vulcan's default conf)",
+    )
+    scoring.add_argument(
+        "--kube-version",
+        default="1.36",
+        metavar="MAJOR.MINOR",
+        help="the kube-scheduler's version (default 1.36): from 1.36 on, BalancedAllocation "
+        "scores the change in balance, and nodeorder's balance term is not expressible",
+    )
+    scoring.set_defaults(func=_main_of("vulcan.scheduler_scoring"))
+
     extender = sub.add_parser(
         "extender",
         help="the scheduler extender kube-scheduler calls (filter/prioritize/preempt/bind)",
