@@ -1,7 +1,7 @@
 """The rendered scoring places pods where the extender's prioritize did (issue 37), on the real
 kube-scheduler v1.36: a recorded workload (tests/real/fixtures/scoring-workload.json: two
-groups, then 240 plain pods of mixed sizes, one pod at a time, on 16 nodes of distinct shapes)
-scheduled twice beside vulcan's install, its extender running
+groups, then the first 120 of its 240 plain pods of mixed sizes, one pod at a time, on 16
+nodes of distinct shapes) scheduled twice beside vulcan's install, its extender running
 tests/real/fixtures/scoring-conf.yaml (no gang plugin, so the score decides where each pod
 goes; a node order kube-scheduler 1.36 can express, with LeastAllocated resource weights and
 non-default plugin weights):
@@ -53,6 +53,10 @@ INSTALL_MODE = "second-scheduler"
 EXTENDER_FLAGS = (f"--config={CONF}",)  # after the Deployment's --config: the one argparse keeps
 NODE_PROFILES = [f"count=1,cpu={n['cpu']},memory={n['memory']}" for n in WORKLOAD["nodes"]]
 POD_DURATION = "24h"  # every pod keeps its room until the phase deletes it
+# The workload's first plain pods: each decision depends only on the pods before it, so a
+# prefix keeps the recorded property (one top score in both scorings); 120 of the 240 halve
+# the test's time in the suite (the whole workload passed too, in 125 s).
+PLAIN = 120
 
 
 def phase_config(cluster: RealCluster, *, prioritize: bool) -> dict[str, Any]:
@@ -83,7 +87,7 @@ def run_phase(cluster: RealCluster, config: dict[str, Any], tag: str) -> dict[st
                     PODS, member(name, gang["name"], gang["cpu"], gang["memory"]), "POST"
                 )
                 placed[name] = node_of(cluster, name)
-        for spec in WORKLOAD["pods"]:
+        for spec in WORKLOAD["pods"][:PLAIN]:
             cluster.request(PODS, pod(spec["name"], spec["cpu"], spec["memory"]), "POST")
             placed[spec["name"]] = node_of(cluster, spec["name"])
     return placed
@@ -104,5 +108,5 @@ def test_the_rendered_scoring_places_every_pod_where_prioritize_did(cluster: Rea
     assert not differ, f"{len(differ)} of {len(before)} pods placed differently: {differ}"
     # A workload that spreads over the nodes (not all on one or two), every pod placed.
     assert len(set(before.values())) >= 12, sorted(set(before.values()))
-    assert len(after) == len(WORKLOAD["pods"]) + sum(g["members"] for g in WORKLOAD["gangs"])
+    assert len(after) == PLAIN + sum(g["members"] for g in WORKLOAD["gangs"])
     print(f"{len(before)} pods, same nodes before and after, {time.monotonic() - started:.0f} s")
