@@ -15,6 +15,7 @@ from core.records import PodGroupRecord
 from core.resources import ResourceVector
 from extender.binder import BindError
 from extender.gang_verbs import GangVerbs
+from extender.gangs import GangScheduler
 from extender.protocol import BindingArgs
 from plugins.victims import VictimUnit
 from tests.helpers import member_filter, pod_info, until
@@ -102,6 +103,46 @@ async def test_a_gang_that_loses_its_members_is_admitted_whole_again(client: Kub
         await cache.stop()
 
 
+async def running_gang(client: KubeClient, members: int) -> tuple[Any, GangScheduler, list[str]]:
+    """Four GPU nodes and gang tf of `members` (its minMember), admitted and bound whole as
+    kube-scheduler would bind it: (cache, gang scheduler, the nodes of its members)."""
+    for index in range(4):
+        await add_gpu_node(client, f"gpu-{index}")
+    await client.create(
+        PODGROUPS,
+        {"metadata": {"name": "tf", "namespace": "default"}, "spec": {"minMember": members}},
+    )
+    pods = [await client.create(PODS, worker("tf", i)) for i in range(members)]
+    cache, gangs = await started(client)
+    keys = [f"default/tf-worker-{i}" for i in range(members)]
+    await until(lambda: len(cache.pods) == members and GROUP in cache.podgroups)
+    gangs.schedule_pass()
+    slots = [gangs.ledger.reservation_of(key).node for key in keys]
+    assert all(await asyncio.gather(*(bind(gangs, p, n) for p, n in zip(pods, slots, strict=True))))
+    await until(lambda: all(cache.pods[key].node for key in keys))
+    return cache, gangs, slots
+
+
+def evicted_whole(cache: Any, gangs: GangScheduler, pods: tuple[str, ...]) -> VictimUnit:
+    """A higher-priority gang's admission evicts `pods` of gang tf whole, as
+    `PassHost._admit` applies it; the API server has not answered yet."""
+    victims = VictimUnit(
+        group=GROUP,
+        queue="default",
+        priority=0,
+        pods=pods,
+        freed=ResourceVector(),
+        preemptable=True,
+        critical=False,
+        breaks_gang=True,
+        creation="",
+    )
+    snapshot = cache.live_view()
+    gangs.evictor.evict_units(snapshot, snapshot.podgroups[GROUP], 1000, "preempt", [victims])
+    gangs.evicted_whole([victims], "preempted whole for gang default/hi")
+    return victims
+
+
 async def test_a_member_binding_just_after_its_gang_is_evicted_whole_is_held(
     client: KubeClient,
 ) -> None:
@@ -109,42 +150,13 @@ async def test_a_member_binding_just_after_its_gang_is_evicted_whole_is_held(
     in flight), and a member that passed filter while the gang was admitted asks to bind: its
     victims must not count towards its new quorum (the issue-31 soak, seed 2026: gang-88 bound
     one member of three a few milliseconds after it was preempted whole, and stayed so)."""
-    nodes = [f"gpu-{i}" for i in range(4)]
-    for name in nodes:
-        await add_gpu_node(client, name)
-    await client.create(
-        PODGROUPS, {"metadata": {"name": "tf", "namespace": "default"}, "spec": {"minMember": 3}}
-    )
-    pods = [await client.create(PODS, worker("tf", i)) for i in range(3)]
-    cache, gangs = await started(client)
+    cache, gangs, slots = await running_gang(client, 3)
     try:
-        await until(lambda: len(cache.pods) == 3 and GROUP in cache.podgroups)
-        gangs.schedule_pass()
-        slots = [gangs.ledger.reservation_of(f"default/tf-worker-{i}").node for i in range(3)]
-        assert all(
-            await asyncio.gather(*(bind(gangs, p, n) for p, n in zip(pods, slots, strict=True)))
-        )
-        await until(lambda: all(cache.pods[f"default/tf-worker-{i}"].node for i in range(3)))
         extra = await client.create(PODS, worker("tf", 3))  # an elastic member, still pending
         await until(lambda: "default/tf-worker-3" in cache.pods)
         assert gangs.barrier.committed(GROUP)
-        free = next(n for n in nodes if n not in slots)
-
-        # A higher-priority gang's admission evicts it whole (as `PassHost._admit` applies it).
-        victims = VictimUnit(
-            group=GROUP,
-            queue="default",
-            priority=0,
-            pods=tuple(f"default/tf-worker-{i}" for i in range(3)),
-            freed=ResourceVector(),
-            preemptable=True,
-            critical=False,
-            breaks_gang=True,
-            creation="",
-        )
-        snapshot = cache.live_view()
-        gangs.evictor.evict_units(snapshot, snapshot.podgroups[GROUP], 1000, "preempt", [victims])
-        gangs.evicted_whole([victims], "preempted whole for gang default/hi")
+        free = next(f"gpu-{i}" for i in range(4) if f"gpu-{i}" not in slots)
+        evicted_whole(cache, gangs, tuple(f"default/tf-worker-{i}" for i in range(3)))
         late = asyncio.create_task(bind(gangs, extra, free))
         await until(lambda: gangs.barrier.held(GROUP) == 1 or late.done())
         assert not late.done(), "the elastic member bound alone on its evicted peers' strength"
@@ -164,47 +176,20 @@ async def test_a_gang_evicted_whole_is_not_admitted_again_on_its_victims(
     plane): the victims are Releasing from the moment their eviction is asked, as in Volcano's
     cache, so the gang is not admitted again on the strength of its own victims (issue-31
     soak: gang-1191 "its 2 bound members hold what it needs" 0.3 s after its preemption)."""
-    nodes = [f"gpu-{i}" for i in range(4)]
-    for name in nodes:
-        await add_gpu_node(client, name)
-    await client.create(
-        PODGROUPS, {"metadata": {"name": "tf", "namespace": "default"}, "spec": {"minMember": 2}}
-    )
-    pods = [await client.create(PODS, worker("tf", i)) for i in range(2)]
-    cache, gangs = await started(client)
+    cache, gangs, _ = await running_gang(client, 2)
     try:
-        await until(lambda: len(cache.pods) == 2 and GROUP in cache.podgroups)
-        gangs.schedule_pass()
-        slots = [gangs.ledger.reservation_of(f"default/tf-worker-{i}").node for i in range(2)]
-        assert all(
-            await asyncio.gather(*(bind(gangs, p, n) for p, n in zip(pods, slots, strict=True)))
-        )
-        await until(lambda: all(cache.pods[f"default/tf-worker-{i}"].node for i in range(2)))
         gangs.schedule_pass()
         assert GROUP in gangs.admitted
-
-        victims = VictimUnit(
-            group=GROUP,
-            queue="default",
-            priority=0,
-            pods=("default/tf-worker-0", "default/tf-worker-1"),
-            freed=ResourceVector(),
-            preemptable=True,
-            critical=False,
-            breaks_gang=True,
-            creation="",
-        )
-        snapshot = cache.live_view()
-        versions = {k: cache.pods[k].rv for k in victims.pods}
-        gangs.evictor.evict_units(snapshot, snapshot.podgroups[GROUP], 1000, "preempt", [victims])
-        gangs.evicted_whole([victims], "preempted whole for gang default/hi")
+        keys = ("default/tf-worker-0", "default/tf-worker-1")
+        versions = {k: cache.pods[k].rv for k in keys}
+        evicted_whole(cache, gangs, keys)
         gangs.schedule_pass()  # before any watch event of the evictions
         assert GROUP not in gangs.admitted, gangs.reasons.get(GROUP)
-        assert all(cache.pods[k].deleting for k in victims.pods)
+        assert all(cache.pods[k].deleting for k in keys)
         # The API server's own word (a deletionTimestamp: no kubelet here to finish the pods)
         # replaces the assumption, and says the same.
-        await until(lambda: all(cache.pods[k].rv != versions[k] for k in victims.pods))
-        assert all(cache.pods[k].deleting for k in victims.pods)
+        await until(lambda: all(cache.pods[k].rv != versions[k] for k in keys))
+        assert all(cache.pods[k].deleting for k in keys)
         gangs.schedule_pass()
         assert GROUP not in gangs.admitted
     finally:
