@@ -225,9 +225,10 @@ class GangVerbs:
             return cached[1], dict(cached[2])
         bound = 0
         per_task: dict[str, int] = {}
-        # A member whose eviction this extender asked for does not keep its gang whole, even
-        # while the cache still shows it bound and live (the DELETE is in flight): counted, a
-        # gang evicted whole let its next member bind alone on the strength of its victims
+        # A member whose eviction this extender asked for does not keep its gang whole. The
+        # evictor shows it deleting in the cache at once, but an API update of the pod that
+        # lands before the DELETE replaces that assumption with a live record: counted then,
+        # a gang evicted whole let its next member bind alone on the strength of its victims
         # (issue 31 soak, seed 2026: gang-88 bound 1 of 3 a few ms after it was preempted).
         evicting = self.gangs.evictor.notes
         for pod_key in self.gangs.cache.pods_by_group.get(key, ()):

@@ -330,9 +330,6 @@ class GangScheduler:
                 )
                 self.forget_group(unit.group, why)
                 self.barrier.forget(unit.group)
-            if unit.group is not None:
-                # Its bound members counted before the eviction was asked (`GangVerbs`).
-                self.bound_counts.pop(unit.group, None)
 
     def victims_for(self, snapshot: Snapshot, key: str) -> list[VictimUnit]:
         """What reclaim and preempt may evict for group `key` (never pods being freed)."""
