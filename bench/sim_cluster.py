@@ -110,12 +110,10 @@ class SimCluster:
     async def extender_metrics(self, prefixes: tuple[str, ...]) -> list[str]:
         """The extender's /metrics lines (no comments) whose metric name starts with one of
         `prefixes`: the extender is found through the scheduler configuration `sim up` wrote."""
-        config = yaml.safe_load((self.state / "scheduler-config.yaml").read_text())
-        extenders = config.get("extenders") or []
-        if not extenders:
+        base = self.extender_url()
+        if base is None:
             return []
-        url = extenders[0]["urlPrefix"].rsplit("/v1", 1)[0] + "/metrics"
-        async with aiohttp.ClientSession() as session, session.get(url) as response:
+        async with aiohttp.ClientSession() as session, session.get(base + "/metrics") as response:
             text = await response.text()
         return [
             line
