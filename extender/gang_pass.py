@@ -160,6 +160,12 @@ class PassHost:
                     or view
                 )
                 reason = self.gangs.slots.waiting_reason(key, *next(iter(waiting.values())))
+            if (
+                not self.gangs.gang_enabled
+                and not admitted_now
+                and self.gangs.release.release_late(view)
+            ):
+                volatile = True  # decided again until its gated members are released
             if view.pending and view.allocated >= view.min_member and self.gangs.gang_enabled:
                 # Elastic members still waiting for a node: kube-scheduler may have parked
                 # them on its own fit check without asking this filter, so the pass places

@@ -33,6 +33,11 @@ Eviction = Literal["evicted", "refused", "gone", "skipped"]
 _NUMBER = re.compile(r"\d+(?:\.\d+)?[A-Za-z]*")
 
 
+def _ident(pod: PodRecord) -> tuple[str, str]:
+    """A pod, told apart from a pod made again under its name."""
+    return pod.key, pod.uid
+
+
 def reason_shape(reason: str) -> str:
     """A reason without its live numbers: what a waiting gang's members are told again only
     when it changes. A queue's numbers move with every pod bound anywhere in it, and telling
@@ -60,7 +65,8 @@ class GangWriter:
         self._statuses: dict[str, dict[str, Any]] = {}  # group key -> status last submitted
         # group key -> the shape of the reason its pending members were last told
         # (FailedScheduling; `reason_shape`).
-        self._told: dict[str, str] = {}
+        # group -> the reason's shape its members were told, and the members told it
+        self._told: dict[str, tuple[str, set[tuple[str, str]]]] = {}
         self._queue_statuses: dict[str, dict[str, Any]] = {}
 
     def forget(self, group_key: str, *, gone: bool = False) -> None:
@@ -130,14 +136,26 @@ class GangWriter:
         """Volcano's taskUnschedulable: each pending member of a gang that waits gets a Warning
         `FailedScheduling` event with the gang's Unschedulable message (which names the gang
         and the origin reason), when that reason changes other than in its numbers (the
-        PodGroup's condition keeps the current ones). Only for gangs whose members all
-        exist (JobValid): while a job is still creating its pods the count changes every pass
+        PodGroup's condition keeps the current ones), and members made since are told too (a
+        gang evicted whole and made again by its job). Only for gangs whose members all exist
+        (JobValid): while a job is still creating its pods the count changes every pass
         and says nothing the PodGroup does not."""
         if admitted or not reason or self.recorder is None:
             self._told.pop(group.key, None)
             return
         shape = reason_shape(reason)
-        if self._told.get(group.key) == shape or not gang_ready.valid(view)[0]:
+        told_shape, told = self._told.get(group.key, ("", set()))
+        told = (
+            {_ident(pod) for pod in view.members if _ident(pod) in told}
+            if told_shape == shape
+            else set()
+        )
+        pending = [
+            pod
+            for pod in view.members
+            if view.status.get(pod.key) == gangs.PENDING and _ident(pod) not in told
+        ][: _TOLD_MEMBERS - len(told)]
+        if not pending or not gang_ready.valid(view)[0]:
             return
         message = next(
             (
@@ -149,10 +167,10 @@ class GangWriter:
         )
         if not message:
             return
-        self._told[group.key] = shape
-        pending = [pod for pod in view.members if view.status.get(pod.key) == gangs.PENDING]
-        for pod in pending[:_TOLD_MEMBERS]:
+        for pod in pending:
             self.pod_event(pod, WARNING, "FailedScheduling", message)
+            told.add(_ident(pod))
+        self._told[group.key] = (shape, told)
 
     def queue_statuses(self, snapshot: Snapshot, queue_pass: QueuePass) -> None:
         """`status.allocated` and the PodGroup counts of every Queue, written only when they
@@ -190,11 +208,12 @@ class GangWriter:
             return "refused"
         return "evicted"
 
-    async def admit_pod(self, pod: PodRecord, stamp: str) -> None:
+    async def admit_pod(self, pod: PodRecord, stamp: str) -> bool:
         """One write per member: the admission stamp and, when the member carries it, the
         removal of the queue-allocation gate, in one merge patch made conditional on the
         resourceVersion the cache saw (the gate list is rewritten whole, so a pod changed
-        since is re-read and the patch recomputed)."""
+        since is re-read and the patch recomputed). False when it could not be written (the
+        caller may try again), True when written or the pod is gone."""
         assert self.client is not None
         gates, rv = pod.gates, pod.rv
         for _attempt in range(5):
@@ -208,16 +227,16 @@ class GangWriter:
                 }
             try:
                 await self.client.patch(PODS, pod.name, patch, pod.namespace)
-                return
+                return True
             except ApiError as exc:
                 if exc.not_found:
-                    return
+                    return True
                 if not exc.conflict:
                     log.warning(
                         "could not release an admitted member",
                         extra={"pod": pod.key, "error": str(exc)},
                     )
-                    return
+                    return False
             try:  # changed since the cache saw it: read it again
                 live = await self.client.get(PODS, pod.name, pod.namespace)
             except ApiError as exc:
@@ -226,8 +245,10 @@ class GangWriter:
                         "could not re-read an admitted member",
                         extra={"pod": pod.key, "error": str(exc)},
                     )
-                return
+                    return False
+                return True
             meta = live.get("metadata") or {}
             rv = meta.get("resourceVersion", "")
             live_gates = (live.get("spec") or {}).get("schedulingGates") or ()
             gates = tuple(str(g.get("name", "")) for g in live_gates)
+        return False  # changed under every attempt: the next pass tries again

@@ -218,6 +218,7 @@ class GangScheduler:
         ) is not None:
             self.ledger.release(pod_key)
         self.evictor.pod_changed(pod_key, pod)
+        self.release.pod_changed(pod_key, pod)
 
     async def run(self) -> None:
         await self.cache.synced.wait()

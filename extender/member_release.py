@@ -8,8 +8,10 @@ from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Any
 
+from core.api import keys
 from core.cache import ClusterCache
 from core.kube.events import NORMAL
+from core.records import PodRecord
 from extender.gang_writer import GangWriter
 from extender.slots import SlotWatch
 from plugins.gang import GangView
@@ -40,6 +42,9 @@ class MemberRelease:
         # kube-scheduler parked them as unschedulable, and only an update of the pod (the
         # admission stamp) brings them back at once.
         self.refused: dict[str, set[str]] = {}
+        # member -> the resourceVersion whose queue-allocation gate is being lifted (one
+        # write per version; dropped when the pod changes or goes, or the write failed).
+        self._lifting: dict[str, str] = {}
 
     def release_due(self, admitted: set[str]) -> None:
         """Admitted members kube-scheduler parked (this filter refused them) whose slot is
@@ -53,7 +58,7 @@ class MemberRelease:
         for pod_key in due:
             pod = self.cache.pods.get(pod_key)
             if pod is not None:
-                self._spawn(self.writer.admit_pod(pod, now))
+                self._write(pod, now)
 
     def release_admitted(self, view: GangView) -> None:
         """Tell the admitted members' scheduler they may go. Every pending member gets a
@@ -89,9 +94,50 @@ class MemberRelease:
                 self.slots.park(pod.key, view.group_key)
             elif pod.gated or pod.unschedulable or pod.key in refused:
                 refused.discard(pod.key)
-                self._spawn(self.writer.admit_pod(pod, now))
+                self._write(pod, now)
         # Refused members this cache has not seen yet (the filter request came first): the
         # pass releases them once they arrive.
         for pod_key in refused:
             if pod_key not in self.cache.pods:
                 self.slots.park(pod_key, view.group_key)
+
+    def release_late(self, view: GangView) -> bool:
+        """Without the gang plugin an enqueued group is admitted and its members are placed
+        one by one by kube-scheduler: members that reach it later behind the queue-allocation
+        gate (a dependent task's pods, a replacement, every member of a group adopted after a
+        restart) lose it. (With the gang plugin such members are elastic: they keep the gate
+        until the pass places them, one at a time within their queue, `extender.elastic_growth`.)
+        Members parked for room their victims still hold wait for it (`release_due`). True
+        while some member still carries the gate (its write under way)."""
+        if not self._writes:
+            return False
+        now = ""
+        gated = False
+        for pod in view.members:
+            if (
+                pod.node is not None
+                or pod.terminal
+                or pod.deleting
+                or keys.QUEUE_ALLOCATION_GATE not in pod.gates
+                or pod.key in self.slots
+            ):
+                continue
+            gated = True
+            if self._lifting.get(pod.key) != pod.rv:
+                now = now or stamp()
+                self._write(pod, now)
+        return gated
+
+    def _write(self, pod: PodRecord, now: str) -> None:
+        """The member's admission write (`GangWriter.admit_pod`), once per version of it: a
+        pass that runs before the cache sees the write does not make it again."""
+        self._lifting[pod.key] = pod.rv
+        self._spawn(self._lift(pod, now))
+
+    async def _lift(self, pod: PodRecord, now: str) -> None:
+        if not await self.writer.admit_pod(pod, now) and self._lifting.get(pod.key) == pod.rv:
+            del self._lifting[pod.key]  # may be tried again
+
+    def pod_changed(self, pod_key: str, pod: PodRecord | None) -> None:
+        if pod_key in self._lifting and (pod is None or pod.rv != self._lifting[pod_key]):
+            del self._lifting[pod_key]

@@ -25,6 +25,7 @@ def factories(
     *,
     job_workers: int = 3,
     pod_markers: tuple[str, ...] = (),
+    gated_schedulers: frozenset[str] | None = None,
     clock: Clock | None = None,
 ) -> dict[str, ControllerFactory]:
     def job(
@@ -33,7 +34,7 @@ def factories(
         recorder: EventRecorder,
         metrics: ControllerMetrics,
     ) -> Controller:
-        jobs = JobReconciler(client, recorder, metrics, pod_markers)
+        jobs = JobReconciler(client, recorder, metrics, pod_markers, gated_schedulers)
         wired = build(jobs, informers, recorder, metrics, retries=retries, workers=job_workers)
         commands = JobCommandReconciler(client, recorder, metrics, jobs.events)
         return Together(JOB, wired, build(commands, informers, recorder, metrics, retries=retries))
@@ -70,9 +71,14 @@ def factories(
     return {JOB: job, JOBFLOW: jobflow, JOBTEMPLATE: jobtemplate, CRONJOB: cronjob}
 
 
-def factories_of(args: argparse.Namespace) -> dict[str, ControllerFactory]:
+def factories_of(
+    args: argparse.Namespace, schedulers: tuple[str, ...] = ()
+) -> dict[str, ControllerFactory]:
+    """`schedulers`: the schedulerNames vulcan schedules (`--scheduler-name`, the pg-controller's
+    flag), whose Job pods `--queue-allocation-gate` gates."""
     return factories(
         RetryPolicy(max_retries=args.max_requeue_num),
         job_workers=args.worker_threads,
         pod_markers=args.pod_resource_markers,
+        gated_schedulers=frozenset(schedulers) if args.queue_allocation_gate else None,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from core.controller.flags import positive
+from core.kube.flags import parse_bool
 
 # = core.api.keys.MARKER_RESOURCE_GROUP, spelled out (no heavy imports here).
 MARKER_GROUP = "vulcan.sh"
@@ -39,4 +40,16 @@ def add_job_flags(parser: argparse.ArgumentParser) -> None:
         "creates: the managedResources markers by which the cluster's own kube-scheduler "
         "sends pods to vulcan's extender (cluster-scheduler install; e.g. "
         "vulcan.sh/managed,vulcan.sh/managed-bind; default none)",
+    )
+    parser.add_argument(
+        "--queue-allocation-gate",
+        type=parse_bool,
+        nargs="?",
+        const=True,
+        default=True,
+        help="create the pods of Volcano Jobs that vulcan schedules (schedulerName one of "
+        "--scheduler-name, or every Job pod with --pod-resource-markers) with the scheduling "
+        "gate scheduling.volcano.sh/queue-allocation-gate, which vulcan's extender lifts when "
+        "the job's gang is admitted: kube-scheduler then never tries the pods of a job that "
+        "waits for its queue (default true)",
     )

@@ -28,7 +28,7 @@ async def run(args: argparse.Namespace) -> int:
     from podgroup_controller import controllers as podgroups
 
     options = podgroups.options_of(args)
-    available = {**podgroups.factories(options), **flow.factories_of(args)}
+    available = {**podgroups.factories(options), **flow.factories_of(args, options.scheduler_names)}
     return await manager.run(
         args, available, describe={"schedulers": list(options.scheduler_names)}
     )

@@ -55,11 +55,13 @@ class JobReconciler(Reconciler[str]):
         recorder: EventRecorder,
         metrics: ControllerMetrics,
         pod_markers: tuple[str, ...] = (),
+        gated_schedulers: frozenset[str] | None = None,
     ) -> None:
         self.client = client
         self.recorder = recorder
         self.metrics = metrics
         self.pod_markers = pod_markers
+        self.gated_schedulers = gated_schedulers  # `JobPrimitives.gated_schedulers`
         self.owned = PluginObjects(client)
         # The action each job's failing reconcile was running (for the give-up).
         self._acting: dict[str, str] = {}
@@ -70,7 +72,9 @@ class JobReconciler(Reconciler[str]):
         self.events = JobEvents(watch)
         self.jobs, self.podgroups = self.events.jobs, self.events.podgroups
         self.writer = JobWriter(self.client, self.recorder, self.metrics, self.podgroups)
-        self.primitives = JobPrimitives(self.events, self.writer, self.owned, self.pod_markers)
+        self.primitives = JobPrimitives(
+            self.events, self.writer, self.owned, self.pod_markers, self.gated_schedulers
+        )
         watch.resync(RESYNC, self._unfinished)
 
     def _unfinished(self) -> list[str]:

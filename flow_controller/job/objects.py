@@ -213,6 +213,21 @@ def add_markers(pod: dict[str, Any], markers: tuple[str, ...]) -> None:
             requests.setdefault(name, limits[name])
 
 
+def add_allocation_gate(pod: dict[str, Any]) -> None:
+    """The queue-allocation gate (Volcano's `scheduling.volcano.sh/queue-allocation-gate`):
+    kube-scheduler does not try a gated pod (its PreEnqueue), so the members of a job that
+    waits for its queue stay out of its queue instead of being tried and refused over and over,
+    delaying the members of admitted gangs behind them. vulcan's extender lifts the gate when
+    the gang is admitted, and from members that come later to an admitted gang. A gate can only
+    be added at creation."""
+    spec = pod.setdefault("spec", {})
+    gates = spec.get("schedulingGates")
+    if not isinstance(gates, list):
+        gates = spec["schedulingGates"] = []
+    if not any(isinstance(g, dict) and g.get("name") == keys.QUEUE_ALLOCATION_GATE for g in gates):
+        gates.append({"name": keys.QUEUE_ALLOCATION_GATE})
+
+
 def claim_name(job: str) -> str:
     """Volcano's name for an unnamed claim: `<job>-pvc-<12 random [0-9a-z]>`."""
     alphabet = string.digits + string.ascii_lowercase

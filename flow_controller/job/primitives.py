@@ -30,11 +30,22 @@ class JobPrimitives:
         writer: JobWriter,
         owned: PluginObjects,
         pod_markers: tuple[str, ...],
+        gated_schedulers: frozenset[str] | None = None,
     ) -> None:
         self.events = events
         self.writer = writer
         self.owned = owned
         self.pod_markers = pod_markers
+        # The schedulerNames whose pods are created behind the queue-allocation gate (vulcan's
+        # scheduler's); None: no pod is gated. With markers every Job pod goes to vulcan's
+        # extender through the cluster's own scheduler, whatever its schedulerName.
+        self.gated_schedulers = gated_schedulers
+
+    def _gated(self, pod: dict[str, Any]) -> bool:
+        if self.gated_schedulers is None:
+            return False
+        name = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
+        return bool(self.pod_markers) or name in self.gated_schedulers
 
     def _job_pods(self, job: dict[str, Any]) -> list[PodRecord]:
         return self.events.pods_of(
@@ -149,6 +160,8 @@ class JobPrimitives:
                         )
                         objects.mount_volumes(body, meta["name"], spec)
                         objects.add_markers(body, self.pod_markers)
+                        if self._gated(body):
+                            objects.add_allocation_gate(body)
                         for plugin in plugins:
                             try:
                                 plugin.on_pod_create(body, ctx)

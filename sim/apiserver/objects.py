@@ -190,6 +190,19 @@ def default_pod(
         policy = preemption_policy_of(name) if preemption_policy_of is not None else None
         spec["preemptionPolicy"] = policy or "PreemptLowerPriority"
     pod["status"] = {"phase": "Pending", "qosClass": pod_qos_class(spec)}
+    if spec.get("schedulingGates"):
+        # The pod strategy's applySchedulingGatedCondition: why the pod waits, before any
+        # scheduler looks at it (`kubectl get pod` shows SchedulingGated).
+        pod["status"]["conditions"] = [
+            {
+                "type": "PodScheduled",
+                "status": "False",
+                "reason": "SchedulingGated",
+                "message": "Scheduling is blocked due to non-empty scheduling gates",
+                "lastProbeTime": None,
+                "lastTransitionTime": None,
+            }
+        ]
 
 
 def default_node(node: dict[str, Any]) -> None:

@@ -189,13 +189,23 @@ def test_a_gang_evicted_whole_by_reclaim_comes_back_whole_or_not_at_all(
         if c.get("type") == "Unschedulable" and c.get("status") == "True"
     ]
     assert any(f"gang {group['metadata']['namespace']}/" in m for m in unschedulable), status
-    messages = [
-        c.get("message", "")
-        for p in job_pods(cluster, "qa-j1")
-        for c in p.get("status", {}).get("conditions") or ()
-        if c.get("type") == "PodScheduled"
+    # Its pods are made again behind the queue-allocation gate (kube-scheduler does not try
+    # them: PodScheduled says SchedulingGated), or, if tried, were refused for the gang.
+    remade = job_pods(cluster, "qa-j1")
+    for pod in remade:
+        (scheduled,) = [
+            c for c in pod.get("status", {}).get("conditions") or () if c["type"] == "PodScheduled"
+        ] or [{}]
+        assert scheduled.get("reason") == "SchedulingGated" or "gang default/" in scheduled.get(
+            "message", ""
+        ), pod
+    told = [
+        e.get("note", "")
+        for pod in remade
+        for e in cluster.events(pod["metadata"]["name"])
+        if e.get("reason") == "FailedScheduling"
     ]
-    assert all("gang default/" in m for m in messages), messages
+    assert not remade or any("gang default/" in note for note in told), told
     # The reclaimer goes: qa-j1 is enqueued again (its refusal, by the overcommit rule that
     # counted rq's pods, is judged again), its four pods run whole.
     cluster.kubectl("delete", "podgroup", "rq", "--wait=false")

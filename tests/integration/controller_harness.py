@@ -37,15 +37,22 @@ async def eventually(probe: Callable[[], Awaitable[T]], timeout: float = 10.0) -
 class Controllers:
     """A ControllerManager running one term, stoppable and restartable."""
 
-    def __init__(self, client: KubeClient, enabled: Sequence[str], **options: Any) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        enabled: Sequence[str],
+        flow: dict[str, Any] | None = None,
+        **options: Any,
+    ) -> None:
         self.client = client
         self.enabled = enabled
+        self.flow = flow or {}  # the job controller's options (`flow_controller.factories`)
         self.options = ControllerOptions(**{"max_retries": 5, "retry_max": 0.5, **options})
         self.manager: ControllerManager | None = None
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> ControllerManager:
-        available = {**factories(self.options), **flow_factories(self.options.retries)}
+        available = {**factories(self.options), **flow_factories(self.options.retries, **self.flow)}
         self.manager = ControllerManager(
             self.client,
             {name: available[name] for name in self.enabled},
@@ -70,11 +77,11 @@ class Controllers:
 
 @contextlib.asynccontextmanager
 async def running(
-    enabled: Sequence[str], **options: Any
+    enabled: Sequence[str], flow: dict[str, Any] | None = None, **options: Any
 ) -> AsyncIterator[tuple[KubeClient, Controllers]]:
     async with EmbeddedApiServer() as server:
         client = KubeClient(Configuration(host=server.url), ClientOptions(qps=0))
-        controllers = Controllers(client, enabled, **options)
+        controllers = Controllers(client, enabled, flow, **options)
         await controllers.start()
         try:
             yield client, controllers

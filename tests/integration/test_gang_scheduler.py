@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from core.cache import ClusterCache
@@ -368,6 +369,81 @@ async def test_admission_removes_the_queue_allocation_gate(client: KubeClient) -
         async with asyncio.timeout(10):
             while not await ungated():
                 await asyncio.sleep(0.02)
+    finally:
+        await gangs.stop()
+        await cache.stop()
+
+
+async def _ungated(client: KubeClient, name: str) -> None:
+    async def done() -> bool:
+        live = await client.get(PODS, name, "default")
+        return not live["spec"].get("schedulingGates")
+
+    async with asyncio.timeout(10):
+        while not await done():
+            await asyncio.sleep(0.02)
+
+
+def _gated(job: str, index: int, task: str = "worker") -> dict[str, Any]:
+    pod = worker(job, index, task)
+    pod["spec"]["schedulingGates"] = [{"name": "scheduling.volcano.sh/queue-allocation-gate"}]
+    return pod
+
+
+async def test_a_gated_member_that_comes_after_admission_is_released(client: KubeClient) -> None:
+    """A dependent task's pods, an elastic member or a replacement is made after its gang was
+    admitted, behind the gate like every pod of its job: a member beyond the gang's minimum,
+    it is placed by the pass when its queue has room (`extender.elastic_growth`)."""
+    for name in ("gpu-0", "gpu-1"):
+        await add_gpu_node(client, name)
+    await client.create(
+        PODGROUPS, {"metadata": {"name": "job", "namespace": "default"}, "spec": {"minMember": 1}}
+    )
+    await client.create(PODS, _gated("job", 0))
+    cache, gangs = await started(client)
+    try:
+        await until(lambda: len(cache.pods) == 1 and len(cache.podgroups) == 1)
+        gangs.schedule_pass()
+        assert gangs.admitted == {"default/job"}
+        await _ungated(client, "job-worker-0")
+        await client.create(PODS, _gated("job", 1, task="ps"))
+        await until(lambda: "default/job-ps-1" in cache.pods)
+        gangs.schedule_pass()
+        await _ungated(client, "job-ps-1")
+    finally:
+        await gangs.stop()
+        await cache.stop()
+
+
+@pytest.mark.parametrize("gang_enabled", [True, False])
+async def test_an_adopted_gangs_gated_members_are_released(
+    client: KubeClient, gang_enabled: bool
+) -> None:
+    """After a restart a gang placed whole is adopted as admitted: a member still behind the
+    gate (its write lost with the old process) is released by the new one, with the gang
+    plugin as an elastic member, without it at once (`MemberRelease.release_late`)."""
+    await add_gpu_node(client, "gpu-0")
+    await add_gpu_node(client, "gpu-1")
+    await client.create(
+        PODGROUPS,
+        {
+            "metadata": {"name": "job", "namespace": "default"},
+            "spec": {"minMember": 1},
+            "status": {"phase": "Running"},
+        },
+    )
+    placed = worker("job", 0)
+    placed["spec"]["nodeName"] = "gpu-0"
+    await client.create(PODS, placed)
+    await client.create(PODS, _gated("job", 1))
+    cache, gangs = await started(client, gang_enabled=gang_enabled)
+    try:
+        await until(lambda: len(cache.pods) == 2 and len(cache.podgroups) == 1)
+        gangs.schedule_pass()
+        assert gangs.admitted == {"default/job"}
+        if gang_enabled:
+            gangs.schedule_pass()  # the elastic member's pass
+        await _ungated(client, "job-worker-1")
     finally:
         await gangs.stop()
         await cache.stop()

@@ -123,6 +123,44 @@ async def test_a_job_gets_its_podgroup_then_its_pods_and_completes() -> None:
         assert completed == 1
 
 
+async def test_pods_vulcan_schedules_are_created_behind_the_queue_allocation_gate() -> None:
+    """`--queue-allocation-gate`: the pods of jobs whose schedulerName vulcan serves carry
+    the gate from creation (the only time a gate can be added); others do not."""
+    async with running([JOB], flow={"gated_schedulers": frozenset({"volcano"})}) as (client, _):
+        ours = await client.create(VCJOBS, tf_job())
+        theirs = await client.create(VCJOBS, tf_job("other", schedulerName="other-scheduler"))
+        for job in (ours, theirs):
+            group = f"{job['metadata']['name']}-{job['metadata']['uid']}"
+            await eventually(lambda g=group: get_or_none(client, PODGROUPS, g, "default"))
+            await admit(client, group)
+        gated = await eventually(lambda: _has(job_pods(client), 3))
+        free = await eventually(lambda: _has(job_pods(client, "other"), 3))
+        for pod in gated.values():
+            assert pod["spec"]["schedulingGates"] == [
+                {"name": "scheduling.volcano.sh/queue-allocation-gate"}
+            ]
+            (condition,) = pod["status"]["conditions"]
+            assert (condition["type"], condition["reason"]) == ("PodScheduled", "SchedulingGated")
+        for pod in free.values():
+            assert not pod["spec"].get("schedulingGates")
+
+
+async def test_with_markers_every_job_pod_is_gated() -> None:
+    """With `--pod-resource-markers` the cluster's own scheduler sends every Job pod to
+    vulcan's extender, whatever its schedulerName."""
+    flow = {"gated_schedulers": frozenset({"volcano"}), "pod_markers": ("vulcan.sh/managed",)}
+    async with running([JOB], flow=flow) as (client, _):
+        job = await client.create(VCJOBS, tf_job(schedulerName="default-scheduler"))
+        group = f"tf-{job['metadata']['uid']}"
+        await eventually(lambda: get_or_none(client, PODGROUPS, group, "default"))
+        await admit(client, group)
+        pods = await eventually(lambda: _has(job_pods(client), 3))
+        for pod in pods.values():
+            assert pod["spec"]["schedulingGates"] == [
+                {"name": "scheduling.volcano.sh/queue-allocation-gate"}
+            ]
+
+
 async def test_pod_failed_restart_job_retries_until_max_retry_then_fails() -> None:
     async with running([JOB]) as (client, _):
         job = await client.create(

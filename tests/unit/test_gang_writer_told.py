@@ -56,3 +56,19 @@ def test_the_shape_keeps_words_and_drops_quantities() -> None:
     assert reason_shape("not enough cpu (need 16, free 11200m) on 2 nodes of 1.5Gi") == (
         "not enough cpu (need #, free #) on # nodes of #"
     )
+
+
+def test_members_made_again_are_told_the_same_reason() -> None:
+    """A gang evicted whole is made again by its job (same names, new pods): the new members
+    are told why the gang waits, though the reason has not changed."""
+    writer = GangWriter(None)
+    recorder = Recorder()
+    writer.recorder = recorder  # type: ignore[assignment]
+    first = view(2, {"pending": 2})
+    writer.podgroup_status(GROUP, first, False, SHARE.format(8, 14))
+    again = view(2, {"pending": 2})
+    for member in again.members:
+        member.uid = f"new-{member.name}"
+    writer.podgroup_status(GROUP, again, False, SHARE.format(9, 14))
+    writer.podgroup_status(GROUP, again, False, SHARE.format(10, 14))
+    assert [name for name, _, _ in recorder.notes] == ["pending-0", "pending-1"] * 2
