@@ -501,3 +501,78 @@ def test_the_installs_rbac_refused_none_of_vulcans_calls(cluster: RealCluster) -
         )
     ]
     assert not refused
+
+
+def test_a_job_that_cannot_be_placed_waits_behind_the_gate_until_it_can(
+    cluster: RealCluster,
+) -> None:
+    """The job controller makes a Volcano Job's pods behind the queue-allocation gate: the
+    real API server says SchedulingGated, kube-scheduler never tries them while vulcan cannot
+    place the gang (its pods select a node label no node has yet), and once two nodes carry
+    it the gang is admitted, the gates lifted, and both pods bound."""
+    name = "labelled"
+    cluster.apply(
+        {
+            "apiVersion": "batch.volcano.sh/v1alpha1",
+            "kind": "Job",
+            "metadata": {"name": name},
+            "spec": {
+                "schedulerName": "volcano",
+                "minAvailable": 2,
+                "tasks": [
+                    {
+                        "name": "worker",
+                        "replicas": 2,
+                        "template": {
+                            "spec": {
+                                "nodeSelector": {"pool": "late"},
+                                "restartPolicy": "Never",
+                                "containers": [
+                                    {
+                                        "name": "main",
+                                        "image": "busybox",
+                                        "resources": {"requests": {"cpu": "1"}},
+                                    }
+                                ],
+                            }
+                        },
+                    }
+                ],
+            },
+        }
+    )
+    selector = f"volcano.sh/job-name={name}"
+    wait_for("both pods to be made", lambda: len(cluster.pods(selector=selector)) == 2, 60)
+
+    def held_for_the_gang() -> bool:
+        groups = (cluster.get(PODGROUPS) or {}).get("items", [])
+        mine = [g for g in groups if g["metadata"]["name"].startswith(f"{name}-")]
+        return any(
+            c.get("type") == "Unschedulable" and "gang default/" in c.get("message", "")
+            for g in mine
+            for c in (g.get("status") or {}).get("conditions") or ()
+        )
+
+    wait_for("the PodGroup to say why the gang waits", held_for_the_gang, 60)
+    for pod in cluster.pods(selector=selector):
+        assert pod["spec"].get("schedulingGates") == [
+            {"name": "scheduling.volcano.sh/queue-allocation-gate"}
+        ], pod["spec"]
+        (scheduled,) = [
+            c for c in pod["status"].get("conditions") or () if c["type"] == "PodScheduled"
+        ]
+        assert scheduled["reason"] == "SchedulingGated", scheduled
+    late = cluster.nodes[:2]
+    cluster.kubectl("label", "nodes", *late, "pool=late")
+    try:
+
+        def bound() -> list[str]:
+            pods = cluster.pods(selector=selector)
+            return [p["spec"]["nodeName"] for p in pods if p["spec"].get("nodeName")]
+
+        wait_for("both pods to be bound", lambda: len(bound()) == 2, 90)
+        assert set(bound()) <= set(late), bound()
+        for pod in cluster.pods(selector=selector):
+            assert not pod["spec"].get("schedulingGates"), pod["spec"]
+    finally:
+        cluster.kubectl("label", "nodes", *late, "pool-", check=False)
