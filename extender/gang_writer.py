@@ -64,8 +64,7 @@ class GangWriter:
         )
         self._statuses: dict[str, dict[str, Any]] = {}  # group key -> status last submitted
         # group key -> the shape of the reason its pending members were last told
-        # (FailedScheduling; `reason_shape`).
-        # group -> the reason's shape its members were told, and the members told it
+        # (FailedScheduling; `reason_shape`), and the members (key, uid) told it.
         self._told: dict[str, tuple[str, set[tuple[str, str]]]] = {}
         self._queue_statuses: dict[str, dict[str, Any]] = {}
 
