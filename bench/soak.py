@@ -23,14 +23,22 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from bench.sim_cluster import SimCluster, running_cluster
 from bench.soak_actions import Actor
 from bench.soak_checker import Checker, Limits
-from bench.soak_report import GANG_KINDS, account, extender_summary, print_report
+from bench.soak_report import (
+    GANG_KINDS,
+    account,
+    extender_summary,
+    members_summary,
+    print_report,
+)
 from bench.soak_watch import Tally, Watches
 from bench.soak_workload import Shape, schedule
 from core.durations import parse_duration
+from core.kube.client import PODS, ApiError
 
 NODES = 4
 NODE_CPU = 32  # bench.sim_cluster's node profile: cpu=32,memory=128Gi,pods=110
@@ -192,7 +200,23 @@ async def _tick(checker: Checker, out, sim: SimCluster) -> None:
                 view = await sim.extender_debug(f"/debug/gangs/{violation.subject}")
                 queues = await sim.extender_debug("/debug/queues")
                 print(f"  extender: {extender_summary(view, queues)}", file=out, flush=True)
+                for line in members_summary(await _members(sim, violation.subject), view):
+                    print(f"    {line}", file=out, flush=True)
             told += 1
+
+
+async def _members(sim: SimCluster, group: str) -> list[dict[str, Any]]:
+    """The pods of PodGroup `namespace/name`, as the API server has them now."""
+    namespace, name = group.split("/", 1)
+    try:
+        pods = (await sim.client.list(PODS, namespace))["items"]
+    except ApiError:
+        return []
+    return [
+        p
+        for p in pods
+        if (p["metadata"].get("annotations") or {}).get("scheduling.k8s.io/group-name") == name
+    ]
 
 
 async def _clean(actor: Actor, checker: Checker) -> None:

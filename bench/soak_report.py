@@ -204,3 +204,41 @@ def extender_summary(view: Any, queues: Any) -> str:
     if isinstance(queues, dict):
         parts.append(f"cluster used {queues.get('used')}, reserved {queues.get('reservedByNode')}")
     return "; ".join(parts)
+
+
+def members_summary(pods: list[dict[str, Any]], view: Any) -> list[str]:
+    """One line per unbound member of a gang, as the API server shows it and the extender
+    holds it: its gates, its last PodScheduled condition (who tried it last, and when), the
+    admission stamp, and its slot (and the pods still holding that room)."""
+    slots = {}
+    if isinstance(view, dict):
+        slots = {r.get("pod"): r for r in view.get("reservations") or ()}
+    lines = []
+    for pod in pods:
+        meta, spec = pod.get("metadata") or {}, pod.get("spec") or {}
+        if spec.get("nodeName") or meta.get("deletionTimestamp"):
+            continue
+        key = f"{meta.get('namespace')}/{meta.get('name')}"
+        scheduled = next(
+            (
+                c
+                for c in (pod.get("status") or {}).get("conditions") or ()
+                if c.get("type") == "PodScheduled"
+            ),
+            {},
+        )
+        gates = [g.get("name", "") for g in spec.get("schedulingGates") or ()]
+        slot = slots.get(key)
+        where = "no slot"
+        if slot is not None:
+            where = f"slot {slot.get('node')}"
+            if slot.get("waitingFor"):
+                where += f" waiting for {slot['waitingFor'].get('pods')}"
+        lines.append(
+            f"{meta.get('name')}: gates {gates or '-'}; PodScheduled "
+            f"{scheduled.get('status', '-')}/{scheduled.get('reason', '-')} at "
+            f"{scheduled.get('lastTransitionTime', '-')} "
+            f"{str(scheduled.get('message', ''))[:80]!r}; admitted "
+            f"{(meta.get('annotations') or {}).get('vulcan.sh/gang-admitted', '-')}; {where}"
+        )
+    return lines

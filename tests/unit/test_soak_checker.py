@@ -364,3 +364,43 @@ def test_a_gang_violation_says_what_the_extender_thinks_of_the_gang() -> None:
     assert extender_summary({"error": "podgroup soak/g is not in the extender's cache"}, None) == (
         "no view (podgroup soak/g is not in the extender's cache)"
     )
+
+
+def test_a_gang_violation_lists_its_unbound_members() -> None:
+    from bench.soak_report import members_summary
+
+    def pod(name: str, **spec: object) -> dict[str, object]:
+        return {
+            "metadata": {
+                "name": name,
+                "namespace": "soak",
+                "annotations": {"vulcan.sh/gang-admitted": "2026-01-01T00:00:05.000000Z"},
+            },
+            "spec": spec,
+            "status": {
+                "conditions": [
+                    {
+                        "type": "PodScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "lastTransitionTime": "2026-01-01T00:00:01Z",
+                        "message": "gang soak/g: waiting",
+                    }
+                ]
+            },
+        }
+
+    view = {
+        "reservations": [
+            {"pod": "soak/a", "node": "n1", "waitingFor": {"node": "n1", "pods": ["soak/v"]}}
+        ]
+    }
+    lines = members_summary(
+        [pod("a"), pod("b", schedulingGates=[{"name": "x"}]), pod("c", nodeName="n2")], view
+    )
+    assert lines == [
+        "a: gates -; PodScheduled False/Unschedulable at 2026-01-01T00:00:01Z 'gang soak/g: "
+        "waiting'; admitted 2026-01-01T00:00:05.000000Z; slot n1 waiting for ['soak/v']",
+        "b: gates ['x']; PodScheduled False/Unschedulable at 2026-01-01T00:00:01Z 'gang soak/g: "
+        "waiting'; admitted 2026-01-01T00:00:05.000000Z; no slot",
+    ]
