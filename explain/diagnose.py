@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from core.api import keys
 from core.records import PodGroupRecord, PodRecord
 from explain.chain import (
     flow_line,
@@ -162,6 +163,14 @@ def pod_finding(
 
 
 def _pod_beyond_gang(found: Collected, raw: dict[str, Any], gang: Finding) -> Finding:
+    gates = [str(g.get("name", "")) for g in (raw.get("spec") or {}).get("schedulingGates") or ()]
+    if keys.QUEUE_ALLOCATION_GATE in gates:
+        return Finding(
+            "gated",
+            f"its gang is placed ({gang.headline}); this member beyond the gang's minimum waits "
+            f"behind {keys.QUEUE_ALLOCATION_GATE}, which vulcan lifts when its queue has room "
+            "for it",
+        )
     message = scheduling_message(raw)
     if message:
         return Finding("scheduler", f"kube-scheduler cannot place it: {short(message)}")

@@ -46,7 +46,8 @@ def scheduling_message(pod: dict[str, Any]) -> str:
     """What the scheduler last said about a pending pod (PodScheduled=False), without
     kube-scheduler's "preemption: ..." postscript."""
     entry = condition(pod, "PodScheduled")
-    if entry is None or entry.get("status") != "False":
+    if entry is None or entry.get("status") != "False" or entry.get("reason") == "SchedulingGated":
+        # SchedulingGated is the API server's word at creation, not a scheduler's attempt.
         return ""
     text = str(entry.get("message") or entry.get("reason") or "")
     return text.split(" preemption: ", 1)[0].strip().rstrip(".")

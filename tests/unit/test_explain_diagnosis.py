@@ -920,3 +920,28 @@ def test_without_the_extender_explain_computes_the_shares_with_the_confs_queue_p
     assert world.model.shares["team"].deserved.cpu == 2000  # capacity's spec.deserved
     # The same inputs the extender's pass computes (no reservations are known here).
     assert world.inputs == queue_inputs(world.snapshot, {})
+
+
+def test_a_member_beyond_its_placed_gang_behind_the_gate_says_so() -> None:
+    """A job's later member (a dependent task, an elastic one) made behind the
+    queue-allocation gate: the API server's SchedulingGated condition is not kube-scheduler's
+    refusal; vulcan lifts the gate when the queue has room for the member."""
+    group = podgroup("job", 2, phase="Running")
+    members = gang("job", 2, on="node-0")
+    late = pod("job-2", "job", schedulingGates=[{"name": GATE}])
+    late["status"]["conditions"] = [
+        {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "SchedulingGated",
+            "message": "Scheduling is blocked due to non-empty scheduling gates",
+        }
+    ]
+    everything = [*members, late]
+    cause, first = explain(found("pod", "job-2", late, podgroups=[group], pods=everything))
+    assert cause == "gated", first
+    assert "waits behind scheduling.volcano.sh/queue-allocation-gate" in first
+    assert "Scheduling is blocked" not in first
+
+
+GATE = "scheduling.volcano.sh/queue-allocation-gate"
