@@ -31,7 +31,8 @@ from explain.focus import (
     key_of,
     meta,
 )
-from explain.gang_causes import GangCase, explain_gang, is_partial, member_room
+from explain.gang_causes import GangCase, explain_gang, is_partial
+from explain.placement_causes import member_room
 from explain.queue_causes import allocate_refused
 from explain.texts import Finding, scheduling_message, short
 from explain.world import World, build_world
