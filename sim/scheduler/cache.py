@@ -107,8 +107,11 @@ class SchedulerCache:
                 assumed_node.add(pod)
             self.assumed[pod.key] = (pod, self.assumed[pod.key][1])
             return
-        if pod.scheduler_name not in self.served or pod.deleting or pod.gated:
+        if pod.scheduler_name not in self.served or pod.deleting:
             self.queue.delete(pod.key)
+            return
+        if pod.gated:
+            self.queue.hold_gated(pod.key)
             return
         if old is None or self.queue.location(pod.key) is None:
             self.queue.add(pod)

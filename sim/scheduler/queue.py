@@ -12,6 +12,9 @@
   backoffQ if its backoff, counted from its last attempt, has not expired, else to activeQ) or
   for at most
   `max_unschedulable` (5 min) — kube-scheduler's podMaxInUnschedulablePodsDuration.
+- A gated pod is in the queue from its creation (kube-scheduler's PreEnqueue holds it in the
+  unschedulable pool; nothing tries it) and enters activeQ when its gates go with the Timestamp
+  of that first add: it comes before the pods of its priority refused since.
 - A cluster event that arrives while a pod is being scheduled makes that pod, if it turns out
   unschedulable, go to backoffQ instead of the pool (kube-scheduler's moveRequestCycle), so an
   event that raced the attempt is never lost. The same holds for an update of the pod itself
@@ -69,6 +72,7 @@ class SchedulingQueue:
         self.scheduling_cycle = 0
         self._move_request_cycle = -1
         self._in_flight: dict[str, QueuedPod] = {}
+        self._gated: dict[str, float] = {}  # gated pod -> when it was added (its Timestamp)
         self._closed = False
 
     # ------------------------------------------------------------------ inspection
@@ -95,9 +99,17 @@ class SchedulingQueue:
         if queued is not None:
             self.update(pod)
             return
-        queued = QueuedPod(pod, added=self._clock())
+        added = self._gated.pop(pod.key, None)
+        queued = QueuedPod(pod, added=self._clock() if added is None else added)
         self._pods[pod.key] = queued
         self._push_active(queued)
+
+    def hold_gated(self, key: str) -> None:
+        """A pod with scheduling gates: kept out of every queue, its Timestamp that of the
+        first time it was seen (its creation, as kube-scheduler adds it then)."""
+        since = self._gated.get(key)
+        self.delete(key)
+        self._gated[key] = self._clock() if since is None else since
 
     def update(self, pod: SchedPod, *, relevant: bool = True) -> None:
         """A changed pod; `relevant` if the change may make it schedulable (not a status
@@ -119,6 +131,7 @@ class SchedulingQueue:
             self._push_active(queued)  # priority may have changed; the old entry goes stale
 
     def delete(self, key: str) -> None:
+        self._gated.pop(key, None)
         self._pods.pop(key, None)
         self._where.pop(key, None)
         self._in_flight.pop(key, None)

@@ -594,3 +594,25 @@ async def test_deleted_pods_leave_the_queue() -> None:
     queued = await q.pop()
     assert queued is not None and queued.pod.name == "b"
     assert len(q) == 0
+
+
+async def test_an_ungated_pod_keeps_the_time_it_was_first_queued() -> None:
+    """kube-scheduler adds a gated pod at its creation (PreEnqueue parks it): once its gates go
+    it enters activeQ with that Timestamp, before the pods of its priority refused since."""
+    clock = FakeClock()
+    q = SchedulingQueue(clock=clock)
+    gated = pod("gated")
+    q.hold_gated(gated.key)
+    assert q.location(gated.key) is None
+    clock.now += 1
+    q.add(pod("churning"))
+    refused = await q.pop()
+    assert refused is not None
+    clock.now += 1
+    q.requeue_unschedulable(refused, q.scheduling_cycle)
+    clock.now += 10
+    q.move_all()
+    q.hold_gated(gated.key)  # an update that leaves the gates: still the first time
+    q.add(pod("gated"))  # the gates removed
+    order = [(await q.pop()).pod.name for _ in range(2)]  # type: ignore[union-attr]
+    assert order == ["gated", "churning"]
