@@ -166,10 +166,13 @@ class PassHost:
                 and self.gangs.release.release_late(view)
             ):
                 volatile = True  # decided again until its gated members are released
-            if view.pending and view.allocated >= view.min_member and self.gangs.gang_enabled:
+            if view.pending and view.ready_num >= view.min_member and self.gangs.gang_enabled:
                 # Elastic members still waiting for a node: kube-scheduler may have parked
-                # them on its own fit check without asking this filter, so the pass places
-                # them one at a time within their queue (`extender.elastic_growth`).
+                # them on its own fit check without asking this filter (and a job's pods wait
+                # behind the queue-allocation gate), so the pass places them one at a time
+                # within their queue (`extender.elastic_growth`). Succeeded members count
+                # (Volcano's ReadyTaskNum): a task made once the task it depends on finished
+                # has nothing else to wait for.
                 pending = self.gangs.elastic_waiting.setdefault(key, set())
                 pending.update(
                     pod.key for pod in view.members if view.status[pod.key] == gangs_.PENDING

@@ -449,6 +449,50 @@ async def test_an_adopted_gangs_gated_members_are_released(
         await cache.stop()
 
 
+async def test_a_dependent_task_made_after_the_first_task_finished_is_released(
+    client: KubeClient,
+) -> None:
+    """A job of minAvailable 1 whose first task ran to its end before the task that depends on
+    it was made (Volcano's task-start-dependency): its PodGroup counts nothing allocated any
+    more, and the new task's pods, behind the gate, must still be placed."""
+    for name in ("gpu-0", "gpu-1"):
+        await add_gpu_node(client, name)
+    await client.create(
+        PODGROUPS,
+        {
+            "metadata": {"name": "job", "namespace": "default"},
+            "spec": {"minMember": 1},
+            "status": {"phase": "Running"},
+        },
+    )
+    first = worker("job", 0, task="first")
+    first["spec"]["nodeName"] = "gpu-0"
+    await client.create(PODS, first)
+    await client.patch(
+        PODS, "job-first-0", {"status": {"phase": "Succeeded"}}, "default", subresource="status"
+    )
+    cache, gangs = await started(client)
+    try:
+        await until(
+            lambda: (
+                "default/job-first-0" in cache.pods
+                and cache.pods["default/job-first-0"].terminal
+                and len(cache.podgroups) == 1
+            )
+        )
+        gangs.schedule_pass()
+        for index in range(2):
+            await client.create(PODS, _gated("job", index, task="second"))
+        await until(lambda: len(cache.pods) == 3)
+        for _ in range(3):  # one elastic member per pass
+            gangs.schedule_pass()
+        await _ungated(client, "job-second-0")
+        await _ungated(client, "job-second-1")
+    finally:
+        await gangs.stop()
+        await cache.stop()
+
+
 async def test_admission_stamps_only_the_members_kube_scheduler_parked(
     client: KubeClient,
 ) -> None:
