@@ -26,7 +26,6 @@ from core.cache import Snapshot
 from core.kube.events import NORMAL
 from core.records import PodGroupRecord, PodRecord
 from extender.ledger import Reservation
-from extender.member_release import stamp
 from plugins.evictions import EvictionRequest, choose_evictions, victim_units
 from plugins.placement import plan_gang
 from plugins.starvation import holding
@@ -148,8 +147,8 @@ def _place(
     if not scheduler.slots.fits(pod.key, node, pod.requests):
         scheduler.slots.pipeline(group.key, pod.key, node, scheduler.evictor.holding(node))
         scheduler.slots.park(pod.key, group.key)  # released when its room is free
-    elif scheduler.client is not None:
-        scheduler._spawn(scheduler.writer.admit_pod(pod, stamp()))
+    else:
+        scheduler.release.release(pod)
     scheduler.writer.pod_event(
         pod,
         NORMAL,

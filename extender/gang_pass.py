@@ -160,13 +160,13 @@ class PassHost:
                     or view
                 )
                 reason = self.gangs.slots.waiting_reason(key, *next(iter(waiting.values())))
-            if (
-                not self.gangs.gang_enabled
-                and not admitted_now
-                and self.gangs.release.release_late(view)
-            ):
+            # Beyond the gang's minimum, members without a slot are elastic: the pass places
+            # them (below). Short of it (a member made again under its name after its slot
+            # went), they go to filter as before, which places them for the quorum.
+            elastic = self.gangs.gang_enabled and view.ready_num >= view.min_member
+            if not admitted_now and self.gangs.release.release_late(view, slotted_only=elastic):
                 volatile = True  # decided again until its gated members are released
-            if view.pending and view.ready_num >= view.min_member and self.gangs.gang_enabled:
+            if view.pending and elastic:
                 # Elastic members still waiting for a node: kube-scheduler may have parked
                 # them on its own fit check without asking this filter (and a job's pods wait
                 # behind the queue-allocation gate), so the pass places them one at a time

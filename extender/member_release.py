@@ -101,14 +101,15 @@ class MemberRelease:
             if pod_key not in self.cache.pods:
                 self.slots.park(pod_key, view.group_key)
 
-    def release_late(self, view: GangView) -> bool:
-        """Without the gang plugin an enqueued group is admitted and its members are placed
-        one by one by kube-scheduler: members that reach it later behind the queue-allocation
-        gate (a dependent task's pods, a replacement, every member of a group adopted after a
-        restart) lose it. (With the gang plugin such members are elastic: they keep the gate
-        until the pass places them, one at a time within their queue, `extender.elastic_growth`.)
-        Members parked for room their victims still hold wait for it (`release_due`). True
-        while some member still carries the gate (its write under way)."""
+    def release_late(self, view: GangView, *, slotted_only: bool) -> bool:
+        """Members of an admitted gang still behind the queue-allocation gate lose it, as
+        filter then judges them: a member made again under its name, a dependent task's pods,
+        a replacement, a group adopted after a restart, a write lost with an earlier process.
+        With `slotted_only` (the gang plugin, its minimum met) only those holding a slot in
+        the ledger: the rest are elastic members the pass places one at a time within their
+        queue (`extender.elastic_growth`). Members parked for room their victims still hold
+        wait for it (`release_due`). True while some member still carries the gate (its
+        write under way)."""
         if not self._writes:
             return False
         now = ""
@@ -120,6 +121,7 @@ class MemberRelease:
                 or pod.deleting
                 or keys.QUEUE_ALLOCATION_GATE not in pod.gates
                 or pod.key in self.slots
+                or (slotted_only and self.slots.ledger.reservation_of(pod.key) is None)
             ):
                 continue
             gated = True
@@ -127,6 +129,11 @@ class MemberRelease:
                 now = now or stamp()
                 self._write(pod, now)
         return gated
+
+    def release(self, pod: PodRecord) -> None:
+        """One member given a slot outside admission (an elastic member) goes now."""
+        if self._writes:
+            self._write(pod, stamp())
 
     def _write(self, pod: PodRecord, now: str) -> None:
         """The member's admission write (`GangWriter.admit_pod`), once per version of it: a

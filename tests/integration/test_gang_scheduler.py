@@ -493,6 +493,42 @@ async def test_a_dependent_task_made_after_the_first_task_finished_is_released(
         await cache.stop()
 
 
+async def test_a_member_made_again_under_its_reserved_name_is_released(
+    client: KubeClient,
+) -> None:
+    """An admitted member deleted before it bound and made again by its job (same name, new
+    pod, behind the gate): the gang, admitted and short of its minimum, needs it, so its gate
+    goes without a new admission (filter places it, as before the gate)."""
+    for name in ("gpu-0", "gpu-1"):
+        await add_gpu_node(client, name)
+    await client.create(
+        PODGROUPS, {"metadata": {"name": "job", "namespace": "default"}, "spec": {"minMember": 2}}
+    )
+    for index in range(2):
+        await client.create(PODS, _gated("job", index))
+    cache, gangs = await started(client)
+    try:
+        await until(lambda: len(cache.pods) == 2 and len(cache.podgroups) == 1)
+        gangs.schedule_pass()
+        assert gangs.admitted == {"default/job"}
+        await _ungated(client, "job-worker-0")
+        old = cache.pods["default/job-worker-0"].uid
+        await client.delete(PODS, "job-worker-0", "default")
+        await client.create(PODS, _gated("job", 0))
+        await until(
+            lambda: (
+                "default/job-worker-0" in cache.pods
+                and cache.pods["default/job-worker-0"].uid != old
+            )
+        )
+        gangs.schedule_pass()
+        assert gangs.admitted == {"default/job"}
+        await _ungated(client, "job-worker-0")
+    finally:
+        await gangs.stop()
+        await cache.stop()
+
+
 async def test_admission_stamps_only_the_members_kube_scheduler_parked(
     client: KubeClient,
 ) -> None:

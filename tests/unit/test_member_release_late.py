@@ -11,7 +11,8 @@ from typing import Any
 
 from core.cache import ClusterCache
 from core.records import NodeRecord, PodGroupRecord, PodRecord
-from extender.ledger import GangLedger
+from core.resources import ResourceVector
+from extender.ledger import GangLedger, Reservation
 from extender.member_release import MemberRelease
 from extender.slots import SlotWatch
 from plugins.gang import GangView, gang_view
@@ -64,7 +65,8 @@ class Harness:
         )
         for p in pods:
             self.cache.on_pod_add(p)
-        self.slots = SlotWatch(self.cache, GangLedger())
+        self.ledger = GangLedger()
+        self.slots = SlotWatch(self.cache, self.ledger)
         self.writer = Writer()
         self.spawned: list[Coroutine[Any, Any, None]] = []
         self.release = MemberRelease(
@@ -95,34 +97,34 @@ async def test_only_gated_pending_members_are_released_once_per_version() -> Non
             pod("free"),
         ]
     )
-    assert h.release.release_late(h.view())
+    assert h.release.release_late(h.view(), slotted_only=False)
     await h.run_spawned()
     assert sorted(key for key, _, _ in h.writer.written) == [f"{NS}/both", f"{NS}/late"]
     # The same versions again (the cache has not seen the writes yet): no second write, and
     # the gang is still waiting on them.
-    assert h.release.release_late(h.view())
+    assert h.release.release_late(h.view(), slotted_only=False)
     assert h.spawned == []
 
 
 async def test_a_failed_write_is_tried_again_by_the_next_call() -> None:
     h = Harness([pod("late", gates=(GATE,))])
     h.writer.fail = True
-    h.release.release_late(h.view())
+    h.release.release_late(h.view(), slotted_only=False)
     await h.run_spawned()
     h.writer.fail = False
-    h.release.release_late(h.view())
+    h.release.release_late(h.view(), slotted_only=False)
     await h.run_spawned()
     assert [key for key, _, _ in h.writer.written] == [f"{NS}/late", f"{NS}/late"]
 
 
 async def test_a_new_version_of_a_still_gated_member_is_written_again() -> None:
     h = Harness([pod("late", gates=(GATE,))])
-    h.release.release_late(h.view())
+    h.release.release_late(h.view(), slotted_only=False)
     await h.run_spawned()
     newer = pod("late", gates=(GATE,), rv="2")  # changed by someone else, gate still on
     h.cache.on_pod_update(h.cache.pods[newer.key], newer)
     h.release.pod_changed(newer.key, newer)
-    h.release.release_late(h.view())
+    h.release.release_late(h.view(), slotted_only=False)
     await h.run_spawned()
     assert [rv for _, rv, _ in h.writer.written] == ["1", "2"]
 
@@ -130,11 +132,21 @@ async def test_a_new_version_of_a_still_gated_member_is_written_again() -> None:
 async def test_a_member_parked_for_its_victims_room_keeps_its_gate() -> None:
     h = Harness([pod("late", gates=(GATE,))])
     h.slots.park(f"{NS}/late", f"{NS}/train")
-    assert not h.release.release_late(h.view())
+    assert not h.release.release_late(h.view(), slotted_only=False)
     assert h.spawned == []
 
 
 async def test_nothing_is_released_when_no_member_is_gated() -> None:
     h = Harness([pod("a"), pod("b", node="n1")])
-    assert not h.release.release_late(h.view())
+    assert not h.release.release_late(h.view(), slotted_only=False)
     assert h.spawned == []
+
+
+async def test_with_the_gang_plugin_only_members_holding_a_slot_are_released() -> None:
+    """Admitted members made again under a reserved name (or whose write was lost) go; the
+    others are elastic members, placed by the pass one at a time (`elastic_growth`)."""
+    h = Harness([pod("slotted", gates=(GATE,)), pod("elastic", gates=(GATE,))])
+    h.ledger.reserve(Reservation(f"{NS}/slotted", "n1", ResourceVector(), f"{NS}/train"))
+    assert h.release.release_late(h.view(), slotted_only=True)
+    await h.run_spawned()
+    assert [key for key, _, _ in h.writer.written] == [f"{NS}/slotted"]
