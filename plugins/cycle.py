@@ -354,7 +354,9 @@ def _allocate(
     starving = host.starving(group.queue)
     target = starving[0] if starving is not None else None
     now = state.now
-    if starving is not None and target != key:
+    if starving is not None and target != key and not gangs.partly_placed(view):
+        # (A gang partly placed goes ahead: its running members hold their room whatever the
+        # hold does, and only its missing ones make it whole again.)
         since = starving[1] if starving[1] >= 0 else now
         if holds(since, now):
             # Its queue drains for a starving gang: the later gangs wait (a hold phase).

@@ -275,6 +275,13 @@ def counts_for_quorum(pod: PodRecord) -> bool:
     return pod.node is not None and not pod.deleting and pod.phase != FAILED
 
 
+def partly_placed(view: GangView) -> bool:
+    """Some members run, too few to make its quorum: a gang that lost members (a node failed, a
+    member was deleted, a task restarted) and waits for their replacements."""
+    live = any(p.node is not None and not p.deleting and not p.terminal for p in view.members)
+    return live and not whole(view)
+
+
 def finished(view: GangView) -> bool:
     """Every member of the gang ran to its end (Succeeded or Failed): nothing left to place.
     A gang with some members finished and others waiting (a job's first task done, its next

@@ -31,6 +31,8 @@ and the big gang gets a drained queue once in every two phases. Elastic members 
 grow in a hold phase either (they are the part of the queue's work that would otherwise keep
 its room for as long as they run), and may in a backfill phase: a job's later task whose pods
 come once its first task finished counts as elastic too, and must run for the job to end.
+A gang partly placed (members lost to a node failure, a deletion, a restarted task, its others
+still running) is not held either: only its missing members make it whole again.
 
 Pure functions: no I/O.
 """

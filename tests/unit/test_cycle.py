@@ -293,3 +293,28 @@ def test_a_refusal_by_the_enqueue_votes_in_allocate_is_decided_again_every_cycle
     # The other pod gone, the next cycle (nothing of the group changed) places it whole.
     [placed] = cycle(session, cluster([vcjob], pods, "8"), Host())
     assert (placed.stage, placed.ok) == (ALLOCATE, True)
+
+
+class StarvingHost(Host):
+    """A host whose queue q drains for a starving gang ns/big (a hold phase now)."""
+
+    def starving(self, queue: str) -> Any:  # type: ignore[override]
+        return ("ns/big", 0.0, ResourceVector({"cpu": 4000})) if queue == "q" else None
+
+
+def test_a_gang_partly_placed_is_not_held_for_a_starving_gang() -> None:
+    """A gang that lost a member (one still runs) gets its replacement placed during a hold:
+    its running members keep their room anyway, and only the missing one makes it whole
+    (soak seed 2026: a job's 3 new members waited 60 s behind another queue's starving gang
+    while its 5 others ran); a new gang waits for the hold to end."""
+    broken = podgroup("broken", minMember=2)
+    fresh = podgroup("fresh", minMember=1)
+    running = member("broken-0", "broken", "1")
+    running.node, running.phase = "n1", "Running"
+    pods = [running, member("broken-1", "broken", "1"), member("fresh-0", "fresh", "1")]
+    snap = cluster([broken, fresh], pods, "8")
+    host = StarvingHost()
+    decisions = {d.key: d for d in cycle(session_of("allocate"), snap, host)}
+    assert decisions["ns/broken"].ok, decisions["ns/broken"].reason
+    assert not decisions["ns/fresh"].ok
+    assert "keeps the room its work frees for gang ns/big" in (decisions["ns/fresh"].reason or "")
