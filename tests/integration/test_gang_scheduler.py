@@ -415,15 +415,11 @@ async def test_a_gated_member_that_comes_after_admission_is_released(client: Kub
         await cache.stop()
 
 
-@pytest.mark.parametrize("gang_enabled", [True, False])
-async def test_an_adopted_gangs_gated_members_are_released(
-    client: KubeClient, gang_enabled: bool
-) -> None:
-    """After a restart a gang placed whole is adopted as admitted: a member still behind the
-    gate (its write lost with the old process) is released by the new one, with the gang
-    plugin as an elastic member, without it at once (`MemberRelease.release_late`)."""
-    await add_gpu_node(client, "gpu-0")
-    await add_gpu_node(client, "gpu-1")
+async def _placed_on_gpu_0(client: KubeClient, member: dict[str, Any]) -> None:
+    """Two GPU nodes and a Running gang `job` of minMember 1 whose `member` is on gpu-0 (as a
+    restarted extender finds it)."""
+    for name in ("gpu-0", "gpu-1"):
+        await add_gpu_node(client, name)
     await client.create(
         PODGROUPS,
         {
@@ -432,9 +428,18 @@ async def test_an_adopted_gangs_gated_members_are_released(
             "status": {"phase": "Running"},
         },
     )
-    placed = worker("job", 0)
-    placed["spec"]["nodeName"] = "gpu-0"
-    await client.create(PODS, placed)
+    member["spec"]["nodeName"] = "gpu-0"
+    await client.create(PODS, member)
+
+
+@pytest.mark.parametrize("gang_enabled", [True, False])
+async def test_an_adopted_gangs_gated_members_are_released(
+    client: KubeClient, gang_enabled: bool
+) -> None:
+    """After a restart a gang placed whole is adopted as admitted: a member still behind the
+    gate (its write lost with the old process) is released by the new one, with the gang
+    plugin as an elastic member, without it at once (`MemberRelease.release_late`)."""
+    await _placed_on_gpu_0(client, worker("job", 0))
     await client.create(PODS, _gated("job", 1))
     cache, gangs = await started(client, gang_enabled=gang_enabled)
     try:
@@ -455,19 +460,7 @@ async def test_a_dependent_task_made_after_the_first_task_finished_is_released(
     """A job of minAvailable 1 whose first task ran to its end before the task that depends on
     it was made (Volcano's task-start-dependency): its PodGroup counts nothing allocated any
     more, and the new task's pods, behind the gate, must still be placed."""
-    for name in ("gpu-0", "gpu-1"):
-        await add_gpu_node(client, name)
-    await client.create(
-        PODGROUPS,
-        {
-            "metadata": {"name": "job", "namespace": "default"},
-            "spec": {"minMember": 1},
-            "status": {"phase": "Running"},
-        },
-    )
-    first = worker("job", 0, task="first")
-    first["spec"]["nodeName"] = "gpu-0"
-    await client.create(PODS, first)
+    await _placed_on_gpu_0(client, worker("job", 0, task="first"))
     await client.patch(
         PODS, "job-first-0", {"status": {"phase": "Succeeded"}}, "default", subresource="status"
     )
