@@ -42,8 +42,9 @@ class MemberRelease:
         # kube-scheduler parked them as unschedulable, and only an update of the pod (the
         # admission stamp) brings them back at once.
         self.refused: dict[str, set[str]] = {}
-        # member -> the resourceVersion whose queue-allocation gate is being lifted (one
-        # write per version; dropped when the pod changes or goes, or the write failed).
+        # member -> the resourceVersion its admission write (the stamp, the gate lifted) was
+        # made for: one write per version; dropped when the pod changes or goes, or the write
+        # failed.
         self._lifting: dict[str, str] = {}
 
     def release_due(self, admitted: set[str]) -> None:
