@@ -55,7 +55,7 @@ def awaits_group(
     scheduled: its schedulerName is one of `names` (the controller's `--scheduler-name`s) and
     it names no group yet (the controller skips, as Volcano's does, a pod that names one,
     and a pod with Kubernetes' native gang fields is kube-scheduler's own business)."""
-    if (spec.get("schedulerName") or "default-scheduler") not in names:
+    if (spec.get("schedulerName") or keys.KUBE_DEFAULT_SCHEDULER) not in names:
         return False
     if spec.get("schedulingGroup") or spec.get("workloadRef"):
         return False

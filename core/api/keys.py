@@ -81,6 +81,8 @@ are killed when the grace period ends)."""
 DEFAULT_QUEUE: Final = "default"
 ROOT_QUEUE: Final = "root"
 DEFAULT_SCHEDULER_NAME: Final = "volcano"
+# Kubernetes' schedulerName of a pod that names none.
+KUBE_DEFAULT_SCHEDULER: Final = "default-scheduler"
 # A gang's own bind-barrier timeout (Go duration), overriding the extender's --gang-timeout.
 GANG_TIMEOUT: Final = "vulcan.sh/gang-timeout"
 

@@ -129,7 +129,7 @@ class PodRecord:
         self.phase: str = intern(status.get("phase") or "Pending")
         self.priority = int(spec.get("priority") or 0)
         self.priority_class: str = intern(spec.get("priorityClassName") or "")
-        self.scheduler_name: str = intern(spec.get("schedulerName") or "default-scheduler")
+        self.scheduler_name: str = intern(spec.get("schedulerName") or keys.KUBE_DEFAULT_SCHEDULER)
         # What kube-scheduler's filters read besides the request (None: nothing, the common pod).
         self.constraints: PlacementConstraints | None = placement_constraints(
             spec, self.namespace, labels
