@@ -123,20 +123,25 @@ async def running_gang(client: KubeClient, members: int) -> tuple[Any, GangSched
     return cache, gangs, slots
 
 
-def evicted_whole(cache: Any, gangs: GangScheduler, pods: tuple[str, ...]) -> VictimUnit:
-    """A higher-priority gang's admission evicts `pods` of gang tf whole, as
-    `PassHost._admit` applies it; the API server has not answered yet."""
-    victims = VictimUnit(
-        group=GROUP,
+def _unit(pods: tuple[str, ...], group: str | None) -> VictimUnit:
+    """Priority-0 `pods` of queue default as one victim: a whole gang when `group` is set."""
+    return VictimUnit(
+        group=group,
         queue="default",
         priority=0,
         pods=pods,
         freed=ResourceVector(),
         preemptable=True,
         critical=False,
-        breaks_gang=True,
+        breaks_gang=group is not None,
         creation="",
     )
+
+
+def evicted_whole(cache: Any, gangs: GangScheduler, pods: tuple[str, ...]) -> VictimUnit:
+    """A higher-priority gang's admission evicts `pods` of gang tf whole, as
+    `PassHost._admit` applies it; the API server has not answered yet."""
+    victims = _unit(pods, GROUP)
     snapshot = cache.live_view()
     gangs.evictor.evict_units(snapshot, snapshot.podgroups[GROUP], 1000, "preempt", [victims])
     gangs.evicted_whole([victims], "preempted whole for gang default/hi")
@@ -226,17 +231,7 @@ async def test_a_refused_eviction_gives_the_pod_back_as_the_api_server_shows_it(
     key = "default/db-worker-0"
     try:
         await until(lambda: key in cache.pods and cache.pods[key].phase == "Running")
-        victim = VictimUnit(
-            group=None,
-            queue="default",
-            priority=0,
-            pods=(key,),
-            freed=ResourceVector(),
-            preemptable=True,
-            critical=False,
-            breaks_gang=False,
-            creation="",
-        )
+        victim = _unit((key,), None)
         snapshot = cache.live_view()
         group = PodGroupRecord({"metadata": {"name": "hi", "namespace": "default"}, "spec": {}})
         gangs.evictor.evict_units(snapshot, group, 1000, "preempt", [victim])
