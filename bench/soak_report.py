@@ -192,6 +192,7 @@ def extender_summary(view: Any, queues: Any) -> str:
         f"reserved {view.get('reserved') or {}}",
         f"hold {view.get('hold')}",
         f"backoff {view.get('backoffSecondsLeft')}s",
+        f"elastic waiting {view.get('elasticWaiting') or '-'}",
         f"reason: {view.get('reason')}",
     ]
     rows = queues.get("queues", ()) if isinstance(queues, dict) else ()
@@ -200,6 +201,7 @@ def extender_summary(view: Any, queues: Any) -> str:
         parts.append(
             f"queue {row['name']}: allocated {row.get('allocated')}, inqueue "
             f"{row.get('inqueue')}, elastic {row.get('elastic')}, deserved {row.get('deserved')}"
+            + (f", starving {row['starving']}" if row.get("starving") else "")
         )
     if isinstance(queues, dict):
         parts.append(f"cluster used {queues.get('used')}, reserved {queues.get('reservedByNode')}")

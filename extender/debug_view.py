@@ -19,15 +19,17 @@ gang: {"podgroup", "uid", "queue", "phase", "minMember", "minTaskMember", "minRe
        "pending"}, "statuses": {<Volcano task status>: n}, "gangTimeoutSeconds",
        "hold": {"pods", "timeoutSeconds", "secondsLeft"} | null, "committed",
        "backoffSecondsLeft", "reserved", "reservations": [{"pod", "node", "request",
-       "waitingFor": {"node", "pods"} | null}]}
+       "waitingFor": {"node", "pods"} | null}], "elasticWaiting": [pod]}
 queues: {"plugin", "hierarchical", "total", "queues": [{"name", "state", "open", "weight",
        "priority", "reclaimable", "parent", "capability", "realCapability", "guarantee",
        "deserved", "allocated", "request", "inqueue", "elastic", "share", "bestEffort",
-       "overused", "borrowing", "waiting", "podgroups"}], "borrowing": [...], "waiting": [...]}
+       "overused", "borrowing", "waiting", "podgroups", "starving": {"gang", "sinceSeconds",
+       "holding"} | null}], "borrowing": [...], "waiting": [...]}
 """
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -37,6 +39,7 @@ from core.api import keys
 from core.resources import ResourceVector
 from plugins import gang as gangs_plugin
 from plugins.queue_share import strip_pods
+from plugins.starvation import holding
 
 if TYPE_CHECKING:
     from extender.gangs import GangScheduler
@@ -116,6 +119,8 @@ def gang_view(gangs: GangScheduler, key: str) -> dict[str, Any] | None:
         "backoffSecondsLeft": round(barrier.backing_off(key), 1),
         "reserved": quantities(ledger.held_by(key)),
         "reservations": reservations,
+        # Members beyond its minimum waiting for a slot (`extender.elastic_growth`).
+        "elasticWaiting": sorted(gangs.elastic_waiting.get(key, ())),
     }
 
 
@@ -127,6 +132,7 @@ def queues_view(gangs: GangScheduler) -> dict[str, Any] | None:
     model = queue_pass.model
     rows = []
     borrowing, waiting = [], []
+    now = time.time()
     for name in sorted(model.shares):
         share = model.shares[name]
         source = queue_pass.inputs.get(name)
@@ -160,6 +166,7 @@ def queues_view(gangs: GangScheduler) -> dict[str, Any] | None:
                 "borrowing": over,  # held above its deserved share
                 "waiting": wants,  # asked for above what it holds
                 "podgroups": dict(sorted(queue_pass.phases.get(name, {}).items())),
+                "starving": _starving(gangs, name, now),
             }
         )
     return {
@@ -175,6 +182,21 @@ def queues_view(gangs: GangScheduler) -> dict[str, Any] | None:
         "queues": rows,
         "borrowing": borrowing,
         "waiting": waiting,
+    }
+
+
+def _starving(gangs: GangScheduler, queue: str, now: float) -> dict[str, Any] | None:
+    """The queue's starving gang (`plugins.starvation`): which, for how long the queue has had
+    one, and whether the queue is in a hold phase now (its other gangs and elastic members
+    wait) or a backfill phase."""
+    target = gangs.starving.get(queue)
+    if target is None:
+        return None
+    since = gangs.starving_since.get(queue, now)
+    return {
+        "gang": target,
+        "sinceSeconds": round(now - since, 1),
+        "holding": holding(gangs.starving, gangs.starving_since, queue, now) is not None,
     }
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.kube.client import PODGROUPS, PODS, KubeClient
+from extender.debug_view import queues_view
 from tests.helpers import until
 from tests.integration.test_queue_scheduling import (
     add_gang,
@@ -97,6 +98,23 @@ async def test_a_starving_gang_gets_the_room_its_queue_frees(client: KubeClient)
         assert SMALL not in gangs.admitted
         assert f"keeps the room its work frees for gang {BIG}" in gangs.reasons[SMALL]
         assert gangs.ledger.reservation_of("default/r2-1") is None
+        # Passes where nothing changes keep big elected, and its hold's phases keep counting
+        # from when qa began to starve (were it dropped and elected again, the hold would start
+        # over in a hold phase each time, and the queue's elastic members never grow).
+        since = gangs.starving_since["qa"]
+        for _ in range(3):
+            gangs.schedule_pass()
+            assert gangs.starving.get("qa") == BIG
+            assert gangs.starving_since.get("qa") == since
+            assert f"keeps the room its work frees for gang {BIG}" in gangs.reasons[SMALL]
+        view = queues_view(gangs)
+        assert view is not None
+        row = next(q for q in view["queues"] if q["name"] == "qa")
+        assert row["starving"]["gang"] == BIG and row["starving"]["holding"] is True
+        # qb (deserving 4, holding 2) starves for b-wait's 4 as well.
+        assert next(q for q in view["queues"] if q["name"] == "qb")["starving"]["gang"] == (
+            "default/b-wait"
+        )
 
         await client.delete(PODS, "r1-0", namespace="default", grace_period=0)
         await client.delete(PODGROUPS, "r1", namespace="default")
