@@ -26,6 +26,7 @@ from core.api import keys
 from core.cache_changes import _same_for_scheduling, _same_node, _same_podgroup
 from core.cache_columns import ROW_DIMS as ROW_DIMS
 from core.cache_columns import NodeColumns
+from core.cache_leaving import LeavingPods
 from core.cache_snapshot import _ZERO, Snapshot, _add, _free, _sub
 from core.gc_pauses import freeze_on_growth
 from core.kube.client import (
@@ -101,6 +102,7 @@ class ClusterCache:
         # gives up its reservation at once instead of counting twice until the next pass, and
         # a gang that loses a bound member is told before any other event is handled.
         self.pod_listeners: list[Callable[[str, PodRecord | None, PodRecord | None], None]] = []
+        self.leaving = LeavingPods()  # evictions asked, not seen yet (`core.cache_leaving`)
 
     def _changed(self) -> None:
         self.changed.set()
@@ -233,7 +235,26 @@ class ClusterCache:
             if not members:
                 del index[name]
 
+    def assume_deleting(self, pod: PodRecord) -> bool:
+        """Show `pod` (the record the cache holds) as being deleted from now on, until the API
+        server shows it deleted or `forget_deleting` (`core.cache_leaving`); False when the
+        cache holds another record of it or it is being deleted already."""
+        if self.pods.get(pod.key) is not pod or pod.deleting:
+            return False
+        self.leaving.mark(pod)
+        self.on_pod_add(pod)
+        return True
+
+    def forget_deleting(self, key: str) -> None:
+        """The deletion asked for did not happen (an eviction refused): the cache shows the pod
+        as the API server last did."""
+        last = self.leaving.drop(key)
+        if last is not None and self.pods.get(key) is not None:
+            self.on_pod_add(last)
+
     def on_pod_add(self, pod: PodRecord) -> None:
+        if pod.key in self.leaving:
+            pod = self.leaving.overlay(pod)
         old = self.pods.get(pod.key)
         self.pods[pod.key] = pod
         if old is not None and _same_for_scheduling(old, pod):
@@ -251,6 +272,7 @@ class ClusterCache:
         self.on_pod_add(new)
 
     def on_pod_delete(self, pod: PodRecord) -> None:
+        self.leaving.drop(pod.key)
         known = self.pods.pop(pod.key, None) or pod
         self._touch_group(known.group)
         if known.node:

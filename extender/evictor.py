@@ -38,13 +38,9 @@ class Evictor:
         self.releasing: dict[str, tuple[str, ResourceVector]] = {}
         # pod -> why vulcan evicted it, until it is gone (its gang's GangBroken says it).
         self.notes: dict[str, str] = {}
-        # pod -> the record the cache shows while its eviction is on its way (`_assume_deleting`).
-        self._assumed: dict[str, PodRecord] = {}
 
     def pod_changed(self, pod_key: str, pod: PodRecord | None) -> None:
         """Track the room a terminating pod holds until it is gone."""
-        if pod is None or pod is not self._assumed.get(pod_key):
-            self._assumed.pop(pod_key, None)  # the API server's word replaced the assumption
         if pod is None:
             self.notes.pop(pod_key, None)
         if pod is None or pod.node is None or pod.terminal:
@@ -116,7 +112,13 @@ class Evictor:
                 self.notes[pod_key] = note
                 if victim.node is not None:
                     self.releasing[pod_key] = (victim.node, victim.requests)
-                self._assume_deleting(victim)
+                # The cache shows the victim being deleted from now on, not when the API
+                # server's event comes back (tenths of a second on a busy control plane):
+                # until then every pass counted it as a live bound member, and a gang evicted
+                # whole was admitted again on the strength of its own victims (issue-31 soak:
+                # gang-1191 "its 2 bound members hold what it needs" 0.3 s after it was
+                # preempted whole). `core.cache_leaving` says why it sticks.
+                self.cache.assume_deleting(victim)
                 self._spawn(self._evict(victim, note))
         # The victims as gangs (their jobs), a pod outside any gang by its own name.
         victims = sorted(
@@ -146,29 +148,11 @@ class Evictor:
             f"evicting {len(chosen)} {what} unit(s) to place the gang: {names}",
         )
 
-    def _assume_deleting(self, victim: PodRecord) -> None:
-        """The cache shows the victim being deleted from now on, not when the API server's
-        event comes back (tenths of a second on a busy control plane): until then every pass
-        counted it as a live bound member, and a gang evicted whole was admitted again on the
-        strength of its own victims (issue-31 soak: gang-1191 "its 2 bound members hold what
-        it needs" 0.3 s after it was preempted whole). The API server's next word on the pod
-        replaces the assumption."""
-        if self.cache.pods.get(victim.key) is victim and not victim.deleting:
-            self._assumed[victim.key] = assumed = victim.assumed_deleting()
-            self.cache.on_pod_update(victim, assumed)
-
-    def _unassume(self, pod: PodRecord) -> None:
-        """The eviction was refused: the cache shows the pod as the API server last did (if
-        nothing newer came meanwhile)."""
-        assumed = self._assumed.pop(pod.key, None)
-        if assumed is not None and self.cache.pods.get(pod.key) is assumed:
-            self.cache.on_pod_update(assumed, pod)
-
     async def _evict(self, pod: PodRecord, note: str) -> None:
         outcome = await self.writer.evict(pod)
         if outcome == "refused":
             # Not evicted (e.g. a disruption budget): its room is not being freed after all.
-            self._unassume(pod)
+            self.cache.forget_deleting(pod.key)
             self.releasing.pop(pod.key, None)
             self.notes.pop(pod.key, None)
             self._poke()

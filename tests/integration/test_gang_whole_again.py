@@ -11,7 +11,7 @@ import dataclasses
 from typing import Any
 
 from core.kube.client import EVENTS, PODGROUPS, PODS, KubeClient, Resource
-from core.records import PodGroupRecord
+from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
 from extender.binder import BindError
 from extender.gang_verbs import GangVerbs
@@ -197,6 +197,50 @@ async def test_a_gang_evicted_whole_is_not_admitted_again_on_its_victims(
         assert all(cache.pods[k].deleting for k in keys)
         gangs.schedule_pass()
         assert GROUP not in gangs.admitted
+    finally:
+        await gangs.stop()
+        await cache.stop()
+
+
+async def test_a_status_write_before_the_deletion_does_not_make_an_evicted_gang_whole(
+    client: KubeClient,
+) -> None:
+    """The API server's Eviction writes the pod's DisruptionTarget condition, then deletes it:
+    two watch events. The first (or any status write on its way) used to replace the cache's
+    assumption that the victim is being deleted, so the next pass saw the gang evicted whole
+    placed whole again, adopted and committed it, and its elastic member bound at once; the
+    deletions then left it half placed (issue 31's soak, gang-1041: 2 of its 4 bound). The
+    victims stay Releasing until the API server shows them deleted."""
+    cache, gangs, _ = await running_gang(client, 2)
+    try:
+        await client.create(PODS, worker("tf", 2))  # an elastic member, pending
+        await until(lambda: "default/tf-worker-2" in cache.pods)
+        gangs.schedule_pass()
+        assert GROUP in gangs.admitted and gangs.barrier.committed(GROUP)
+        keys = ("default/tf-worker-0", "default/tf-worker-1")
+        disrupted = {}
+        for key in keys:
+            obj = await client.get(PODS, key.split("/")[1], "default")
+            status = obj.setdefault("status", {})
+            status["phase"] = "Running"
+            status["conditions"] = [
+                *status.get("conditions", ()),
+                {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"},
+            ]
+            disrupted[key] = PodRecord(obj)
+        evicted_whole(cache, gangs, keys)
+        # The informer delivers the condition before the deletion (no await in between: the
+        # evictions' own events cannot come first).
+        for key in keys:
+            cache.on_pod_update(cache.pods[key], disrupted[key])
+            assert cache.pods[key].deleting
+        gangs.schedule_pass()
+        assert GROUP not in gangs.admitted, gangs.reasons.get(GROUP)
+        assert not gangs.barrier.committed(GROUP)
+        await until(lambda: all(k not in cache.pods or cache.pods[k].deleting for k in keys))
+        gangs.schedule_pass()
+        assert GROUP not in gangs.admitted
+        assert not gangs.barrier.committed(GROUP)
     finally:
         await gangs.stop()
         await cache.stop()
