@@ -21,12 +21,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from core.api import keys
 from core.cache import Snapshot
 from core.kube.events import NORMAL
 from core.records import PodGroupRecord, PodRecord
 from extender.ledger import Reservation
-from plugins.evictions import EvictionRequest, choose_evictions, victim_units
+from plugins.evictions import EvictionRequest, choose_evictions
 from plugins.placement import plan_gang
 from plugins.starvation import holding
 from plugins.traversal import job_input
@@ -106,12 +105,7 @@ def _place(
         job = job_input(snapshot, group)
         units = [
             unit
-            for unit in victim_units(
-                snapshot,
-                group.key,
-                scheduler.evictor.releasing,
-                lambda p: scheduler.cache.queue_of(p) or keys.DEFAULT_QUEUE,
-            )
+            for unit in scheduler.victims_for(snapshot, group.key)
             if not unit.breaks_gang  # an elastic member never breaks another gang
         ]
         evictions = choose_evictions(

@@ -38,6 +38,7 @@ class Evictor:
         self.releasing: dict[str, tuple[str, ResourceVector]] = {}
         # pod -> why vulcan evicted it, until it is gone (its gang's GangBroken says it).
         self.notes: dict[str, str] = {}
+        self.evictions = 0  # evict_units calls so far: what may be evicted changed with each
 
     def pod_changed(self, pod_key: str, pod: PodRecord | None) -> None:
         """Track the room a terminating pod holds until it is gone."""
@@ -78,6 +79,7 @@ class Evictor:
         action: str,
         chosen: list[VictimUnit],
     ) -> None:
+        self.evictions += 1
         names = ", ".join(
             f"{u.pods[0]} (elastic member of {u.group})" if u.elastic else (u.group or u.pods[0])
             for u in chosen

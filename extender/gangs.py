@@ -168,8 +168,14 @@ class GangScheduler:
         # Every change the cache hears of (a node, a pod, a group) wakes the loop. Changes to
         # the ledger do not: they are the loop's own (admission), or a member's slot moving
         # within its admitted gang (filter), which no decision reads.
-        cache.change_listeners.append(self._wake.set)
+        cache.change_listeners.append(self._cluster_changed)
         cache.pod_listeners.append(self._pod_changed)
+        # Every unit reclaim and preempt could evict, built once per state of the cluster
+        # (`victims_for`): a pass asks for them for each waiting gang (the enqueue promise, the
+        # allocate's room), and building them walks every pod: a third of the extender's CPU
+        # in issue 31's soak. Any change the cache hears of (our own evictions included: the
+        # cache shows their victims leaving at once) drops it.
+        self._victims: tuple[int, list[VictimUnit]] | None = None
 
     def use_conf(self, session: Session, placement: Prefer, queue_policy: QueuePolicy) -> None:
         """A reloaded scheduler conf (`extender.conf_reload`), taken between two passes (a pass
@@ -202,6 +208,10 @@ class GangScheduler:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks = []
+
+    def _cluster_changed(self) -> None:
+        self._victims = None
+        self._wake.set()
 
     def poke(self) -> None:
         """Something changed (a pod, a group): run a pass soon."""
@@ -333,13 +343,19 @@ class GangScheduler:
                 self.barrier.forget(unit.group)
 
     def victims_for(self, snapshot: Snapshot, key: str) -> list[VictimUnit]:
-        """What reclaim and preempt may evict for group `key` (never pods being freed)."""
-        return victim_units(
-            snapshot,
-            key,
-            self.evictor.releasing,
-            lambda pod: self.cache.queue_of(pod) or keys.DEFAULT_QUEUE,
-        )
+        """What reclaim and preempt may evict for group `key` (never pods being freed):
+        `snapshot` is the cache's live view (a pass, filter), whose every change drops the
+        units built for it."""
+        memo = self._victims
+        if memo is None or memo[0] != self.evictor.evictions:
+            units = victim_units(
+                snapshot,
+                "",
+                self.evictor.releasing,
+                lambda pod: self.cache.queue_of(pod) or keys.DEFAULT_QUEUE,
+            )
+            memo = self._victims = (self.evictor.evictions, units)
+        return [unit for unit in memo[1] if unit.group != key]
 
     def _release_bound(self, snapshot: Snapshot) -> None:
         """A member that is bound now counts in node_requested: its reservation goes."""
