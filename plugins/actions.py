@@ -74,13 +74,15 @@ class GangRoom:
 class Admission:
     """The allocate action's answer for one gang: a placement (`plan`, ok) reached on the
     idle room, on the room being freed, or after `evictions`; or why not (`reason`).
-    `volatile`: the answer depends on the rest of the cluster (decide again next pass)."""
+    `volatile`: the answer depends on the rest of the cluster (decide again next pass);
+    `at_enqueue`: refused by the enqueue votes (a gang its queue has not enqueued yet)."""
 
     plan: Plan | None = None
     evictions: Evictions | None = None
     reason: str | None = None
     volatile: bool = False
     demand: ResourceVector = _ZERO
+    at_enqueue: bool = False
 
 
 def gang_demand(
@@ -156,7 +158,11 @@ def allocate_gang(
             # counts every bound pod), which no input of this group's verdict follows. A
             # verdict kept here left a job made Pending again by reclaim waiting for ever
             # once its reclaimer was gone (issue 31).
-            return Admission(reason=f"gang {key}: waiting for admission: {refused}", volatile=True)
+            return Admission(
+                reason=f"gang {key}: waiting for admission: {refused}",
+                volatile=True,
+                at_enqueue=True,
+            )
     # From here on the answer depends on the rest of the cluster.
     per_task = gang_ready.missing_task_members(view)
     topology = _topology(session, group, view)

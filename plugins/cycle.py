@@ -384,7 +384,13 @@ def _allocate(
     if plan is None or admission.reason is not None:
         reason = admission.reason or ""
         waits = None
-        if waits_for_share(session, state, group, view):
+        # A gang its queue has not enqueued (refused by the enqueue votes: the queue's
+        # `inqueue`, its capability) is no target: holding the queue keeps its enqueued gangs
+        # (and their `inqueue`) waiting, so the hold could not give it its room (issue 31's
+        # soak: soak-q0 held for 24 minutes, every other gang of it waiting in each hold
+        # phase, for a 30-cpu gang that 37 cpu of enqueued gangs kept out of enqueue). It
+        # waits at enqueue as in Volcano.
+        if not admission.at_enqueue and waits_for_share(session, state, group, view):
             waits = (starving_demand(group, view), now)
         return Decision(
             group,

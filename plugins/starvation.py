@@ -16,7 +16,9 @@ gangs' elastic members do not grow, so the queue drains for it (its running work
 taken back by reclaim); it then runs whole and the others follow. A gang whose minimum exceeds
 what the queue may hold now is never the target (it could not use the room; the others use it
 meanwhile, as `QueuePolicy` lets them enqueue), nor one refused for any other reason (not
-valid yet, no room on the nodes, backing off): the queue is held only while holding it helps.
+valid yet, no room on the nodes, backing off, not enqueued yet: a gang the enqueue votes refuse
+waits for the queue's `inqueue`, which a hold keeps as it is), so the queue is held only while
+holding it helps.
 
 The hold is not for ever: the queue's work may outlast it (long-running pods, higher-priority
 gangs that keep coming first). Hold phases of `HOLD_SECONDS` alternate with backfill phases of

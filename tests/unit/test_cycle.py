@@ -318,3 +318,30 @@ def test_a_gang_partly_placed_is_not_held_for_a_starving_gang() -> None:
     assert decisions["ns/broken"].ok, decisions["ns/broken"].reason
     assert not decisions["ns/fresh"].ok
     assert "keeps the room its work frees for gang ns/big" in (decisions["ns/fresh"].reason or "")
+
+
+def test_only_a_gang_its_queue_enqueued_is_the_starving_gang() -> None:
+    """The queue (capability 8) runs 6 cpu and has a job enqueued for 4 (its `inqueue`): a new
+    gang of 4, over the queue's share, is refused at enqueue first (6 + 4 + 4 > 8), which no
+    hold cures (the enqueued job waits through a hold too, its `inqueue` with it), so it does
+    not hold the queue; the same gang enqueued already, refused only by its share, does."""
+    running = [member("run-0", "run", "4"), member("run-1", "run", "2")]
+    for pod, name in zip(running, ("n1", "n2"), strict=True):
+        pod.node, pod.phase = name, "Running"
+    big_pods = [member("big-0", "big", "2"), member("big-1", "big", "2")]
+    enqueued_job = podgroup("job", job=True, minMember=1, minResources={"cpu": "4"})
+    enqueued_job.phase = "Inqueue"
+    pending = podgroup("big", minMember=2, minResources={"cpu": "4"})
+    groups = [podgroup("run", minMember=2), enqueued_job, pending]
+    snap = cluster(groups, [*running, *big_pods], "8")
+    decisions = {d.key: d for d in cycle(session_of("enqueue, allocate"), snap, Host())}
+    big = decisions["ns/big"]
+    assert not big.ok and "inqueue" in (big.reason or ""), big.reason
+    assert big.starving is None
+
+    inqueue = podgroup("big", minMember=2, minResources={"cpu": "4"})
+    inqueue.phase = "Inqueue"
+    snap = cluster([podgroup("run", minMember=2), inqueue], [*running, *big_pods], "8")
+    decisions = {d.key: d for d in cycle(session_of("enqueue, allocate"), snap, Host())}
+    big = decisions["ns/big"]
+    assert not big.ok and big.starving is not None, big.reason
