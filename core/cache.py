@@ -10,15 +10,16 @@ from scratch (`recompute()`, used by the tests).
 
 The parts of the cache that are not `ClusterCache` itself live next to it:
 `core.cache_snapshot` (`Snapshot` and the per-name totals arithmetic), `core.cache_columns`
-(`NodeColumns`, the numpy columns for the extender's fast path) and `core.cache_changes` (which
-record changes matter to scheduling). `Snapshot`, `NodeColumns` and `ROW_DIMS` are re-exported
+(`NodeColumns`, the numpy columns for the extender's fast path), `core.cache_changes` (which
+record changes matter to scheduling), `core.cache_leaving` (pods whose eviction vulcan asked
+for, shown leaving until the API server says so) and `core.cache_wiring` (the informers that
+feed it). `Snapshot`, `NodeColumns` and `ROW_DIMS` are re-exported
 here.
 """
 
 from __future__ import annotations
 
 import asyncio
-import gc
 import logging
 from collections.abc import Callable
 
@@ -28,14 +29,9 @@ from core.cache_columns import ROW_DIMS as ROW_DIMS
 from core.cache_columns import NodeColumns
 from core.cache_leaving import LeavingPods
 from core.cache_snapshot import _ZERO, Snapshot, _add, _free, _sub
+from core.cache_wiring import informers_for, mark_synced
 from core.gc_pauses import freeze_on_growth
 from core.kube.client import (
-    NAMESPACES,
-    NODES,
-    PODGROUPS,
-    PODS,
-    PRIORITY_CLASSES,
-    QUEUES,
     KubeClient,
 )
 from core.kube.informer import Informer
@@ -450,28 +446,11 @@ class ClusterCache:
     def start(
         self, client: KubeClient, *, watch_list: bool = False, pod_field_selector: str | None = None
     ) -> None:
-        """Start informers for nodes, pods, PodGroups and Queues feeding this cache."""
-        nodes = Informer(client, NODES, NodeRecord, watch_list=watch_list)
-        nodes.add_handlers(self.on_node_add, self.on_node_update, self.on_node_delete)
-        pods = Informer(
-            client, PODS, PodRecord, watch_list=watch_list, field_selector=pod_field_selector
+        """Start informers for nodes, pods, PodGroups, Queues, Namespaces and PriorityClasses
+        feeding this cache (`core.cache_wiring`)."""
+        self.informers = informers_for(
+            self, client, watch_list=watch_list, pod_field_selector=pod_field_selector
         )
-        pods.add_handlers(self.on_pod_add, self.on_pod_update, self.on_pod_delete)
-        groups = Informer(client, PODGROUPS, PodGroupRecord, watch_list=watch_list)
-        groups.add_handlers(self.on_podgroup_add, self.on_podgroup_update, self.on_podgroup_delete)
-        queues = Informer(client, QUEUES, QueueRecord, watch_list=watch_list)
-        queues.add_handlers(self.on_queue_add, self.on_queue_update, self.on_queue_delete)
-        namespaces = Informer(client, NAMESPACES, NamespaceRecord, watch_list=watch_list)
-        namespaces.add_handlers(
-            self.on_namespace_add, self.on_namespace_update, self.on_namespace_delete
-        )
-        priority = Informer(client, PRIORITY_CLASSES, PriorityClassRecord, watch_list=watch_list)
-        priority.add_handlers(
-            self.on_priority_class_add,
-            self.on_priority_class_update,
-            self.on_priority_class_delete,
-        )
-        self.informers = [nodes, pods, groups, queues, namespaces, priority]
         self._tasks = [
             asyncio.create_task(i.run(), name=f"informer-{i.resource.plural}")
             for i in self.informers
@@ -485,21 +464,7 @@ class ClusterCache:
         return len(self.nodes) + len(self.pods) + len(self.podgroups) + len(self.queues)
 
     async def _mark_synced(self) -> None:
-        await asyncio.gather(*(i.synced.wait() for i in self.informers))
-        # Everything loaded so far lives long: keep the cyclic GC from walking it again
-        # (and, as the cache grows, `freeze_on_growth` does the same for what comes later).
-        gc.collect()
-        gc.freeze()
-        self.synced.set()
-        log.info(
-            "cache synced",
-            extra={
-                "nodes": len(self.nodes),
-                "pods": len(self.pods),
-                "podgroups": len(self.podgroups),
-                "queues": len(self.queues),
-            },
-        )
+        await mark_synced(self)
 
     async def wait_synced(self, timeout: float | None = None) -> None:
         await asyncio.wait_for(self.synced.wait(), timeout)
