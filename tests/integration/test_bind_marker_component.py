@@ -108,3 +108,26 @@ def test_the_component_restricts_the_bind_entry_and_nothing_else(
         if name == ("ConfigMap", "vulcan-scheduler-config"):
             continue
         assert restricted[name] == default[name], name
+
+
+def test_the_benchmark_and_the_real_tier_install_the_component_when_asked(tmp_path: Path) -> None:
+    """bench/real_throughput.py measures the install as shipped by default and with the
+    component under `--bind-marker`; the real tier installs it for a module that lists it."""
+    from types import SimpleNamespace
+
+    from bench.real_cluster import install_extenders
+    from bench.real_throughput import components, parse_args
+    from tests.real.install import VulcanInstall, container_args
+
+    assert components(parse_args([])) == ()
+    assert components(parse_args(["--bind-marker"])) == ("bind-marker",)
+    assert "managedResources" not in bind_entry({"extenders": install_extenders()})
+    restricted = install_extenders(components(parse_args(["--bind-marker"])))
+    assert bind_entry({"extenders": restricted})["managedResources"] == [
+        {"name": BINDING_MARKER, "ignoredByScheduler": True}
+    ]
+    plane: Any = SimpleNamespace(root=tmp_path)
+    for listed, flagged in (((), False), (("bind-marker",), True)):
+        install = VulcanInstall(plane, "second-scheduler", node_profiles=[], components=listed)
+        for deployment in ("vulcan-extender", "vulcan-controllers"):
+            assert (FLAG in container_args(install.docs, deployment)) is flagged
