@@ -39,27 +39,27 @@ NODE_CPU, NODE_MEMORY, NODE_PODS = "32", "128Gi", "110"
 SCHEDULER_QPS = 5000
 
 
-def _install_config() -> dict[str, Any]:
+def _install_config(components: tuple[str, ...] = ()) -> dict[str, Any]:
+    with tempfile.TemporaryDirectory(prefix="vulcan-bench-install-") as workdir:
+        docs = render(INSTALL_MODE, components, Path(workdir) / "kustomization")
     return dict(
-        yaml.safe_load(
-            find(render(INSTALL_MODE), "ConfigMap", "vulcan-scheduler-config")["data"][
-                "config.yaml"
-            ]
-        )
+        yaml.safe_load(find(docs, "ConfigMap", "vulcan-scheduler-config")["data"]["config.yaml"])
     )
 
 
-def install_extenders() -> list[dict[str, Any]]:
+def install_extenders(components: tuple[str, ...] = ()) -> list[dict[str, Any]]:
     """The extender entries of vulcan's second-scheduler install (filter + preempt, then bind;
     prioritize too when the conf's node order is not rendered into the profile), as its
-    `vulcan-scheduler-config` ConfigMap has them."""
-    return list(_install_config()["extenders"])
+    `vulcan-scheduler-config` ConfigMap has them; with `components` (manifests/components, e.g.
+    bind-marker) as an overlay listing them renders it."""
+    return list(_install_config(components)["extenders"])
 
 
-def install_scoring() -> dict[str, Any]:
+def install_scoring(components: tuple[str, ...] = ()) -> dict[str, Any]:
     """The scoring fields (`plugins`, `pluginConfig`) of the install's `volcano` profile: the
     conf's node order rendered as kube-scheduler's own scoring (plugins.kube_scoring)."""
-    (profile,) = [p for p in _install_config()["profiles"] if p["schedulerName"] == "volcano"]
+    config = _install_config(components)
+    (profile,) = [p for p in config["profiles"] if p["schedulerName"] == "volcano"]
     return {k: v for k, v in profile.items() if k in ("plugins", "pluginConfig")}
 
 
@@ -169,6 +169,7 @@ class PhaseCluster:
         extenders: list[dict[str, Any]],
         extender_flags: tuple[str, ...] = (),
         scoring: dict[str, Any] | None = None,
+        components: tuple[str, ...] = (),
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown phase {mode}")
@@ -176,6 +177,9 @@ class PhaseCluster:
         self.extenders = extenders
         self.scoring = scoring
         self.extender_flags = extender_flags
+        # The install's components (manifests/components): vulcan's extender runs with the
+        # Deployment arguments they set (the bind-marker one's --bind-marker).
+        self.components = components
         self.root = Path(tempfile.mkdtemp(prefix=f"vulcan-bench-real-{mode}-"))
         self.plane = ControlPlane(assets, self.root, controller_manager=False)
         self.install: VulcanInstall | None = None
@@ -196,7 +200,11 @@ class PhaseCluster:
         )
         if self.mode == "vulcan":
             self.install = VulcanInstall(
-                self.plane, INSTALL_MODE, node_profiles=[], extender_flags=self.extender_flags
+                self.plane,
+                INSTALL_MODE,
+                node_profiles=[],
+                extender_flags=self.extender_flags,
+                components=self.components,
             )
             self.install.apply_install()
             self.install.start_extender(self.install.service_account_kubeconfig("vulcan-extender"))

@@ -18,6 +18,10 @@ default) so that a machine shared with other work slows all of them alike:
 - floor: the same entries and scoring calling `bench.floor_extender` (every node passes, no
   preference, bind creates the Binding): what any extender costs on this machine, so vulcan's
   own cost separates from the protocol's.
+The install is measured as shipped (the default); `--bind-marker`: with the opt-in component
+manifests/components/bind-marker (the bind entry takes only pods with vulcan.sh/managed-bind, so
+kube-scheduler binds the benchmark's plain pods itself in the vulcan and floor phases alike, and
+vulcan's extender runs with `--bind-marker`).
 Each phase has a fresh control plane with N Node objects (32 cpu, 128Gi), its extender, and a
 kube-scheduler whose client QPS is raised to 5,000. The P plain pods (1 cpu, 2Gi, no scheduler
 named) are all created before kube-scheduler starts, so creation cannot be the limit (the create
@@ -201,6 +205,7 @@ def report_extender_metrics(label: str, cluster: PhaseCluster) -> None:
     calls: dict[str, float] = {}
     binds: dict[str, float] = {}
     buckets: dict[str, list[tuple[float, float]]] = {}
+    gc_pauses: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.name == "vulcan_extender_requests_total":
@@ -208,11 +213,22 @@ def report_extender_metrics(label: str, cluster: PhaseCluster) -> None:
                 calls[verb] = calls.get(verb, 0.0) + sample.value
             elif sample.name == "vulcan_extender_binds_total":
                 binds[sample.labels["result"]] = sample.value
+            elif sample.name in ("vulcan_gc_pause_seconds_sum", "vulcan_gc_pause_seconds_count"):
+                part = "s" if sample.name.endswith("_sum") else "n"
+                gc_pauses[f"{sample.labels['generation']}{part}"] = sample.value
             elif sample.name == "vulcan_extender_request_duration_seconds_bucket":
                 bound = float(sample.labels["le"])
                 buckets.setdefault(sample.labels["verb"], []).append((bound, sample.value))
     print(f"[{label}] extender calls: " + ", ".join(f"{v} {n:.0f}" for v, n in calls.items()))
     print(f"[{label}] extender binds: " + ", ".join(f"{r} {n:.0f}" for r, n in binds.items()))
+    print(
+        f"[{label}] extender GC (whole run) by generation: "
+        + ", ".join(
+            f"gen{g} {gc_pauses.get(f'{g}n', 0):.0f} collections "
+            f"{gc_pauses.get(f'{g}s', 0) * 1000:.0f} ms"
+            for g in ("0", "1", "2")
+        )
+    )
     for verb, cumulative in sorted(buckets.items()):
         total = max(count for _, count in cumulative)
         if total:
@@ -272,7 +288,9 @@ def run_phase(
     assets: KubeAssets, mode: str, args: argparse.Namespace, setup: Any, round_: int
 ) -> Any:
     extenders, scoring = setup
-    cluster = PhaseCluster(assets, mode, extenders, tuple(args.extender_flag), scoring)
+    cluster = PhaseCluster(
+        assets, mode, extenders, tuple(args.extender_flag), scoring, components(args)
+    )
     if args.profile and mode != "alone":
         cluster.profile_to = Path(args.profile) / f"{mode}-{round_}.txt"
     began = time.monotonic()
@@ -334,6 +352,11 @@ def summarize(results: list[PhaseResult], pods: int) -> str:
     )
 
 
+def components(args: argparse.Namespace) -> tuple[str, ...]:
+    """The install's components (manifests/components) the phases run with."""
+    return ("bind-marker",) if args.bind_marker else ()
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=1000)
@@ -345,6 +368,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="the install's extender entries with the prioritize verb and kube-scheduler's "
         "default scoring, as before the conf's node order was rendered into the profile",
+    )
+    parser.add_argument(
+        "--bind-marker",
+        action="store_true",
+        help="the install with its opt-in component manifests/components/bind-marker: the bind "
+        "entry takes only pods with vulcan.sh/managed-bind (the benchmark's plain pods are bound "
+        "by kube-scheduler itself) and the extender runs with --bind-marker",
     )
     parser.add_argument(
         "--timeout", type=float, default=1800.0, help="seconds a phase may take to bind all"
@@ -382,7 +412,10 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         raise SystemExit(f"--phases: unknown {', '.join(unknown)} (known: {', '.join(MODES)})")
     assets = find_assets()
-    setup = (install_extenders(), install_scoring())
+    setup = (install_extenders(components(args)), install_scoring(components(args)))
+    install = "+".join(("second-scheduler", *components(args)))
+    binds = "marked pods only" if args.bind_marker else "every pod"
+    print(f"install: {install} (the bind entry takes {binds})", flush=True)
     if args.with_prioritize:
         setup = (with_prioritize(setup[0]), {})
     results = [

@@ -4,9 +4,22 @@ from __future__ import annotations
 
 import argparse
 
+from core.api import keys
 from core.durations import parse_duration
 from core.kube.flags import add_client_flags, add_leader_election_flags, parse_bool
 from extender.webhook_flags import add_webhook_flags
+
+
+def bind_marker(text: str) -> str:
+    """`--bind-marker`: one extended resource in vulcan's domain, or empty for none."""
+    name = text.strip()
+    group, _, rest = name.partition("/")
+    if name and (group != keys.MARKER_RESOURCE_GROUP or not rest or "," in name):
+        raise argparse.ArgumentTypeError(
+            f"{name!r}: the bind marker is one extended resource in vulcan's domain "
+            f"({keys.MARKER_RESOURCE_GROUP}/NAME), as the bind entry's managedResources names it"
+        )
+    return name
 
 
 def add_extender_flags(parser: argparse.ArgumentParser) -> None:
@@ -62,6 +75,16 @@ def add_extender_flags(parser: argparse.ArgumentParser) -> None:
         help="how long a gang that timed out waits before it may be admitted again (10s)",
     )
     parser.add_argument(
+        "--bind-marker",
+        type=bind_marker,
+        default="",
+        metavar="NAME",
+        help="the managedResources marker of kube-scheduler's bind extender entry (e.g. "
+        "vulcan.sh/managed-bind): kube-scheduler binds a pod without it itself, past the gang "
+        "barrier, so filter refuses such a pod when it is a member of a gang of minMember > 1, "
+        "saying why (default none: the bind entry takes every pod)",
+    )
+    parser.add_argument(
         "--scheduler-bind-timeout",
         type=parse_duration,
         help="kube-scheduler's httpTimeout for the bind extender entry, to warn at start when "
@@ -74,6 +97,15 @@ def add_extender_flags(parser: argparse.ArgumentParser) -> None:
         help="least time between two scheduling passes: the changes heard in between share "
         "one pass (a change after a quiet spell is served at once; default 10ms, 0: a pass "
         "per wake)",
+    )
+    parser.add_argument(
+        "--plain-pod-pass-delay",
+        type=parse_duration,
+        default=0.1,
+        help="how long the scheduling pass may wait after a change of a pod in no PodGroup "
+        "that frees no room (created, bound): such changes only move queue numbers, and at "
+        "hundreds a second a pass each cost more than the rest of the extender (default "
+        "100ms; 0: like any change)",
     )
     parser.add_argument(
         "--pipelined-wait",

@@ -32,11 +32,13 @@ class GangExtenderServer(ExtenderServer):
         *args: Any,
         gangs: GangScheduler,
         scheduler_names: tuple[str, ...] = (keys.DEFAULT_SCHEDULER_NAME,),
+        bind_marker: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.gangs = gangs
-        self.gang_verbs = GangVerbs(gangs)  # (`self.verbs` is the base server's path table)
+        # (`self.verbs` is the base server's path table)
+        self.gang_verbs = GangVerbs(gangs, bind_marker)
         # The podgroup controller's --scheduler-name(s): their pods are grouped before they
         # may be scheduled.
         self.scheduler_names = scheduler_names

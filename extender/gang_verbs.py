@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from core.api import keys
+from core.api import keys, markers
 from core.records import PodGroupRecord, pod_group_key
 from core.resources import ResourceVector, pod_requests
 from extender.binder import BindError
@@ -43,8 +43,12 @@ def _timeout_of(group: PodGroupRecord) -> float | None:
 class GangVerbs:
     """filter, bind and preempt for gang members, answered from the scheduler's state."""
 
-    def __init__(self, gangs: GangScheduler) -> None:
+    def __init__(self, gangs: GangScheduler, bind_marker: str | None = None) -> None:
         self.gangs = gangs
+        # The bind extender entry's managedResources marker (--bind-marker): kube-scheduler
+        # sends vulcan only the binds of pods carrying it and binds every other pod itself
+        # (DefaultBinder), past the gang barrier. None: every bind comes to vulcan.
+        self.bind_marker = bind_marker
 
     def filter(self, pod: PodInfo, candidates: list[str]) -> FilterStatus | None:
         """The gang plugin's answer for a member (steered to one node, or refused on every
@@ -57,6 +61,9 @@ class GangVerbs:
             self.gangs.release.refused.setdefault(key, set()).add(pod.key)
             return FilterStatus.unresolvable(f"podgroup {key} not found", GANG)
         self.gangs.same_generation(group)
+        unmarked = self.unmarked_member(pod, group)
+        if unmarked is not None:
+            return FilterStatus.unresolvable(unmarked, GANG)
         if key not in self.gangs.admitted:
             self.gangs.release.refused.setdefault(key, set()).add(pod.key)
             if key not in self.gangs.reasons:
@@ -117,6 +124,29 @@ class GangVerbs:
         else:
             reason = f"gang {key}: no candidate node has room for this member"
         return FilterStatus.unresolvable(reason, GANG)
+
+    def unmarked_member(self, pod: PodInfo, group: PodGroupRecord) -> str | None:
+        """Why a member of a gang that needs the bind barrier may not be placed: with the bind
+        entry restricted to `bind_marker`, a member without it would be bound by kube-scheduler
+        itself the moment it is placed, and its gang could end up half bound. Refused on every
+        node instead, until the pod is made again with the marker (limits are fixed at
+        creation). None when the pod may go on (marked, no restriction, or no barrier needed:
+        minMember 1, or the conf without the gang plugin)."""
+        marker = self.bind_marker
+        if (
+            marker is None
+            or group.min_member <= 1
+            or not self.gangs.gang_enabled
+            or markers.carries(pod.spec, marker)
+        ):
+            return None
+        return (
+            f"gang {group.key} (minMember {group.min_member}): pod {pod.key} lacks the bind "
+            f"marker {marker}, so kube-scheduler would bind it without vulcan's gang barrier "
+            f"(its bind extender entry takes only pods with that marker); create the pod again "
+            f"with resources.limits {{{marker}: 1}} in its first container (vulcan's job "
+            f"controller adds it to the pods of Volcano Jobs)"
+        )
 
     def _is_elastic(self, group: PodGroupRecord) -> bool:
         """A member the gang does not need for its minimum: the gang holds it already (bound

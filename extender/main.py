@@ -84,6 +84,7 @@ class Extender:
             event_burst=args.event_burst,
             pipelined_wait=args.pipelined_wait,
             min_pass_interval=args.min_pass_interval,
+            plain_pod_delay=args.plain_pod_pass_delay,
             session=session,
             placement=framework.gang_placement,
         )
@@ -99,6 +100,7 @@ class Extender:
             metrics=metrics,
             gangs=gangs,
             scheduler_names=scheduler_names(args.scheduler_name),
+            bind_marker=args.bind_marker or None,
         )
         if args.enable_debug_endpoints:
             add_debug_routes(server.app, gangs)

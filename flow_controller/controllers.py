@@ -16,6 +16,7 @@ from core.kube.events import EventRecorder
 from flow_controller.cronjob.controller import CRONJOB, CronJobReconciler
 from flow_controller.job.commands import JobCommandReconciler
 from flow_controller.job.controller import JOB, JobReconciler
+from flow_controller.job.objects import BindMarker
 from flow_controller.jobflow.controller import JOBFLOW, JobFlowReconciler
 from flow_controller.jobflow.templates import JOBTEMPLATE, JobTemplateReconciler
 
@@ -26,6 +27,7 @@ def factories(
     job_workers: int = 3,
     pod_markers: tuple[str, ...] = (),
     gated_schedulers: frozenset[str] | None = None,
+    bind_marker: BindMarker | None = None,
     clock: Clock | None = None,
 ) -> dict[str, ControllerFactory]:
     def job(
@@ -34,7 +36,7 @@ def factories(
         recorder: EventRecorder,
         metrics: ControllerMetrics,
     ) -> Controller:
-        jobs = JobReconciler(client, recorder, metrics, pod_markers, gated_schedulers)
+        jobs = JobReconciler(client, recorder, metrics, pod_markers, gated_schedulers, bind_marker)
         wired = build(jobs, informers, recorder, metrics, retries=retries, workers=job_workers)
         commands = JobCommandReconciler(client, recorder, metrics, jobs.events)
         return Together(JOB, wired, build(commands, informers, recorder, metrics, retries=retries))
@@ -81,4 +83,7 @@ def factories_of(
         job_workers=args.worker_threads,
         pod_markers=args.pod_resource_markers,
         gated_schedulers=frozenset(schedulers) if args.queue_allocation_gate else None,
+        bind_marker=(
+            BindMarker(args.bind_marker, frozenset(schedulers)) if args.bind_marker else None
+        ),
     )

@@ -24,6 +24,14 @@ def marker_names(text: str) -> tuple[str, ...]:
     return names
 
 
+def bind_marker_name(text: str) -> str:
+    """`--bind-marker`: one marker, or empty for none."""
+    names = marker_names(text)
+    if len(names) > 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: one marker, the bind entry's")
+    return names[0] if names else ""
+
+
 def add_job_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--worker-threads",
@@ -40,6 +48,16 @@ def add_job_flags(parser: argparse.ArgumentParser) -> None:
         "creates: the managedResources markers by which the cluster's own kube-scheduler "
         "sends pods to vulcan's extender (cluster-scheduler install; e.g. "
         "vulcan.sh/managed,vulcan.sh/managed-bind; default none)",
+    )
+    parser.add_argument(
+        "--bind-marker",
+        type=bind_marker_name,
+        default="",
+        metavar="NAME",
+        help="an extended resource (1) added to the limits of the pods of Volcano Jobs that "
+        "vulcan schedules (schedulerName one of --scheduler-name): the managedResources marker "
+        "of kube-scheduler's bind extender entry in the second-scheduler install, so their "
+        "binds come to vulcan's gang barrier (e.g. vulcan.sh/managed-bind; default none)",
     )
     parser.add_argument(
         "--queue-allocation-gate",

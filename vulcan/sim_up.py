@@ -32,7 +32,7 @@ from typing import IO, TYPE_CHECKING
 import aiohttp
 import yaml
 
-from core.api.keys import MARKERS
+from core.api.keys import BINDING_MARKER, MARKERS
 from core.kube.client import QUEUES, ApiError, KubeClient
 from core.kube.flags import ClientOptions
 from vulcan.certs import ServingCerts, write_serving_certs
@@ -272,6 +272,13 @@ class Cluster:
                     # With --rbac the extender runs as the install runs it: electing a leader
                     # in vulcan-system (its Lease Role is part of what --rbac proves).
                     *(["--leader-elect"] if args.rbac else []),
+                    # As the cluster-scheduler overlay: a gang member with the scheduling
+                    # marker but not the bind entry's would be bound past the barrier.
+                    *(
+                        ["--bind-marker", BINDING_MARKER]
+                        if args.install_mode == "cluster-scheduler"
+                        else []
+                    ),
                 ],
                 self.state_dir,
             )

@@ -22,6 +22,7 @@ from core.controller.runtime import Builder, ObjectRef, Reconciler
 from core.kube.client import VCJOBS, ApiError, KubeClient
 from core.kube.events import NORMAL, EventRecorder
 from flow_controller.job.events import JobEvents
+from flow_controller.job.objects import BindMarker
 from flow_controller.job.owned import PluginObjects
 from flow_controller.job.primitives import JobPrimitives
 from flow_controller.job.state import (
@@ -56,12 +57,14 @@ class JobReconciler(Reconciler[str]):
         metrics: ControllerMetrics,
         pod_markers: tuple[str, ...] = (),
         gated_schedulers: frozenset[str] | None = None,
+        bind_marker: BindMarker | None = None,
     ) -> None:
         self.client = client
         self.recorder = recorder
         self.metrics = metrics
         self.pod_markers = pod_markers
         self.gated_schedulers = gated_schedulers  # `JobPrimitives.gated_schedulers`
+        self.bind_marker = bind_marker
         self.owned = PluginObjects(client)
         # The action each job's failing reconcile was running (for the give-up).
         self._acting: dict[str, str] = {}
@@ -73,7 +76,12 @@ class JobReconciler(Reconciler[str]):
         self.jobs, self.podgroups = self.events.jobs, self.events.podgroups
         self.writer = JobWriter(self.client, self.recorder, self.metrics, self.podgroups)
         self.primitives = JobPrimitives(
-            self.events, self.writer, self.owned, self.pod_markers, self.gated_schedulers
+            self.events,
+            self.writer,
+            self.owned,
+            self.pod_markers,
+            self.gated_schedulers,
+            self.bind_marker,
         )
         watch.resync(RESYNC, self._unfinished)
 

@@ -9,6 +9,7 @@ import hashlib
 import secrets
 import string
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from core.api import keys
@@ -211,6 +212,22 @@ def add_markers(pod: dict[str, Any], markers: tuple[str, ...]) -> None:
     if requests is not None:  # a request, if given, must equal the limit (extended resources)
         for name in markers:
             requests.setdefault(name, limits[name])
+
+
+@dataclass(frozen=True, slots=True)
+class BindMarker:
+    """`--bind-marker` (second-scheduler install): the bind extender entry's managedResources
+    marker, added to the pods vulcan's scheduler schedules (schedulerName one of `schedulers`)
+    at creation, so that their binds come to vulcan's gang barrier. A pod of another scheduler
+    gets none: a scheduler without vulcan's entries would count it as a resource no node has."""
+
+    name: str
+    schedulers: frozenset[str]
+
+    def add_to(self, pod: dict[str, Any]) -> None:
+        scheduler = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
+        if scheduler in self.schedulers:
+            add_markers(pod, (self.name,))
 
 
 def add_allocation_gate(pod: dict[str, Any]) -> None:

@@ -13,6 +13,7 @@ from core.kube.events import WARNING
 from core.records import PodGroupRecord, PodRecord
 from flow_controller.job import objects
 from flow_controller.job.events import JobEvents
+from flow_controller.job.objects import BindMarker
 from flow_controller.job.owned import PluginObjects
 from flow_controller.job.partitions import in_partition
 from flow_controller.job.plugin_registry import build_plugins
@@ -32,6 +33,7 @@ class JobPrimitives:
         owned: PluginObjects,
         pod_markers: tuple[str, ...],
         gated_schedulers: frozenset[str] | None = None,
+        bind_marker: BindMarker | None = None,
     ) -> None:
         self.events = events
         self.writer = writer
@@ -41,6 +43,7 @@ class JobPrimitives:
         # scheduler's); None: no pod is gated. With markers every Job pod goes to vulcan's
         # extender through the cluster's own scheduler, whatever its schedulerName.
         self.gated_schedulers = gated_schedulers
+        self.bind_marker = bind_marker
 
     def _gated(self, pod: dict[str, Any]) -> bool:
         if self.gated_schedulers is None:
@@ -161,6 +164,8 @@ class JobPrimitives:
                         )
                         objects.mount_volumes(body, meta["name"], spec)
                         objects.add_markers(body, self.pod_markers)
+                        if self.bind_marker is not None:
+                            self.bind_marker.add_to(body)
                         if self._gated(body):
                             objects.add_allocation_gate(body)
                         for plugin in plugins:

@@ -131,3 +131,44 @@ def test_a_plain_gang_opts_in_with_the_markers(cluster: SimCluster) -> None:
     )
     events = {e["reason"] for e in cluster.events("opted-in-0")}
     assert "GangCommitted" in events, events
+
+
+def test_a_gang_member_with_the_scheduling_marker_alone_is_refused_not_bound_by_halves(
+    cluster: SimCluster,
+) -> None:
+    """With `vulcan.sh/managed` but not `vulcan.sh/managed-bind`, kube-scheduler would bind the
+    member itself (the bind entry takes only pods with its marker), past the gang barrier: the
+    extender (`--bind-marker`, as the overlay runs it) refuses it on every node, saying so."""
+    cluster.apply(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "half-opted"},
+            "spec": {"minMember": 2},
+        }
+    )
+    members = [f"half-opted-{index}" for index in range(2)]
+    for name in members:
+        pod = pod_manifest(
+            name,
+            cpu="1",
+            duration="forever",
+            annotations={"scheduling.k8s.io/group-name": "half-opted"},
+            schedulerName="volcano",
+        )
+        pod["spec"]["containers"][0]["resources"]["limits"][SCHEDULING_MARKER] = "1"
+        cluster.request("/api/v1/namespaces/default/pods", pod)
+
+    def refused(name: str) -> bool:
+        conditions = ((cluster.pod(name) or {}).get("status") or {}).get("conditions") or ()
+        return any(
+            c.get("type") == "PodScheduled"
+            and f"lacks the bind marker {BINDING_MARKER}" in str(c.get("message"))
+            for c in conditions
+        )
+
+    wait_for(
+        "both members to be refused, naming the marker", lambda: all(map(refused, members)), 60
+    )
+    assert not any((cluster.pod(n) or {}).get("spec", {}).get("nodeName") for n in members)
+    cluster.kubectl("delete", "pod", *members, "--wait=false")

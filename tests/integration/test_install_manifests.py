@@ -137,6 +137,11 @@ def test_the_cluster_scheduler_stanza_routes_only_marked_pods_to_vulcan() -> Non
     (controllers,) = [d for d in docs if d["kind"] == "Deployment" and "controllers" in key(d)[2]]
     args = controllers["spec"]["template"]["spec"]["containers"][0]["args"]
     assert f"--pod-resource-markers={','.join(MARKERS)}" in args
+    # A gang member that opted in with the scheduling marker alone would be bound by
+    # kube-scheduler past the gang barrier: the extender refuses it (`--bind-marker`).
+    (extender,) = [d for d in docs if key(d) == ("Deployment", "vulcan-system", "vulcan-extender")]
+    extender_args = extender["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert f"--bind-marker={BINDING_MARKER}" in extender_args
 
 
 def _seconds(duration: str) -> float:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from core.kube.client import COMMANDS, PODGROUPS, PODS, PVCS, VCJOBS, KubeClient, Resource
+from flow_controller.job.objects import BindMarker
 from tests.fake_webhook import FakeWebhook
 from tests.integration.controller_harness import events_about, eventually, get_or_none, running
 
@@ -159,6 +160,29 @@ async def test_with_markers_every_job_pod_is_gated() -> None:
             assert pod["spec"]["schedulingGates"] == [
                 {"name": "scheduling.volcano.sh/queue-allocation-gate"}
             ]
+
+
+async def test_with_the_bind_marker_the_pods_vulcan_schedules_carry_it_from_creation() -> None:
+    """`--bind-marker` (second-scheduler install): the pods of jobs whose schedulerName vulcan
+    serves are created with the bind entry's marker, so their binds reach the gang barrier;
+    others get none (their scheduler would count it as a resource no node has)."""
+    marker = BindMarker("vulcan.sh/managed-bind", frozenset({"volcano"}))
+    async with running([JOB], flow={"bind_marker": marker}) as (client, _):
+        ours = await client.create(VCJOBS, tf_job())
+        theirs = await client.create(VCJOBS, tf_job("other", schedulerName="other-scheduler"))
+        for job in (ours, theirs):
+            group = f"{job['metadata']['name']}-{job['metadata']['uid']}"
+            await eventually(lambda g=group: get_or_none(client, PODGROUPS, g, "default"))
+            await admit(client, group)
+        marked = await eventually(lambda: _has(job_pods(client), 3))
+        unmarked = await eventually(lambda: _has(job_pods(client, "other"), 3))
+        for pod in marked.values():
+            resources = pod["spec"]["containers"][0]["resources"]
+            assert resources["limits"]["vulcan.sh/managed-bind"] == "1"
+            assert resources["requests"]["vulcan.sh/managed-bind"] == "1"  # defaulted
+        for pod in unmarked.values():
+            limits = pod["spec"]["containers"][0].get("resources", {}).get("limits") or {}
+            assert "vulcan.sh/managed-bind" not in limits
 
 
 async def test_pod_failed_restart_job_retries_until_max_retry_then_fails() -> None:

@@ -7,6 +7,7 @@ per test module (it starts in 10-60 s on a busy 2-core machine); a module choose
 mode, its nodes and extra extender flags with module-level constants:
 
     INSTALL_MODE = "second-scheduler"          # or "cluster-scheduler"
+    INSTALL_COMPONENTS = ("bind-marker",)      # manifests/components listed with the overlay
     NODE_PROFILES = ["count=4,cpu=8,memory=32Gi,nvidia.com/gpu=1"]
     EXTENDER_FLAGS = ("--gang-backoff=1s",)    # added to the Deployment's arguments
     POD_DURATION = "2s"                        # `vulcan sim kubelets --pod-duration`
@@ -104,6 +105,7 @@ def cluster(request: pytest.FixtureRequest, control_plane: ControlPlane) -> Iter
         node_profiles=list(getattr(request.module, "NODE_PROFILES", DEFAULT_PROFILES)),
         extender_flags=tuple(getattr(request.module, "EXTENDER_FLAGS", ())),
         pod_duration=getattr(request.module, "POD_DURATION", "10s"),
+        components=tuple(getattr(request.module, "INSTALL_COMPONENTS", ())),
     )
     try:
         install.start()

@@ -1,7 +1,8 @@
 """vulcan installed on a real control plane, as its manifests say, with the product's parts run
 as local processes instead of pods (there is no container runtime here):
 
-- the install overlay of the mode (`manifests/overlays/<mode>`), rendered by `kubectl kustomize`
+- the install overlay of the mode (`manifests/overlays/<mode>`, with the module's
+  `INSTALL_COMPONENTS` from manifests/components if any), rendered by `kubectl kustomize`
   and applied with `kubectl apply --server-side`: CRDs, namespace, ServiceAccounts, RBAC,
   ConfigMaps, Services, PodDisruptionBudgets; its Deployments are not applied but run here
   (`vulcan extender`, `vulcan controllers` with their Deployments' arguments, the ports and
@@ -21,6 +22,7 @@ kubelet) would restart it.
 from __future__ import annotations
 
 import base64
+import os
 import subprocess
 import urllib.error
 import urllib.request
@@ -58,10 +60,27 @@ def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None, timeout: flo
     return result.stdout
 
 
-def render(overlay: str) -> list[dict[str, Any]]:
-    """The install as `kubectl kustomize` renders it."""
+def render(
+    overlay: str, components: tuple[str, ...] = (), workdir: Path | None = None
+) -> list[dict[str, Any]]:
+    """The install as `kubectl kustomize` renders it; with `components` (names under
+    manifests/components), as a user's kustomization listing the overlay and them renders it
+    (written in `workdir`: kustomize wants relative paths)."""
+    directory = REPO / "manifests" / "overlays" / overlay
+    if components:
+        assert workdir is not None, "a kustomization with components needs a directory"
+        workdir.mkdir(parents=True, exist_ok=True)
+        manifests = REPO / "manifests"
+        kustomization = {
+            "resources": [os.path.relpath(directory, workdir)],
+            "components": [
+                os.path.relpath(manifests / "components" / c, workdir) for c in components
+            ],
+        }
+        (workdir / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
+        directory = workdir
     out = subprocess.run(
-        [KUBECTL, "kustomize", str(REPO / "manifests" / "overlays" / overlay)],
+        [KUBECTL, "kustomize", str(directory)],
         capture_output=True,
         text=True,
         check=True,
@@ -107,6 +126,7 @@ class VulcanInstall:
         node_profiles: list[str],  # `vulcan sim kubelets --node-profile`, each with count=
         extender_flags: tuple[str, ...] = (),
         pod_duration: str = "10s",
+        components: tuple[str, ...] = (),  # manifests/components listed with the overlay
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown install mode {mode}")
@@ -117,7 +137,7 @@ class VulcanInstall:
         self.node_profiles = node_profiles
         self.extender_flags = extender_flags
         self.pod_duration = pod_duration
-        self.docs = render(mode)
+        self.docs = render(mode, components, self.root / "kustomization")
         self.extender_port = free_port()
         self.webhook_port = free_port()
         self.controllers_port = free_port()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.e2e.conftest import metric, wait_for
 from tests.e2e.test_gang_e2e import GangWatch
@@ -121,3 +122,41 @@ def test_a_marked_deployment_gang_without_the_gate_binds_whole(cluster: RealClus
     nodes = wait_for("the gang of 4 to be bound", lambda: len(n := bound()) == 4 and n, 90)
     assert len(set(nodes)) == 4, nodes
     cluster.kubectl("delete", "-f", str(manifest), "--wait=true")
+
+
+def test_a_gang_opted_in_with_the_scheduling_marker_alone_is_refused_never_half_bound(
+    cluster: RealCluster,
+) -> None:
+    """competing-gangs.yaml's tf-a with `vulcan.sh/managed` but not `vulcan.sh/managed-bind`:
+    the stanza's bind entry takes only pods with the latter, so the cluster's kube-scheduler
+    would bind each member itself, past the gang barrier. vulcan's filter refuses them on every
+    node (the overlay's `--bind-marker`), naming the marker and the fix; none is bound."""
+    docs = [
+        d
+        for d in yaml.safe_load_all((MANIFESTS / "competing-gangs.yaml").read_text())
+        if d and "tf-b" not in d["metadata"]["name"]
+    ]
+    members = [d["metadata"]["name"] for d in docs if d["kind"] == "Pod"]
+    for pod in docs:
+        if pod["kind"] == "Pod":
+            pod["spec"]["containers"][0]["resources"]["limits"][MARKERS[0]] = "1"
+    cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(docs))
+
+    def refusal(name: str) -> str:
+        for condition in (cluster.pod(name) or {}).get("status", {}).get("conditions") or ():
+            if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
+                return str(condition.get("message", ""))
+        return ""
+
+    wait_for(
+        "every member to be refused for want of the bind marker",
+        lambda: all(f"lacks the bind marker {MARKERS[1]}" in refusal(n) for n in members),
+        60,
+    )
+    said = refusal(members[0])
+    assert "gang default/tf-a (minMember 4)" in said, said
+    hold(
+        "no member to be bound",
+        lambda: not any((cluster.pod(n) or {}).get("spec", {}).get("nodeName") for n in members),
+        3.0,
+    )

@@ -7,7 +7,7 @@ import asyncio
 from typing import Any
 
 from core.cache import ClusterCache
-from core.records import NodeRecord
+from core.records import NodeRecord, PodRecord
 from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
 
@@ -73,6 +73,46 @@ async def test_a_change_after_the_interval_is_served_at_once() -> None:
         cache.on_node_add(node("n0", 1))
         await asyncio.wait_for(passes.get(), 10)
         cache.on_node_add(node("n1", 2))  # within the interval: waits for it to end
+        await asyncio.wait_for(passes.get(), 10)
+    finally:
+        await gangs.stop()
+
+
+def pod(name: str, rv: int, node_name: str | None = None, group: str | None = None) -> PodRecord:
+    meta: dict[str, Any] = {"name": name, "namespace": "default", "resourceVersion": str(rv)}
+    if group:
+        meta["annotations"] = {"scheduling.k8s.io/group-name": group}
+    spec: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": {"cpu": "1"}}}]}
+    if node_name:
+        spec["nodeName"] = node_name
+    return PodRecord({"metadata": meta, "spec": spec})
+
+
+async def test_a_plain_pods_change_waits_for_the_delay_and_room_freed_does_not() -> None:
+    cache, gangs, passes = await loop_with(0.0)
+    gangs.plain_pod_delay = 3600.0
+    try:
+        cache.on_node_add(node("n0", 1))
+        await asyncio.wait_for(passes.get(), 10)
+        cache.on_pod_add(pod("plain", 2))  # created, then bound: no gang's input
+        cache.on_pod_update(pod("plain", 2), pod("plain", 3, "n0"))
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert passes.empty()
+        # Its room freed (deleted): a waiting gang may fit now, so a pass at once.
+        cache.on_pod_delete(pod("plain", 3, "n0"))
+        await asyncio.wait_for(passes.get(), 10)
+        cache.on_pod_add(pod("member", 4, group="g"))  # a gang's member: at once
+        await asyncio.wait_for(passes.get(), 10)
+    finally:
+        await gangs.stop()
+
+
+async def test_a_plain_pods_change_is_served_once_the_delay_is_over() -> None:
+    cache, gangs, passes = await loop_with(0.0)
+    gangs.plain_pod_delay = 0.01
+    try:
+        cache.on_pod_add(pod("plain", 1))
         await asyncio.wait_for(passes.get(), 10)
     finally:
         await gangs.stop()

@@ -9,12 +9,14 @@ from typing import Any
 
 import pytest
 
-from core.api.keys import MARKER_RESOURCE_GROUP, MARKERS
+from core.api import markers
+from core.api.keys import BINDING_MARKER, MARKER_RESOURCE_GROUP, MARKERS
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector, pod_requests, without_group
+from extender.flags import add_extender_flags
 from extender.passthrough import request_of
 from flow_controller.flags import add_job_flags
-from flow_controller.job.objects import add_markers
+from flow_controller.job.objects import BindMarker, add_markers
 
 
 def marked_pod(requests: dict[str, str] | None = None) -> dict[str, Any]:
@@ -77,3 +79,42 @@ def test_without_group_keeps_the_same_vector_when_there_is_nothing_to_drop() -> 
     plain = ResourceVector({"cpu": 1000, "example.com/x": 2})
     assert without_group(plain, MARKER_RESOURCE_GROUP) is plain
     assert without_group(plain, "example.com") == ResourceVector({"cpu": 1000})
+
+
+def test_the_bind_marker_goes_only_to_pods_of_vulcans_schedulers() -> None:
+    marker = BindMarker(BINDING_MARKER, frozenset({"volcano"}))
+    ours = {"spec": {"schedulerName": "volcano", "containers": [{"name": "a"}]}}
+    theirs = {"spec": {"containers": [{"name": "a"}]}}  # default-scheduler
+    marker.add_to(ours)
+    marker.add_to(theirs)
+    assert ours["spec"]["containers"][0]["resources"] == {"limits": {BINDING_MARKER: "1"}}
+    # A scheduler without vulcan's entries would count it as a resource no node has.
+    assert "resources" not in theirs["spec"]["containers"][0]
+    assert markers.carries(ours["spec"], BINDING_MARKER)
+    assert not markers.carries(theirs["spec"], BINDING_MARKER)
+
+
+def test_a_marker_is_found_as_kube_scheduler_finds_managed_resources() -> None:
+    def spec(field: str, part: str) -> dict[str, Any]:
+        return {field: [{"name": "a"}, {"name": "b", "resources": {part: {BINDING_MARKER: "1"}}}]}
+
+    for field in ("containers", "initContainers"):
+        for part in ("requests", "limits"):
+            assert markers.carries(spec(field, part), BINDING_MARKER)
+    assert not markers.carries({"containers": [{"name": "a", "resources": None}]}, BINDING_MARKER)
+    assert not markers.carries(None, BINDING_MARKER)
+
+
+def test_the_bind_marker_flags_take_one_name_in_vulcans_domain() -> None:
+    controllers = argparse.ArgumentParser()
+    add_job_flags(controllers)
+    assert controllers.parse_args([f"--bind-marker={BINDING_MARKER}"]).bind_marker == BINDING_MARKER
+    assert controllers.parse_args([]).bind_marker == ""
+    extender = argparse.ArgumentParser()
+    add_extender_flags(extender)
+    assert extender.parse_args([f"--bind-marker={BINDING_MARKER}"]).bind_marker == BINDING_MARKER
+    assert extender.parse_args([]).bind_marker == ""
+    for parser in (controllers, extender):
+        for wrong in ("nvidia.com/gpu", f"{BINDING_MARKER},{MARKERS[0]}"):
+            with pytest.raises(SystemExit):
+                parser.parse_args([f"--bind-marker={wrong}"])
