@@ -83,7 +83,9 @@ class PassHost:
 
     def backoff(self, key: str) -> str | None:
         wait = self.gangs.barrier.backing_off(key)
-        return self._backoff_reason(key, wait) if wait > 0 else None
+        if wait > 0:
+            return self._backoff_reason(key, wait)
+        return self.gangs.unmarked_member(self.snapshot, key)
 
     def room(self, snapshot: Snapshot, key: str) -> GangRoom:
         return GangRoom(

@@ -48,7 +48,7 @@ class GangVerbs:
         # The bind extender entry's managedResources marker (--bind-marker): kube-scheduler
         # sends vulcan only the binds of pods carrying it and binds every other pod itself
         # (DefaultBinder), past the gang barrier. None: every bind comes to vulcan.
-        self.bind_marker = bind_marker
+        self.bind_marker = bind_marker if bind_marker is not None else gangs.bind_marker
 
     def filter(self, pod: PodInfo, candidates: list[str]) -> FilterStatus | None:
         """The gang plugin's answer for a member (steered to one node, or refused on every
@@ -126,26 +126,13 @@ class GangVerbs:
         return FilterStatus.unresolvable(reason, GANG)
 
     def unmarked_member(self, pod: PodInfo, group: PodGroupRecord) -> str | None:
-        """Why a member of a gang that needs the bind barrier may not be placed: with the bind
-        entry restricted to `bind_marker`, a member without it would be bound by kube-scheduler
-        itself the moment it is placed, and its gang could end up half bound. Refused on every
-        node instead, until the pod is made again with the marker (limits are fixed at
-        creation). None when the pod may go on (marked, no restriction, or no barrier needed:
-        minMember 1, or the conf without the gang plugin)."""
+        """Why a member of a gang that needs the bind barrier may not be placed (`unmarked`),
+        read from the pod kube-scheduler sends."""
         marker = self.bind_marker
-        if (
-            marker is None
-            or group.min_member <= 1
-            or not self.gangs.gang_enabled
-            or markers.carries(pod.spec, marker)
-        ):
+        if marker is None or not self.gangs.gang_enabled:
             return None
-        return (
-            f"gang {group.key} (minMember {group.min_member}): pod {pod.key} lacks the bind "
-            f"marker {marker}, so kube-scheduler would bind it without vulcan's gang barrier "
-            f"(its bind extender entry takes only pods with that marker); create the pod again "
-            f"with resources.limits {{{marker}: 1}} in its first container (vulcan's job "
-            f"controller adds it to the pods of Volcano Jobs)"
+        return markers.unmarked_member(
+            group.key, group.min_member, pod.key, markers.carries(pod.spec, marker), marker
         )
 
     def _is_elastic(self, group: PodGroupRecord) -> bool:

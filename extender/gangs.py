@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from core.api import keys
+from core.api import keys, markers
 from core.cache import ClusterCache, Snapshot
 from core.kube.client import KubeClient
 from core.records import PodGroupRecord, PodRecord
@@ -74,6 +74,7 @@ class GangScheduler:
         coalesce: float = 0.01,
         min_pass_interval: float = 0.0,
         plain_pod_delay: float = 0.0,
+        bind_marker: str | None = None,
         observe_pass: Callable[[float], None] | None = None,
         gang_metrics: GangMetrics | None = None,
         event_qps: float = 0.0,
@@ -110,6 +111,9 @@ class GangScheduler:
         # each (~15% of the extender's CPU per pod in bench/real_throughput.py). Every other
         # change (and room freed) still wakes the loop at once.
         self.plain_pod_delay = plain_pod_delay
+        # The bind extender entry's managedResources marker (--bind-marker): kube-scheduler
+        # binds every pod without it itself, past the gang barrier (`extender.gang_verbs`).
+        self.bind_marker = bind_marker
         self._plain_change = False
         self._plain_timer: asyncio.TimerHandle | None = None
         self.observe_pass = observe_pass
@@ -368,6 +372,25 @@ class GangScheduler:
                 )
                 self.forget_group(unit.group, why)
                 self.barrier.forget(unit.group)
+
+    def unmarked_member(self, snapshot: Snapshot, key: str) -> str | None:
+        """Why gang `key` may not be admitted while one of its members waiting for a node lacks
+        the bind marker: filter refuses that member on every node, so admitting the gang
+        would only hold room for it until the gang timeout, again after each backoff."""
+        marker = self.bind_marker
+        group = snapshot.podgroups.get(key)
+        if marker is None or not self.gang_enabled or group is None:
+            return None
+        for pod_key in sorted(snapshot.pods_by_group.get(key, ())):
+            pod = snapshot.pods.get(pod_key)
+            if pod is None or pod.node is not None or pod.deleting or pod.terminal:
+                continue
+            why = markers.unmarked_member(
+                key, group.min_member, pod_key, marker in pod.markers, marker
+            )
+            if why is not None:
+                return why
+        return None
 
     def victims_for(self, snapshot: Snapshot, key: str) -> list[VictimUnit]:
         """What reclaim and preempt may evict for group `key` (never pods being freed):

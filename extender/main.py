@@ -85,6 +85,7 @@ class Extender:
             pipelined_wait=args.pipelined_wait,
             min_pass_interval=args.min_pass_interval,
             plain_pod_delay=args.plain_pod_pass_delay,
+            bind_marker=args.bind_marker or None,
             session=session,
             placement=framework.gang_placement,
         )

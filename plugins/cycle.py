@@ -97,7 +97,8 @@ class CycleHost(Protocol):
         ...
 
     def backoff(self, key: str) -> str | None:
-        """Why the gang may not be placed now (a gang timeout's backoff), if so."""
+        """Why the gang may not be placed now (a gang timeout's backoff; with the install's
+        bind entry restricted to a marker, a member without it), if so."""
         ...
 
     def room(self, snapshot: Snapshot, key: str) -> GangRoom: ...

@@ -12,6 +12,7 @@ from typing import Any
 
 from core.api import keys
 from core.api.booleans import preemptable_flag
+from core.api.markers import carried
 from core.quota import pod_quota_usage
 from core.records.common import (
     NO_LABELS,
@@ -84,6 +85,7 @@ class PodRecord:
         "job_version",
         "key",
         "labels",
+        "markers",
         "name",
         "namespace",
         "node",
@@ -155,6 +157,8 @@ class PodRecord:
             )
         except (ValueError, TypeError):
             self.requests = shared_vector(ResourceVector({"pods": 1}))
+        # vulcan's routing markers it carries (an extender entry's managedResources).
+        self.markers: frozenset[str] = carried(spec, keys.MARKER_RESOURCE_GROUP)
         # The pod's ResourceQuota usage: what Volcano's controllers build minResources from
         # (memoised, so equal pods share one mapping).
         self.usage: dict[str, int] = pod_quota_usage(

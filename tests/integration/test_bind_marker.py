@@ -16,6 +16,7 @@ test with the two extender entries as the install writes them."""
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import subprocess
 from collections.abc import AsyncIterator
@@ -170,6 +171,13 @@ async def test_a_gang_without_the_bind_marker_is_refused_whole_and_binds_whole_o
     # Refused on every node: kube-scheduler never placed one, so none was bound past the barrier.
     assert [await cluster.node_of(n) for n in members] == [None, None]
     assert cluster.binds() == 0
+    # Nor is the gang admitted meanwhile: no room held for members that cannot be placed
+    # (held until the gang timeout, then again after each backoff, it kept others out).
+    status, text = http_get(f"{cluster.extender}/debug/gangs/default/g")
+    assert status == 200
+    view = json.loads(text)
+    assert view["admitted"] is False and view["reserved"] == {}, view
+    assert f"lacks the bind marker {BINDING_MARKER}" in view["reason"]
 
     # Made again with the marker: both binds come to vulcan, held until the gang is whole.
     for name in members:

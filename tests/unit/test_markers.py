@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from core.api import markers
-from core.api.keys import BINDING_MARKER, MARKER_RESOURCE_GROUP, MARKERS
+from core.api.keys import BINDING_MARKER, MARKER_RESOURCE_GROUP, MARKERS, SCHEDULING_MARKER
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector, pod_requests, without_group
 from extender.flags import add_extender_flags
@@ -118,3 +118,16 @@ def test_the_bind_marker_flags_take_one_name_in_vulcans_domain() -> None:
         for wrong in ("nvidia.com/gpu", f"{BINDING_MARKER},{MARKERS[0]}"):
             with pytest.raises(SystemExit):
                 parser.parse_args([f"--bind-marker={wrong}"])
+
+
+def test_a_pod_record_knows_the_markers_it_carries() -> None:
+    spec = {
+        "initContainers": [{"name": "i", "resources": {"requests": {SCHEDULING_MARKER: "1"}}}],
+        "containers": [
+            {"name": "c", "resources": {"limits": {BINDING_MARKER: "1", "cpu": "1"}}},
+        ],
+    }
+    pod = PodRecord({"metadata": {"name": "p", "namespace": "ns"}, "spec": spec})
+    assert pod.markers == {SCHEDULING_MARKER, BINDING_MARKER}
+    plain = PodRecord({"metadata": {"name": "q", "namespace": "ns"}, "spec": {"containers": []}})
+    assert plain.markers == frozenset()
