@@ -4,37 +4,15 @@ limits of any container or init container (HTTPExtender.IsInterested)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 
-def carries(spec: Mapping[str, Any] | None, name: str) -> bool:
-    """Whether kube-scheduler sends this pod to an extender entry whose managedResources is
-    `name`."""
+def _resource_names(spec: Mapping[str, Any] | None) -> Iterator[str]:
+    """Every resource name among the requests and limits of the pod's containers and init
+    containers."""
     if not spec:
-        return False
-    for field in ("containers", "initContainers"):
-        for container in spec.get(field) or ():
-            resources = container.get("resources") if isinstance(container, Mapping) else None
-            if not isinstance(resources, Mapping):
-                continue
-            for part in ("requests", "limits"):
-                amounts = resources.get(part)
-                if isinstance(amounts, Mapping) and name in amounts:
-                    return True
-    return False
-
-
-_NONE: frozenset[str] = frozenset()
-
-
-def carried(spec: Mapping[str, Any] | None, group: str) -> frozenset[str]:
-    """The resource names of `group` (e.g. vulcan's domain) among the requests or limits of
-    the pod's containers and init containers: which markers the pod carries."""
-    if not spec:
-        return _NONE
-    prefix = f"{group}/"
-    found: set[str] = set()
+        return
     for field in ("containers", "initContainers"):
         for container in spec.get(field) or ():
             resources = container.get("resources") if isinstance(container, Mapping) else None
@@ -43,8 +21,23 @@ def carried(spec: Mapping[str, Any] | None, group: str) -> frozenset[str]:
             for part in ("requests", "limits"):
                 amounts = resources.get(part)
                 if isinstance(amounts, Mapping):
-                    found.update(n for n in amounts if isinstance(n, str) and n.startswith(prefix))
-    return frozenset(found) if found else _NONE
+                    yield from (name for name in amounts if isinstance(name, str))
+
+
+def carries(spec: Mapping[str, Any] | None, name: str) -> bool:
+    """Whether kube-scheduler sends this pod to an extender entry whose managedResources is
+    `name`."""
+    return any(found == name for found in _resource_names(spec))
+
+
+_NONE: frozenset[str] = frozenset()
+
+
+def carried(spec: Mapping[str, Any] | None, group: str) -> frozenset[str]:
+    """The resource names of `group` (e.g. vulcan's domain) the pod carries: its markers."""
+    prefix = f"{group}/"
+    found = frozenset(name for name in _resource_names(spec) if name.startswith(prefix))
+    return found if found else _NONE
 
 
 def unmarked_member(
