@@ -277,7 +277,7 @@ def test_held_binds_wait_for_a_member_that_cannot_come(cluster: SimCluster) -> N
     assert set(view) == {
         "podgroup", "uid", "queue", "phase", "minMember", "minTaskMember", "minResources",
         "admitted", "reason", "promise", "members", "statuses", "gangTimeoutSeconds", "hold",
-        "committed", "backoffSecondsLeft", "reserved", "reservations",
+        "committed", "backoffSecondsLeft", "reserved", "reservations", "elasticWaiting",
     }  # fmt: skip
     assert view["admitted"] is True and view["gangTimeoutSeconds"] == 60
     assert view["hold"]["pods"] == ["default/late-0", "default/late-1"]
