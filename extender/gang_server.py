@@ -32,13 +32,12 @@ class GangExtenderServer(ExtenderServer):
         *args: Any,
         gangs: GangScheduler,
         scheduler_names: tuple[str, ...] = (keys.DEFAULT_SCHEDULER_NAME,),
-        bind_marker: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
         self.gangs = gangs
         # (`self.verbs` is the base server's path table)
-        self.gang_verbs = GangVerbs(gangs, bind_marker)
+        self.gang_verbs = GangVerbs(gangs)
         # The podgroup controller's --scheduler-name(s): their pods are grouped before they
         # may be scheduled.
         self.scheduler_names = scheduler_names

@@ -43,12 +43,8 @@ def _timeout_of(group: PodGroupRecord) -> float | None:
 class GangVerbs:
     """filter, bind and preempt for gang members, answered from the scheduler's state."""
 
-    def __init__(self, gangs: GangScheduler, bind_marker: str | None = None) -> None:
+    def __init__(self, gangs: GangScheduler) -> None:
         self.gangs = gangs
-        # The bind extender entry's managedResources marker (--bind-marker): kube-scheduler
-        # sends vulcan only the binds of pods carrying it and binds every other pod itself
-        # (DefaultBinder), past the gang barrier. None: every bind comes to vulcan.
-        self.bind_marker = bind_marker if bind_marker is not None else gangs.bind_marker
 
     def filter(self, pod: PodInfo, candidates: list[str]) -> FilterStatus | None:
         """The gang plugin's answer for a member (steered to one node, or refused on every
@@ -126,9 +122,10 @@ class GangVerbs:
         return FilterStatus.unresolvable(reason, GANG)
 
     def unmarked_member(self, pod: PodInfo, group: PodGroupRecord) -> str | None:
-        """Why a member of a gang that needs the bind barrier may not be placed (`unmarked`),
-        read from the pod kube-scheduler sends."""
-        marker = self.bind_marker
+        """Why a member of a gang that needs the bind barrier may not be placed
+        (`core.api.markers.unmarked_member`, with `GangScheduler.bind_marker`), read from the
+        pod kube-scheduler sends (the cache may not have seen it yet)."""
+        marker = self.gangs.bind_marker
         if marker is None or not self.gangs.gang_enabled:
             return None
         return markers.unmarked_member(

@@ -112,7 +112,9 @@ class GangScheduler:
         # change (and room freed) still wakes the loop at once.
         self.plain_pod_delay = plain_pod_delay
         # The bind extender entry's managedResources marker (--bind-marker): kube-scheduler
-        # binds every pod without it itself, past the gang barrier (`extender.gang_verbs`).
+        # sends vulcan only the binds of pods carrying it and binds every other pod itself
+        # (DefaultBinder), past the gang barrier; filter refuses such members and the pass
+        # does not admit their gangs (`unmarked_member`). None: every bind comes to vulcan.
         self.bind_marker = bind_marker
         self._plain_change = False
         self._plain_timer: asyncio.TimerHandle | None = None

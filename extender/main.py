@@ -101,7 +101,6 @@ class Extender:
             metrics=metrics,
             gangs=gangs,
             scheduler_names=scheduler_names(args.scheduler_name),
-            bind_marker=args.bind_marker or None,
         )
         if args.enable_debug_endpoints:
             add_debug_routes(server.app, gangs)

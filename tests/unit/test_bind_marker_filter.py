@@ -25,7 +25,7 @@ def member(marked: bool, part: str = "limits") -> dict[str, Any]:
 
 async def answer_for(doc: dict[str, Any], min_member: int, marker: str | None) -> dict[str, Any]:
     extender, gangs = server()
-    extender.gang_verbs.bind_marker = marker
+    gangs.bind_marker = marker
     gangs.cache.on_podgroup_add(
         PodGroupRecord(
             {
@@ -63,7 +63,7 @@ async def test_marked_members_and_pods_needing_no_barrier_go_on() -> None:
 
 async def test_without_the_gang_plugin_members_bind_at_once_so_none_is_refused() -> None:
     extender, gangs = server()
-    extender.gang_verbs.bind_marker = BINDING_MARKER
+    gangs.bind_marker = BINDING_MARKER
     gangs.gang_enabled = False  # a conf without `gang`: no barrier holds any bind
     group = PodGroupRecord(
         {
