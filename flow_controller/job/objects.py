@@ -214,6 +214,11 @@ def add_markers(pod: dict[str, Any], markers: tuple[str, ...]) -> None:
             requests.setdefault(name, limits[name])
 
 
+def scheduler_of(pod: dict[str, Any]) -> str:
+    """The scheduler a pod body names (kube-scheduler's default when it names none)."""
+    return (pod.get("spec") or {}).get("schedulerName") or keys.KUBE_DEFAULT_SCHEDULER
+
+
 @dataclass(frozen=True, slots=True)
 class BindMarker:
     """`--bind-marker` (second-scheduler install): the bind extender entry's managedResources
@@ -225,8 +230,7 @@ class BindMarker:
     schedulers: frozenset[str]
 
     def add_to(self, pod: dict[str, Any]) -> None:
-        scheduler = (pod.get("spec") or {}).get("schedulerName") or "default-scheduler"
-        if scheduler in self.schedulers:
+        if scheduler_of(pod) in self.schedulers:
             add_markers(pod, (self.name,))
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.api import keys
 from core.api.batch import JobSpec
 from core.kube.events import WARNING
 from core.records import PodGroupRecord, PodRecord
@@ -48,8 +47,7 @@ class JobPrimitives:
     def _gated(self, pod: dict[str, Any]) -> bool:
         if self.gated_schedulers is None:
             return False
-        name = (pod.get("spec") or {}).get("schedulerName") or keys.KUBE_DEFAULT_SCHEDULER
-        return bool(self.pod_markers) or name in self.gated_schedulers
+        return bool(self.pod_markers) or objects.scheduler_of(pod) in self.gated_schedulers
 
     def _job_pods(self, job: dict[str, Any]) -> list[PodRecord]:
         return self.events.pods_of(
