@@ -4,11 +4,11 @@ kube-scheduler assumes a pod bound the moment it asks for the Binding, and keeps
 assumption until the API server confirms it; Volcano's cache marks an evicted task Releasing
 the moment it asks. vulcan's cache does the same for an eviction: from the moment it is asked,
 every record of the pod shows it being deleted, including the API server's status writes that
-were on their way meanwhile. Those used to replace the assumption: issue 31's soak,
-soak/gang-1041, preempted whole just as its four members Succeeded; their Succeeded status
-arrived before the deletions, showed them live again, and the next pass adopted the gang as
-placed whole (Succeeded members count, as in Volcano's ReadyTaskNum), so its two elastic
-members bound at once; the deletions then left 2 of its 4 bound.
+were on their way meanwhile. Those used to replace the assumption: the Eviction API writes the
+pod's DisruptionTarget condition and then deletes it (two watch events), and the first showed
+the victim live again, so the next pass saw a gang evicted whole as placed whole, adopted and
+committed it, and its elastic members bound at once; the deletions then left it half bound
+(issue 31's soak, soak/gang-1041: 2 of its 4).
 
 The mark goes when the API server shows the pod being deleted or gone, when a new pod takes
 its name (another UID), or when the eviction is refused (`drop`: the cache shows the pod as
