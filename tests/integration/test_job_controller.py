@@ -124,18 +124,28 @@ async def test_a_job_gets_its_podgroup_then_its_pods_and_completes() -> None:
         assert completed == 1
 
 
+async def _ours_and_theirs(
+    client: KubeClient,
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Two 3-pod jobs, one of vulcan's scheduler and one of another, both admitted: the pods
+    their controller made (ours, theirs)."""
+    ours = await client.create(VCJOBS, tf_job())
+    theirs = await client.create(VCJOBS, tf_job("other", schedulerName="other-scheduler"))
+    for job in (ours, theirs):
+        group = f"{job['metadata']['name']}-{job['metadata']['uid']}"
+        await eventually(lambda g=group: get_or_none(client, PODGROUPS, g, "default"))
+        await admit(client, group)
+    return (
+        await eventually(lambda: _has(job_pods(client), 3)),
+        await eventually(lambda: _has(job_pods(client, "other"), 3)),
+    )
+
+
 async def test_pods_vulcan_schedules_are_created_behind_the_queue_allocation_gate() -> None:
     """`--queue-allocation-gate`: the pods of jobs whose schedulerName vulcan serves carry
     the gate from creation (the only time a gate can be added); others do not."""
     async with running([JOB], flow={"gated_schedulers": frozenset({"volcano"})}) as (client, _):
-        ours = await client.create(VCJOBS, tf_job())
-        theirs = await client.create(VCJOBS, tf_job("other", schedulerName="other-scheduler"))
-        for job in (ours, theirs):
-            group = f"{job['metadata']['name']}-{job['metadata']['uid']}"
-            await eventually(lambda g=group: get_or_none(client, PODGROUPS, g, "default"))
-            await admit(client, group)
-        gated = await eventually(lambda: _has(job_pods(client), 3))
-        free = await eventually(lambda: _has(job_pods(client, "other"), 3))
+        gated, free = await _ours_and_theirs(client)
         for pod in gated.values():
             assert pod["spec"]["schedulingGates"] == [
                 {"name": "scheduling.volcano.sh/queue-allocation-gate"}
@@ -168,14 +178,7 @@ async def test_with_the_bind_marker_the_pods_vulcan_schedules_carry_it_from_crea
     others get none (their scheduler would count it as a resource no node has)."""
     marker = BindMarker("vulcan.sh/managed-bind", frozenset({"volcano"}))
     async with running([JOB], flow={"bind_marker": marker}) as (client, _):
-        ours = await client.create(VCJOBS, tf_job())
-        theirs = await client.create(VCJOBS, tf_job("other", schedulerName="other-scheduler"))
-        for job in (ours, theirs):
-            group = f"{job['metadata']['name']}-{job['metadata']['uid']}"
-            await eventually(lambda g=group: get_or_none(client, PODGROUPS, g, "default"))
-            await admit(client, group)
-        marked = await eventually(lambda: _has(job_pods(client), 3))
-        unmarked = await eventually(lambda: _has(job_pods(client, "other"), 3))
+        marked, unmarked = await _ours_and_theirs(client)
         for pod in marked.values():
             resources = pod["spec"]["containers"][0]["resources"]
             assert resources["limits"]["vulcan.sh/managed-bind"] == "1"
