@@ -77,6 +77,7 @@ class Pod:
     restarts: int = 0
     created: str = ""
     disruption: str = ""  # why the system took the pod away (DisruptionTarget, NodeLost, ...)
+    priority: int = 0  # spec.priority, as priority admission resolved its priorityClassName
 
     @property
     def live_bound(self) -> bool:
@@ -194,6 +195,7 @@ def decode_pod(obj: dict[str, Any]) -> Pod:
         restarts=restarts,
         created=meta.get("creationTimestamp", ""),
         disruption=disruption or "",
+        priority=int(spec.get("priority") or 0),
     )
 
 

@@ -2,7 +2,11 @@
 
 - stall: a gang with no member bound whose minMember waiting pods fit the free room of the
   schedulable nodes, in a queue with room under its capability and its deserved share, for
-  longer than `Limits.stall_after`;
+  longer than `Limits.stall_after` — room and share left after the waiting gangs ahead of it
+  in line (priority, then age, as Volcano's allocate orders jobs) that fit took theirs: a gang
+  behind older work that takes the room it would need waits its turn and is no stall (the
+  first of a line that does not move still is one), and the room reserved for an admitted gang
+  not yet bound (which the API server does not show) is counted as that gang's;
 - job not final: a Volcano Job whose pods have all finished, or that stays in a passing phase
   (Restarting, Aborting, Terminating, Completing), for longer than `Limits.job_final_after` —
   unless it waits for pods held terminating by a node that is down.
@@ -53,37 +57,54 @@ def check_stalls(checker: Checker, now: float) -> None:
         queue = checker.groups[key].queue
         for res in need:
             requests[queue] = add(requests.get(queue, {}), res)
+    fitting: dict[str, bool] = {}
+    why: dict[str, str] = {}
     shares = deserved(
         total,
         {q: checker.queues[q].weight for q in checker.queues if checker.queues[q].state == "Open"},
         requests,
         {q: queue.capability for q, queue in checker.queues.items()},
     )
+    room = {node: dict(res) for node, res in free.items()}
+    taken: dict[str, Resources] = {q: dict(res) for q, res in used.items()}
+    for key in sorted(waiting, key=lambda k: _line_order(checker, k)):
+        need = waiting[key]
+        group = checker.groups[key]
+        queue = checker.queues.get(group.queue)
+        sum_need: Resources = {}
+        for res in need:
+            sum_need = add(sum_need, res)
+        after = add(taken.get(group.queue, {}), sum_need)
+        share = shares.get(group.queue, {})
+        placed = (
+            pack(need, room)
+            if queue is not None
+            and queue.state == "Open"
+            and not over(after, queue.capability)
+            and all(after.get(d, 0) <= share.get(d, 0) for d in SHARE_DIMENSIONS)
+            else None
+        )
+        if placed is not None:  # it would run now: what it takes is gone for those behind it
+            for index, node in placed.items():
+                room[node] = sub(room[node], need[index])
+            taken[group.queue] = after
+        fitting[key] = placed is not None
+        why[key] = (
+            f"{group.min_member} member(s) needing {show(sum_need)} fit the free room after "
+            f"the gangs ahead of it (queue {group.queue}: would hold {show(after)}, deserved "
+            f"{show(share)}, status.allocated {show(queue.allocated) if queue else '-'}); "
+            f"PodGroup phase={group.phase or '-'}: {group.message or 'no condition'}"
+        )
     for key in list(checker.groups):
-        need = waiting.get(key)
-        on, why = False, ""
-        if need is not None:
-            group = checker.groups[key]
-            queue = checker.queues.get(group.queue)
-            sum_need: Resources = {}
-            for res in need:
-                sum_need = add(sum_need, res)
-            after = add(used.get(group.queue, {}), sum_need)
-            share = shares.get(group.queue, {})
-            on = (
-                queue is not None
-                and queue.state == "Open"
-                and not over(after, queue.capability)
-                and all(after.get(d, 0) <= share.get(d, 0) for d in SHARE_DIMENSIONS)
-                and pack(need, free) is not None
-            )
-            why = (
-                f"{group.min_member} member(s) needing {show(sum_need)} fit the free room "
-                f"(queue {group.queue}: would hold {show(after)}, deserved {show(share)}, "
-                f"status.allocated {show(queue.allocated) if queue else '-'}); "
-                f"PodGroup phase={group.phase or '-'}: {group.message or 'no condition'}"
-            )
-        checker.hold("stall", key, on, now, checker.limits.stall_after, why)
+        checker.hold(
+            "stall", key, fitting.get(key, False), now, checker.limits.stall_after, why.get(key, "")
+        )
+
+
+def _line_order(checker: Checker, key: str) -> tuple[int, str, str]:
+    """A waiting gang's place in line: its highest member priority first, then the oldest."""
+    priority = max((p.priority for p in checker.members(key)), default=0)
+    return (-priority, checker.groups[key].created, key)
 
 
 def check_jobs(checker: Checker, now: float) -> None:

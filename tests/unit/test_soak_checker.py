@@ -232,6 +232,54 @@ def test_a_gang_beyond_its_queues_deserved_share_is_not_a_stall() -> None:
     assert [v.subject for v in checker.violations] == ["ns/b"]
 
 
+def waiting_gang(
+    checker: Checker, name: str, members: int, created: str, priority: int = 0
+) -> None:
+    key = f"ns/{name}"
+    checker.group(key, Group(key, min_member=members, created=created), 0.0)
+    for index in range(members):
+        pod_key = f"{key}-{index}"
+        pod = Pod(pod_key, uid=pod_key, group=key, requests=CPU4, priority=priority)
+        checker.pod(pod_key, pod, 0.0)
+
+
+def test_a_gang_behind_older_work_that_takes_its_room_waits_its_turn() -> None:
+    checker = cluster(Limits(stall_after=10.0), nodes=2, cpu=16)
+    # Each fits the 32 free cpu alone; together (24 + 16) they do not: the older goes first.
+    waiting_gang(checker, "young", 4, "2026-11-26T10:00:05Z")
+    waiting_gang(checker, "old", 6, "2026-11-26T10:00:01Z")
+    checker.tick(1.0)
+    checker.tick(12.0)
+    assert [v.subject for v in checker.violations] == ["ns/old"]
+    assert "after the gangs ahead of it" in checker.violations[0].detail
+
+
+def test_the_line_puts_higher_priority_first_whatever_its_age() -> None:
+    checker = cluster(Limits(stall_after=10.0), nodes=2, cpu=16)
+    waiting_gang(checker, "old", 6, "2026-11-26T10:00:01Z")
+    waiting_gang(checker, "urgent", 4, "2026-11-26T10:00:05Z", priority=100)
+    checker.tick(1.0)
+    checker.tick(12.0)
+    assert [v.subject for v in checker.violations] == ["ns/urgent"]
+
+
+def test_the_gang_behind_is_a_stall_once_the_room_ahead_of_it_is_taken_and_left() -> None:
+    checker = cluster(Limits(stall_after=10.0), nodes=2, cpu=16)
+    waiting_gang(checker, "old", 6, "2026-11-26T10:00:01Z")
+    waiting_gang(checker, "young", 4, "2026-11-26T10:00:05Z")
+    checker.tick(1.0)
+    for index in range(6):  # the older one runs: 8 cpu left, the younger still waits its turn
+        bind(checker, "old", index, f"node-{index % 2}", 2.0)
+    checker.tick(2.0)
+    checker.tick(30.0)
+    assert kinds(checker) == []
+    for index in range(6):  # it finishes: the room is free and nothing is ahead any more
+        bind(checker, "old", index, f"node-{index % 2}", 31.0, phase="Succeeded")
+    checker.tick(32.0)
+    checker.tick(43.0)
+    assert [v.subject for v in checker.violations] == ["ns/young"]
+
+
 def test_a_job_whose_pods_finished_must_reach_a_final_phase() -> None:
     checker = cluster(Limits(job_final_after=10.0))
     checker.job("ns/j", Job("ns/j", phase="Running", replicas=2))
