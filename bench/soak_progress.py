@@ -3,7 +3,8 @@
 - stall: a gang with no member bound whose minMember waiting pods fit the free room of the
   schedulable nodes, in a queue with room under its capability and its deserved share, for
   longer than `Limits.stall_after` — room and share left after the waiting gangs ahead of it
-  in line (priority, then age, as Volcano's allocate orders jobs) that fit took theirs: a gang
+  in line (as Volcano's allocate orders jobs: a gang whose minimum is not met yet before one
+  whose finished members met it, then priority, then age) that fit took theirs: a gang
   behind older work that takes the room it would need waits its turn and is no stall (the
   first of a line that does not move still is one), and the room reserved for an admitted gang
   not yet bound (which the API server does not show) is counted as that gang's;
@@ -101,10 +102,14 @@ def check_stalls(checker: Checker, now: float) -> None:
         )
 
 
-def _line_order(checker: Checker, key: str) -> tuple[int, str, str]:
-    """A waiting gang's place in line: its highest member priority first, then the oldest."""
-    priority = max((p.priority for p in checker.members(key)), default=0)
-    return (-priority, checker.groups[key].created, key)
+def _line_order(checker: Checker, key: str) -> tuple[bool, int, str, str]:
+    """A waiting gang's place in line, as Volcano orders jobs: a gang whose minimum is already
+    met (by members that finished: what waits is its elastic part) after those that are not
+    (the gang plugin's job order), then its highest member priority first, then the oldest."""
+    members = checker.members(key)
+    ready = sum(p.phase == "Succeeded" for p in members) >= checker.groups[key].min_member
+    priority = max((p.priority for p in members), default=0)
+    return (ready, -priority, checker.groups[key].created, key)
 
 
 def check_jobs(checker: Checker, now: float) -> None:

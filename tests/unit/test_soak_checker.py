@@ -263,6 +263,24 @@ def test_the_line_puts_higher_priority_first_whatever_its_age() -> None:
     assert [v.subject for v in checker.violations] == ["ns/urgent"]
 
 
+def test_a_gang_whose_finished_members_met_its_minimum_comes_after_those_that_wait_for_theirs() -> (
+    None
+):
+    checker = cluster(Limits(stall_after=10.0), nodes=2, cpu=16)
+    waiting_gang(checker, "young", 4, "2026-11-26T10:00:05Z")
+    # An older job's gang of minimum 1: one member finished, its second waits (its elastic part).
+    checker.group("ns/done", Group("ns/done", min_member=1, created="2026-11-26T10:00:01Z"), 0.0)
+    checker.pod("ns/done-0", Pod("ns/done-0", uid="d0", group="ns/done", requests=CPU4), 0.0)
+    checker.pod("ns/done-1", Pod("ns/done-1", uid="d1", group="ns/done", requests=CPU4), 0.0)
+    bind(checker, "done", 0, "node-0", 0.5, phase="Succeeded")
+    for index in range(2):  # 16 cpu of others: 16 free, all of it the young gang's
+        key = f"ns/other-{index}"
+        checker.pod(key, Pod(key, uid=key, requests={"cpu": 8000}, node=f"node-{index}"), 0.0)
+    checker.tick(1.0)
+    checker.tick(12.0)
+    assert [v.subject for v in checker.violations] == ["ns/young"]
+
+
 def test_the_gang_behind_is_a_stall_once_the_room_ahead_of_it_is_taken_and_left() -> None:
     checker = cluster(Limits(stall_after=10.0), nodes=2, cpu=16)
     waiting_gang(checker, "old", 6, "2026-11-26T10:00:01Z")
