@@ -4,7 +4,8 @@
 Controllers run only while this instance leads (one Lease for all of them). Each leadership
 term builds everything afresh from the API server — informers, work queues, event recorder —
 and tears it down when the term ends, so a new leader (or a restarted process) starts from what
-is stored, never from memory. /readyz: a leader is ready once its informers have synced, a
+is stored, never from memory. /readyz: a leader is ready once its informers have synced and its
+controllers have started (a reconciler's `start` returned: the built-in queues exist), a
 standby once it has seen who leads.
 
 A controller is anything with `name` and `async run()`, built for each term by its factory from
@@ -66,9 +67,14 @@ class ControllerManager:
         self.controllers: dict[str, Any] = {}
 
     def ready(self) -> tuple[bool, str]:
-        """Ready while leading once the informers have synced."""
+        """Ready while leading once the informers have synced and every controller has started
+        (what its start does is done: the built-in queues exist, so a user's first PodGroup
+        in queue `default` is not refused by the admission webhook for a missing queue)."""
         if not self.leading or self.informers is None or not self.informers.synced:
             return False, "informers not synced"
+        starting = sorted(n for n, c in self.controllers.items() if not getattr(c, "started", True))
+        if starting:
+            return False, f"controllers starting: {', '.join(starting)}"
         return True, "ok"
 
     async def run(self) -> None:

@@ -235,6 +235,9 @@ class Controller(Generic[K]):
         self.retries = retries
         self.workers = workers
         self._resync_timers: dict[int, Timer] = {}
+        # Its reconciler's `start` has returned and its workers run (the queue controller's
+        # start creates the built-in queues): /readyz waits for it.
+        self.started = False
 
     async def run(self) -> None:
         metrics, name = self.metrics, self.name
@@ -260,6 +263,7 @@ class Controller(Generic[K]):
         await self.reconciler.start()
         for period, keys in self.builder.resyncs:
             self._resync(period, keys)
+        self.started = True
         try:
             await queue.run_workers(
                 self.workers,
@@ -268,6 +272,7 @@ class Controller(Generic[K]):
                 on_give_up=self._give_up,
             )
         finally:
+            self.started = False
             for timer in self._resync_timers.values():
                 timer.cancel()
             self._resync_timers.clear()
@@ -308,6 +313,10 @@ class Together:
 
     def __getitem__(self, name: str) -> Controller[Any]:
         return next(c for c in self.controllers if c.name == name)
+
+    @property
+    def started(self) -> bool:
+        return all(c.started for c in self.controllers)
 
     async def run(self) -> None:
         async with asyncio.TaskGroup() as group:

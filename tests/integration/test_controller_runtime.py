@@ -307,3 +307,42 @@ async def events_on(client: KubeClient, name: str) -> list[dict[str, Any]]:
 async def _reasons(client: KubeClient, name: str, wanted: set[str]) -> list[dict[str, Any]] | None:
     events = await events_on(client, name)
     return events if wanted <= {e["reason"] for e in events} else None
+
+
+class SlowStart(Scripted):
+    """Its `start` (the queue controller's creates the built-in queues) returns when told."""
+
+    def __init__(self, go: asyncio.Event) -> None:
+        super().__init__([], asyncio.get_running_loop().time)
+        self.go = go
+
+    async def start(self) -> None:
+        await self.go.wait()
+
+
+async def test_the_manager_is_ready_only_once_every_controller_has_started() -> None:
+    go = asyncio.Event()
+    async with EmbeddedApiServer() as server:
+        client = KubeClient(Configuration(host=server.url), ClientOptions(qps=0))
+
+        def factory(
+            client: KubeClient,
+            informers: SharedInformers,
+            recorder: EventRecorder,
+            metrics: ControllerMetrics,
+        ) -> Controller[str]:
+            return build(SlowStart(go), informers, recorder, metrics, retries=RetryPolicy())
+
+        manager = ControllerManager(client, {"slow": factory}, ControllerMetrics(), "t")
+        task = asyncio.create_task(manager.run())
+        try:
+            await until(lambda: manager.ready()[1] != "informers not synced", 10)
+            # Synced, but its start has not returned: not ready, and /readyz says which.
+            assert manager.ready() == (False, "controllers starting: slow")
+            go.set()
+            await until(lambda: manager.ready() == (True, "ok"), 10)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            await client.close()
