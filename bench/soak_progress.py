@@ -6,8 +6,9 @@
   in line (as Volcano's allocate orders jobs: a gang whose minimum is not met yet before one
   whose finished members met it, then priority, then age) that fit took theirs: a gang
   behind older work that takes the room it would need waits its turn and is no stall (the
-  first of a line that does not move still is one), and the room reserved for an admitted gang
-  not yet bound (which the API server does not show) is counted as that gang's;
+  first of a line that does not move still is one); so the room vulcan reserved for an
+  admitted gang not yet bound (which the API server does not show) counts as taken for the
+  gangs behind it;
 - job not final: a Volcano Job whose pods have all finished, or that stays in a passing phase
   (Restarting, Aborting, Terminating, Completing), for longer than `Limits.job_final_after` —
   unless it waits for pods held terminating by a node that is down.
