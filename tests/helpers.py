@@ -65,6 +65,18 @@ def vulcan_process(*args: str, stderr: int = subprocess.PIPE) -> subprocess.Pope
     )
 
 
+def stop_process(process: subprocess.Popen[str], timeout: float = 20.0) -> None:
+    """SIGTERM a child still running and wait for it; SIGKILL it if it outlasts `timeout`."""
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def announced_url(process: subprocess.Popen[str], prefix: str) -> str:
     """The URL a server prints as its first line (`<prefix>http://...`)."""
     assert process.stdout is not None

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from extender.webhook_configs import webhook_configurations
-from tests.helpers import announced_url, sim_apiserver_process, vulcan_process
+from tests.helpers import announced_url, sim_apiserver_process, stop_process, vulcan_process
 from vulcan.certs import ServingCerts, write_serving_certs
 
 KUBECTL = shutil.which("kubectl")
@@ -91,15 +91,6 @@ def start_extender(
     return process, line.split()[-1]
 
 
-def stop(process: subprocess.Popen[str]) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     tmp = tmp_path_factory.mktemp("webhooks")
@@ -122,8 +113,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield cluster
     finally:
         if extender is not None:
-            stop(extender)
-        stop(apiserver)
+            stop_process(extender, timeout=10)
+        stop_process(apiserver, timeout=10)
 
 
 def eventually(what: str, check: Callable[[], bool], timeout: float = 15.0) -> None:
@@ -342,7 +333,7 @@ def test_failure_policy_when_vulcan_is_down_and_pods_never_wait(cluster: Cluster
     try:
         cluster.register(url, name="vulcan-down")
     finally:
-        stop(extender)
+        stop_process(extender, timeout=10)
     status, body = cluster.call("POST", QUEUES, {"metadata": {"name": "blocked"}})
     assert status == 500 and body["reason"] == "InternalError"
     port = url.rsplit(":", 1)[1]

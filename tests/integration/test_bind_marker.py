@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import signal
 import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -30,7 +29,13 @@ from core.api.keys import BINDING_MARKER, MARKERS, SCHEDULING_MARKER
 from core.kube.client import PODGROUPS, PODS, ClientOptions, KubeClient
 from sim.scheduler.config import parse_config, sim_config
 from sim.scheduler.scheduler import Scheduler
-from tests.helpers import add_ready_node, announced_url, http_get, sim_apiserver_process
+from tests.helpers import (
+    add_ready_node,
+    announced_url,
+    http_get,
+    sim_apiserver_process,
+    stop_process,
+)
 from tests.helpers import vulcan_process as start_vulcan
 
 
@@ -135,12 +140,7 @@ async def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterat
             await scheduler.stop()
         await client.close()
         for process in reversed(processes):
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_process(process)
 
 
 async def test_a_gang_without_the_bind_marker_is_refused_whole_and_binds_whole_once_marked(

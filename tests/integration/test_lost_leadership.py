@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import announced_url, sim_apiserver_process, vulcan_process
+from tests.helpers import announced_url, sim_apiserver_process, stop_process, vulcan_process
 
 LEASE_FLAGS = (
     "--leader-elect=true",
@@ -86,10 +86,5 @@ def test_losing_the_lease_in_an_outage_exits_1_and_sigterm_exits_0(
         assert f"vulcan {command}: leaderelection lost" in log
     finally:
         for child in (process, apiserver):
-            if child is not None and child.poll() is None:
-                child.send_signal(signal.SIGTERM)
-                try:
-                    child.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    child.kill()
-                    child.wait()
+            if child is not None:
+                stop_process(child)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import signal
 import subprocess
 import time
 import urllib.request
@@ -19,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.helpers import REPO, announced_url, sim_apiserver_process, vulcan_process
+from tests.helpers import REPO, announced_url, sim_apiserver_process, stop_process, vulcan_process
 
 MONITORING = REPO / "manifests" / "monitoring"
 DASHBOARD = MONITORING / "dashboards" / "vulcan.json"
@@ -114,16 +113,6 @@ def _scrape_until(url: str, needle: str, timeout: float = 20.0) -> str:
         time.sleep(0.1)
 
 
-def _stop(process: subprocess.Popen[str]) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-
-
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Exposition]:
     """/metrics of a real `vulcan extender` and `vulcan controllers` against an embedded API
@@ -158,7 +147,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Exposition]:
         exposition.add(_scrape_until(controllers_url, "vulcan_controller_leader 1.0"))
     finally:
         for process in reversed(processes):
-            _stop(process)
+            stop_process(process)
     yield exposition
 
 
