@@ -381,8 +381,8 @@ class GangScheduler:
         would only hold room for it until the gang timeout, again after each backoff."""
         marker = self.bind_marker
         group = snapshot.podgroups.get(key)
-        if marker is None or not self.gang_enabled or group is None:
-            return None
+        if marker is None or not self.gang_enabled or group is None or group.min_member <= 1:
+            return None  # (a gang of minMember 1 needs no barrier: no member is refused)
         for pod_key in sorted(snapshot.pods_by_group.get(key, ())):
             pod = snapshot.pods.get(pod_key)
             if pod is None or pod.node is not None or pod.deleting or pod.terminal:
