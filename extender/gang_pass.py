@@ -56,6 +56,8 @@ class PassHost:
             and not self.gangs.unsettled.get(queue)
         ):
             return False
+        if queue in self.dirty_queues or queue not in self.gangs.queue_epochs:
+            self.gangs.queue_epochs[queue] = next(self.gangs.epoch_clock)
         self.gangs.queue_seen[queue] = numbers
         self.gangs.unsettled[queue] = set()
         self.gangs.starving.pop(queue, None)  # elected again by this visit's decisions
@@ -65,15 +67,28 @@ class PassHost:
     def settled(self, group: PodGroupRecord, numbers: tuple[Any, ...] | None) -> bool:
         """The group's last decision stands: its inputs — its PodGroup and pods (the cache's
         group version), whether it is admitted, what it holds in the ledger and, while it
-        waits, its queue's numbers — are unchanged. Refusals that depend on the rest of the
-        cluster (the placement, the overcommit rule) or on time (backoff) have no verdict."""
+        waits, its queue's numbers — are unchanged (for an enqueue refusal kept on its queue,
+        its queue's pods and groups too). Refusals that depend on the rest of the cluster (the
+        placement, the overcommit rule) or on time (backoff) have no verdict."""
         self.gangs.same_generation(group)
         key = group.key
         inputs = self._decision_inputs(key, numbers, self.reserved_by_group.get(key))
-        if self.gangs.verdicts.get(key) == inputs:
+        known = self.gangs.verdicts.get(key)
+        if (
+            known is not None
+            and known[:-1] == inputs
+            and (known[-1] is None or known[-1] == self._queue_state(group.queue))
+        ):
             return True
         self.gangs.verdicts.pop(key, None)
         return False
+
+    def _queue_state(self, queue: str) -> tuple[int | None, float | None]:
+        """What a queue-bound verdict (an enqueue refusal, `Decision.queue_bound`) reads beyond
+        its inputs: whether its queue's pods or groups changed (the epoch: the lower-priority
+        work preempt could promise to take) and whether the queue has had a starving gang (its
+        hold and backfill phases)."""
+        return self.gangs.queue_epochs.get(queue), self.gangs.starving_since.get(queue)
 
     def is_admitted(self, key: str) -> bool:
         return key in self.gangs.admitted
@@ -121,7 +136,10 @@ class PassHost:
                 self.gangs.admitted.add(key)
                 self.gangs.release.release_admitted(view)
             self.gangs.writer.podgroup_status(group, view, reason is None, reason)
-            self.gangs.unsettled.setdefault(group.queue, set()).add(key)
+            if decision.settled and reason is not None:
+                self._keep(decision, self.reserved_by_group.get(key))
+            else:
+                self.gangs.unsettled.setdefault(group.queue, set()).add(key)
             return
         admitted_now = False
         if decision.stage == ADOPT:
@@ -190,7 +208,15 @@ class PassHost:
         held = (
             self.reserved_by_group.get(key) if not admitted_now else self.gangs.ledger.held_by(key)
         )
-        self.gangs.verdicts[key] = self._decision_inputs(key, decision.numbers, held)
+        self._keep(decision, held)
+
+    def _keep(self, decision: Decision, held: ResourceVector | None) -> None:
+        """Remember the decision as a verdict: its inputs, and for a queue-bound one its
+        queue's state (`_queue_state`)."""
+        key = decision.key
+        inputs = self._decision_inputs(key, decision.numbers, held)
+        queue = self._queue_state(decision.group.queue) if decision.queue_bound else None
+        self.gangs.verdicts[key] = (*inputs, queue)
 
     def _decision_inputs(
         self, key: str, numbers: tuple[Any, ...] | None, held: ResourceVector | None

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import math
 import time
@@ -145,6 +146,12 @@ class GangScheduler:
         self.queue_seen: dict[str, tuple[Any, ...] | None] = {}
         self.unsettled: dict[str, set[str]] = {}
         self._touched: set[str] = set()
+        # Per queue: how many passes found its pods or groups changed; the verdicts of enqueue
+        # refusals kept on the queue (`Decision.queue_bound`) hold only within one count.
+        # Plain pods (no group) change their queue's count through `_touched_queues`.
+        self.queue_epochs: dict[str, int] = {}
+        self.epoch_clock = itertools.count(1)  # never reused: a queue gone and back starts anew
+        self._touched_queues: set[str] = set()
         # group -> its bound members counted once per group version (`GangVerbs.bind`).
         self.bound_counts: dict[str, tuple[Any, int, dict[str, int]]] = {}
 
@@ -205,6 +212,7 @@ class GangScheduler:
         self.verdicts.clear()
         self.queue_seen.clear()
         self.unsettled.clear()
+        self.queue_epochs.clear()
         self.poke()
 
     # ------------------------------------------------------------------ lifecycle
@@ -252,6 +260,11 @@ class GangScheduler:
         refused the gang's next member "no room" on a node that had it. A member lost by a
         committed gang may return it to all-or-nothing (`QuorumWatch`)."""
         self._plain_change = self.plain_pod_delay > 0 and _plain_change(pod, old)
+        plain = pod if pod is not None else old
+        if plain is not None and plain.group is None:
+            queue = self.cache.queue_of(plain)
+            if queue is not None:
+                self._touched_queues.add(queue)
         self.quorum.pod_changed(pod_key, pod, old)
         if (pod is None or pod.node is not None or pod.terminal) and self.ledger.reservation_of(
             pod_key
@@ -300,8 +313,10 @@ class GangScheduler:
         only change with its inputs — its PodGroup and pods (the cache's group version), whether
         it is admitted, what it holds in the ledger and, while it waits, its queue's numbers — is
         skipped while those are unchanged: with thousands of waiting groups a pass then costs
-        what changed, not what exists. Refusals that depend on the rest of the cluster (the
-        placement, the overcommit rule) or on time (backoff) are always decided again."""
+        what changed, not what exists. A group its full queue refuses at enqueue is kept until
+        its queue's pods or groups change too (`Decision.queue_bound`). Refusals that depend on
+        the rest of the cluster (the placement, the overcommit rule) or on time (backoff) are
+        always decided again."""
         # The pass never awaits, so no event can change the cache under it: read it in place.
         snapshot = self.cache.live_view()
         self._release_bound(snapshot)
@@ -329,6 +344,8 @@ class GangScheduler:
         self._touched.clear()  # what forget_group just noted is in `touched` already
         reserved_by_group = self.ledger.by_group()
         dirty_queues = {snapshot.podgroups[k].queue for k in touched if k in snapshot.podgroups}
+        dirty_queues |= self._touched_queues
+        self._touched_queues = set()
         # The one call into the policy for this pass: the cycle opens the session (the queues,
         # their plugin's share model), runs the conf's actions and gives back what it decided,
         # each decision applied by the host as it was taken.
@@ -353,6 +370,7 @@ class GangScheduler:
             if queue not in queue_pass.groups_by_queue:
                 self.queue_seen.pop(queue, None)
                 self.unsettled.pop(queue, None)
+                self.queue_epochs.pop(queue, None)
                 self.starving.pop(queue, None)
                 self.starving_since.pop(queue, None)
         if self.elastic_waiting or self.elastic_slots:

@@ -27,12 +27,12 @@ from core.resources import ResourceVector
 from plugins import gang as gangs
 from plugins import gang_ready
 from plugins.elastic import trim_elastic
-from plugins.enqueue_promise import enqueue_by_eviction, held_by_peers
+from plugins.enqueue_promise import enqueue_by_eviction, held_by_peers, refusal_follows_queue
 from plugins.evictions import EvictionRequest, Evictions, choose_evictions
 from plugins.job_order import JobInput
 from plugins.placement import Plan, Prefer, plan_gang
 from plugins.queue_share import sum_vectors
-from plugins.session import PassState, Session
+from plugins.session import PassState, Refusal, Session
 from plugins.task_topology import (
     TaskTopology,
     TaskTopologyError,
@@ -46,13 +46,13 @@ __all__ = ["Admission", "GangRoom", "allocate_gang", "enqueue", "gang_demand"]
 _ZERO = ResourceVector()
 
 
-def enqueue(session: Session, state: PassState, job: JobInput) -> str | None:
+def enqueue(session: Session, state: PassState, job: JobInput) -> Refusal | None:
     """Volcano's enqueue for one Pending job: None when enqueued (booked with JobEnqueued),
-    else the reason of the vote that refused it."""
-    refused = session.job_enqueueable(job, state)
-    if refused is None:
+    else the vote that refused it."""
+    refusal = session.enqueue_refusal(job, state)
+    if refusal is None:
         session.job_enqueued(job, state)
-    return refused
+    return refusal
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +75,9 @@ class Admission:
     """The allocate action's answer for one gang: a placement (`plan`, ok) reached on the
     idle room, on the room being freed, or after `evictions`; or why not (`reason`).
     `volatile`: the answer depends on the rest of the cluster (decide again next pass);
-    `at_enqueue`: refused by the enqueue votes (a gang its queue has not enqueued yet)."""
+    `at_enqueue`: refused by the enqueue votes (a gang its queue has not enqueued yet);
+    `queue_bound`: such a refusal that only the gang or its queue changing can reverse
+    (`plugins.enqueue_promise.refusal_follows_queue`)."""
 
     plan: Plan | None = None
     evictions: Evictions | None = None
@@ -83,6 +85,7 @@ class Admission:
     volatile: bool = False
     demand: ResourceVector = _ZERO
     at_enqueue: bool = False
+    queue_bound: bool = False
 
 
 def gang_demand(
@@ -143,25 +146,29 @@ def allocate_gang(
     if checked is None:
         # Enqueued already (Volcano's enqueue looks at Pending jobs only): its minResources
         # are counted in the queue's `inqueue`, and judging them again would count them twice.
-        refused = None if enqueued else session.job_enqueueable(job, state)
-        checked = (refused, session.allocatable(group.queue, demand, state))
+        refusal = None if enqueued else session.enqueue_refusal(job, state)
+        checked = (refusal, session.allocatable(group.queue, demand, state))
         if queue_memo is not None:
             queue_memo[memo_key] = checked
-    refused, over_share = checked
+    refusal, over_share = checked
+    refused = refusal.reason if refusal is not None else None
     promise = None
-    if refused:
+    if refusal is not None:
         # Enqueued on the promise of eviction when lower-priority work (or a queue over its
         # share) holds what the votes refuse: the eviction below makes the room.
         promise = enqueue_by_eviction(session, state, job, room.victims())
         if promise is None:
-            # Decided again every pass: the votes read the whole cluster (the overcommit rule
-            # counts every bound pod), which no input of this group's verdict follows. A
-            # verdict kept here left a job made Pending again by reclaim waiting for ever
-            # once its reclaimer was gone (issue 31).
+            # Kept until its queue changes only when nothing else could reverse it
+            # (`refusal_follows_queue`); otherwise decided again every pass: the overcommit
+            # rule counts every bound pod, and a verdict kept on the queue's numbers alone
+            # left a job made Pending again by reclaim waiting for ever once its reclaimer
+            # was gone (issue 31).
+            follows = refusal_follows_queue(session, state, job, refusal)
             return Admission(
                 reason=f"gang {key}: waiting for admission: {refused}",
-                volatile=True,
+                volatile=not follows,
                 at_enqueue=True,
+                queue_bound=follows,
             )
     # From here on the answer depends on the rest of the cluster.
     per_task = gang_ready.missing_task_members(view)

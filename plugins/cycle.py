@@ -37,7 +37,12 @@ from core.records import PodGroupRecord
 from core.resources import ResourceVector
 from plugins import gang as gangs
 from plugins.actions import Admission, GangRoom, allocate_gang, enqueue
-from plugins.enqueue_promise import Promise, enqueue_by_eviction, held_by_peers
+from plugins.enqueue_promise import (
+    Promise,
+    enqueue_by_eviction,
+    held_by_peers,
+    refusal_follows_queue,
+)
 from plugins.job_order import JobInput
 from plugins.placement import Prefer
 from plugins.queue_inputs import QueueBooks, QueuePass
@@ -119,7 +124,9 @@ class CycleHost(Protocol):
 class Decision:
     """What the cycle decided about one PodGroup. `reason` is None when the action succeeded
     (enqueued, admitted, adopted); `settled` is False when the answer depends on more than the
-    group's own inputs (the rest of the cluster, time) and must be decided again next cycle."""
+    group's own inputs (the rest of the cluster, time) and must be decided again next cycle;
+    `queue_bound`, when it is settled only while its queue's pods and groups do not change
+    either (an enqueue refusal: `plugins.enqueue_promise.refusal_follows_queue`)."""
 
     group: PodGroupRecord
     view: gangs.GangView
@@ -130,6 +137,7 @@ class Decision:
     promise: Promise | None = None  # enqueued on the promise of these evictions
     refused: str | None = None  # the enqueue votes' refusal a promise answers
     settled: bool = True
+    queue_bound: bool = False
     job: JobInput | None = None  # the job as the session's plugins saw it (allocate)
     numbers: tuple[Any, ...] | None = None  # its queue's numbers after the decision
     # It waits for its queue's share (`plugins.starvation`): (what it asks, since when).
@@ -313,27 +321,31 @@ def _enqueue(
 ) -> Decision:
     """Volcano's enqueue for one job: the session's JobEnqueueable votes (its queue Open and
     able to hold its minResources, the cluster x the overcommit factor too), booked with
-    JobEnqueued; nothing is reserved. Always decided again next cycle (the votes read the
-    whole cluster)."""
+    JobEnqueued; nothing is reserved. Decided again next cycle, unless it is a refusal only
+    the job or its queue changing can reverse (`queue_bound`)."""
     key = group.key
     job = job_input(snapshot, group)
-    refused = enqueue(session, state, job)
+    refusal = enqueue(session, state, job)
     promise = None
-    if refused:
+    if refusal is not None:
         # Beyond Volcano: enqueued when evicting lower-priority work of its queue (or work
         # of queues over their share) would make the votes pass; its pods get made and the
         # allocate action evicts for it (`plugins.enqueue_promise`).
         victims = host.victims(snapshot, key)
         promise = enqueue_by_eviction(session, state, job, victims)
         if promise is None:
+            refused = refusal.reason
             if "preempt" in session.actions:
                 refused += held_by_peers(group.queue, job.priority, victims)
             reason = f"gang {key}: waiting for admission: {refused}"
-            return Decision(group, view, ENQUEUE, action, reason=reason, settled=False)
+            # Kept until the job or its queue changes when nothing else can reverse it.
+            follows = refusal_follows_queue(session, state, job, refusal)
+            return Decision(
+                group, view, ENQUEUE, action, reason=reason, settled=follows, queue_bound=follows
+            )
         session.job_enqueued(job, state)
-    return Decision(
-        group, view, ENQUEUE, action, promise=promise, refused=refused or None, settled=False
-    )
+    refused = refusal.reason if refusal is not None else None
+    return Decision(group, view, ENQUEUE, action, promise=promise, refused=refused, settled=False)
 
 
 def _allocate(
@@ -393,13 +405,17 @@ def _allocate(
         # waits at enqueue as in Volcano.
         if not admission.at_enqueue and waits_for_share(session, state, group, view):
             waits = (starving_demand(group, view), now)
+        # While its queue has a starving gang the answer depends on time too (hold and
+        # backfill phases, `lifted`): decided again every pass.
+        bound = admission.queue_bound and starving is None
         return Decision(
             group,
             view,
             ALLOCATE,
             "allocate",
             reason=reason,
-            settled=not admission.volatile,
+            settled=bound if admission.queue_bound else not admission.volatile,
+            queue_bound=bound,
             starving=waits,
         )
     return Decision(

@@ -29,12 +29,21 @@ from core.resources import ResourceVector
 from plugins.evictions import accepted_victims
 from plugins.job_order import JobInput
 from plugins.queue_share import QueueShare, strip_pods
-from plugins.session import PassState, Preemptor, Session
+from plugins.session import PassState, Preemptor, Refusal, Session
 from plugins.victims import VictimUnit, effective_units, victim_order_key
 
-__all__ = ["Promise", "enqueue_by_eviction", "held_by_peers"]
+__all__ = [
+    "QUEUE_VOTES",
+    "Promise",
+    "enqueue_by_eviction",
+    "held_by_peers",
+    "refusal_follows_queue",
+]
 
 _ZERO = ResourceVector()
+
+# The votes that read only the job and its own queue's numbers (the share model's).
+QUEUE_VOTES = frozenset({"proportion", "capacity"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +103,29 @@ def enqueue_by_eviction(
             if _passes_without(session, state, job, effective_units(taken)):
                 return Promise(action, tuple(effective_units(taken)))
     return None
+
+
+def refusal_follows_queue(
+    session: Session, state: PassState, job: JobInput, refusal: Refusal
+) -> bool:
+    """Whether an enqueue refusal that no eviction answers (`enqueue_by_eviction` gave None)
+    can change only with the job itself or its queue — the queue's numbers, or its own pods
+    and groups (the lower-priority work preempt could take) — so that a pass may keep it
+    until one of those changes instead of deciding it again (thousands of waiting jobs in a
+    full queue cost a pass nothing while their queue stands still). True when its queue's
+    own vote refused it (proportion, capacity) in the first tier with a vote (no earlier tier
+    could admit it instead, as sla's Permit after its waiting time would; a Reject ends the
+    walk whatever the rest of its tier says), the queue has no parent whose numbers the
+    vote reads too, and reclaim could not promise it room (the queue may not grow: Preemptive
+    says no, so no other queue's work is asked for). Refusals by the overcommit rule read the
+    whole cluster, and stay decided every pass."""
+    if refusal.plugin not in QUEUE_VOTES or not refusal.first or state.model is None:
+        return False
+    chain = getattr(state.model, "chain", None)
+    if chain is not None and len(chain(job.queue)) > 1:
+        return False
+    request = job.min_resources or _ZERO
+    return "reclaim" not in session.actions or not session.preemptive(job.queue, request, state)
 
 
 def _passes_without(

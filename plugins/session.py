@@ -53,6 +53,7 @@ __all__ = [
     "REJECT",
     "PassState",
     "Preemptor",
+    "Refusal",
     "Session",
     "SessionPlugin",
     "Vote",
@@ -103,6 +104,16 @@ class PassState:
     total: Mapping[str, int] = field(default_factory=dict)
     used: dict[str, int] = field(default_factory=dict)
     now: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A Reject of the votes: its reason, the plugin that cast it and whether its tier is the
+    first with a vote (`first`: no earlier tier could have admitted the job instead)."""
+
+    reason: str
+    plugin: str
+    first: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +171,7 @@ def registers(plugin: object, hook: str) -> bool:
 class _Entry:
     tier: int
     plugin: SessionPlugin
+    name: str  # as the conf names it
 
 
 class Session:
@@ -188,11 +200,11 @@ class Session:
                         # Every entry adds its score (Volcano's NodeOrderFn loop), unless the
                         # plugin would add nothing.
                         if getattr(plugin, "active", True):
-                            entries.append(_Entry(tier_index, plugin))
+                            entries.append(_Entry(tier_index, plugin, option.name))
                         continue
                     if any(e.plugin is plugin for e in entries):
                         continue  # a plugin listed twice is asked once (Volcano keys by name)
-                    entries.append(_Entry(tier_index, plugin))
+                    entries.append(_Entry(tier_index, plugin, option.name))
                 configure = getattr(plugin, "configure", None)
                 if callable(configure):
                     configure(option)
@@ -258,7 +270,12 @@ class Session:
 
     def job_enqueueable(self, job: JobInput, state: PassState) -> str | None:
         """None when the job may be enqueued, else the first rejecting plugin's reason."""
-        return _tier_votes(
+        refusal = self.enqueue_refusal(job, state)
+        return refusal.reason if refusal is not None else None
+
+    def enqueue_refusal(self, job: JobInput, state: PassState) -> Refusal | None:
+        """`job_enqueueable` with who refused: None when the job may be enqueued."""
+        return _tier_refusal(
             self._hooks["job_enqueueable"],
             lambda plugin: plugin.job_enqueueable(job, state),
         )
@@ -379,6 +396,13 @@ class Session:
 
 
 def _tier_votes(entries: Sequence[_Entry], ask: Callable[[SessionPlugin], Vote]) -> str | None:
+    refusal = _tier_refusal(entries, ask)
+    return refusal.reason if refusal is not None else None
+
+
+def _tier_refusal(
+    entries: Sequence[_Entry], ask: Callable[[SessionPlugin], Vote]
+) -> Refusal | None:
     """Volcano's vote walk (JobEnqueueable, JobPipelined): any Reject refuses at once (its
     reason); a tier holding a Permit admits without asking later tiers; all abstain admits."""
     tier: int | None = None
@@ -390,7 +414,8 @@ def _tier_votes(entries: Sequence[_Entry], ask: Callable[[SessionPlugin], Vote])
             tier = entry.tier
         vote = ask(entry.plugin)
         if vote.verdict == REJECT:
-            return vote.reason or f"refused by {entry.plugin.name}"
+            reason = vote.reason or f"refused by {entry.name}"
+            return Refusal(reason, entry.name, entry.tier == entries[0].tier)
         if vote.verdict == PERMIT:
             permitted = True
     return None

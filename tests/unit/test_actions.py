@@ -125,7 +125,7 @@ def test_enqueue_votes_then_books_what_it_admitted() -> None:
     assert state.used == {"cpu": 8000}  # overcommit's JobEnqueued
     second = job_input(cluster([], [], []), group("b", 1, minResources={"cpu": "8"}))
     refused = actions.enqueue(DEFAULT, state, second)  # 8 + 8 > 10 x 1.2
-    assert refused is not None and "cpu" in refused
+    assert refused is not None and "cpu" in refused.reason and refused.plugin == "overcommit"
     assert state.used == {"cpu": 8000}  # a refused job books nothing
 
 

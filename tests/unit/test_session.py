@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from core.resources import ResourceVector
 from plugins.config import default_config, parse_scheduler_config
+from plugins.enqueue_promise import refusal_follows_queue
 from plugins.job_order import JobInput
 from plugins.proportion import proportion_shares
 from plugins.queue_share import QueueInput
@@ -256,3 +257,74 @@ def test_capacity_registers_no_overused_and_predicates_registers_nothing() -> No
     predicates = session_of("- plugins:\n  - name: predicates\n")
     assert predicates.has("predicates")
     assert all(not predicates.plugins_for(hook) for hook in HOOK_FLAGS)
+
+
+# ------------------------------------------------------------------ refusals kept on the queue
+
+
+def test_a_refusal_says_which_vote_refused_and_whether_an_earlier_tier_could_admit() -> None:
+    session, _ = _voting([("priority", ABSTAIN)], [("overcommit", REJECT)])
+    refusal = session.enqueue_refusal(job("j"), PassState())
+    assert refusal is not None
+    assert (refusal.reason, refusal.plugin) == ("overcommit says no", "overcommit")
+    assert not refusal.first  # the first tier has a vote (it abstained this time)
+    session, _ = _voting([("overcommit", PERMIT), ("proportion", REJECT)])
+    refusal = session.enqueue_refusal(job("j"), PassState())
+    assert refusal is not None and refusal.plugin == "proportion" and refusal.first
+
+
+def _full_queue(capability: int, *, request: int = 100) -> PassState:
+    """A queue `default` whose capability is all allocated, in a 100-cpu cluster."""
+    queues = {
+        "default": QueueInput(
+            "default", request=cpu(request), allocated=cpu(capability), capability=cpu(capability)
+        )
+    }
+    model = proportion_shares(cpu(100), list(queues.values()))
+    return PassState(model=model, inputs=queues, total={"cpu": 100_000}, used={"cpu": 4_000})
+
+
+def test_a_full_queues_own_refusal_follows_only_its_queue() -> None:
+    """Kept on the queue (decided again only when it changes) when the queue's vote refused
+    and nothing else could reverse it: not the overcommit rule (the whole cluster), not when an
+    earlier tier's sla could permit it, not when reclaim could promise it another queue's room."""
+    state = _full_queue(4)
+    waiting = job("w", min_resources=cpu(1))
+    default = build_session(default_config())
+    refusal = default.enqueue_refusal(waiting, state)
+    assert refusal is not None and refusal.plugin == "proportion"
+    assert refusal_follows_queue(default, state, waiting, refusal)
+    # Refused by the overcommit rule: 100 x 1.2 - 119 < 2.
+    crowded = PassState(model=state.model, inputs=state.inputs, total=state.total)
+    crowded.used = {"cpu": 119_000}
+    refusal = default.enqueue_refusal(job("w", min_resources=cpu(2)), crowded)
+    assert refusal is not None and refusal.plugin == "overcommit"
+    assert not refusal_follows_queue(default, crowded, waiting, refusal)
+    # sla in an earlier tier permits a job once it has waited long enough: time reverses it.
+    sla_first = session_of("- plugins:\n  - name: sla\n- plugins:\n  - name: proportion\n")
+    refusal = sla_first.enqueue_refusal(waiting, state)
+    assert refusal is not None and not refusal.first
+    assert not refusal_follows_queue(sla_first, state, waiting, refusal)
+
+
+def test_a_refusal_reclaim_could_answer_is_decided_every_pass() -> None:
+    """A queue below its deserved share may grow by reclaim: other queues' work (the whole
+    cluster) could promise it room, so its refusal is not kept on its queue alone."""
+    queues = {
+        # 2 allocated + 47 enqueued + 2 asked > 50: refused, though far below its share.
+        "small": QueueInput(
+            "small", request=cpu(100), allocated=cpu(2), inqueue=cpu(47), capability=cpu(50)
+        ),
+        "big": QueueInput("big", request=cpu(100), allocated=cpu(90)),
+    }
+    model = proportion_shares(cpu(100), list(queues.values()))
+    state = PassState(model=model, inputs=queues, total={"cpu": 100_000}, used={"cpu": 92_000})
+    waiting = job("w", queue="small", min_resources=cpu(2))
+    tiers = "- plugins:\n  - name: proportion\n"
+    with_reclaim = session_of(tiers, actions="enqueue, allocate, reclaim")
+    refusal = with_reclaim.enqueue_refusal(waiting, state)
+    assert refusal is not None and refusal.plugin == "proportion" and refusal.first
+    assert with_reclaim.preemptive("small", cpu(2), state)
+    assert not refusal_follows_queue(with_reclaim, state, waiting, refusal)
+    without = session_of(tiers)
+    assert refusal_follows_queue(without, state, waiting, refusal)
