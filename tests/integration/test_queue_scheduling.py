@@ -58,28 +58,26 @@ async def add_gang(
         if not preemptable:
             annotations["volcano.sh/preemptable"] = "false"
         pods.append(
-            await client.create(
-                PODS,
-                {
-                    "metadata": {
-                        "name": f"{name}-{index}",
-                        "namespace": "default",
-                        "annotations": annotations,
-                    },
-                    "spec": {
-                        "priority": priority,
-                        "containers": [
-                            {
-                                "name": "c",
-                                "image": "x",
-                                "resources": {"requests": {"cpu": str(cpu), "memory": "1Gi"}},
-                            }
-                        ],
-                    },
-                },
-            )
+            await client.create(PODS, pod_body(f"{name}-{index}", annotations, cpu, priority))
         )
     return pods
+
+
+def pod_body(name: str, annotations: dict[str, str], cpu: int, priority: int) -> dict[str, Any]:
+    """A pod of `default` asking `cpu` cores and 1Gi."""
+    return {
+        "metadata": {"name": name, "namespace": "default", "annotations": annotations},
+        "spec": {
+            "priority": priority,
+            "containers": [
+                {
+                    "name": "c",
+                    "image": "x",
+                    "resources": {"requests": {"cpu": str(cpu), "memory": "1Gi"}},
+                }
+            ],
+        },
+    }
 
 
 async def started(client: KubeClient, expect_pods: int, expect_groups: int) -> GangScheduler:

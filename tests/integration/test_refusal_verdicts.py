@@ -22,6 +22,7 @@ from tests.integration.test_queue_scheduling import (
     add_nodes,
     add_queue,
     bind_reserved,
+    pod_body,
     started,
 )
 
@@ -44,23 +45,8 @@ def decided(gangs: GangScheduler) -> Iterator[list[str]]:
 
 
 def plain_pod(name: str, queue: str, priority: int, cpu: int) -> dict[str, Any]:
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": "default",
-            "annotations": {"scheduling.volcano.sh/queue-name": queue},
-        },
-        "spec": {
-            "priority": priority,
-            "containers": [
-                {
-                    "name": "c",
-                    "image": "x",
-                    "resources": {"requests": {"cpu": str(cpu), "memory": "1Gi"}},
-                }
-            ],
-        },
-    }
+    """A pod of no gang, in `queue` by its annotation."""
+    return pod_body(name, {"scheduling.volcano.sh/queue-name": queue}, cpu, priority)
 
 
 async def test_a_full_queues_waiting_gangs_are_decided_again_only_when_their_queue_changes(
