@@ -156,14 +156,15 @@ def allocate_gang(
     if refusal is not None:
         # Enqueued on the promise of eviction when lower-priority work (or a queue over its
         # share) holds what the votes refuse: the eviction below makes the room.
-        promise = enqueue_by_eviction(session, state, job, room.victims())
+        units = room.victims()
+        promise = enqueue_by_eviction(session, state, job, units)
         if promise is None:
             # Kept until its queue changes only when nothing else could reverse it
             # (`refusal_follows_queue`); otherwise decided again every pass: the overcommit
             # rule counts every bound pod, and a verdict kept on the queue's numbers alone
             # left a job made Pending again by reclaim waiting for ever once its reclaimer
             # was gone (issue 31).
-            follows = refusal_follows_queue(session, state, job, refusal)
+            follows = refusal_follows_queue(session, state, job, refusal, units)
             return Admission(
                 reason=f"gang {key}: waiting for admission: {refused}",
                 volatile=not follows,

@@ -339,7 +339,7 @@ def _enqueue(
                 refused += held_by_peers(group.queue, job.priority, victims)
             reason = f"gang {key}: waiting for admission: {refused}"
             # Kept until the job or its queue changes when nothing else can reverse it.
-            follows = refusal_follows_queue(session, state, job, refusal)
+            follows = refusal_follows_queue(session, state, job, refusal, victims)
             return Decision(
                 group, view, ENQUEUE, action, reason=reason, settled=follows, queue_bound=follows
             )

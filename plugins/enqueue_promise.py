@@ -106,7 +106,11 @@ def enqueue_by_eviction(
 
 
 def refusal_follows_queue(
-    session: Session, state: PassState, job: JobInput, refusal: Refusal
+    session: Session,
+    state: PassState,
+    job: JobInput,
+    refusal: Refusal,
+    units: Sequence[VictimUnit],
 ) -> bool:
     """Whether an enqueue refusal that no eviction answers (`enqueue_by_eviction` gave None)
     can change only with the job itself or its queue — the queue's numbers, or its own pods
@@ -116,16 +120,22 @@ def refusal_follows_queue(
     own vote refused it (proportion, capacity) in the first tier with a vote (no earlier tier
     could admit it instead, as sla's Permit after its waiting time would; a Reject ends the
     walk whatever the rest of its tier says), the queue has no parent whose numbers the
-    vote reads too, and reclaim could not promise it room (the queue may not grow: Preemptive
-    says no, so no other queue's work is asked for). Refusals by the overcommit rule read the
-    whole cluster, and stay decided every pass."""
+    vote reads too, reclaim could not promise it room (the queue may not grow: Preemptive
+    says no, so no other queue's work is asked for), and its queue runs no lower-priority
+    work (`units`) that preempt could promise it once the session's Preemptable accepts it
+    (drf's answer there reads the whole cluster's totals). Refusals by the overcommit rule
+    read the whole cluster, and stay decided every pass."""
     if refusal.plugin not in QUEUE_VOTES or not refusal.first or state.model is None:
         return False
     chain = getattr(state.model, "chain", None)
     if chain is not None and len(chain(job.queue)) > 1:
         return False
     request = job.min_resources or _ZERO
-    return "reclaim" not in session.actions or not session.preemptive(job.queue, request, state)
+    if "reclaim" in session.actions and session.preemptive(job.queue, request, state):
+        return False
+    return "preempt" not in session.actions or not any(
+        u.queue == job.queue and u.priority < job.priority for u in units
+    )
 
 
 def _passes_without(

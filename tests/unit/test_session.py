@@ -5,7 +5,7 @@ the conf or by its enable flag."""
 from __future__ import annotations
 
 from core.resources import ResourceVector
-from plugins.config import default_config, parse_scheduler_config
+from plugins.config import DEFAULT_SCHEDULER_CONF, default_config, parse_scheduler_config
 from plugins.enqueue_promise import refusal_follows_queue
 from plugins.job_order import JobInput
 from plugins.proportion import proportion_shares
@@ -293,18 +293,37 @@ def test_a_full_queues_own_refusal_follows_only_its_queue() -> None:
     default = build_session(default_config())
     refusal = default.enqueue_refusal(waiting, state)
     assert refusal is not None and refusal.plugin == "proportion"
-    assert refusal_follows_queue(default, state, waiting, refusal)
+    assert refusal_follows_queue(default, state, waiting, refusal, [])
     # Refused by the overcommit rule: 100 x 1.2 - 119 < 2.
     crowded = PassState(model=state.model, inputs=state.inputs, total=state.total)
     crowded.used = {"cpu": 119_000}
     refusal = default.enqueue_refusal(job("w", min_resources=cpu(2)), crowded)
     assert refusal is not None and refusal.plugin == "overcommit"
-    assert not refusal_follows_queue(default, crowded, waiting, refusal)
+    assert not refusal_follows_queue(default, crowded, waiting, refusal, [])
     # sla in an earlier tier permits a job once it has waited long enough: time reverses it.
     sla_first = session_of("- plugins:\n  - name: sla\n- plugins:\n  - name: proportion\n")
     refusal = sla_first.enqueue_refusal(waiting, state)
     assert refusal is not None and not refusal.first
-    assert not refusal_follows_queue(sla_first, state, waiting, refusal)
+    assert not refusal_follows_queue(sla_first, state, waiting, refusal, [])
+
+
+def test_a_refusal_preempt_could_answer_is_decided_every_pass() -> None:
+    """Lower-priority work in its queue: whether preempt may promise it to the job is the
+    session's Preemptable, which may read the whole cluster (drf's shares), so the refusal is
+    not kept on the queue. Work of its own priority, or in another queue, changes nothing."""
+    state = _full_queue(4)
+    urgent = job("u", priority=100, min_resources=cpu(1))
+    default = build_session(default_config())
+    refusal = default.enqueue_refusal(urgent, state)
+    assert refusal is not None and refusal.plugin == "proportion"
+    peers = [unit("peer", queue="default", priority=100), unit("other", priority=0)]
+    assert refusal_follows_queue(default, state, urgent, refusal, peers)
+    lower = [*peers, unit("low", queue="default", priority=10)]
+    assert not refusal_follows_queue(default, state, urgent, refusal, lower)
+    without_preempt = build_session(
+        parse_scheduler_config(DEFAULT_SCHEDULER_CONF.replace("preempt, ", ""))
+    )
+    assert refusal_follows_queue(without_preempt, state, urgent, refusal, lower)
 
 
 def test_a_refusal_reclaim_could_answer_is_decided_every_pass() -> None:
@@ -325,6 +344,6 @@ def test_a_refusal_reclaim_could_answer_is_decided_every_pass() -> None:
     refusal = with_reclaim.enqueue_refusal(waiting, state)
     assert refusal is not None and refusal.plugin == "proportion" and refusal.first
     assert with_reclaim.preemptive("small", cpu(2), state)
-    assert not refusal_follows_queue(with_reclaim, state, waiting, refusal)
+    assert not refusal_follows_queue(with_reclaim, state, waiting, refusal, [])
     without = session_of(tiers)
-    assert refusal_follows_queue(without, state, waiting, refusal)
+    assert refusal_follows_queue(without, state, waiting, refusal, [])
