@@ -29,11 +29,10 @@ from core.resources import ResourceVector
 from plugins.evictions import accepted_victims
 from plugins.job_order import JobInput
 from plugins.queue_share import QueueShare, strip_pods
-from plugins.session import PassState, Preemptor, Refusal, Session
+from plugins.session import QUEUE_PLUGINS, PassState, Preemptor, Refusal, Session
 from plugins.victims import VictimUnit, effective_units, victim_order_key
 
 __all__ = [
-    "QUEUE_VOTES",
     "Promise",
     "enqueue_by_eviction",
     "held_by_peers",
@@ -41,9 +40,6 @@ __all__ = [
 ]
 
 _ZERO = ResourceVector()
-
-# The votes that read only the job and its own queue's numbers (the share model's).
-QUEUE_VOTES = frozenset({"proportion", "capacity"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,10 +121,9 @@ def refusal_follows_queue(
     work (`units`) that preempt could promise it once the session's Preemptable accepts it
     (drf's answer there reads the whole cluster's totals). Refusals by the overcommit rule
     read the whole cluster, and stay decided every pass."""
-    if refusal.plugin not in QUEUE_VOTES or not refusal.first or state.model is None:
+    if refusal.plugin not in QUEUE_PLUGINS or not refusal.first or state.model is None:
         return False
-    chain = getattr(state.model, "chain", None)
-    if chain is not None and len(chain(job.queue)) > 1:
+    if len(state.model.chain(job.queue)) > 1:
         return False
     request = job.min_resources or _ZERO
     if "reclaim" in session.actions and session.preemptive(job.queue, request, state):
@@ -146,8 +141,7 @@ def _passes_without(
     used = dict(state.used)
     saved: list[tuple[QueueShare, ResourceVector, ResourceVector, float]] = []
     if model is not None:
-        chain = getattr(model, "chain", None)
-        names = {n for u in gone for n in (chain(u.queue) if chain else (u.queue,))}
+        names = {n for u in gone for n in model.chain(u.queue)}
         saved = [
             (share, share.allocated, share.elastic, share.share)
             for n in names
@@ -162,7 +156,7 @@ def _passes_without(
                 # An elastic member gone takes its request out of its queue's `elastic` too:
                 # enqueue subtracts elastic from allocated, so evicting it frees nothing the
                 # queue check counts (only the cluster's overcommit sums move).
-                for n in chain(unit.queue) if chain else (unit.queue,):
+                for n in model.chain(unit.queue):
                     share = model.shares.get(n)
                     if share is not None:
                         share.elastic = share.elastic.saturating_sub(strip_pods(unit.freed))

@@ -179,6 +179,10 @@ class ShareModel(Protocol):
 
     shares: dict[str, QueueShare]
 
+    def chain(self, queue: str) -> tuple[str, ...]:
+        """The queue and the queues whose limits also bind it, nearest first."""
+        ...
+
     def enqueueable(self, queue: str, min_resources: ResourceVector | None) -> str | None: ...
 
     def beyond_limit(self, queue: str, min_resources: ResourceVector) -> bool: ...

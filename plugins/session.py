@@ -50,6 +50,7 @@ __all__ = [
     "ABSTAIN",
     "HOOK_FLAGS",
     "PERMIT",
+    "QUEUE_PLUGINS",
     "REJECT",
     "PassState",
     "Preemptor",
@@ -104,6 +105,11 @@ class PassState:
     total: Mapping[str, int] = field(default_factory=dict)
     used: dict[str, int] = field(default_factory=dict)
     now: float = 0.0
+
+
+# The plugins that build the queues' share model, the first the conf names chosen; their votes
+# read only the job and its own queue's numbers.
+QUEUE_PLUGINS = ("proportion", "capacity")
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,7 +218,7 @@ class Session:
         # capacity each build their own in OnSessionOpen; vulcan keeps one, proportion's when
         # the conf names both, as Volcano's default conf does).
         self.queue_plugin: Any = next(
-            (self.plugins[n] for n in ("proportion", "capacity") if n in self.plugins), None
+            (self.plugins[n] for n in QUEUE_PLUGINS if n in self.plugins), None
         )
         for hook in ("job_allocated", "task_allocated", "task_deallocated"):
             self._hooks[hook] = [

@@ -124,10 +124,9 @@ def inqueue_lifted(
     if model is None or amount is None:
         yield
         return
-    chain = getattr(model, "chain", lambda name: (name,))
     saved = [
         (share, share.inqueue)
-        for name in chain(queue)
+        for name in model.chain(queue)
         if (share := model.shares.get(name)) is not None
     ]
     model.release_inqueue(queue, amount)
