@@ -132,6 +132,16 @@ class ExtenderServer:
 
     async def filter(self, body: bytes) -> bytes:
         args = self._parse(body)
+        if args.cache_mode:
+            protocol.check_node_names(args.node_names)
+        if not self._reserved_on(args.node_names):
+            # Nothing vulcan holds lies on a candidate: each passes as kube-scheduler offered it.
+            _request(args.pod)  # still parsed: a malformed pod gets its 400 as before
+            self._passed_nodes.inc(len(args.node_names))
+            if not args.cache_mode:
+                return protocol.filter_result_objects(args.node_objects or [], {}, {})
+            self._recent = _RecentFilter(body, self._generation, args, None, args.node_names, {})
+            return protocol.filter_result_cache(args.node_names, {}, {})
         rows = self._rows(args)
         objects = _objects_by_name(args.node_objects)
         passed, failed = passthrough.fit_filter(
@@ -157,6 +167,18 @@ class ExtenderServer:
             return protocol.filter_result_cache(passed, failed, {})
         assert objects is not None
         return protocol.filter_result_objects([objects[n] for n in passed], failed, {})
+
+    def _reserved_on(self, names: list[str]) -> bool:
+        """Whether the ledger holds room for a gang member on one of the candidates.
+
+        Only then has the pass-through filter anything to add: kube-scheduler sends the
+        extender only the nodes its own filters passed, NodeResourcesFit among them, counting
+        every pod it has bound or assumed; what it cannot count is the room the ledger keeps
+        for gang members it has not placed yet. Checking the fit again on other candidates
+        would only repeat its answer, or contradict it where this cache lags (a node added a
+        moment ago, refused as unknown), at ~70 us per call."""
+        by_node = self.ledger.by_node
+        return bool(by_node) and not by_node.keys().isdisjoint(names)
 
     async def prioritize(self, body: bytes) -> bytes:
         args, rows = self._after_filter(body)
@@ -218,6 +240,8 @@ class ExtenderServer:
         if not recent.failed:
             # The Python path lists some passing nodes last: the slots are in `asked` order.
             return args, (recent.rows if asked == recent.passed else None)
+        if recent.rows is None:
+            return args, None
         keep = ~np.fromiter(map(recent.failed.__contains__, asked), bool, len(asked))
         if list(compress(asked, keep.tolist())) != recent.passed:
             return args, None
@@ -259,12 +283,13 @@ class ExtenderServer:
 
 @dataclass(slots=True)
 class _RecentFilter:
-    """The last filter call in cache mode whose candidates the cache all knew."""
+    """The last filter call in cache mode whose candidates the cache all knew, or that passed
+    them all without looking them up (no reservation on any)."""
 
     body: bytes
     generation: int
     args: protocol.ExtenderArgs
-    rows: fastpath.Rows  # of every candidate, in order
+    rows: fastpath.Rows | None  # of every candidate, in order; None: not looked up
     passed: list[str]
     failed: dict[str, str]
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from core.resources import ResourceVector
+from extender.ledger import Reservation
 from tests.integration.extender_harness import extender_harness
 
 KUBECTL = shutil.which("kubectl")
@@ -42,6 +44,10 @@ async def test_bound_pod_shows_node_and_full_node_is_explained(tmp_path: Path) -
         await h.add_node("big", cpu="16")
         pod = await h.add_pod("train", cpu="2")
         await h.settle()
+        # Another gang's member holds room on a candidate, so vulcan checks every one's fit.
+        h.server.ledger.reserve(
+            Reservation("default/gang-0", "small", ResourceVector({"cpu": 500}))
+        )
         request = {
             "Pod": {k: v for k, v in pod.items() if k not in ("kind", "apiVersion")},
             "Nodes": None,
