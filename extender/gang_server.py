@@ -15,15 +15,34 @@ from core.api import keys
 from extender import protocol, ungrouped
 from extender.gang_verbs import GangVerbs
 from extender.gangs import GangScheduler
-from extender.server import ExtenderServer
+from extender.server import ExtenderServer, Reply
 from plugins.filter_status import FilterStatus
 
 # Keys whose presence in a request body may make its pod a gang member.
 _GROUP_MARKERS = (keys.GROUP_NAME.encode(), keys.COSCHEDULING_POD_GROUP.encode())
 
 
-def _may_be_member(body: bytes) -> bool:
-    return any(marker in body for marker in _GROUP_MARKERS)
+# kube-scheduler's encoding of ExtenderArgs in cache mode: Go marshals its fields in order,
+# compact, so the pod comes first and the candidates' names last.
+_POD_FIRST = b'{"Pod":'
+_CANDIDATES = b',"Nodes":null,"NodeNames":['
+_LAST = b"]}"
+
+
+def pod_part(body: bytes) -> bytes:
+    """The body up to its candidates, so the byte searches below read the pod (a few KB), not
+    the ~20 KB of candidate names after it. Only for that exact layout: nothing after the
+    separator but names (DNS names: no quote, no colon) can hold its bytes, so the last one
+    found is the top-level one and the whole pod is kept. Any other body is searched whole."""
+    if body.startswith(_POD_FIRST) and body.endswith(_LAST):
+        end = body.rfind(_CANDIDATES)
+        if end > 0:
+            return body[:end]
+    return body
+
+
+def _may_be_member(pod_json: bytes) -> bool:
+    return any(marker in pod_json for marker in _GROUP_MARKERS)
 
 
 class GangExtenderServer(ExtenderServer):
@@ -43,14 +62,15 @@ class GangExtenderServer(ExtenderServer):
         self.scheduler_names = scheduler_names
         self._name_markers = ungrouped.name_markers(scheduler_names)
 
-    def _may_await_group(self, body: bytes) -> bool:
-        return any(marker in body for marker in self._name_markers)
+    def _may_await_group(self, pod_json: bytes) -> bool:
+        return any(marker in pod_json for marker in self._name_markers)
 
-    async def filter(self, body: bytes) -> bytes:
-        if not _may_be_member(body):
-            ours = self._may_await_group(body)
+    def filter(self, body: bytes) -> Reply:
+        pod_json = pod_part(body)
+        if not _may_be_member(pod_json):
+            ours = self._may_await_group(pod_json)
             if not ours and not self.gang_verbs.queues_contended():
-                return await super().filter(body)  # no queue can refuse anyone: hot path
+                return self.pass_through_filter(body)  # no queue can refuse anyone: hot path
             args = protocol.parse_extender_args(protocol.decode(body))
             pod = args.pod
             if ours and ungrouped.awaits_group(
@@ -59,13 +79,32 @@ class GangExtenderServer(ExtenderServer):
                 decision = FilterStatus.unresolvable(ungrouped.REASON, "podgroup-controller")
             else:
                 decision = self.gang_verbs.queue_gate(pod, args.node_names)
-        else:
-            args = protocol.parse_extender_args(protocol.decode(body))
-            decision = await self.gang_verbs.filter_member(args.pod, args.node_names)
-            if decision is None:
-                decision = self.gang_verbs.queue_gate(args.pod, args.node_names)
+            return self._filter_answer(body, args, decision)
+        args = protocol.parse_extender_args(protocol.decode(body))
+        decision = self.gang_verbs.filter(args.pod, args.node_names)
+        if self.gang_verbs.waits_for_room(args.pod, args.node_names, decision):
+            return self._member_filter_once_room_frees(body, args, decision)
+        return self._member_filter_answer(body, args, decision)
+
+    async def _member_filter_once_room_frees(
+        self, body: bytes, args: protocol.ExtenderArgs, decision: FilterStatus | None
+    ) -> bytes:
+        pod, names = args.pod, args.node_names
+        decision = await self.gang_verbs.filter_once_room_frees(pod, names, decision)
+        return self._member_filter_answer(body, args, decision)
+
+    def _member_filter_answer(
+        self, body: bytes, args: protocol.ExtenderArgs, decision: FilterStatus | None
+    ) -> bytes:
         if decision is None:
-            return await super().filter(body)
+            decision = self.gang_verbs.queue_gate(args.pod, args.node_names)
+        return self._filter_answer(body, args, decision)
+
+    def _filter_answer(
+        self, body: bytes, args: protocol.ExtenderArgs, decision: FilterStatus | None
+    ) -> bytes:
+        if decision is None:
+            return self.pass_through_filter(body)
         passed, failed, unresolvable = decision.split(args.node_names)
         self._passed_nodes.inc(len(passed))
         if failed or unresolvable:
@@ -77,7 +116,7 @@ class GangExtenderServer(ExtenderServer):
             [objects[n] for n in passed if n in objects], failed, unresolvable
         )
 
-    async def preempt(self, body: bytes) -> bytes:
+    def preempt(self, body: bytes) -> bytes:
         args = protocol.parse_preemption_args(protocol.decode(body))
         return protocol.preemption_result(self.gang_verbs.preempt(args.pod, args.victims))
 

@@ -152,22 +152,28 @@ class GangVerbs:
             return f"gang {group.key}: {beyond}: {refused}"
         return None
 
-    async def filter_member(self, pod: PodInfo, candidates: list[str]) -> FilterStatus | None:
-        """`filter`, except for a member whose reserved node kube-scheduler offers while this
-        cache still sees that room held by terminating pods: kube-scheduler's informer saw
-        them go first (or is about to be proven wrong). Refusing would park the member for
-        kube-scheduler's backoff (up to 10 s) although the room is free, so wait up to
-        `pipelined_wait` for this cache to catch up, then answer."""
-        decision = self.filter(pod, candidates)
+    def waits_for_room(
+        self, pod: PodInfo, candidates: list[str], decision: FilterStatus | None
+    ) -> bool:
+        """Whether `decision` refuses a member whose reserved node kube-scheduler offers while
+        this cache still sees that room held by terminating pods: kube-scheduler's informer
+        saw them go first (or is about to be proven wrong). Refusing would park the member for
+        kube-scheduler's backoff (up to 10 s) although the room is free, so the filter waits
+        up to `pipelined_wait` for this cache to catch up (`filter_once_room_frees`)."""
         if decision is None or decision.ok or self.gangs.pipelined_wait <= 0:
-            return decision
+            return False
         reservation = self.gangs.ledger.reservation_of(pod.key)
-        if (
-            reservation is None
-            or reservation.node not in candidates
-            or self.gangs.slots.blockers(pod.key) is None
-        ):
-            return decision
+        return (
+            reservation is not None
+            and reservation.node in candidates
+            and self.gangs.slots.blockers(pod.key) is not None
+        )
+
+    async def filter_once_room_frees(
+        self, pod: PodInfo, candidates: list[str], decision: FilterStatus | None
+    ) -> FilterStatus | None:
+        """`filter` again once the member's reserved room is free, else `decision` after
+        `pipelined_wait`."""
         if await self.gangs.slots.wait_until_free(pod.key, self.gangs.pipelined_wait):
             return self.filter(pod, candidates)
         return decision

@@ -12,7 +12,9 @@ A connection is served here until one of its requests is not a verb; then that r
 rest of the connection are handed to aiohttp's own protocol (a scraper's or a probe's
 connection never carries a verb, kube-scheduler's never carries anything else). As aiohttp with
 `handler_cancellation`, a verb whose client went away is cancelled, so an abandoned bind creates
-no Binding; answers go out in request order.
+no Binding; answers go out in request order. A verb that answers at once (a tuple, not an
+awaitable: filter with nothing to wait for) is written from the parser's callback, without a
+task: one task per call was ~8% of the extender's own CPU under the throughput benchmark.
 """
 
 from __future__ import annotations
@@ -29,7 +31,10 @@ from aiohttp import web
 
 log = logging.getLogger("vulcan.extender.http")
 
-Answer = Callable[[bytes], Awaitable[tuple[int, bytes]]]  # body -> (status, JSON body)
+# body -> (status, JSON body), now or once awaited: a verb that needs no I/O (filter,
+# prioritize, preempt) answers in the same callback that parsed its request, with no task.
+Result = tuple[int, bytes]
+Answer = Callable[[bytes], Result | Awaitable[Result]]
 
 MAX_BODY = 256 * 1024 * 1024  # as the aiohttp application's client_max_size
 _REASONS = {200: b"OK", 400: b"Bad Request", 413: b"Payload Too Large", 500: b"Server Error"}
@@ -54,9 +59,8 @@ class _Connection(asyncio.Protocol):
         self._completed_in_chunk = False  # a request ended earlier in the chunk being parsed
         self._pipelined = False  # the current request began mid-chunk, behind another
         self._expect_continue = False
-        self._pending: collections.deque[tuple[asyncio.Task[tuple[int, bytes]], bool]] = (
-            collections.deque()
-        )
+        # Answers not written yet, in request order: tasks, or futures already done behind one.
+        self._pending: collections.deque[tuple[asyncio.Future[Result], bool]] = collections.deque()
 
     # ------------------------------------------------------------------ asyncio
 
@@ -127,14 +131,35 @@ class _Connection(asyncio.Protocol):
         assert answer is not None
         body = self._body[0] if len(self._body) == 1 else b"".join(self._body)
         self._body = []
-        task = asyncio.get_running_loop().create_task(answer(body))
-        self._pending.append((task, self.parser.should_keep_alive()))
+        keep_alive = self.parser.should_keep_alive()
+        loop = asyncio.get_running_loop()
+        try:
+            result = answer(body)
+        except Exception as exc:  # as a task's exception: logged, answered 500
+            failed: asyncio.Future[Result] = loop.create_future()
+            failed.set_exception(exc)
+            self._queue(failed, keep_alive)
+            return
+        if isinstance(result, tuple):
+            if not self._pending:
+                self._write(*result, keep_alive)
+                return
+            done: asyncio.Future[Result] = loop.create_future()
+            done.set_result(result)
+            self._queue(done, keep_alive)  # written after the answers before it
+            return
+        task = asyncio.ensure_future(result)
+        self._pending.append((task, keep_alive))
         self.site.tasks.add(task)
         task.add_done_callback(self._answered)
 
     # ------------------------------------------------------------------ answers
 
-    def _answered(self, task: asyncio.Task[tuple[int, bytes]]) -> None:
+    def _queue(self, done: asyncio.Future[Result], keep_alive: bool) -> None:
+        self._pending.append((done, keep_alive))
+        self._answered(done)
+
+    def _answered(self, task: asyncio.Future[Result]) -> None:
         self.site.tasks.discard(task)
         while self._pending and self._pending[0][0].done():
             done, keep_alive = self._pending.popleft()
@@ -216,7 +241,7 @@ class LeanSite(web.BaseSite):
         self._port = port
         self.drain_timeout = drain_timeout
         self.connections: set[_Connection] = set()
-        self.tasks: set[asyncio.Task[tuple[int, bytes]]] = set()
+        self.tasks: set[asyncio.Future[Result]] = set()
 
     @property
     def name(self) -> str:

@@ -1,6 +1,8 @@
-"""Filter and prioritize for pods vulcan does not hold back: a ledger-aware fit check and
-scoring through the plugin framework. Pure functions of the cache, the ledger and the request —
-no API calls, no models; this is the hot path.
+"""Filter and prioritize for pods vulcan does not hold back: a ledger-aware fit check (the
+server runs it only when the ledger holds a gang's room on a candidate; otherwise every
+candidate kube-scheduler offers passes) and scoring through the plugin framework. Pure
+functions of the cache, the ledger and the request — no API calls, no models; this is the hot
+path.
 
 Answers are memoised per request shape (`ShapeMemo`): for each shape, the nodes known to fit,
 the nodes known not to (with the reason) and each node's raw score. The cache tells the memo

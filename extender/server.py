@@ -32,7 +32,9 @@ from plugins.framework import Framework
 log = logging.getLogger("vulcan.extender")
 
 JSON = "application/json"
-Handler = Callable[[bytes], Awaitable[bytes]]
+# A verb's JSON answer: now, or once awaited (a held bind, a member waiting for its room).
+Reply = bytes | Awaitable[bytes]
+Handler = Callable[[bytes], Reply]
 
 
 class ExtenderServer:
@@ -94,17 +96,32 @@ class ExtenderServer:
         ok = self.metrics.requests.labels(verb, "200")
         bad = self.metrics.requests.labels(verb, "400")
 
-        async def answer(body: bytes) -> tuple[int, bytes]:
-            start = time.perf_counter()
-            try:
-                result = await handler(body)
-            except protocol.BadRequest as exc:
-                log.warning("bad %s request: %s", verb, exc)
-                bad.inc()
-                return 400, protocol.error_result(str(exc))
+        def refused(exc: protocol.BadRequest) -> lean_http.Result:
+            log.warning("bad %s request: %s", verb, exc)
+            bad.inc()
+            return 400, protocol.error_result(str(exc))
+
+        def answered(result: bytes, start: float) -> lean_http.Result:
             duration.observe(time.perf_counter() - start)
             ok.inc()
             return 200, result
+
+        async def waited(reply: Awaitable[bytes], start: float) -> lean_http.Result:
+            try:
+                result = await reply
+            except protocol.BadRequest as exc:
+                return refused(exc)
+            return answered(result, start)
+
+        def answer(body: bytes) -> lean_http.Result | Awaitable[lean_http.Result]:
+            start = time.perf_counter()
+            try:
+                reply = handler(body)
+            except protocol.BadRequest as exc:
+                return refused(exc)
+            if isinstance(reply, bytes):
+                return answered(reply, start)
+            return waited(reply, start)
 
         return answer
 
@@ -130,7 +147,12 @@ class ExtenderServer:
     def _node_changed(self, name: str) -> None:
         self._generation += 1
 
-    async def filter(self, body: bytes) -> bytes:
+    def filter(self, body: bytes) -> Reply:
+        return self.pass_through_filter(body)
+
+    def pass_through_filter(self, body: bytes) -> bytes:
+        """Filter for a pod vulcan does not hold back (the fit check where a gang's room is
+        held on a candidate)."""
         args = self._parse(body)
         if args.cache_mode:
             protocol.check_node_names(args.node_names)
@@ -180,7 +202,7 @@ class ExtenderServer:
         by_node = self.ledger.by_node
         return bool(by_node) and not by_node.keys().isdisjoint(names)
 
-    async def prioritize(self, body: bytes) -> bytes:
+    def prioritize(self, body: bytes) -> bytes:
         args, rows = self._after_filter(body)
         if rows is None:
             rows = self._rows(args)
@@ -247,7 +269,7 @@ class ExtenderServer:
             return args, None
         return args, recent.rows.subset(keep)
 
-    async def preempt(self, body: bytes) -> bytes:
+    def preempt(self, body: bytes) -> bytes:
         args = protocol.parse_preemption_args(protocol.decode(body))
         # Pass kube-scheduler's candidates through unchanged, always in the Meta (UID) form.
         return protocol.preemption_result(args.victims)
@@ -337,7 +359,8 @@ def _request(pod: protocol.PodInfo) -> Any:
 
 def _route(answer: lean_http.Answer) -> Callable[[web.Request], Awaitable[web.Response]]:
     async def serve(request: web.Request) -> web.Response:
-        status, body = await answer(await request.read())
+        result = answer(await request.read())
+        status, body = result if isinstance(result, tuple) else await result
         return web.Response(body=body, status=status, content_type=JSON)
 
     return serve

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import aiohttp
 import pytest
@@ -40,6 +41,13 @@ class Verbs:
     async def bad(self, body: bytes) -> tuple[int, bytes]:
         return 400, b'{"Error":"no"}'
 
+    def now(self, body: bytes) -> tuple[int, bytes]:
+        """Answers at once, not awaitable (as filter with nothing to wait for)."""
+        return 200, b'{"now":%s}' % body
+
+    def broken(self, body: bytes) -> tuple[int, bytes]:
+        raise RuntimeError("a bug in a verb")
+
 
 @dataclass
 class Served:
@@ -63,7 +71,13 @@ async def served() -> AsyncIterator[Served]:
 
     app.router.add_get("/metrics", metrics)
     app.router.add_post("/v1/echo", echo_route)
-    routes = {b"/v1/echo": verbs.echo, b"/v1/held": verbs.held, b"/v1/bad": verbs.bad}
+    routes: dict[bytes, Any] = {
+        b"/v1/echo": verbs.echo,
+        b"/v1/held": verbs.held,
+        b"/v1/bad": verbs.bad,
+        b"/v1/now": verbs.now,
+        b"/v1/broken": verbs.broken,
+    }
     runner, port = await start_app(
         app,
         "127.0.0.1",
@@ -123,6 +137,37 @@ async def test_pipelined_verbs_are_answered_in_request_order(served: Served) -> 
     served.verbs.release.set()
     assert await read_answer(reader) == (b"HTTP/1.1 200 OK", b'{"held":1}')
     assert await read_answer(reader) == (b"HTTP/1.1 200 OK", b'{"echo":2}')
+    writer.close()
+
+
+async def test_an_answer_given_at_once_waits_behind_one_still_awaited(served: Served) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", served.port)
+    writer.write(request("/v1/now", b"1"))
+    assert await read_answer(reader) == (b"HTTP/1.1 200 OK", b'{"now":1}')
+    # Pipelined behind a held verb: written after it, in request order.
+    writer.write(request("/v1/held", b"2") + request("/v1/now", b"3") + request("/v1/now", b"4"))
+    await served.verbs.held_started.wait()
+    other_reader, other_writer = await asyncio.open_connection("127.0.0.1", served.port)
+    other_writer.write(request("/v1/now", b"5"))  # another connection is not held up
+    assert await read_answer(other_reader) == (b"HTTP/1.1 200 OK", b'{"now":5}')
+    served.verbs.release.set()
+    assert await read_answer(reader) == (b"HTTP/1.1 200 OK", b'{"held":2}')
+    assert await read_answer(reader) == (b"HTTP/1.1 200 OK", b'{"now":3}')
+    assert await read_answer(reader) == (b"HTTP/1.1 200 OK", b'{"now":4}')
+    writer.close()
+    other_writer.close()
+
+
+async def test_a_verb_that_fails_at_once_is_answered_500_and_the_connection_kept(
+    served: Served,
+) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", served.port)
+    writer.write(request("/v1/broken", b"1") + request("/v1/now", b"2"))
+    assert await read_answer(reader) == (
+        b"HTTP/1.1 500 Server Error",
+        b'{"Error":"internal error"}',
+    )
+    assert await read_answer(reader) == (b"HTTP/1.1 200 OK", b'{"now":2}')
     writer.close()
 
 

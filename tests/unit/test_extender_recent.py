@@ -88,7 +88,7 @@ class Cluster:
 
     async def fresh_prioritize(self, request: bytes) -> Any:
         self.reference._recent = None
-        return orjson.loads(await self.reference.prioritize(request))
+        return orjson.loads(self.reference.prioritize(request))
 
 
 @pytest.fixture
@@ -114,8 +114,8 @@ def in_order_of(answer: list[dict[str, Any]], names: list[str]) -> bool:
 async def test_same_body_reuses_filter_lookup(lookups: list[int]) -> None:
     c = Cluster()
     request = body(pod_doc("p", 3000), c.names)  # 3 of 4, 8 or 12 cores: scores differ
-    await c.server.filter(request)
-    answer = orjson.loads(await c.server.prioritize(request))
+    c.server.pass_through_filter(request)
+    answer = orjson.loads(c.server.prioritize(request))
     # One lookup for both calls: filter needed none (no room is held on a candidate), and
     # prioritize kept filter's parse of the same body.
     assert lookups == [len(c.names)]
@@ -129,11 +129,11 @@ async def test_survivors_reuse_the_passing_rows(lookups: list[int]) -> None:
         c.cache.on_pod_add(bound(f"hog{index}", name, 3_500 if index % 2 else 7_500))
     c.hold("n0")  # a full node: it fails, so prioritize's survivors are free of reservations
     pod = pod_doc("p", 3_000)
-    filtered = orjson.loads(await c.server.filter(body(pod, c.names)))
+    filtered = orjson.loads(c.server.pass_through_filter(body(pod, c.names)))
     survivors = filtered["NodeNames"]
     assert filtered["FailedNodes"] and len(survivors) < len(c.names)
     request = body(pod, survivors)
-    answer = orjson.loads(await c.server.prioritize(request))
+    answer = orjson.loads(c.server.prioritize(request))
     assert lookups == [len(c.names)]
     assert answer == await c.fresh_prioritize(request)
     assert in_order_of(answer, survivors)
@@ -142,13 +142,13 @@ async def test_survivors_reuse_the_passing_rows(lookups: list[int]) -> None:
 async def test_any_node_change_in_between_is_seen(lookups: list[int]) -> None:
     c = Cluster()
     request = body(pod_doc("p", 3000), c.names)
-    await c.server.filter(request)
-    before = orjson.loads(await c.server.prioritize(request))
-    await c.server.filter(request)
+    c.server.pass_through_filter(request)
+    before = orjson.loads(c.server.prioritize(request))
+    c.server.pass_through_filter(request)
     # A pod bound to the best node between filter and prioritize changes its score.
     best = max(before, key=lambda entry: entry["Score"])["Host"]
     c.cache.on_pod_add(bound("late", best, 3_900))
-    answer = orjson.loads(await c.server.prioritize(request))
+    answer = orjson.loads(c.server.prioritize(request))
     assert answer == await c.fresh_prioritize(request)
     assert answer != before
     assert lookups[-1] == len(c.names)  # looked up again, not reused
@@ -157,11 +157,11 @@ async def test_any_node_change_in_between_is_seen(lookups: list[int]) -> None:
 async def test_node_replaced_in_between_is_not_answered_from_its_old_slot() -> None:
     c = Cluster()
     request = body(pod_doc("p", 1000), c.names)
-    await c.server.filter(request)
+    c.server.pass_through_filter(request)
     # n3 goes away and a new node takes its column slot.
     c.cache.on_node_delete(c.cache.nodes["n3"])
     c.cache.on_node_add(node("fresh", 64))
-    answer = orjson.loads(await c.server.prioritize(request))
+    answer = orjson.loads(c.server.prioritize(request))
     assert answer == await c.fresh_prioritize(request)
     assert "n3" not in {entry["Host"] for entry in answer}  # unknown now: not scored
 
@@ -169,18 +169,18 @@ async def test_node_replaced_in_between_is_not_answered_from_its_old_slot() -> N
 async def test_another_pod_with_the_same_candidates_is_scored_for_itself() -> None:
     c = Cluster()
     c.cache.on_pod_add(bound("half", "n0", 2_000))
-    await c.server.filter(body(pod_doc("small", 100), c.names))
+    c.server.pass_through_filter(body(pod_doc("small", 100), c.names))
     request = body(pod_doc("big", 3_900, uid="u-2"), c.names)
-    answer = orjson.loads(await c.server.prioritize(request))
+    answer = orjson.loads(c.server.prioritize(request))
     assert answer == await c.fresh_prioritize(request)
 
 
 async def test_reservation_made_in_between_is_subtracted() -> None:
     c = Cluster()
     request = body(pod_doc("p", 1000), c.names)
-    await c.server.filter(request)
+    c.server.pass_through_filter(request)
     c.ledger.reserve(Reservation("ns/gang-0", "n1", ResourceVector({"cpu": 3_000})))
-    answer = orjson.loads(await c.server.prioritize(request))
+    answer = orjson.loads(c.server.prioritize(request))
     assert answer == await c.fresh_prioritize(request)
 
 
@@ -198,12 +198,12 @@ async def test_own_reservation_reordering_is_not_misread(some_fail: bool) -> Non
     c.cache.on_pod_add(bound("some", "n0", 1_000))
     ledger.reserve(Reservation("ns/p", "n0", ResourceVector({"cpu": 2_000})))
     pod = pod_doc("p", 1000)
-    filtered = orjson.loads(await c.server.filter(body(pod, c.names)))
+    filtered = orjson.loads(c.server.pass_through_filter(body(pod, c.names)))
     survivors = filtered["NodeNames"]
     assert survivors[-1] == "n0" and bool(filtered["FailedNodes"]) == some_fail
     ledger.release("ns/p")
     request = body(pod, survivors)
-    answer = orjson.loads(await c.server.prioritize(request))
+    answer = orjson.loads(c.server.prioritize(request))
     assert answer == await c.fresh_prioritize(request)
 
 
@@ -214,7 +214,7 @@ async def test_random_changes_between_filter_and_prioritize() -> None:
     for step in range(150):
         pod = pod_doc(f"p{step}", rng.choice((500, 1_500, 3_000)), uid=f"u{step % 4}")
         candidates = rng.sample(sorted(c.cache.nodes), 12)
-        filtered = orjson.loads(await c.server.filter(body(pod, candidates)))
+        filtered = orjson.loads(c.server.pass_through_filter(body(pod, candidates)))
         roll = rng.random()
         if roll < 0.2:
             c.cache.on_pod_add(bound(f"b{step}", rng.choice(candidates), rng.randrange(100, 3000)))
@@ -230,7 +230,7 @@ async def test_random_changes_between_filter_and_prioritize() -> None:
             c.ledger.release(f"ns/g{step % 3}")
         names = filtered["NodeNames"] if rng.random() < 0.7 else candidates
         request = body(pod, names)
-        answer = orjson.loads(await c.server.prioritize(request))
+        answer = orjson.loads(c.server.prioritize(request))
         assert answer == await c.fresh_prioritize(request), step
 
 
@@ -240,8 +240,8 @@ async def test_same_uid_and_version_with_other_requests_is_parsed_again() -> Non
     for name in c.names:  # n0: 4 cores, n1: 8, n2: 12
         c.cache.on_pod_add(bound(f"on-{name}", name, 3_000))
     c.hold("n2")
-    small = orjson.loads(await c.server.filter(body(pod_doc("p", 500), c.names)))
-    large = orjson.loads(await c.server.filter(body(pod_doc("p", 5_000), c.names)))
+    small = orjson.loads(c.server.pass_through_filter(body(pod_doc("p", 500), c.names)))
+    large = orjson.loads(c.server.pass_through_filter(body(pod_doc("p", 5_000), c.names)))
     assert small["NodeNames"] == c.names
     assert large["NodeNames"] == ["n1", "n2"] and set(large["FailedNodes"]) == {"n0"}
 
@@ -254,8 +254,8 @@ async def test_names_that_are_not_strings_are_still_refused() -> None:
     # A name vulcan does not know passes while no room is held on a candidate (kube-scheduler
     # knows the node: vulcan's informer is behind), and fails when the fit is checked.
     request = body(pod_doc("p", 100), ["n0", "ghost"])
-    assert orjson.loads(await c.server.filter(request))["NodeNames"] == ["n0", "ghost"]
+    assert orjson.loads(c.server.pass_through_filter(request))["NodeNames"] == ["n0", "ghost"]
     c.hold("n0")
-    assert orjson.loads(await c.server.filter(request))["FailedNodes"] == {
+    assert orjson.loads(c.server.pass_through_filter(request))["FailedNodes"] == {
         "ghost": "node unknown to vulcan (not in its cache yet)"
     }
