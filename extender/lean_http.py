@@ -23,7 +23,7 @@ import asyncio
 import collections
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import cast
 
 import httptools
@@ -148,7 +148,11 @@ class _Connection(asyncio.Protocol):
             done.set_result(result)
             self._queue(done, keep_alive)  # written after the answers before it
             return
-        task = asyncio.ensure_future(result)
+        task = (
+            loop.create_task(result)
+            if isinstance(result, Coroutine)
+            else asyncio.ensure_future(result)
+        )
         self._pending.append((task, keep_alive))
         self.site.tasks.add(task)
         task.add_done_callback(self._answered)

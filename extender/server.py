@@ -61,6 +61,7 @@ class ExtenderServer:
         self._generation = 0
         cache.node_listeners.append(self._node_changed)
         self._recent: _RecentFilter | None = None
+        self._bind_results: dict[str, Any] = {}  # result -> binds_total's child
         self._passed_nodes = self.metrics.filter_nodes.labels("passed")
         self._failed_nodes = self.metrics.filter_nodes.labels("failed")
         self.metrics.watch_cache(
@@ -279,23 +280,32 @@ class ExtenderServer:
         try:
             args = protocol.parse_binding_args(protocol.decode(body))
         except protocol.BadRequest:
-            self.metrics.binds.labels("invalid_request").inc()
+            self._count_bind("invalid_request")
             raise
-        self.metrics.binds_in_flight.inc()
+        in_flight = self.metrics.binds_in_flight
+        in_flight.inc()
         try:
             result = await self.bind_pod(args)
         except BindError as exc:
-            self.metrics.binds.labels(exc.result).inc()
+            self._count_bind(exc.result)
             return protocol.error_result(str(exc))
         except asyncio.CancelledError:
             raise  # kube-scheduler went away: nothing is answered
         except Exception:
-            self.metrics.binds.labels("internal_error").inc()
+            self._count_bind("internal_error")
             raise
         finally:
-            self.metrics.binds_in_flight.dec()
-        self.metrics.binds.labels(result).inc()
+            in_flight.dec()
+        self._count_bind(result)
         return protocol.BIND_OK
+
+    def _count_bind(self, result: str) -> None:
+        # The labelled child looked up once per result (`labels()` takes a lock and builds a
+        # key on every call, once per pod here).
+        counter = self._bind_results.get(result)
+        if counter is None:
+            counter = self._bind_results[result] = self.metrics.binds.labels(result)
+        counter.inc()
 
     async def bind_pod(self, args: protocol.BindingArgs) -> str:
         """Create the pod's Binding and say how (raises BindError); gang scheduling holds it
