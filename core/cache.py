@@ -86,7 +86,8 @@ class ClusterCache:
         # deleted, a pod's contribution moved, a ledger reservation made or freed), so memos of
         # per-node answers on the hot path can forget it.
         self.node_listeners: list[Callable[[str], None]] = []
-        self.columns = NodeColumns()
+        self._columns = NodeColumns()
+        self._stale_columns: set[str] = set()  # nodes whose slot `node_columns` refreshes
         self.informers: list[Informer] = []  # type: ignore[type-arg]
         self._tasks: list[asyncio.Task[None]] = []
         self.synced = asyncio.Event()
@@ -108,13 +109,27 @@ class ClusterCache:
     # ---------------------------------------------------------------------- nodes
 
     def bump_node(self, name: str) -> None:
-        """Note that `name`'s capacity or load changed: refresh its columns and tell the
-        `node_listeners`. Harmless for a node the cache does not (or no longer) know."""
-        node = self.nodes.get(name)
-        allocatable = node.allocatable if node is not None else None
-        self.columns.set(name, allocatable, self.node_requested.get(name, _ZERO))
+        """Note that `name`'s capacity or load changed: its columns are refreshed when next
+        read, and the `node_listeners` told now. Harmless for a node the cache does not (or no
+        longer) know."""
+        self._stale_columns.add(name)
         for listener in self.node_listeners:
             listener(name)
+
+    def node_columns(self) -> NodeColumns:
+        """Every node's allocatable and requested as columns, current. Refreshed here, on
+        read: a node's load moves with every pod bound to it, and only the extender's
+        vectorised paths read the columns (the filter of a pod with a gang's room held on a
+        candidate, prioritize), so a node bound to ten times between two reads is written
+        once."""
+        if self._stale_columns:
+            nodes, requested, columns = self.nodes, self.node_requested, self._columns
+            for name in self._stale_columns:
+                node = nodes.get(name)
+                allocatable = node.allocatable if node is not None else None
+                columns.set(name, allocatable, requested.get(name, _ZERO))
+            self._stale_columns.clear()
+        return self._columns
 
     def _set_node(self, name: str, node: NodeRecord | None) -> None:
         old = self.nodes.get(name)

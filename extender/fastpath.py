@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from core.cache import ROW_DIMS, ClusterCache
+from core.cache import ROW_DIMS, ClusterCache, NodeColumns
 from core.resources import ResourceVector
 from extender.fit import insufficient, wanted_dimensions
 from extender.ledger import GangLedger
@@ -59,7 +59,7 @@ def rows_of(cache: ClusterCache, names: Sequence[str]) -> Rows | None:
     try:
         # itemgetter looks every name up in C; a name the cache does not know raises KeyError,
         # anything unhashable (not a name at all) TypeError.
-        found = itemgetter(*names)(cache.columns.slot)
+        found = itemgetter(*names)(cache.node_columns().slot)
     except (KeyError, TypeError):
         return None
     if len(names) == 1:
@@ -70,7 +70,7 @@ def rows_of(cache: ClusterCache, names: Sequence[str]) -> Rows | None:
 def _gather(
     cache: ClusterCache, ledger: GangLedger, names: Sequence[str], rows: Rows | None
 ) -> Any:
-    columns = cache.columns
+    columns = cache.node_columns()
     if columns.too_big:
         return None
     if ledger.by_node and not ledger.by_node.keys().isdisjoint(names):
@@ -95,7 +95,7 @@ def fit_filter(
 ) -> tuple[list[str], dict[str, str]] | None:
     """`rows`: `rows_of(cache, names)` if the caller has it already."""
     wanted = wanted_dimensions(request)
-    if any(dim not in _INDEX or amount >= cache.columns.LIMIT for dim, amount in wanted):
+    if any(dim not in _INDEX or amount >= NodeColumns.LIMIT for dim, amount in wanted):
         return None
     gathered = _gather(cache, ledger, names, rows)
     if gathered is None:
@@ -142,7 +142,7 @@ def scores(
         if part is None:
             return None
         parts.append(part)
-    if any(amount >= cache.columns.LIMIT for _, amount in request.items()):
+    if any(amount >= NodeColumns.LIMIT for _, amount in request.items()):
         return None
     gathered = _gather(cache, ledger, names, rows)
     if gathered is None:

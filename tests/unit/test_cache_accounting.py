@@ -178,3 +178,31 @@ def test_a_podgroup_status_write_wakes_no_pass_and_touches_no_group() -> None:
     assert (len(wakes), cache.take_dirty_groups()) == (1, {"ns/g"})
     cache.on_podgroup_update(cache.podgroups["ns/g"], podgroup("Inqueue", "x", min_member=2))
     assert (len(wakes), cache.take_dirty_groups()) == (2, {"ns/g"})
+
+
+def test_node_columns_read_current_after_changes_between_reads() -> None:
+    """The columns are refreshed when read: whatever moved since the last read (pods bound
+    and gone, a node added, one deleted) shows, and a deleted node's slot is gone."""
+    from core.cache import ROW_DIMS
+
+    c = ClusterCache()
+    for name in ("n1", "n2"):
+        c.on_node_add(node(name))
+    columns = c.node_columns()
+    cpu_row = ROW_DIMS.index("cpu")
+
+    def used(name: str) -> int:
+        return int(c.node_columns().used[cpu_row, columns.slot[name]])
+
+    assert used("n1") == 0
+    for index in range(5):
+        c.on_pod_add(pod(f"p{index}", "n1", group=None))
+    c.on_pod_delete(c.pods["ns/p0"])
+    assert used("n1") == 4_000 and used("n2") == 0
+    c.on_node_add(node("n3"))
+    c.on_pod_add(pod("on-n3", "n3", group=None, cpu="2"))
+    c.on_node_delete(c.nodes["n2"])
+    columns = c.node_columns()
+    assert "n2" not in columns.slot
+    assert used("n3") == 2_000
+    assert int(columns.cap[cpu_row, columns.slot["n3"]]) == 8_000
