@@ -55,14 +55,22 @@ class TokenBucket:
     async def acquire(self) -> None:
         if self.qps <= 0:
             return
+        if not self._lock.locked() and self._take():
+            return  # nobody waits ahead and a token was there: no lock to go through
         async with self._lock:
-            now = time.monotonic()
-            self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
-            self._last = now
-            if self._tokens >= 1:
-                self._tokens -= 1
+            if self._take():
                 return
             wait = (1 - self._tokens) / self.qps
             self._tokens = 0
-            self._last = now + wait
+            self._last += wait  # the token this wait takes is spent then
             await asyncio.sleep(wait)
+
+    def _take(self) -> bool:
+        """Refill for the time gone by; take a token if a whole one is there."""
+        now = time.monotonic()
+        self._tokens = min(self.burst, self._tokens + (now - self._last) * self.qps)
+        self._last = now
+        if self._tokens >= 1:
+            self._tokens -= 1
+            return True
+        return False
