@@ -79,7 +79,15 @@ async def _walkthrough() -> None:
                     },
                 )
                 await _until_cached(cache, f"default/{name}")
-                args = {"Pod": pod, "Nodes": None, "NodeNames": ["node-0", "node-1", "node-2"]}
+                # kube-scheduler asks the extender about the nodes its own filters passed
+                # (NodeResourcesFit: room for the request); none: it reports the pod
+                # unschedulable without asking.
+                candidates = [n for n in ("node-0", "node-1", "node-2") if _room(cache, n, cpu)]
+                if not candidates:
+                    print(f"{name} (cpu {cpu}): no node has room (kube-scheduler's own filters)")
+                    print("  -> unschedulable, as kube-scheduler would report it\n")
+                    continue
+                args = {"Pod": pod, "Nodes": None, "NodeNames": candidates}
                 filtered = await _post(http, f"{url}/filter", args)
                 print(
                     f"{name} (cpu {cpu}): filter passed {filtered['NodeNames']}, "
@@ -121,6 +129,14 @@ async def _walkthrough() -> None:
         await cache.stop()
         await client.close()
     shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _room(cache: Any, node: str, cpu: str) -> bool:
+    """Whether `node` has `cpu` cores free in the cache: what NodeResourcesFit checks."""
+    from core.resources import ResourceVector
+
+    used = cache.node_requested.get(node, ResourceVector())
+    return bool(cache.nodes[node].allocatable.cpu - used.cpu >= int(cpu) * 1000)
 
 
 def _resource_for(doc: dict[str, Any]) -> Any:

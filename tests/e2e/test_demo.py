@@ -83,7 +83,7 @@ def test_demo_without_argument_is_the_gang_demo() -> None:
 def test_extender_walkthrough_still_runs() -> None:
     out = _demo("extender")
     assert "web-1 (cpu 3): filter passed" in out
-    assert "huge (cpu 32): filter passed []" in out
+    assert "huge (cpu 32): no node has room (kube-scheduler's own filters)" in out
 
 
 def test_job_demo_runs_a_volcano_job_to_completion_and_ttl_cleanup() -> None:
