@@ -87,12 +87,9 @@ async def test_prioritize_with_real_capture(h: Harness) -> None:
         assert type(entry["Score"]) is int and 0 <= entry["Score"] <= 10
 
 
-async def test_filter_cache_mode_passes_what_kube_scheduler_offers_when_no_room_is_held(
-    h: Harness,
-) -> None:
-    """kube-scheduler offers only nodes its own NodeResourcesFit passed: with no gang's room held
-    on any of them, vulcan has nothing to add and passes each (even one its cache does not know
-    yet, or one it thinks full: kube-scheduler has counted what it bound and assumed)."""
+async def filter_with_room_held_on(h: Harness, held_on: str) -> dict[str, Any]:
+    """Filter a 1-cpu pod on a roomy node, a full one and one vulcan does not know, while a
+    gang's member holds room on `held_on`."""
     from core.resources import ResourceVector
     from extender.ledger import Reservation
 
@@ -102,10 +99,20 @@ async def test_filter_cache_mode_passes_what_kube_scheduler_offers_when_no_room_
     await h.add_pod("hog", cpu="1500m", node="full")
     pod = pod_doc(await h.add_pod("p", cpu="1"))
     await h.settle()
-    # Room held on a node that is not a candidate changes nothing for these.
-    h.server.ledger.reserve(Reservation("default/gang-0", "elsewhere", ResourceVector({"cpu": 1})))
+    h.server.ledger.reserve(Reservation("default/gang-0", held_on, ResourceVector({"cpu": 500})))
     status, answer = await h.post("filter", args(pod, ["roomy", "full", "ghost"]))
     assert status == 200
+    return dict(answer)
+
+
+async def test_filter_cache_mode_passes_what_kube_scheduler_offers_when_no_room_is_held(
+    h: Harness,
+) -> None:
+    """kube-scheduler offers only nodes its own NodeResourcesFit passed: with no gang's room held
+    on any of them (only on a node that is not a candidate), vulcan has nothing to add and
+    passes each (even one its cache does not know yet, or one it thinks full: kube-scheduler
+    has counted what it bound and assumed)."""
+    answer = await filter_with_room_held_on(h, "elsewhere")
     assert answer == {
         "NodeNames": ["roomy", "full", "ghost"],
         "FailedNodes": {},
@@ -115,18 +122,8 @@ async def test_filter_cache_mode_passes_what_kube_scheduler_offers_when_no_room_
 
 
 async def test_filter_cache_mode_fits_and_explains(h: Harness) -> None:
-    from core.resources import ResourceVector
-    from extender.ledger import Reservation
-
-    await h.add_node("roomy", cpu="8")
-    await h.add_node("full", cpu="2")
-    await h.add_pod("hog", cpu="1500m", node="full")
-    pod = pod_doc(await h.add_pod("p", cpu="1"))
-    await h.settle()
     # A gang member's room held on a candidate: vulcan checks every candidate's fit.
-    h.server.ledger.reserve(Reservation("default/gang-0", "roomy", ResourceVector({"cpu": 500})))
-    status, answer = await h.post("filter", args(pod, ["roomy", "full", "ghost"]))
-    assert status == 200
+    answer = await filter_with_room_held_on(h, "roomy")
     assert answer["NodeNames"] == ["roomy"]
     assert answer["FailedNodes"] == {
         "full": "Insufficient cpu",
