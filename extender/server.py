@@ -165,6 +165,9 @@ class ExtenderServer:
                 return protocol.filter_result_objects(args.node_objects or [], {}, {})
             self._recent = _RecentFilter(body, self._generation, args, None, args.node_names, {})
             return protocol.filter_result_cache(args.node_names, {}, {})
+        # Room is held on a candidate: the vectorised fit stands aside for that (its gather
+        # refuses reserved candidates), so the per-node path answers at once. The slots are
+        # still looked up for prioritize, which may reuse them for the nodes that passed.
         rows = self._rows(args)
         objects = _objects_by_name(args.node_objects)
         passed, failed = passthrough.fit_filter(
@@ -175,8 +178,7 @@ class ExtenderServer:
             args.node_names,
             objects,
             self.memo,
-            vectorised=rows is not None,
-            rows=rows,
+            vectorised=False,
         )
         self._recent = (
             _RecentFilter(body, self._generation, args, rows, passed, failed)
