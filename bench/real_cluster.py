@@ -247,7 +247,12 @@ class PhaseCluster:
             self.plane.logs,
         )
         self.plane.children.append(self.scheduler)
-        if self.profile_to is not None and self.extender is not None:
+        self.scheduler.start()
+
+    def start_profiler(self) -> None:
+        """Record the extender with py-spy from now on (when asked to: `profile_to`), over the
+        span its CPU is counted: from the first pod created to the last bound."""
+        if self.profile_to is not None and self.extender is not None and self._profiler is None:
             assert self.extender.process is not None
             self.profile_to.parent.mkdir(parents=True, exist_ok=True)
             self._profiler = subprocess.Popen(
@@ -258,7 +263,6 @@ class PhaseCluster:
                 ],
                 stdout=subprocess.DEVNULL,
             )  # fmt: skip
-        self.scheduler.start()
 
     def stop_profiler(self) -> None:
         """py-spy writes its file when the process it records is interrupted (SIGINT)."""

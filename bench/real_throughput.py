@@ -151,9 +151,11 @@ async def measure(
             with contextlib.suppress(ApiError):  # AlreadyExists after a retried create
                 await client.request("POST", path, body=bodies[index])
 
+        cluster.start_profiler()
         cpu_before = _cpu(cluster)
         created = await parallel(pods, concurrency, create)
         print(f"[{label}] {pods} pods created in {created:.1f}s ({pods / created:.0f}/s)")
+        cpu_created = _cpu(cluster)
         started = time.monotonic()
         cluster.start_scheduler()
         deadline = started + timeout
@@ -185,6 +187,16 @@ async def measure(
     used = {role: cpu_after[role] - cpu_before.get(role, 0.0) for role in cpu_after}
     parts = ", ".join(f"{role} {seconds * 1000 / pods:.2f}" for role, seconds in used.items())
     print(f"[{label}] CPU seconds per 1000 pods: {parts}", flush=True)
+    # Where it went: while the pods were created (before kube-scheduler started: their watch
+    # events, the pass they wake) and while they were scheduled.
+    for stage, (start, end) in (
+        ("creating", (cpu_before, cpu_created)),
+        ("scheduling", (cpu_created, cpu_after)),
+    ):
+        split = ", ".join(
+            f"{role} {(end[role] - start.get(role, 0.0)) * 1000 / pods:.2f}" for role in end
+        )
+        print(f"[{label}]   of which {stage}: {split}")
     if algorithm is not None:
         print(
             f"[{label}] kube-scheduler's scheduling algorithm (its filter and score, extender "
