@@ -111,12 +111,14 @@ class PassHost:
         )
 
     def starving(self, queue: str) -> tuple[str, float, ResourceVector | None] | None:
-        """The queue's starving gang, since when the queue has had one, what it asks."""
+        """The queue's starving gang, since when the queue has had one, and what the queue's
+        gangs that wait for its share ask together (`extender.share_waiters`)."""
         target = self.gangs.starving.get(queue)
         if target is None:
             return None
         since = self.gangs.starving_since.get(queue)
-        return target, (since if since is not None else -1.0), self.gangs.starving_need.get(queue)
+        need = self.gangs.share_waiters.need(queue)
+        return target, (since if since is not None else -1.0), need
 
     def victims(self, snapshot: Snapshot, key: str) -> list[VictimUnit]:
         return self.gangs.victims_for(snapshot, key)
@@ -128,6 +130,12 @@ class PassHost:
         verdict when it stands until its inputs change."""
         group, key, view = decision.group, decision.key, decision.view
         reason = decision.reason
+        # What a gang waiting for its share keeps in its queue's `inqueue` (an enqueued one's
+        # minResources; a gang not enqueued yet keeps nothing there to lift).
+        waits = None
+        if decision.starving is not None and group.phase == "Inqueue":
+            waits = decision.starving[0]
+        self.gangs.share_waiters.note(group.queue, key, waits, held=decision.holding)
         if decision.stage == ENQUEUE and decision.action is not None:
             reason = self._enqueued(decision)
             if reason is None and not self.gangs.gang_enabled and key not in self.gangs.admitted:
@@ -158,10 +166,11 @@ class PassHost:
         elif reason is not None:
             self._not_admitted(key, reason)
         if decision.starving is not None:
-            # It waits for its queue's share: the queue drains for it (`plugins.starvation`).
-            self.gangs.starving[group.queue] = key
+            # It waits for its queue's share: the queue drains for the first such gang of the
+            # visit, in admission order (`plugins.starvation`); the later ones, decided in a
+            # backfill phase, wait beside it (`extender.share_waiters`).
+            self.gangs.starving.setdefault(group.queue, key)
             self.gangs.starving_since.setdefault(group.queue, decision.starving[1])
-            self.gangs.starving_need[group.queue] = decision.starving[0]
         volatile = not decision.settled
         if key in self.gangs.admitted:
             # Pipelined: admitted onto room its victims still hold. Volcano's Pipelined tasks

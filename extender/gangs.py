@@ -43,6 +43,7 @@ from extender.member_release import MemberRelease
 from extender.metrics import GangMetrics
 from extender.protocol import BindingArgs
 from extender.queues import QueuePass, QueuePolicy
+from extender.share_waiters import ShareWaiters
 from extender.slots import SlotWatch
 from plugins.config import default_config
 from plugins.cycle import run_once
@@ -172,7 +173,9 @@ class GangScheduler:
         # from there, so a new starving gang (e.g. of a higher priority) does not start the
         # queue's hold over again (`plugins.starvation.holds`).
         self.starving_since: dict[str, float] = {}
-        self.starving_need: dict[str, ResourceVector] = {}  # queue -> what its starving gang asks
+        # queue -> its gangs that wait for its share, and what they ask (lifted from its
+        # `inqueue` in a backfill phase: `extender.share_waiters`).
+        self.share_waiters = ShareWaiters()
         self._wake = asyncio.Event()
         self.writer = GangWriter(
             client, status_interval=status_interval, event_qps=event_qps, event_burst=event_burst
@@ -333,6 +336,7 @@ class GangScheduler:
                 self.order.forget(key)
                 self.bound_counts.pop(key, None)
                 self.promises.pop(key, None)
+                self.share_waiters.forget(key)
                 if self.gang_metrics is not None:
                     self.gang_metrics.forget(key)
                 if not snapshot.pods_by_group.get(key):
@@ -366,6 +370,7 @@ class GangScheduler:
         for queue in host.visited:
             if queue not in self.starving:
                 self.starving_since.pop(queue, None)
+                self.share_waiters.clear(queue)
         for queue in list(self.queue_seen):
             if queue not in queue_pass.groups_by_queue:
                 self.queue_seen.pop(queue, None)
@@ -373,6 +378,7 @@ class GangScheduler:
                 self.queue_epochs.pop(queue, None)
                 self.starving.pop(queue, None)
                 self.starving_since.pop(queue, None)
+                self.share_waiters.clear(queue)
         if self.elastic_waiting or self.elastic_slots:
             grow_elastic(self, snapshot)
         self.writer.queue_statuses(snapshot, queue_pass)

@@ -142,6 +142,8 @@ class Decision:
     numbers: tuple[Any, ...] | None = None  # its queue's numbers after the decision
     # It waits for its queue's share (`plugins.starvation`): (what it asks, since when).
     starving: tuple[ResourceVector, float] | None = None
+    # Held for its queue's starving gang (a hold phase): not decided on its own merits.
+    holding: bool = False
 
     @property
     def key(self) -> str:
@@ -375,10 +377,13 @@ def _allocate(
             # Its queue drains for a starving gang: the later gangs wait (a hold phase).
             why = hold_reason(session, state, group, view, starving[0])
             reason = f"gang {key}: waiting for admission: {why}"
-            return Decision(group, view, ALLOCATE, "allocate", reason=reason, settled=False)
+            return Decision(
+                group, view, ALLOCATE, "allocate", reason=reason, settled=False, holding=True
+            )
     job = job_input(snapshot, group)
-    # A backfill phase: a gang with its pods is enqueued beside the starving gang's
-    # minResources (not flooding enqueue with pod-less jobs, which keep Volcano's rule).
+    # A backfill phase: a gang with its pods is enqueued beside the minResources of the
+    # queue's gangs that wait for its share (the host's `starving` need: the starving gang's
+    # and the others'; not flooding enqueue with pod-less jobs, which keep Volcano's rule).
     lifted = starving[2] if starving is not None and target != key else None
     with inqueue_lifted(state.model, group.queue, lifted):
         admission = allocate_gang(

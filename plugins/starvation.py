@@ -25,10 +25,13 @@ gangs that keep coming first). Hold phases of `HOLD_SECONDS` alternate with back
 the same length (`holds`), counted from when the queue began to have a starving gang
 (whichever it is: a new one does not start the hold over): in a backfill phase the
 queue's other gangs are allocated as usual, those whose pods exist judged at enqueue without
-the starving gang's minResources in the queue's `inqueue` (`inqueue_lifted`; a job whose pods
-are not made yet keeps Volcano's rule: lifted for it too, every backfill phase let each waiting
-job of the queue make its pods, hundreds of pending pods that kube-scheduler then churned
-through), so the queue's small work waits for it at most about `HOLD_SECONDS` at a time,
+the minResources of the queue's enqueued gangs that wait only for its share in the queue's
+`inqueue` — the starving gang's and any other's (`inqueue_lifted` with the host's need,
+`extender.share_waiters`: lifting the starving gang's alone left a second waiting job's there,
+refusing the queue's small work in every backfill phase: bench/soak.py, seed 37). A job whose
+pods are not made yet keeps Volcano's rule: lifted for it too, every backfill phase let each
+waiting job of the queue make its pods, hundreds of pending pods that kube-scheduler then
+churned through. So the queue's small work waits for it at most about `HOLD_SECONDS` at a time,
 and the big gang gets a drained queue once in every two phases. Elastic members do not
 grow in a hold phase either (they are the part of the queue's work that would otherwise keep
 its room for as long as they run), and may in a backfill phase: a job's later task whose pods
@@ -120,7 +123,8 @@ def inqueue_lifted(
     model: ShareModel | None, queue: str, amount: ResourceVector | None
 ) -> Iterator[None]:
     """Within the block, the queue's `inqueue` (and its ancestors') without `amount` (a
-    starving gang's minResources, in a backfill phase); restored exactly afterwards."""
+    backfill phase's lift: what the queue's gangs waiting for its share ask); restored
+    exactly afterwards."""
     if model is None or amount is None:
         yield
         return
