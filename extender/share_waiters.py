@@ -21,40 +21,51 @@ from core.resources import ResourceVector
 class ShareWaiters:
     def __init__(self) -> None:
         self._by_queue: dict[str, dict[str, ResourceVector]] = {}
+        self._queue_of: dict[str, str] = {}  # gang -> the queue it is noted in
+        self._needs: dict[str, ResourceVector] = {}  # queue -> its waiters' sum, when known
 
     def note(self, queue: str, key: str, demand: ResourceVector | None, *, held: bool) -> None:
         """A decision about gang `key` of `queue`: it waits for the queue's share and asks
         `demand`, or (None) it does not — unless it was only `held` for the starving gang."""
         if demand is not None:
+            if self._queue_of.get(key, queue) != queue:
+                self.forget(key)  # its PodGroup moved to another queue
             self._by_queue.setdefault(queue, {})[key] = demand
+            self._queue_of[key] = queue
+            self._needs.pop(queue, None)
         elif not held:
-            self._drop(queue, key)
+            self.forget(key)
 
     def need(self, queue: str) -> ResourceVector | None:
-        """What the queue's waiting gangs ask together (None: none waits)."""
+        """What the queue's waiting gangs ask together (None: none waits). Summed once per
+        change: every gang the queue decides in a pass asks."""
         waiting = self._by_queue.get(queue)
         if not waiting:
             return None
-        total = ResourceVector()
-        for demand in waiting.values():
-            total = total + demand
+        total = self._needs.get(queue)
+        if total is None:
+            total = ResourceVector()
+            for demand in waiting.values():
+                total = total + demand
+            self._needs[queue] = total
         return total
 
     def waiting(self, queue: str) -> set[str]:
         return set(self._by_queue.get(queue, ()))
 
     def forget(self, key: str) -> None:
-        """The gang is gone (or moved to another queue)."""
-        for queue in [q for q, waiting in self._by_queue.items() if key in waiting]:
-            self._drop(queue, key)
+        """The gang waits no more (admitted, refused for another reason, gone)."""
+        queue = self._queue_of.pop(key, None)
+        waiting = self._by_queue.get(queue) if queue is not None else None
+        if queue is None or waiting is None:
+            return
+        waiting.pop(key, None)
+        self._needs.pop(queue, None)
+        if not waiting:
+            del self._by_queue[queue]
 
     def clear(self, queue: str) -> None:
         """The queue has no starving gang any more (or is gone)."""
-        self._by_queue.pop(queue, None)
-
-    def _drop(self, queue: str, key: str) -> None:
-        waiting = self._by_queue.get(queue)
-        if waiting is not None:
-            waiting.pop(key, None)
-            if not waiting:
-                del self._by_queue[queue]
+        for key in self._by_queue.pop(queue, {}):
+            self._queue_of.pop(key, None)
+        self._needs.pop(queue, None)

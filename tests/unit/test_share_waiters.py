@@ -43,3 +43,15 @@ def test_a_queue_that_stops_starving_forgets_its_waiters() -> None:
     waiters.clear("q")
     assert waiters.need("q") is None
     assert waiters.need("r") == cpu(2)
+
+
+def test_a_gang_noted_in_another_queue_leaves_its_old_one() -> None:
+    waiters = ShareWaiters()
+    waiters.note("q", "ns/big", cpu(30), held=False)
+    waiters.note("q", "ns/mid", cpu(10), held=False)
+    assert waiters.need("q") == cpu(40)
+    waiters.note("r", "ns/mid", cpu(10), held=False)  # its PodGroup moved to queue r
+    assert waiters.need("q") == cpu(30) and waiters.need("r") == cpu(10)
+    waiters.clear("r")
+    waiters.note("r", "ns/mid", None, held=False)  # nothing left to drop
+    assert waiters.waiting("r") == set() and waiters.need("q") == cpu(30)
