@@ -16,6 +16,7 @@ decision about it says anything else: admitted, refused for another reason, dele
 from __future__ import annotations
 
 from core.resources import ResourceVector
+from plugins.queue_share import sum_vectors
 
 
 class ShareWaiters:
@@ -30,9 +31,11 @@ class ShareWaiters:
         if demand is not None:
             if self._queue_of.get(key, queue) != queue:
                 self.forget(key)  # its PodGroup moved to another queue
-            self._by_queue.setdefault(queue, {})[key] = demand
-            self._queue_of[key] = queue
-            self._needs.pop(queue, None)
+            waiting = self._by_queue.setdefault(queue, {})
+            if waiting.get(key) != demand:  # noted again each pass, mostly unchanged
+                waiting[key] = demand
+                self._queue_of[key] = queue
+                self._needs.pop(queue, None)
         elif not held:
             self.forget(key)
 
@@ -44,10 +47,7 @@ class ShareWaiters:
             return None
         total = self._needs.get(queue)
         if total is None:
-            total = ResourceVector()
-            for demand in waiting.values():
-                total = total + demand
-            self._needs[queue] = total
+            total = self._needs[queue] = sum_vectors(waiting.values())
         return total
 
     def waiting(self, queue: str) -> set[str]:
@@ -57,7 +57,7 @@ class ShareWaiters:
         """The gang waits no more (admitted, refused for another reason, gone)."""
         queue = self._queue_of.pop(key, None)
         waiting = self._by_queue.get(queue) if queue is not None else None
-        if queue is None or waiting is None:
+        if waiting is None:
             return
         waiting.pop(key, None)
         self._needs.pop(queue, None)
