@@ -60,6 +60,23 @@ def add_extender_flags(parser: argparse.ArgumentParser) -> None:
         "repeatable; default volcano): such a pod is refused until it names its PodGroup",
     )
     parser.add_argument(
+        "--served-scheduler-name",
+        action="append",
+        metavar="NAME[,NAME...]",
+        help="schedulerName(s) of the kube-scheduler profiles that call this extender "
+        "(repeatable; default: the --scheduler-name values): reclaim and preempt evict only "
+        "their pods, never another scheduler's",
+    )
+    parser.add_argument(
+        "--filter-marker",
+        default="",
+        metavar="NAME",
+        help="the managedResources marker of kube-scheduler's filter extender entry (e.g. "
+        "vulcan.sh/managed, the cluster-scheduler install): only pods that carry it reach "
+        "vulcan, so only they may be evicted by reclaim and preempt (default none: pods are "
+        "told by --served-scheduler-name)",
+    )
+    parser.add_argument(
         "--gang-timeout",
         type=parse_duration,
         default=60.0,

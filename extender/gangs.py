@@ -31,6 +31,7 @@ from core.cache import ClusterCache, Snapshot
 from core.kube.client import KubeClient
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
+from core.served import ServedPods
 from extender.barrier import BindBarrier
 from extender.elastic_growth import grow_elastic
 from extender.evictor import Evictor
@@ -84,6 +85,7 @@ class GangScheduler:
         pipelined_wait: float = 0.5,
         session: Session | None = None,
         placement: Prefer | None = None,
+        served: ServedPods | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         # The conf's plugins and actions (Volcano's default conf when none is given): every
@@ -118,6 +120,9 @@ class GangScheduler:
         # (DefaultBinder), past the gang barrier; filter refuses such members and the pass
         # does not admit their gangs (`unmarked_member`). None: every bind comes to vulcan.
         self.bind_marker = bind_marker
+        # The pods kube-scheduler sends to vulcan (--served-scheduler-name, --filter-marker):
+        # the only ones reclaim and preempt may take. None: every pod (a test harness).
+        self.served = served or ServedPods.every()
         self._plain_change = False
         self._plain_timer: asyncio.TimerHandle | None = None
         self.observe_pass = observe_pass
@@ -429,6 +434,7 @@ class GangScheduler:
                 "",
                 self.evictor.releasing,
                 lambda pod: self.cache.queue_of(pod) or keys.DEFAULT_QUEUE,
+                self.served,
             )
             memo = self._victims = (self.evictor.evictions, units)
         return [unit for unit in memo[1] if unit.group != key]

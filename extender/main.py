@@ -16,6 +16,7 @@ from core.controller.manager import LeaseNamespaceWatch
 from core.kube.client import KubeClient
 from core.kube.flags import options_from_args
 from core.kube.leader import LeaderElectionConfig, LeaderElector
+from core.served import ServedPods
 from extender.binder import Binder
 from extender.conf_reload import (
     BuiltConf,
@@ -86,6 +87,10 @@ class Extender:
             min_pass_interval=args.min_pass_interval,
             plain_pod_delay=args.plain_pod_pass_delay,
             bind_marker=args.bind_marker or None,
+            served=ServedPods.of(
+                scheduler_names(args.served_scheduler_name or args.scheduler_name),
+                args.filter_marker,
+            ),
             session=session,
             placement=framework.gang_placement,
         )

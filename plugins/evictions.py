@@ -92,12 +92,14 @@ def victim_units(
     exclude_group: str,
     releasing: Collection[str],
     queue_of: Callable[[PodRecord], str],
+    served: Callable[[PodRecord], bool],
 ) -> list[VictimUnit]:
     """Everything that could be evicted, as whole units: each running gang (but
     `exclude_group`) with all its bound members (evicting some would leave it hanging), each
     elastic member of a gang above its minimum on its own (`plugins.elastic.surplus_members`),
-    and each bound pod of no gang. Pods already being freed (terminating, or `releasing`) are
-    none."""
+    and each bound pod of no gang. Only pods vulcan schedules (`served`): another scheduler's
+    pods are never victims, in a gang or not. Pods already being freed (terminating, or
+    `releasing`) are none."""
     units: list[VictimUnit] = []
     for other in snapshot.podgroups.values():
         if other.key == exclude_group:
@@ -110,7 +112,7 @@ def victim_units(
             and not pod.deleting
             and k not in releasing
         ]
-        if bound:
+        if bound and all(served(pod) for pod in bound):
             for pod in surplus_members(
                 bound,
                 other.min_member,
@@ -125,6 +127,7 @@ def victim_units(
             and pod.occupies_node
             and not pod.deleting
             and pod.key not in releasing
+            and served(pod)
         ):
             units.append(unit_of(None, queue_of(pod), pod.created, [pod]))
     return units

@@ -32,9 +32,10 @@ from typing import IO, TYPE_CHECKING
 import aiohttp
 import yaml
 
-from core.api.keys import BINDING_MARKER, MARKERS
+from core.api.keys import BINDING_MARKER, MARKERS, SCHEDULING_MARKER
 from core.kube.client import QUEUES, ApiError, KubeClient
 from core.kube.flags import ClientOptions
+from sim.scheduler.config import SIM_PROFILES
 from vulcan.certs import ServingCerts, write_serving_certs
 from vulcan.sim_rbac import install_rbac, write_tokens
 
@@ -275,9 +276,10 @@ class Cluster:
                     # As the cluster-scheduler overlay: a gang member with the scheduling
                     # marker but not the bind entry's would be bound past the barrier.
                     *(
-                        ["--bind-marker", BINDING_MARKER]
+                        ["--bind-marker", BINDING_MARKER, "--filter-marker", SCHEDULING_MARKER]
                         if args.install_mode == "cluster-scheduler"
-                        else []
+                        # The stand-in's profiles (sim_config): both call the extender.
+                        else ["--served-scheduler-name", ",".join(SIM_PROFILES)]
                     ),
                 ],
                 self.state_dir,

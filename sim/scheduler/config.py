@@ -272,10 +272,14 @@ def load_config(path: str | Path | None) -> SchedulerConfig:
         raise ConfigError(f"{path}: {exc}") from exc
 
 
+# The profiles of the stand-in `vulcan sim up` runs: both call its extenders.
+SIM_PROFILES: tuple[str, ...] = (DEFAULT_SCHEDULER_NAME, "volcano")
+
+
 def sim_config(
     extender_url: str | None,
     *,
-    scheduler_names: tuple[str, ...] = (DEFAULT_SCHEDULER_NAME, "volcano"),
+    scheduler_names: tuple[str, ...] = SIM_PROFILES,
     filter_timeout: str = "5s",
     bind_timeout: str = "90s",
     qps: int = 5000,

@@ -576,3 +576,129 @@ def test_a_job_that_cannot_be_placed_waits_behind_the_gate_until_it_can(
             assert not pod["spec"].get("schedulingGates"), pod["spec"]
     finally:
         cluster.kubectl("label", "nodes", *late, "pool-", check=False)
+
+
+def _preempt_case(node: str, high_cpu: int) -> str:
+    """Volcano's e2e case "preempt: not enough even with victims", scaled to one 8-cpu node:
+    a pod of the default scheduler holds 2, a low-priority gang 4; the high-priority job
+    asks `high_cpu`."""
+    pin = f"nodeSelector: {{kubernetes.io/hostname: {node}}}"
+    forever = "annotations: {vulcan.sh/sim-duration: forever}"
+    return f"""
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {{name: case-low}}
+value: 1
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {{name: case-high}}
+value: 100
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: web, {forever}}}
+spec:
+  {pin}
+  terminationGracePeriodSeconds: 0
+  containers:
+  - {{name: main, image: busybox, resources: {{requests: {{cpu: "2"}}}}}}
+---
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {{name: low}}
+spec:
+  schedulerName: volcano
+  minAvailable: 4
+  priorityClassName: case-low
+  tasks:
+  - name: worker
+    replicas: 4
+    template:
+      metadata: {{{forever}}}
+      spec:
+        {pin}
+        priorityClassName: case-low
+        terminationGracePeriodSeconds: 0
+        restartPolicy: Never
+        containers:
+        - {{name: main, image: busybox, resources: {{requests: {{cpu: "1"}}}}}}
+---
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {{name: high}}
+spec:
+  schedulerName: volcano
+  minAvailable: {high_cpu}
+  priorityClassName: case-high
+  tasks:
+  - name: worker
+    replicas: {high_cpu}
+    template:
+      metadata: {{{forever}}}
+      spec:
+        {pin}
+        priorityClassName: case-high
+        terminationGracePeriodSeconds: 0
+        restartPolicy: Never
+        containers:
+        - {{name: main, image: busybox, resources: {{requests: {{cpu: "1"}}}}}}
+"""
+
+
+def _bound(cluster: RealCluster, selector: str, count: int) -> bool:
+    pods = cluster.pods(selector=selector)
+    return len(pods) == count and all(p["spec"].get("nodeName") for p in pods)
+
+
+@pytest.mark.parametrize("high_cpu", [7, 5], ids=["not-enough-even-with-victims", "enough"])
+def test_preempt_never_takes_the_default_schedulers_pod(
+    cluster: RealCluster, high_cpu: int
+) -> None:
+    """One 8-cpu node: the default scheduler's pod (2 cpu, no PodGroup) and a low-priority gang
+    (4 x 1 cpu). A high-priority job of 7 x 1 cpu would fit only by evicting that pod too:
+    vulcan never takes another scheduler's pod, so nothing is evicted and the job waits with
+    the reason. At 5 x 1 cpu the low gang alone is evicted; the pod stays."""
+    node = cluster.nodes[0]
+    docs = _preempt_case(node, high_cpu).split("\n---\n")
+    first, high = "\n---\n".join(docs[:-1]), docs[-1]
+    cluster.kubectl("apply", "-f", "-", stdin=first)
+    wait_for(
+        "web and the low gang to be bound",
+        lambda: (
+            _bound(cluster, "volcano.sh/job-name=low", 4)
+            and (cluster.pod("web") or {}).get("spec", {}).get("nodeName")
+        ),
+        90,
+    )
+    web_uid = (cluster.pod("web") or {})["metadata"]["uid"]
+    low_uids = {p["metadata"]["uid"] for p in cluster.pods(selector="volcano.sh/job-name=low")}
+    cluster.kubectl("apply", "-f", "-", stdin=high)
+    high_pods = "volcano.sh/job-name=high"
+    if high_cpu == 7:
+
+        def waits_with_reason() -> bool:
+            groups = (cluster.get(PODGROUPS) or {}).get("items", [])
+            return any(
+                g["metadata"]["name"].startswith("high-")
+                and c.get("type") == "Unschedulable"
+                and "gang default/high-" in c.get("message", "")
+                for g in groups
+                for c in (g.get("status") or {}).get("conditions") or ()
+            )
+
+        wait_for("the high job to wait with the reason", waits_with_reason, 60)
+        still = {
+            p["metadata"]["uid"]
+            for p in cluster.pods(selector="volcano.sh/job-name=low")
+            if not p["metadata"].get("deletionTimestamp")
+        }
+        assert still == low_uids  # nothing evicted
+        assert not any(p["spec"].get("nodeName") for p in cluster.pods(selector=high_pods))
+    else:
+        wait_for("the high job to be bound", lambda: _bound(cluster, high_pods, 5), 90)
+        now_low = {p["metadata"]["uid"] for p in cluster.pods(selector="volcano.sh/job-name=low")}
+        assert not now_low & low_uids  # the low gang was evicted whole
+    web = cluster.pod("web") or {}
+    assert web["metadata"]["uid"] == web_uid and not web["metadata"].get("deletionTimestamp")
+    cluster.kubectl("delete", "priorityclass", "case-low", "case-high", "--ignore-not-found")

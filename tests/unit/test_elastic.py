@@ -9,6 +9,7 @@ from __future__ import annotations
 from core.cache import ClusterCache
 from core.records import PodGroupRecord, PriorityClassRecord
 from core.resources import ResourceVector
+from core.served import ServedPods
 from plugins.config import default_config
 from plugins.elastic import elastic_resources, surplus_members, trim_elastic
 from plugins.enqueue_promise import enqueue_by_eviction
@@ -84,7 +85,7 @@ def test_a_running_elastic_gang_is_offered_member_by_member_then_whole() -> None
     low = group("low", 2)
     pods = [pod(f"low-{i}", "low", "n1", cpu=2) for i in range(4)]
     snap = snapshot([node("n1", cpu=8)], [low], pods)
-    units = victim_units(snap, "ns/new", set(), lambda p: "q")
+    units = victim_units(snap, "ns/new", set(), lambda p: "q", ServedPods.every())
     elastic = [u for u in units if u.elastic]
     whole = [u for u in units if not u.elastic]
     assert len(elastic) == 2 and all(not u.breaks_gang and len(u.pods) == 1 for u in elastic)
@@ -113,7 +114,7 @@ def test_the_reclaim_judge_counts_an_elastic_member_once() -> None:
     a = group("a", 1)
     a.queue = "qa"
     snap = snapshot([node("n1", cpu=8)], [a], members)
-    units = victim_units(snap, "ns/b", set(), lambda p: "qa")
+    units = victim_units(snap, "ns/b", set(), lambda p: "qa", ServedPods.every())
     state = PassState(model=model, inputs={q.name: q for q in queues})
     preemptor = Preemptor("ns/b", "qb", 0, ResourceVector(), cpu(1))
     taken = SESSION.reclaimable(preemptor, units, state)
@@ -139,7 +140,7 @@ def test_a_job_is_enqueued_on_the_promise_of_preempting_lower_priority_work_only
     low = group("low", 4)
     pods = [pod(f"low-{i}", "low", "n1", cpu=4, priority=10) for i in range(4)]
     snap = snapshot([node("n1", cpu=16)], [low], pods)
-    units = victim_units(snap, "ns/high", set(), lambda p: "q")
+    units = victim_units(snap, "ns/high", set(), lambda p: "q", ServedPods.every())
 
     def state() -> PassState:
         queues = [QueueInput("q", allocated=cpu(16), request=cpu(32))]

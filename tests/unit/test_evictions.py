@@ -10,12 +10,14 @@ from typing import Any
 from core.cache import ClusterCache, Snapshot
 from core.records import NodeRecord, PodGroupRecord, PodRecord
 from core.resources import ResourceVector
+from core.served import ServedPods
 from plugins.config import default_config
 from plugins.evictions import EvictionRequest, choose_evictions, victim_units
 from plugins.registry import build_session
 from plugins.session import PassState
 
 SESSION = build_session(default_config())
+SERVE_ALL = ServedPods.every()
 
 
 def node(name: str, cpu: int = 4) -> NodeRecord:
@@ -49,6 +51,7 @@ def pod(
     priority: int = 0,
     annotations: dict[str, str] | None = None,
     priority_class: str = "",
+    scheduler: str | None = None,
 ) -> PodRecord:
     notes = dict(annotations or {})
     if group_name:
@@ -61,6 +64,8 @@ def pod(
         spec["priorityClassName"] = priority_class
     if node_name:
         spec["nodeName"] = node_name
+    if scheduler:
+        spec["schedulerName"] = scheduler
     return PodRecord(
         {
             "metadata": {
@@ -89,7 +94,7 @@ def snapshot(
 
 
 def decide(snap: Snapshot, gang: PodGroupRecord, members: list[PodRecord], priority: int) -> Any:
-    units = victim_units(snap, gang.key, set(), lambda pod: "q")
+    units = victim_units(snap, gang.key, set(), lambda pod: "q", SERVE_ALL)
     request = EvictionRequest(
         need=len(members),
         per_task={},
@@ -139,15 +144,17 @@ def test_units_being_freed_are_no_victims() -> None:
     new = group("new", 1)
     members = [pod("new-0", "new", priority=10, cpu=4)]
     snap = snapshot([node("n1")], [new], [pod("x", None, "n1", cpu=4), *members])
-    assert victim_units(snap, new.key, {"ns/x"}, lambda p: "q") == []
-    assert [u.pods for u in victim_units(snap, new.key, set(), lambda p: "q")] == [("ns/x",)]
+    assert victim_units(snap, new.key, {"ns/x"}, lambda p: "q", SERVE_ALL) == []
+    assert [u.pods for u in victim_units(snap, new.key, set(), lambda p: "q", SERVE_ALL)] == [
+        ("ns/x",)
+    ]
 
 
 def test_an_action_left_out_of_the_conf_evicts_nothing() -> None:
     new = group("new", 1)
     members = [pod("new-0", "new", priority=10, cpu=4)]
     snap = snapshot([node("n1")], [new], [pod("x", None, "n1", cpu=4), *members])
-    units = victim_units(snap, new.key, set(), lambda p: "q")
+    units = victim_units(snap, new.key, set(), lambda p: "q", SERVE_ALL)
     request = EvictionRequest(
         need=1,
         per_task={},
@@ -213,3 +220,23 @@ def test_a_victim_holding_the_host_port_frees_it_and_victims_stay_on_usable_node
     assert chosen is not None and chosen.action == "preempt"
     assert [u.pods for u in chosen.units] == [("ns/holder",)]
     assert chosen.plan.slots == {"ns/new-0": "n1"}
+
+
+def test_only_pods_vulcan_schedules_are_victims() -> None:
+    """Another scheduler's pods are never victims, alone or as a gang; with a filter marker
+    only the pods that carry it reach vulcan."""
+    new = group("new", 1)
+    other = group("other", 1)
+    pods = [
+        pod("plain-default", None, "n1", scheduler="default-scheduler"),
+        pod("plain-ours", None, "n1", scheduler="volcano"),
+        pod("gang-default", "other", "n2", scheduler="default-scheduler"),
+        pod("new-0", "new", priority=10, scheduler="volcano"),
+    ]
+    snap = snapshot([node("n1"), node("n2")], [new, other], pods)
+    served = ServedPods.of(["volcano"])
+    units = victim_units(snap, new.key, set(), lambda p: "q", served)
+    assert [u.pods for u in units] == [("ns/plain-ours",)]
+    assert len(victim_units(snap, new.key, set(), lambda p: "q", SERVE_ALL)) == 3
+    marked = ServedPods.of(["volcano"], marker="vulcan.sh/managed")
+    assert victim_units(snap, new.key, set(), lambda p: "q", marked) == []
