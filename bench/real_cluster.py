@@ -57,7 +57,7 @@ def install_extenders(components: tuple[str, ...] = ()) -> list[dict[str, Any]]:
 
 def install_scoring(components: tuple[str, ...] = ()) -> dict[str, Any]:
     """The scoring fields (`plugins`, `pluginConfig`) of the install's `volcano` profile: the
-    conf's node order rendered as kube-scheduler's own scoring (plugins.kube_scoring)."""
+    conf's node order rendered as kube-scheduler's own scoring (plugins.framework.kube_scoring)."""
     config = _install_config(components)
     (profile,) = [p for p in config["profiles"] if p["schedulerName"] == "volcano"]
     return {k: v for k, v in profile.items() if k in ("plugins", "pluginConfig")}

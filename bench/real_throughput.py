@@ -11,8 +11,8 @@ Three phases, interleaved (alone, vulcan, floor, alone, vulcan, floor with `--ro
 default) so that a machine shared with other work slows all of them alike:
 - alone: kube-scheduler with no extender;
 - vulcan: the extender entries of vulcan's second-scheduler install (filter and preempt; bind)
-  and its profile's scoring (the conf's node order rendered, plugins.kube_scoring), calling
-  `vulcan extender` run as the install runs it (its ServiceAccount, RBAC, Deployment
+  and its profile's scoring (the conf's node order rendered, plugins.framework.kube_scoring),
+  calling `vulcan extender` run as the install runs it (its ServiceAccount, RBAC, Deployment
   arguments); `--with-prioritize`: the entries as they were before that rendering (filter,
   prioritize and preempt; bind) and kube-scheduler's default scoring;
 - floor: the same entries and scoring calling `bench.floor_extender` (every node passes, no

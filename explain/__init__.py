@@ -15,7 +15,7 @@ from __future__ import annotations
 from core.kube.client import KubeClient
 from explain.collect import KINDS, Collected, ExplainError, collect
 from explain.diagnose import Explanation, diagnose, render
-from plugins.session import Session
+from plugins.framework.session import Session
 
 __all__ = [
     "KINDS",
@@ -39,7 +39,7 @@ async def explanation(
     session: Session | None = None,
 ) -> Explanation:
     """The structured explanation (its `cause` is a stable key). Raises ExplainError.
-    `session`: the scheduler conf's (`plugins.registry.build_session`; Volcano's default
+    `session`: the scheduler conf's (`plugins.framework.registry.build_session`; Volcano's default
     conf when None)."""
     return diagnose(await collect(client, kind, name, namespace, extender_url), session)
 

@@ -16,8 +16,8 @@ from explain.texts import (
     unschedulable_message,
 )
 from explain.world import World, amounts
-from plugins import gang as gangs
-from plugins.queue_share import requested_dims, strip_pods
+from plugins.model import gang as gangs
+from plugins.model.queue_share import requested_dims, strip_pods
 
 _ZERO = ResourceVector()
 

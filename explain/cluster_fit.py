@@ -10,7 +10,7 @@ from core.records import NodeRecord, PodRecord
 from core.resources import ResourceVector
 from explain.texts import Finding
 from explain.world import amounts
-from plugins.queue_share import requested_dims, strip_pods
+from plugins.model.queue_share import requested_dims, strip_pods
 
 if TYPE_CHECKING:
     from explain.gang_causes import GangCase

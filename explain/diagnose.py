@@ -36,8 +36,8 @@ from explain.placement_causes import member_room
 from explain.queue_causes import allocate_refused
 from explain.texts import Finding, scheduling_message, short
 from explain.world import World, build_world
-from plugins import gang_ready
-from plugins.session import Session
+from plugins.framework.session import Session
+from plugins.model import gang_ready
 
 if TYPE_CHECKING:
     from explain.collect import Collected

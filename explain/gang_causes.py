@@ -2,8 +2,8 @@
 meets them (extender/gangs.py: queue, JobValid, enqueue, allocate, placement; then an admitted
 gang's pipelined members and held binds), the first that holds naming the cause.
 
-Every check reuses the scheduler's own rules: Volcano's gang counts (`plugins.gang`), the queue
-share model (`explain.queue_causes`), the whole-gang placement (`plugins.placement`).
+Every check reuses the scheduler's own rules: Volcano's gang counts (`plugins.model.gang`), the
+queue share model (`explain.queue_causes`), the whole-gang placement (`plugins.model.placement`).
 Pure: a function of the collected objects and the extender's views.
 """
 
@@ -35,8 +35,8 @@ from explain.texts import (
     unschedulable_message,
 )
 from explain.world import World
-from plugins import gang as gangs
-from plugins import gang_ready
+from plugins.model import gang as gangs
+from plugins.model import gang_ready
 
 if TYPE_CHECKING:
     from explain.collect import Collected

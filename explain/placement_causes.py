@@ -1,5 +1,5 @@
 """Why a gang's members cannot be placed on the nodes: the whole-gang placement
-(`plugins.placement`), kube-scheduler's filters (taints, node affinity, ports, ...) and the
+(`plugins.model.placement`), kube-scheduler's filters (taints, node affinity, ports, ...) and the
 nodes' free room, each finding naming what would unblock it. Pure: a function of the collected
 objects (`explain.world`)."""
 
@@ -12,11 +12,11 @@ from core.records import PodRecord
 from core.resources import ResourceVector, format_quantity
 from explain.texts import Finding
 from explain.world import World, amount, amounts
-from plugins import gang_ready
-from plugins.feasibility import fit_error
-from plugins.gang_fit import GangFit
-from plugins.placement import plan_gang
-from plugins.queue_share import requested_dims
+from plugins.model import gang_ready
+from plugins.model.feasibility import fit_error
+from plugins.model.gang_fit import GangFit
+from plugins.model.placement import plan_gang
+from plugins.model.queue_share import requested_dims
 
 if TYPE_CHECKING:
     from explain.gang_causes import GangCase
@@ -66,7 +66,7 @@ def placement(case: GangCase) -> Finding | None:
     )
 
 
-# What to do about each of kube-scheduler's filter reasons (plugins.feasibility's texts).
+# What to do about each of kube-scheduler's filter reasons (plugins.model.feasibility's texts).
 _FILTER_HINTS = (
     ("untolerated taint", "add a toleration for that taint to the pods, or untaint nodes"),
     ("node affinity/selector", "check the pods' nodeSelector / node affinity against node labels"),

@@ -1,8 +1,8 @@
 """The collected API objects turned into what vulcan's scheduler reasons about: the cluster as
 its cache keeps it (`core.cache`: nodes' free room from pods' requests, queues' allocated), the
 queues' shares (from the extender's last pass when it answered, else computed here as the
-extender's pass computes them: `plugins.queue_inputs.queue_pass` with the scheduler conf's queue
-plugin), and the gang in focus as Volcano's gang plugin counts it.
+extender's pass computes them: `plugins.model.queue_inputs.queue_pass` with the scheduler conf's
+queue plugin), and the gang in focus as Volcano's gang plugin counts it.
 
 Pure: no I/O (the records and the cache are in-memory structures).
 """
@@ -17,16 +17,16 @@ from core.cache import ClusterCache, Snapshot
 from core.records import NodeRecord, PodGroupRecord, PodRecord, QueueRecord
 from core.records.common import resources
 from core.resources import ResourceVector, format_quantity
-from plugins import gang as gangs
-from plugins.capacity import CapacityShares
-from plugins.config import default_config
-from plugins.feasibility import static_reason
-from plugins.proportion import ProportionShares
-from plugins.queue_inputs import queue_pass
-from plugins.queue_share import QueueInput, QueueShare, requested_dims
-from plugins.registry import build_session
-from plugins.session import Session
-from plugins.share_model import QueueShares
+from plugins.framework.config import default_config
+from plugins.framework.registry import build_session
+from plugins.framework.session import Session
+from plugins.model import gang as gangs
+from plugins.model.capacity_shares import CapacityShares
+from plugins.model.feasibility import static_reason
+from plugins.model.proportion_shares import ProportionShares
+from plugins.model.queue_inputs import queue_pass
+from plugins.model.queue_share import QueueInput, QueueShare, requested_dims
+from plugins.model.share_model import QueueShares
 
 if TYPE_CHECKING:
     from explain.collect import Collected

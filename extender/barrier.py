@@ -12,7 +12,7 @@ Rules, per group (`GangRequirement.key`, "namespace/name"):
 - Quorum: held members + `already_bound` >= `min_member`, and for every task in
   `min_task_member` its held + bound members reach its minimum. Then the held Bindings are created
   concurrently by one burst task and each held request gets its own result.
-- Quorum follows Volcano's rule for task minimums (`plugins.gang.quorum_shortfall`): they are
+- Quorum follows Volcano's rule for task minimums (`plugins.model.gang.quorum_shortfall`): they are
   judged only when minMember >= their sum, else minMember alone decides (a job whose tasks start
   one after another by `dependsOn` has later tasks whose pods do not exist yet).
 - Once a group has reached quorum it is "committed": later members (beyond quorum, or retries)

@@ -29,10 +29,10 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from core.kube.client import LEASES
 from core.kube.events import NORMAL, WARNING
 from extender.queues import QueuePolicy
-from plugins.config import DEFAULT_SCHEDULER_CONF, ConfigError, parse_scheduler_config
-from plugins.framework import Framework
-from plugins.registry import build_session
-from plugins.session import Session
+from plugins.framework.config import DEFAULT_SCHEDULER_CONF, ConfigError, parse_scheduler_config
+from plugins.framework.node_order import Framework
+from plugins.framework.registry import build_session
+from plugins.framework.session import Session
 
 log = logging.getLogger("vulcan.extender.conf")
 

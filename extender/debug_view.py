@@ -37,9 +37,9 @@ from aiohttp import web
 
 from core.api import keys
 from core.resources import ResourceVector
-from plugins import gang as gangs_plugin
-from plugins.queue_share import strip_pods
-from plugins.starvation import holding
+from plugins.actions.starvation import holding
+from plugins.model import gang as gangs_plugin
+from plugins.model.queue_share import strip_pods
 
 if TYPE_CHECKING:
     from extender.gangs import GangScheduler
@@ -186,8 +186,8 @@ def queues_view(gangs: GangScheduler) -> dict[str, Any] | None:
 
 
 def _starving(gangs: GangScheduler, queue: str, now: float) -> dict[str, Any] | None:
-    """The queue's starving gang (`plugins.starvation`): which, for how long the queue has had
-    one, and whether the queue is in a hold phase now (its other gangs and elastic members
+    """The queue's starving gang (`plugins.actions.starvation`): which, for how long the queue has
+    had one, and whether the queue is in a hold phase now (its other gangs and elastic members
     wait) or a backfill phase."""
     target = gangs.starving.get(queue)
     if target is None:

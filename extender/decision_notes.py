@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from core.records import PodGroupRecord
-from plugins import gang as gangs
+from plugins.model import gang as gangs
 
 
 def plural(count: int, word: str) -> str:

@@ -1,9 +1,10 @@
 """Elastic members of admitted gangs (members beyond the gang's minimum), member by member.
 
-A gang is admitted whole on its minimum (the allocate action, `plugins.cycle`); the members
-beyond it come one at a time, each within its queue's Allocatable (deserved share, capability).
-Filter judges the ones kube-scheduler brings (`GangVerbs._elastic_refused`); the members it
-refused wait here (`GangScheduler.elastic_waiting`), and each pass, for one member per gang:
+A gang is admitted whole on its minimum (the allocate action, `plugins.framework.cycle`); the
+members beyond it come one at a time, each within its queue's Allocatable (deserved share,
+capability). Filter judges the ones kube-scheduler brings (`GangVerbs._elastic_refused`); the
+members it refused wait here (`GangScheduler.elastic_waiting`), and each pass, for one member per
+gang:
 
 - if its queue refuses it still, it keeps waiting (nothing is evicted for it);
 - if some node has room, it gets a slot there (a ledger reservation) and goes back to
@@ -25,10 +26,10 @@ from core.cache import Snapshot
 from core.kube.events import NORMAL
 from core.records import PodGroupRecord, PodRecord
 from extender.ledger import Reservation
-from plugins.evictions import EvictionRequest, choose_evictions
-from plugins.placement import plan_gang
-from plugins.starvation import holding
-from plugins.traversal import job_input
+from plugins.actions.evictions import EvictionRequest, choose_evictions
+from plugins.actions.starvation import holding
+from plugins.framework.traversal import job_input
+from plugins.model.placement import plan_gang
 
 if TYPE_CHECKING:
     from extender.gangs import GangScheduler
@@ -57,7 +58,7 @@ def grow_elastic(scheduler: GangScheduler, snapshot: Snapshot) -> None:
                 waiting.discard(pod_key)
                 continue
             if holding(scheduler.starving, scheduler.starving_since, group.queue, now):
-                break  # its queue drains for a starving gang (`plugins.starvation`)
+                break  # its queue drains for a starving gang (`plugins.actions.starvation`)
             if scheduler.session.allocatable(group.queue, pod.requests, scheduler.pass_state):
                 break  # the queue is at its share: no member of this gang grows now
             if _place(scheduler, snapshot, group, pod):

@@ -1,5 +1,5 @@
-"""Applies the reclaim and preempt actions' decisions (`plugins.evictions`): evicts the chosen
-units' pods through the gang writer, says why on the victims and the gang, and keeps the room
+"""Applies the reclaim and preempt actions' decisions (`plugins.actions.evictions`): evicts the
+chosen units' pods through the gang writer, says why on the victims and the gang, and keeps the room
 being freed (Volcano's Releasing: pods terminating, or whose eviction was asked) so that the
 allocate action can pipeline a gang onto it and never picks those pods again."""
 
@@ -15,7 +15,7 @@ from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
 from extender.gang_writer import GangWriter
 from extender.ledger import GangLedger
-from plugins.victims import VictimUnit
+from plugins.model.victims import VictimUnit
 
 _ZERO = ResourceVector()
 

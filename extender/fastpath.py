@@ -23,9 +23,9 @@ from core.cache import ROW_DIMS, ClusterCache, NodeColumns
 from core.resources import ResourceVector
 from extender.fit import insufficient, wanted_dimensions
 from extender.ledger import GangLedger
-from plugins.binpack import BinpackPlugin
-from plugins.framework import Framework
-from plugins.nodeorder import NodeOrderPlugin
+from plugins.builtin.binpack import BinpackPlugin
+from plugins.builtin.nodeorder import NodeOrderPlugin
+from plugins.framework.node_order import Framework
 
 _INDEX = {dim: i for i, dim in enumerate(ROW_DIMS)}
 CPU, MEMORY, GPU = "cpu", "memory", "nvidia.com/gpu"

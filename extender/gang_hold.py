@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 
 from extender.binder import BindError
 from extender.protocol import BindingArgs
-from plugins.gang import quorum_shortfall
+from plugins.model.gang import quorum_shortfall
 
 # kube-scheduler applies 5s when an extender entry leaves httpTimeout unset or 0.
 KUBE_DEFAULT_HTTP_TIMEOUT = 5.0

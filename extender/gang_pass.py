@@ -1,5 +1,5 @@
-"""One scheduling pass of the extender, as the cycle's host (`plugins.cycle.CycleHost`): what
-the cycle reads of the extender's state (what is admitted, the ledger's room, the gang backoff,
+"""One scheduling pass of the extender, as the cycle's host (`plugins.framework.cycle.CycleHost`):
+what the cycle reads of the extender's state (what is admitted, the ledger's room, the gang backoff,
 whether a queue or a group needs deciding again at all) and where each of its decisions is
 applied (`PassHost.apply`: the ledger's reservations, evictions, pipelined members, PodGroup
 status, events). One `PassHost` per pass (`GangScheduler.schedule_pass`); what outlives the pass
@@ -19,10 +19,10 @@ from core.records import PodGroupRecord
 from core.resources import ResourceVector
 from extender.decision_notes import admitted_note
 from extender.ledger import Reservation
-from plugins import gang as gangs_
-from plugins.actions import GangRoom
-from plugins.cycle import ADOPT, ENQUEUE, Decision
-from plugins.victims import VictimUnit
+from plugins.actions.allocate import GangRoom
+from plugins.framework.cycle import ADOPT, ENQUEUE, Decision
+from plugins.model import gang as gangs_
+from plugins.model.victims import VictimUnit
 
 if TYPE_CHECKING:
     from extender.gangs import GangScheduler
@@ -167,7 +167,7 @@ class PassHost:
             self._not_admitted(key, reason)
         if decision.starving is not None:
             # It waits for its queue's share: the queue drains for the first such gang of the
-            # visit, in admission order (`plugins.starvation`); the later ones, decided in a
+            # visit, in admission order (`plugins.actions.starvation`); the later ones, decided in a
             # backfill phase, wait beside it (`extender.share_waiters`).
             self.gangs.starving.setdefault(group.queue, key)
             self.gangs.starving_since.setdefault(group.queue, decision.starving[1])

@@ -11,8 +11,8 @@ otherwise have its new pods bound one at a time wherever room shows up, and stay
 handled (a member made again reaches filter and bind only after the cache saw the old one go):
 when a member that counted for its committed gang stops counting (deleted, being deleted,
 Failed, replaced), the gang's live members are counted again — bound and live in the cache
-(`plugins.gang.counts_for_quorum`), or being bound by the barrier and not yet seen bound — and
-if they no longer make its quorum (`plugins.gang.quorum_shortfall`, Volcano's rule for task
+(`plugins.model.gang.counts_for_quorum`), or being bound by the barrier and not yet seen bound — and
+if they no longer make its quorum (`plugins.model.gang.quorum_shortfall`, Volcano's rule for task
 minimums) the barrier uncommits it. Its "Broken" event makes the scheduler forget the gang's
 admission and reservations (`extender.gang_events.BarrierEvents`), so its next placement is planned
 whole again, and says what happened on the PodGroup and its pods (`GangBroken`).
@@ -28,7 +28,7 @@ from collections.abc import Callable
 from core.cache import ClusterCache
 from core.records import PodRecord
 from extender.barrier import BindBarrier
-from plugins import gang as gangs
+from plugins.model import gang as gangs
 
 BROKEN_TAIL = "its next placement is all-or-nothing again"
 

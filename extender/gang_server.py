@@ -16,7 +16,7 @@ from extender import protocol, ungrouped
 from extender.gang_verbs import GangVerbs
 from extender.gangs import GangScheduler
 from extender.server import ExtenderServer, Reply
-from plugins.filter_status import FilterStatus
+from plugins.model.filter_status import FilterStatus
 
 # Keys whose presence in a request body may make its pod a gang member.
 _GROUP_MARKERS = (keys.GROUP_NAME.encode(), keys.COSCHEDULING_POD_GROUP.encode())

@@ -19,9 +19,9 @@ from extender.binder import BindError
 from extender.gang_hold import GangRequirement
 from extender.ledger import Reservation
 from extender.protocol import BindingArgs, PodInfo
-from plugins import gang as gangs
-from plugins.filter_status import FilterStatus
-from plugins.starvation import held_for, holding
+from plugins.actions.starvation import held_for, holding
+from plugins.model import gang as gangs
+from plugins.model.filter_status import FilterStatus
 
 if TYPE_CHECKING:
     from extender.gangs import GangScheduler

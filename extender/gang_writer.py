@@ -18,9 +18,9 @@ from core.kube.events import WARNING, EventRecorder
 from core.kube.status import StatusWriter
 from core.records import PodGroupRecord, PodRecord
 from extender.queues import QueuePass, queue_status
-from plugins import gang as gangs
-from plugins import gang_ready
-from plugins.podgroup_status import podgroup_status, status_changed
+from plugins.model import gang as gangs
+from plugins.model import gang_ready
+from plugins.model.podgroup_status import podgroup_status, status_changed
 
 log = logging.getLogger("vulcan.extender.gang")
 

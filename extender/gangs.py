@@ -2,14 +2,14 @@
 decisions.
 
 Every pass (`GangScheduler.run`, on every cache change with a 1 s floor) runs one cycle of the
-conf's actions (`plugins.cycle.run_once`, Volcano's runOnce: **enqueue** a vcjob's group on its
-minResources, **allocate** a whole gang, **reclaim/preempt** whole units for it) over the
-PodGroups in the session's order (`plugins.traversal`), and applies each decision as it comes
-(`GangScheduler.apply`): an admitted gang's slots go into the gang ledger, exclusively (the
+conf's actions (`plugins.framework.cycle.run_once`, Volcano's runOnce: **enqueue** a vcjob's group
+on its minResources, **allocate** a whole gang, **reclaim/preempt** whole units for it) over the
+PodGroups in the session's order (`plugins.framework.traversal`), and applies each decision as it
+comes (`GangScheduler.apply`): an admitted gang's slots go into the gang ledger, exclusively (the
 PodGroup becomes Inqueue); evictions go to `extender.evictor`; admitted members kube-scheduler
 parked are released (`extender.member_release`). The verbs answer kube-scheduler from that
 state (`extender.gang_verbs.GangVerbs`, which holds it: filter steering, the bind barrier, the
-preempt veto). PodGroup status is Volcano's (`plugins.podgroup_status`); every write goes
+preempt veto). PodGroup status is Volcano's (`plugins.model.podgroup_status`); every write goes
 through `extender.gang_writer.GangWriter`. Decisions live in the API server (phase Inqueue,
 pods bound): after a restart the ledger is rebuilt by planning again for Inqueue groups whose
 members are not bound yet (shared/spec/gang-design.md §9.3).
@@ -46,15 +46,15 @@ from extender.protocol import BindingArgs
 from extender.queues import QueuePass, QueuePolicy
 from extender.share_waiters import ShareWaiters
 from extender.slots import SlotWatch
-from plugins.config import default_config
-from plugins.cycle import run_once
-from plugins.evictions import victim_units
-from plugins.framework import Framework
-from plugins.placement import Prefer
-from plugins.registry import build_session
-from plugins.session import PassState, Session
-from plugins.traversal import AdmissionOrder
-from plugins.victims import VictimUnit
+from plugins.actions.evictions import victim_units
+from plugins.framework.config import default_config
+from plugins.framework.cycle import run_once
+from plugins.framework.node_order import Framework
+from plugins.framework.registry import build_session
+from plugins.framework.session import PassState, Session
+from plugins.framework.traversal import AdmissionOrder
+from plugins.model.placement import Prefer
+from plugins.model.victims import VictimUnit
 
 log = logging.getLogger("vulcan.extender.gang")
 
@@ -89,7 +89,7 @@ class GangScheduler:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         # The conf's plugins and actions (Volcano's default conf when none is given): every
-        # decision of a pass is the session's (`plugins.actions`), applied here.
+        # decision of a pass is the session's (`plugins.actions.allocate`), applied here.
         self.session = session or build_session(default_config())
         # Without the conf's `gang` plugin a PodGroup is only enqueued (queue and overcommit
         # rules); its members are then placed one by one, with no whole-gang placement and no
@@ -172,11 +172,11 @@ class GangScheduler:
         # the debug view and `vulcan explain`.
         self.promises: dict[str, str] = {}
         # queue -> its starving gang: while it waits for the queue's share, the queue's later
-        # gangs and elastic members wait for it (`plugins.starvation`).
+        # gangs and elastic members wait for it (`plugins.actions.starvation`).
         self.starving: dict[str, str] = {}
         # queue -> since when it has had a starving gang (whichever): its hold phases count
         # from there, so a new starving gang (e.g. of a higher priority) does not start the
-        # queue's hold over again (`plugins.starvation.holds`).
+        # queue's hold over again (`plugins.actions.starvation.holds`).
         self.starving_since: dict[str, float] = {}
         # queue -> its gangs that wait for its share, and what they ask (lifted from its
         # `inqueue` in a backfill phase: `extender.share_waiters`).

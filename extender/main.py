@@ -36,9 +36,9 @@ from extender.queues import QueueCollector
 from extender.server import ExtenderServer, serve
 from extender.ungrouped import scheduler_names
 from extender.webhooks import WebhookServing
-from plugins.config import ConfigError
-from plugins.overcommit import OvercommitPlugin
-from plugins.session import Session
+from plugins.builtin.overcommit import OvercommitPlugin
+from plugins.framework.config import ConfigError
+from plugins.framework.session import Session
 
 log = logging.getLogger("vulcan.extender")
 

@@ -14,7 +14,7 @@ from core.kube.events import NORMAL
 from core.records import PodRecord
 from extender.gang_writer import GangWriter
 from extender.slots import SlotWatch
-from plugins.gang import GangView
+from plugins.model.gang import GangView
 
 
 def stamp() -> str:

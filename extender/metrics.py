@@ -13,7 +13,7 @@ from prometheus_client.registry import Collector
 from core.gc_pauses import GcPauseTimer
 from core.records import PodGroupRecord
 from core.timestamps import epoch_seconds
-from plugins.gang import GangView
+from plugins.model.gang import GangView
 
 # Filter and prioritize are sub-millisecond to a few ms; binds may be held for a gang.
 _LATENCY_BUCKETS = (

@@ -25,7 +25,7 @@ from core.resources import ResourceVector, pod_requests
 from extender import fastpath
 from extender.fit import insufficient, wanted_dimensions
 from extender.ledger import GangLedger
-from plugins.framework import Framework, NodeState
+from plugins.framework.node_order import Framework, NodeState
 
 _ZERO = ResourceVector()
 UNKNOWN_NODE = "node unknown to vulcan (not in its cache yet)"

@@ -1,5 +1,5 @@
 """Queues in the extender: the pass's queues (`QueuePolicy`: the inputs are
-`plugins.queue_inputs`', the share model the session's queue plugin's), plus the queue status
+`plugins.model.queue_inputs`', the share model the session's queue plugin's), plus the queue status
 and gauges they imply (spec/volcano.md §3.9–3.10)."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from prometheus_client.core import GaugeMetricFamily
 
 from core.cache import Snapshot
 from core.resources import ResourceVector, format_quantity
-from plugins.config import SchedulerConfig
-from plugins.proportion import proportion_shares
-from plugins.queue_inputs import QueueBooks, QueuePass, gated_request, members_request
-from plugins.registry import build_session
-from plugins.session import Session
+from plugins.framework.config import SchedulerConfig
+from plugins.framework.registry import build_session
+from plugins.framework.session import Session
+from plugins.model.proportion_shares import proportion_shares
+from plugins.model.queue_inputs import QueueBooks, QueuePass, gated_request, members_request
 
 __all__ = [
     "QueueCollector",
@@ -30,7 +30,7 @@ _ZERO = ResourceVector()
 
 
 class QueuePolicy:
-    """The queues of each pass: the books kept across passes (`plugins.queue_inputs`) and the
+    """The queues of each pass: the books kept across passes (`plugins.model.queue_inputs`) and the
     session whose queue plugin builds the share model from them."""
 
     def __init__(self, config: SchedulerConfig | Session | None = None) -> None:
@@ -54,7 +54,7 @@ class QueuePolicy:
         reserved_by_group: Mapping[str, ResourceVector],
         touched: Iterable[str] | None = None,
     ) -> QueuePass:
-        """The queues for one pass (`plugins.queue_inputs.QueueBooks.build`)."""
+        """The queues for one pass (`plugins.model.queue_inputs.QueueBooks.build`)."""
         open_queues = self.session.open_queues if self.session is not None else proportion_shares
         return self.books.build(snapshot, reserved_by_group, open_queues, touched)
 

@@ -27,7 +27,7 @@ from extender import fastpath, lean_http, passthrough, protocol
 from extender.binder import Binder, BindError
 from extender.ledger import GangLedger
 from extender.metrics import ExtenderMetrics
-from plugins.framework import Framework
+from plugins.framework.node_order import Framework
 
 log = logging.getLogger("vulcan.extender")
 

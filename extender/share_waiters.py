@@ -1,6 +1,6 @@
 """The enqueued gangs of each queue that wait only for its share
-(`plugins.starvation.waits_for_share`), and what they ask: in a backfill phase the queue's other
-gangs are judged at enqueue without it in the queue's `inqueue`.
+(`plugins.actions.starvation.waits_for_share`), and what they ask: in a backfill phase the queue's
+other gangs are judged at enqueue without it in the queue's `inqueue`.
 
 Not the starving gang's alone: a queue may have several enqueued gangs that its share cannot
 hold beside its running work, and each keeps its minResources in `inqueue` while it waits.
@@ -16,7 +16,7 @@ decision about it says anything else: admitted, refused for another reason, dele
 from __future__ import annotations
 
 from core.resources import ResourceVector
-from plugins.queue_share import sum_vectors
+from plugins.model.queue_share import sum_vectors
 
 
 class ShareWaiters:

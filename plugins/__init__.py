@@ -1,37 +1,10 @@
-"""Scheduling policy: Volcano's plugins as pure functions of a cluster snapshot.
+"""Scheduling policy, pure: no I/O, no asyncio, nothing from the extender, the simulator or the
+controllers; only `core` is imported. Laid out as Volcano's scheduler is:
 
-No I/O and no asyncio here, and nothing from the extender, the simulator or the controllers: the
-extender builds `NodeState`s from its cache and calls `Framework`; tests and the simulator do the
-same with hand-made snapshots. Only `core` (resource arithmetic) is imported.
+    framework/   the scheduler conf, the plugins combined by tier at each extension point, the
+                 session a pass opens on a snapshot, the memo beside it
+    actions/     enqueue, allocate, preempt, reclaim, backfill: each reads and changes the session
+    builtin/     the plugins a conf names (gang, priority, drf, proportion, capacity, ...)
+    model/       what plugins and actions share: gangs, queue shares, feasibility, placement,
+                 victims
 """
-
-from plugins.binpack import BinpackPlugin
-from plugins.config import (
-    DEFAULT_SCHEDULER_CONF,
-    ConfigError,
-    PluginOption,
-    SchedulerConfig,
-    Tier,
-    default_config,
-    load_scheduler_config,
-    parse_scheduler_config,
-)
-from plugins.framework import BatchScorePlugin, Framework, NodeState, ScorePlugin
-from plugins.nodeorder import NodeOrderPlugin
-
-__all__ = [
-    "DEFAULT_SCHEDULER_CONF",
-    "BatchScorePlugin",
-    "BinpackPlugin",
-    "ConfigError",
-    "Framework",
-    "NodeOrderPlugin",
-    "NodeState",
-    "PluginOption",
-    "SchedulerConfig",
-    "ScorePlugin",
-    "Tier",
-    "default_config",
-    "load_scheduler_config",
-    "parse_scheduler_config",
-]

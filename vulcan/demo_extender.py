@@ -27,8 +27,8 @@ async def _walkthrough() -> None:
     from core.manifests import load_all
     from extender.binder import Binder
     from extender.server import ExtenderServer, serve
-    from plugins.config import default_config
-    from plugins.framework import Framework
+    from plugins.framework.config import default_config
+    from plugins.framework.node_order import Framework
     from sim.apiserver.server import EmbeddedApiServer
 
     workdir = Path(tempfile.mkdtemp(prefix="vulcan-demo-"))

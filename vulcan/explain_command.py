@@ -42,8 +42,8 @@ def main(args: argparse.Namespace) -> int:
 
     from core.kube.client import KubeClient
     from explain import ExplainError, explain
-    from plugins.config import ConfigError, load_scheduler_config
-    from plugins.registry import build_session
+    from plugins.framework.config import ConfigError, load_scheduler_config
+    from plugins.framework.registry import build_session
     from vulcan.sim_commands import run_async
 
     # A person waits for the answer: fail in seconds, not after a client's long retries.

@@ -1,5 +1,5 @@
 """`vulcan scheduler-scoring`: what the kube-scheduler profile that calls vulcan's extender needs
-for a conf (`plugins.kube_scoring.plan_profile`).
+for a conf (`plugins.framework.kube_scoring.plan_profile`).
 
 Prints, as comments, whether the extender entry keeps `prioritizeVerb` and why, and, when the
 conf's node order is rendered as kube-scheduler's own scoring, the YAML fields to merge into the
@@ -14,8 +14,8 @@ import sys
 
 import yaml
 
-from plugins.config import ConfigError, load_scheduler_config
-from plugins.kube_scoring import plan_profile
+from plugins.framework.config import ConfigError, load_scheduler_config
+from plugins.framework.kube_scoring import plan_profile
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(\.\d+)?$")
 

@@ -5,7 +5,7 @@ required pod affinity / anti-affinity, hard topology spread constraints).
 Decoded once per pod into hashable tuples (`PlacementConstraints`), shared between the pods of
 a workload (one memo keyed by the raw spec parts and the namespace), and None for a pod with
 none of them, so the common pod costs one dict lookup and the planner keeps its fast path.
-Evaluated by `plugins.feasibility` (records only hold data: core imports no plugin).
+Evaluated by `plugins.model.feasibility` (records only hold data: core imports no plugin).
 
 Left out, on purpose: PVC-based rules (VolumeBinding / VolumeZone need PVCs and PVs, which
 the cache does not watch), preferred (soft) affinity and ScheduleAnyway spreads (they only

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from plugins.config import DEFAULT_SCHEDULER_CONF
+from plugins.framework.config import DEFAULT_SCHEDULER_CONF
 from tests.e2e.conftest import pod_manifest, start_cluster, wait_for
 
 SPREAD_CONF = """\

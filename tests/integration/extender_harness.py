@@ -17,8 +17,8 @@ from extender.binder import Binder, BindHook
 from extender.ledger import GangLedger
 from extender.metrics import ExtenderMetrics
 from extender.server import ExtenderServer, serve
-from plugins.config import default_config
-from plugins.framework import Framework
+from plugins.framework.config import default_config
+from plugins.framework.node_order import Framework
 from sim.apiserver.server import EmbeddedApiServer
 
 

@@ -11,7 +11,7 @@ Driven pass by pass against the embedded API server, binding as kube-scheduler w
 from __future__ import annotations
 
 from core.kube.client import PODGROUPS, PODS, KubeClient
-from plugins.starvation import HOLD_SECONDS
+from plugins.actions.starvation import HOLD_SECONDS
 from tests.helpers import until
 from tests.integration.test_queue_scheduling import (
     add_gang,

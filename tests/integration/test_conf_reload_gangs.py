@@ -15,7 +15,7 @@ from extender.gang_verbs import GangVerbs
 from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
 from extender.protocol import BindingArgs
-from plugins.config import DEFAULT_SCHEDULER_CONF
+from plugins.framework.config import DEFAULT_SCHEDULER_CONF
 from tests.helpers import add_ready_node, until
 
 # Volcano's default conf without the gang plugin: admission is enqueue alone.

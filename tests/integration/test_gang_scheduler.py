@@ -18,8 +18,8 @@ from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
 from extender.metrics import GangMetrics
 from extender.protocol import BindingArgs
-from plugins.config import default_config, parse_scheduler_config
-from plugins.registry import build_session
+from plugins.framework.config import default_config, parse_scheduler_config
+from plugins.framework.registry import build_session
 from tests.helpers import add_ready_node, member_filter, pod_info, until
 
 # Volcano's default conf without the gang plugin.

@@ -17,7 +17,7 @@ from extender.binder import BindError
 from extender.gang_verbs import GangVerbs
 from extender.gangs import GangScheduler
 from extender.protocol import BindingArgs
-from plugins.victims import VictimUnit
+from plugins.model.victims import VictimUnit
 from tests.helpers import member_filter, pod_info, until
 from tests.integration.test_gang_scheduler import add_gpu_node, started, worker
 

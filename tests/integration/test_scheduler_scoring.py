@@ -1,6 +1,6 @@
 """What the install's kube-scheduler profile needs for the extender's conf (issue 37): the
-second-scheduler install is what `plugins.kube_scoring.plan_profile` says for the default conf
-(manifests/base/extender.yaml): with its gang plugin no prioritize call and kube-scheduler's
+second-scheduler install is what `plugins.framework.kube_scoring.plan_profile` says for the default
+conf (manifests/base/extender.yaml): with its gang plugin no prioritize call and kube-scheduler's
 default scoring; a test keeps the two equal, and `vulcan scheduler-scoring` prints the plan for
 any conf. The cluster-scheduler stanza keeps prioritize (its plain opted-in pods are scored in
 the profile they name, usually the cluster's default one)."""
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from plugins.config import parse_scheduler_config
-from plugins.kube_scoring import KubeScoring, plan_profile, render_node_order
+from plugins.framework.config import parse_scheduler_config
+from plugins.framework.kube_scoring import KubeScoring, plan_profile, render_node_order
 from tests.helpers import REPO
 from vulcan.cli import main
 

@@ -3,8 +3,8 @@ fits its queue's deserved share but not beside the queue's running work, waits f
 drain. The queue's later gangs and the elastic members of its running gangs must not take each
 bit of room that frees (they did: the queue's allocated grew 28 -> 35 cpu while the 36-cpu job
 waited, and its `inqueue` refused every new gang of the queue for good). The queue is held for
-it, as Volcano's big-job reservation holds a target job's room (`plugins.starvation`); it runs
-whole once the room is there.
+it, as Volcano's big-job reservation holds a target job's room (`plugins.actions.starvation`); it
+runs whole once the room is there.
 
 Driven pass by pass against the embedded API server, binding as kube-scheduler would."""
 

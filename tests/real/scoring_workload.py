@@ -14,8 +14,8 @@ one node leads the next by at least MARGIN points (one: the top is unique).
 It also draws again when the two scorings' leaders differ: that happens only where vulcan's
 rounding of its score to kube-scheduler's 0..10 extender range decides, or its rescale against
 each pod's best candidate (the rendering fixes that scale). Where they decide, the rendered
-scoring wins (plugins.kube_scoring), so those pods cannot be part of a before/after equality
-test; the fixture records how many draws each reason rejected (`model_rejected`). The model
+scoring wins (plugins.framework.kube_scoring), so those pods cannot be part of a before/after
+equality test; the fixture records how many draws each reason rejected (`model_rejected`). The model
 only chooses the sizes: the test compares what the real kube-scheduler did with each
 configuration.
 """
@@ -30,10 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from core.resources import ResourceVector
-from plugins.config import parse_scheduler_config
-from plugins.framework import Framework
-from plugins.kube_scoring import KubeScoring, render_node_order
-from plugins.node_state import NodeState
+from plugins.framework.config import parse_scheduler_config
+from plugins.framework.kube_scoring import KubeScoring, render_node_order
+from plugins.framework.node_order import Framework
+from plugins.model.node_state import NodeState
 
 CONF = Path(__file__).parent / "fixtures" / "scoring-conf.yaml"
 SEED = 37

@@ -8,7 +8,8 @@ non-default plugin weights):
 
 - before: the install's extender entries with `prioritizeVerb` (as the install had them) and
   kube-scheduler's default scoring;
-- after: the entries without it and the scoring `plugins.kube_scoring.plan_profile` renders.
+- after: the entries without it and the scoring `plugins.framework.kube_scoring.plan_profile`
+renders.
 
 One kube-scheduler runs both profiles with the same configuration: the default one for the
 plain pods (which name no vulcan scheduler, so are in no PodGroup, as in
@@ -27,8 +28,8 @@ from typing import Any
 
 import pytest
 
-from plugins.config import parse_scheduler_config
-from plugins.kube_scoring import plan_profile, scheduler_profile
+from plugins.framework.config import parse_scheduler_config
+from plugins.framework.kube_scoring import plan_profile, scheduler_profile
 from tests.real.conftest import RealCluster
 from tests.real.placements import (
     PODS,

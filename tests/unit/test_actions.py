@@ -1,4 +1,4 @@
-"""plugins.actions: Volcano's enqueue and allocate as pure decisions over the session, on
+"""plugins.actions.allocate: Volcano's enqueue and allocate as pure decisions over the session, on
 hand-built snapshots (the extender applies what they return)."""
 
 from __future__ import annotations
@@ -6,16 +6,17 @@ from __future__ import annotations
 from core.cache import ClusterCache, Snapshot
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
-from plugins import actions, gang_ready
-from plugins import gang as gangs
-from plugins.config import default_config, parse_scheduler_config
-from plugins.gang import GangView
-from plugins.gang_plugin import GangPlugin
-from plugins.proportion import proportion_shares
-from plugins.queue_share import QueueInput
-from plugins.registry import build_session
-from plugins.session import PERMIT, REJECT, PassState, Session
-from plugins.traversal import job_input
+from plugins.actions import allocate as actions
+from plugins.builtin.gang import GangPlugin
+from plugins.framework.config import default_config, parse_scheduler_config
+from plugins.framework.registry import build_session
+from plugins.framework.session import PERMIT, REJECT, PassState, Session
+from plugins.framework.traversal import job_input
+from plugins.model import gang as gangs
+from plugins.model import gang_ready
+from plugins.model.gang import GangView
+from plugins.model.proportion_shares import proportion_shares
+from plugins.model.queue_share import QueueInput
 from tests.unit.test_gang_placement import node, pod
 
 DEFAULT = build_session(default_config())

@@ -7,7 +7,7 @@ from pathlib import Path
 from prometheus_client import CollectorRegistry
 
 from extender.conf_reload import BuiltConf, ConfMetrics, ConfReloader, build_conf, conf_hash
-from plugins.config import DEFAULT_SCHEDULER_CONF
+from plugins.framework.config import DEFAULT_SCHEDULER_CONF
 
 OTHER = DEFAULT_SCHEDULER_CONF.replace("binpack", "nodeorder")
 

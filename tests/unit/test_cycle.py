@@ -1,5 +1,5 @@
-"""plugins.cycle: one scheduling cycle (Volcano's runOnce) on hand-built snapshots, with an
-in-memory host standing for the extender's state: the conf's actions run in the order listed,
+"""plugins.framework.cycle: one scheduling cycle (Volcano's runOnce) on hand-built snapshots, with
+an in-memory host standing for the extender's state: the conf's actions run in the order listed,
 and a plugin the conf switches off is not asked."""
 
 from __future__ import annotations
@@ -9,15 +9,15 @@ from typing import Any, ClassVar
 from core.cache import ClusterCache, Snapshot
 from core.records import PodGroupRecord, PodRecord, QueueRecord
 from core.resources import ResourceVector
-from plugins.actions import GangRoom
-from plugins.config import parse_scheduler_config
-from plugins.cycle import ADOPT, ALLOCATE, ENQUEUE, Decision, run_once
-from plugins.queue_inputs import QueueBooks, queue_pass
-from plugins.queue_plugins import ProportionPlugin
-from plugins.registry import PLUGINS, build_session
-from plugins.session import PassState, Session
-from plugins.traversal import AdmissionOrder
-from plugins.victims import VictimUnit
+from plugins.actions.allocate import GangRoom
+from plugins.builtin.queue_plugins import ProportionPlugin
+from plugins.framework.config import parse_scheduler_config
+from plugins.framework.cycle import ADOPT, ALLOCATE, ENQUEUE, Decision, run_once
+from plugins.framework.registry import PLUGINS, build_session
+from plugins.framework.session import PassState, Session
+from plugins.framework.traversal import AdmissionOrder
+from plugins.model.queue_inputs import QueueBooks, queue_pass
+from plugins.model.victims import VictimUnit
 from tests.unit.test_gang_placement import node
 
 TIERS = """

@@ -10,17 +10,17 @@ from core.cache import ClusterCache
 from core.records import PodGroupRecord, PriorityClassRecord
 from core.resources import ResourceVector
 from core.served import ServedPods
-from plugins.config import default_config
-from plugins.elastic import elastic_resources, surplus_members, trim_elastic
-from plugins.enqueue_promise import enqueue_by_eviction
-from plugins.evictions import victim_units
-from plugins.job_order import JobInput
-from plugins.proportion import proportion_shares
-from plugins.queue_share import QueueInput
-from plugins.registry import build_session
-from plugins.session import PassState, Preemptor
-from plugins.traversal import job_input
-from plugins.victims import effective_units, walk_victims
+from plugins.actions.evictions import victim_units
+from plugins.actions.promise import enqueue_by_eviction
+from plugins.framework.config import default_config
+from plugins.framework.registry import build_session
+from plugins.framework.session import PassState, Preemptor
+from plugins.framework.traversal import job_input
+from plugins.model.elastic import elastic_resources, surplus_members, trim_elastic
+from plugins.model.job_order import JobInput
+from plugins.model.proportion_shares import proportion_shares
+from plugins.model.queue_share import QueueInput
+from plugins.model.victims import effective_units, walk_victims
 from tests.unit.test_evictions import group, node, pod, snapshot
 
 SESSION = build_session(default_config())

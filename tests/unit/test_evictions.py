@@ -1,5 +1,5 @@
-"""plugins.evictions: reclaim and preempt for a gang as pure decisions over a snapshot — whole
-units, the filters (critical, preemptable read as Go's ParseBool, own job), placement-driven
+"""plugins.actions.evictions: reclaim and preempt for a gang as pure decisions over a snapshot —
+whole units, the filters (critical, preemptable read as Go's ParseBool, own job), placement-driven
 stopping and the reprieve."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from core.cache import ClusterCache, Snapshot
 from core.records import NodeRecord, PodGroupRecord, PodRecord
 from core.resources import ResourceVector
 from core.served import ServedPods
-from plugins.config import default_config
-from plugins.evictions import EvictionRequest, choose_evictions, victim_units
-from plugins.registry import build_session
-from plugins.session import PassState
+from plugins.actions.evictions import EvictionRequest, choose_evictions, victim_units
+from plugins.framework.config import default_config
+from plugins.framework.registry import build_session
+from plugins.framework.session import PassState
 
 SESSION = build_session(default_config())
 SERVE_ALL = ServedPods.every()

@@ -894,10 +894,10 @@ def test_a_job_enqueued_on_the_promise_of_eviction_names_whom_it_will_preempt() 
 
 def test_without_the_extender_explain_computes_the_shares_with_the_confs_queue_plugin() -> None:
     from explain.world import build_world
-    from plugins.capacity import CapacityShares
-    from plugins.config import parse_scheduler_config
-    from plugins.queue_inputs import queue_inputs
-    from plugins.registry import build_session
+    from plugins.framework.config import parse_scheduler_config
+    from plugins.framework.registry import build_session
+    from plugins.model.capacity_shares import CapacityShares
+    from plugins.model.queue_inputs import queue_inputs
 
     found = Collected(
         kind="podgroup",

@@ -14,8 +14,8 @@ from core.resources import ResourceVector
 from extender import fastpath
 from extender.ledger import GangLedger, Reservation
 from extender.passthrough import fit_filter, prioritize
-from plugins.config import default_config, parse_scheduler_config
-from plugins.framework import Framework
+from plugins.framework.config import default_config, parse_scheduler_config
+from plugins.framework.node_order import Framework
 
 _rv = itertools.count(1)
 

@@ -18,8 +18,8 @@ from extender import fastpath, protocol
 from extender.binder import Binder
 from extender.ledger import GangLedger, Reservation
 from extender.server import ExtenderServer
-from plugins.config import default_config
-from plugins.framework import Framework
+from plugins.framework.config import default_config
+from plugins.framework.node_order import Framework
 
 _rv = itertools.count(1)
 

@@ -1,5 +1,5 @@
-"""plugins.feasibility and the gang planner's use of it (plugins.gang_fit through
-plugins.placement.plan_gang): kube-scheduler's filters with hand-computed outcomes, and the
+"""plugins.model.feasibility and the gang planner's use of it (plugins.model.gang_fit through
+plugins.model.placement.plan_gang): kube-scheduler's filters with hand-computed outcomes, and the
 cases of issue 32 (tainted GPU nodes, node affinity, host ports, anti-affinity)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from core.cache import ClusterCache
 from core.records import NodeRecord, PodRecord
 from core.records.constraints import HostPort, Toleration
-from plugins.feasibility import (
+from plugins.model.feasibility import (
     fit_error,
     node_affinity_matches,
     ports_conflict,
@@ -19,7 +19,7 @@ from plugins.feasibility import (
     static_reason,
     tolerates,
 )
-from plugins.placement import plan_gang
+from plugins.model.placement import plan_gang
 
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 HOST = "kubernetes.io/hostname"
@@ -334,7 +334,7 @@ def test_tasks_with_different_tolerations_each_go_where_they_may() -> None:
 
 
 def test_members_differing_only_in_a_per_pod_label_are_one_profile() -> None:
-    from plugins.gang_fit import GangFit
+    from plugins.model.gang_fit import GangFit
 
     tolerations = [{"key": "nvidia.com/gpu", "operator": "Exists"}]
     members = [pod(f"m{i}", labels={"index": str(i)}, tolerations=tolerations) for i in range(3)]

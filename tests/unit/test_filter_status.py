@@ -1,8 +1,9 @@
-"""plugins.filter_status: the typed filter answer and the extender protocol's lists it becomes."""
+"""plugins.model.filter_status: the typed filter answer and the extender protocol's lists it
+becomes."""
 
 from __future__ import annotations
 
-from plugins.filter_status import SUCCESS, UNRESOLVABLE, UNSCHEDULABLE, FilterStatus
+from plugins.model.filter_status import SUCCESS, UNRESOLVABLE, UNSCHEDULABLE, FilterStatus
 
 
 def test_a_pod_steered_to_its_slot_passes_that_node_alone() -> None:

@@ -1,5 +1,5 @@
-"""plugins.gang: task statuses, counts, JobValid / JobReady as Volcano's gang plugin defines them
-(spec/volcano.md §3.1, §3.3), on hand-built snapshots."""
+"""plugins.model.gang: task statuses, counts, JobValid / JobReady as Volcano's gang plugin defines
+them (spec/volcano.md §3.1, §3.3), on hand-built snapshots."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from core.cache import ClusterCache, Snapshot
 from core.records import NodeRecord, PodGroupRecord, PodRecord
-from plugins.gang import (
+from plugins.model.gang import (
     ALLOCATED,
     BINDING,
     BOUND,
@@ -22,7 +22,7 @@ from plugins.gang import (
     gang_view,
     task_status,
 )
-from plugins.gang_ready import (
+from plugins.model.gang_ready import (
     members_needed,
     missing_task_members,
     pending_members,
@@ -318,7 +318,7 @@ def test_pending_members_in_placement_order() -> None:
 
 
 def test_members_gated_by_the_user_count_for_no_quorum_until_ungated() -> None:
-    from plugins.gang import SCHEDULING_GATED
+    from plugins.model.gang import SCHEDULING_GATED
 
     def gated(name: str, gate: str) -> PodRecord:
         record = pod(name)

@@ -1,4 +1,4 @@
-"""plugins.placement: whole-gang placement against node free capacity, reservations and node
+"""plugins.model.placement: whole-gang placement against node free capacity, reservations and node
 checks, with hand-computed outcomes."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from core.cache import ClusterCache, Snapshot
 from core.records import NodeRecord, PodRecord
 from core.resources import ResourceVector
-from plugins.placement import (
+from plugins.model.placement import (
     Plan,
     plan_gang,
     release,

@@ -20,7 +20,7 @@ from extender.barrier import BindBarrier
 from extender.gang_hold import GangRequirement
 from extender.gang_quorum import QuorumWatch
 from extender.protocol import BindingArgs
-from plugins import gang as gangs
+from plugins.model import gang as gangs
 from tests.unit.test_gang_barrier import Events, FakeCommit, Signal, outcome
 
 _rv = itertools.count(1)

@@ -15,7 +15,7 @@ from core.records import NodeRecord, PodGroupRecord, PodRecord
 from core.resources import ResourceVector
 from extender.ledger import GangLedger, Reservation
 from extender.slots import SlotWatch
-from plugins import gang
+from plugins.model import gang
 from sim.kubelet.pods import PodView, termination_delay
 
 _rv = itertools.count(1)

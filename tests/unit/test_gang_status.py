@@ -1,5 +1,5 @@
-"""plugins.podgroup_status: phases, counts and conditions as Volcano writes them at session close
-(spec/volcano.md §3.3, §3.4), one transition per test, messages computed by hand."""
+"""plugins.model.podgroup_status: phases, counts and conditions as Volcano writes them at session
+close (spec/volcano.md §3.3, §3.4), one transition per test, messages computed by hand."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 from core.cache import ClusterCache
 from core.records import NodeRecord, PodGroupRecord, PodRecord
-from plugins.gang import GangView, gang_view
-from plugins.podgroup_status import (
+from plugins.model.gang import GangView, gang_view
+from plugins.model.podgroup_status import (
     fit_error,
     podgroup_phase,
     podgroup_status,

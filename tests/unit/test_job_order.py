@@ -7,12 +7,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from core.resources import ResourceVector
-from plugins.config import SchedulerConfig, default_config, parse_scheduler_config
-from plugins.job_order import JobInput, drf_share, parse_time, queue_order_key
-from plugins.queue_share import QueueInput, QueueShare
-from plugins.registry import build_session
-from plugins.session import PassState
-from plugins.sla import SlaPlugin
+from plugins.builtin.sla import SlaPlugin
+from plugins.framework.config import SchedulerConfig, default_config, parse_scheduler_config
+from plugins.framework.registry import build_session
+from plugins.framework.session import PassState
+from plugins.model.job_order import JobInput, drf_share, parse_time, queue_order_key
+from plugins.model.queue_share import QueueInput, QueueShare
 
 GI = 2**30
 TOTAL = ResourceVector({"cpu": 100_000, "memory": 100 * GI, "pods": 110})

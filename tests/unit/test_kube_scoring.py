@@ -1,5 +1,5 @@
-"""plugins.kube_scoring: the conf's node order as kube-scheduler's scoring, and what vulcan's
-profile needs for a conf (issue 37).
+"""plugins.framework.kube_scoring: the conf's node order as kube-scheduler's scoring, and what
+vulcan's profile needs for a conf (issue 37).
 
 The numeric test scores random nodes both ways: kube-scheduler's sum with the rendered weights
 (LeastAllocated with the rendered resource weights, BalancedAllocation), and what the rendering
@@ -14,9 +14,9 @@ import random
 import pytest
 
 from core.resources import ResourceVector
-from plugins.config import default_config, parse_scheduler_config
-from plugins.framework import Framework
-from plugins.kube_scoring import (
+from plugins.builtin.nodeorder import NodeOrderPlugin
+from plugins.framework.config import default_config, parse_scheduler_config
+from plugins.framework.kube_scoring import (
     KubeScoring,
     NotExpressible,
     plan_profile,
@@ -24,8 +24,8 @@ from plugins.kube_scoring import (
     scheduler_profile,
     without_prioritize,
 )
-from plugins.node_state import NodeState
-from plugins.nodeorder import NodeOrderPlugin
+from plugins.framework.node_order import Framework
+from plugins.model.node_state import NodeState
 
 
 def conf(*plugins: str) -> str:

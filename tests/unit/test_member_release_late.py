@@ -15,7 +15,7 @@ from core.resources import ResourceVector
 from extender.ledger import GangLedger, Reservation
 from extender.member_release import MemberRelease
 from extender.slots import SlotWatch
-from plugins.gang import GangView, gang_view
+from plugins.model.gang import GangView, gang_view
 
 NS = "team-a"
 GATE = "scheduling.volcano.sh/queue-allocation-gate"

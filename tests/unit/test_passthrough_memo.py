@@ -12,8 +12,8 @@ from core.records import NodeRecord, PodRecord
 from core.resources import ResourceVector
 from extender.ledger import GangLedger, Reservation
 from extender.passthrough import ShapeMemo, attach_memo, fit_filter, prioritize
-from plugins.config import default_config
-from plugins.framework import Framework
+from plugins.framework.config import default_config
+from plugins.framework.node_order import Framework
 
 _rv = itertools.count(1)
 

@@ -9,7 +9,7 @@ rules below, against the running pods and the members admitted before it.
 The rules are written here from kube-scheduler's plugin documentation (kubernetes.io: "Taints
 and Tolerations", "Assigning Pods to Nodes", "Pod Topology Spread Constraints", and the
 NodePorts / NodeResourcesFit filter descriptions), over the raw pod and node JSON, and share no
-code with the product (plugins.feasibility, plugins.gang_fit).
+code with the product (plugins.model.feasibility, plugins.model.gang_fit).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from core.cache import ClusterCache
 from core.records import NodeRecord, PodRecord
-from plugins.placement import plan_gang
+from plugins.model.placement import plan_gang
 
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"

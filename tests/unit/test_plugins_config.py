@@ -1,4 +1,5 @@
-"""plugins.config: Volcano's scheduler configuration format, defaults and error messages."""
+"""plugins.framework.config: Volcano's scheduler configuration format, defaults and error
+messages."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from plugins.config import (
+from plugins.framework.config import (
     DEFAULT_SCHEDULER_CONF,
     ENABLE_FLAGS,
     ConfigError,
@@ -16,7 +17,7 @@ from plugins.config import (
     load_scheduler_config,
     parse_scheduler_config,
 )
-from plugins.framework import Framework
+from plugins.framework.node_order import Framework
 
 # Volcano's helm CI configuration (installer/helm/chart/volcano/config/volcano-scheduler-ci.conf,
 # as described in the spec, §7.2).

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from core.resources import ResourceVector
-from plugins import registry
-from plugins.binpack import BinpackPlugin
-from plugins.config import ConfigError, default_config, parse_scheduler_config
-from plugins.framework import Framework, NodeState
-from plugins.nodeorder import NodeOrderPlugin
+from plugins.builtin.binpack import BinpackPlugin
+from plugins.builtin.nodeorder import NodeOrderPlugin
+from plugins.framework import registry
+from plugins.framework.config import ConfigError, default_config, parse_scheduler_config
+from plugins.framework.node_order import Framework, NodeState
 
 GI = 2**30
 GPU = "nvidia.com/gpu"

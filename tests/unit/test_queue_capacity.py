@@ -1,11 +1,11 @@
-"""plugins.capacity: Volcano's deserved-based queues, flat and hierarchical (spec/volcano.md
-§3.10), against tables computed by hand in the comments."""
+"""plugins.model.capacity_shares: Volcano's deserved-based queues, flat and hierarchical
+(spec/volcano.md §3.10), against tables computed by hand in the comments."""
 
 from __future__ import annotations
 
 from core.resources import ResourceVector
-from plugins.capacity import capacity_shares
-from plugins.queue_share import QueueInput
+from plugins.model.capacity_shares import capacity_shares
+from plugins.model.queue_share import QueueInput
 
 GI = 2**30
 

@@ -10,9 +10,9 @@ from core.cache import Snapshot
 from core.records import PodGroupRecord, PodRecord, QueueRecord
 from core.resources import ResourceVector
 from extender.queues import QueuePolicy, queue_status
-from plugins.capacity import CapacityShares
-from plugins.config import parse_scheduler_config
-from plugins.proportion import ProportionShares
+from plugins.framework.config import parse_scheduler_config
+from plugins.model.capacity_shares import CapacityShares
+from plugins.model.proportion_shares import ProportionShares
 
 
 def cpu(amount: int) -> ResourceVector:

@@ -1,13 +1,13 @@
-"""plugins.proportion: Volcano's weight-based fair share (spec/volcano.md §3.4, §3.9), against
-tables computed by hand in the comments. cpu is in millicores, memory in bytes."""
+"""plugins.model.proportion_shares: Volcano's weight-based fair share (spec/volcano.md §3.4, §3.9),
+against tables computed by hand in the comments. cpu is in millicores, memory in bytes."""
 
 from __future__ import annotations
 
 import pytest
 
 from core.resources import ResourceVector
-from plugins.proportion import proportion_shares
-from plugins.queue_share import QueueInput, share_of
+from plugins.model.proportion_shares import proportion_shares
+from plugins.model.queue_share import QueueInput, share_of
 
 GI = 2**30
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from plugins.config import ConfigError, default_config, parse_scheduler_config
-from plugins.registry import build_session, require_implemented
+from plugins.framework.config import ConfigError, default_config, parse_scheduler_config
+from plugins.framework.registry import build_session, require_implemented
 from tests.helpers import REPO
 
 
@@ -52,7 +52,7 @@ def test_the_extender_refuses_to_start_on_such_a_conf(tmp_path: Path) -> None:
 
 
 def test_the_gang_layout_follows_the_confs_node_order() -> None:
-    from plugins.framework import Framework
+    from plugins.framework.node_order import Framework
 
     def placement(plugins: str) -> str:
         return Framework(parse_scheduler_config(f"tiers:\n- plugins:\n{plugins}")).gang_placement
@@ -68,7 +68,7 @@ def test_the_gang_layout_follows_the_confs_node_order() -> None:
 
 def test_overcommit_is_the_plugins_argument_and_off_without_the_plugin() -> None:
     from core.resources import ResourceVector
-    from plugins import overcommit
+    from plugins.builtin import overcommit
 
     def factor(plugins: str) -> float | None:
         session = build_session(parse_scheduler_config(f"tiers:\n- plugins:\n{plugins}"))

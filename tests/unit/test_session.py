@@ -1,17 +1,14 @@
-"""plugins.session: the conf's plugins combined at each extension point as Volcano combines
-them (spec/volcano.md §3.2), and each plugin's contribution switched off by leaving it out of
-the conf or by its enable flag."""
+"""plugins.framework.session: the conf's plugins combined at each extension point as Volcano
+combines them (spec/volcano.md §3.2), and each plugin's contribution switched off by leaving it out
+of the conf or by its enable flag."""
 
 from __future__ import annotations
 
 from core.resources import ResourceVector
-from plugins.config import DEFAULT_SCHEDULER_CONF, default_config, parse_scheduler_config
-from plugins.enqueue_promise import refusal_follows_queue
-from plugins.job_order import JobInput
-from plugins.proportion import proportion_shares
-from plugins.queue_share import QueueInput
-from plugins.registry import build_session
-from plugins.session import (
+from plugins.actions.promise import refusal_follows_queue
+from plugins.framework.config import DEFAULT_SCHEDULER_CONF, default_config, parse_scheduler_config
+from plugins.framework.registry import build_session
+from plugins.framework.session import (
     ABSTAIN,
     HOOK_FLAGS,
     PERMIT,
@@ -22,7 +19,10 @@ from plugins.session import (
     SessionPlugin,
     Vote,
 )
-from plugins.victims import VictimUnit
+from plugins.model.job_order import JobInput
+from plugins.model.proportion_shares import proportion_shares
+from plugins.model.queue_share import QueueInput
+from plugins.model.victims import VictimUnit
 
 ZERO = ResourceVector()
 

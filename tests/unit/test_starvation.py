@@ -1,16 +1,10 @@
-"""plugins.starvation: which gang a queue drains for (issue 31's soak, seed 2026): the one
+"""plugins.actions.starvation: which gang a queue drains for (issue 31's soak, seed 2026): the one
 whose only obstacle is its queue's share, while its minimum fits that share."""
 
 from __future__ import annotations
 
 from core.resources import ResourceVector
-from plugins import gang as gangs
-from plugins.config import default_config
-from plugins.proportion import proportion_shares
-from plugins.queue_share import QueueInput
-from plugins.registry import build_session
-from plugins.session import PassState
-from plugins.starvation import (
+from plugins.actions.starvation import (
     HOLD_SECONDS,
     held_for,
     holding,
@@ -18,6 +12,12 @@ from plugins.starvation import (
     inqueue_lifted,
     waits_for_share,
 )
+from plugins.framework.config import default_config
+from plugins.framework.registry import build_session
+from plugins.framework.session import PassState
+from plugins.model import gang as gangs
+from plugins.model.proportion_shares import proportion_shares
+from plugins.model.queue_share import QueueInput
 from tests.unit.test_actions import cluster, group
 from tests.unit.test_gang_placement import pod
 

@@ -1,6 +1,6 @@
-"""plugins.task_topology / plugins.topology_buckets: Volcano's task-topology plugin (annotation
-parsing with Volcano's own test cases, buckets, task order, node score) and the whole-gang
-placement that honours its buckets, with hand-computed outcomes."""
+"""plugins.builtin.task_topology / plugins.builtin.task_topology_buckets: Volcano's task-topology
+plugin (annotation parsing with Volcano's own test cases, buckets, task order, node score) and the
+whole-gang placement that honours its buckets, with hand-computed outcomes."""
 
 from __future__ import annotations
 
@@ -11,9 +11,7 @@ import pytest
 
 from core.records import PodRecord
 from core.resources import ResourceVector
-from plugins.config import ConfigError
-from plugins.placement import plan_gang
-from plugins.task_topology import (
+from plugins.builtin.task_topology import (
     TaskTopology,
     TaskTopologyError,
     TaskTopologyPlugin,
@@ -21,6 +19,8 @@ from plugins.task_topology import (
     parse_task_topology,
     plan_topology_gang,
 )
+from plugins.framework.config import ConfigError
+from plugins.model.placement import plan_gang
 from tests.unit.test_gang_placement import GPU, assert_within_capacity, node, pod, snapshot
 
 AFF = "volcano.sh/task-topology-affinity"

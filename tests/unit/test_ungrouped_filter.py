@@ -18,8 +18,8 @@ from extender.binder import Binder
 from extender.gang_server import GangExtenderServer
 from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
-from plugins.config import default_config
-from plugins.framework import Framework
+from plugins.framework.config import default_config
+from plugins.framework.node_order import Framework
 
 _rv = itertools.count(1)
 NODES = ["n0", "n1"]

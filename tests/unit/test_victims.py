@@ -1,6 +1,6 @@
 """Gang-aware victim selection for reclaim and preempt (spec/volcano.md §2.2, §3.7, §3.8,
 §3.13) as production makes it: the action's candidates, the session of Volcano's default conf
-(priority, gang, conformance; drf, proportion) and the walk of plugins.victims.
+(priority, gang, conformance; drf, proportion) and the walk of plugins.model.victims.
 
 Unless a test says otherwise the cluster is 40 cpu shared by `dev` and `prod` (weight 1 each,
 both asking for more than the cluster) so each deserves 20 cpu; prod holds 30 (10 over its
@@ -11,14 +11,14 @@ from __future__ import annotations
 import pytest
 
 from core.resources import ResourceVector
-from plugins.capacity import capacity_shares
-from plugins.config import default_config
-from plugins.evictions import victims_for_need
-from plugins.proportion import proportion_shares
-from plugins.queue_share import QueueInput, ShareModel
-from plugins.registry import build_session
-from plugins.session import PassState, Preemptor
-from plugins.victims import VictimUnit, is_critical, preemptable_flag
+from plugins.actions.evictions import victims_for_need
+from plugins.framework.config import default_config
+from plugins.framework.registry import build_session
+from plugins.framework.session import PassState, Preemptor
+from plugins.model.capacity_shares import capacity_shares
+from plugins.model.proportion_shares import proportion_shares
+from plugins.model.queue_share import QueueInput, ShareModel
+from plugins.model.victims import VictimUnit, is_critical, preemptable_flag
 
 SESSION = build_session(default_config())
 ZERO = ResourceVector()

@@ -8,14 +8,14 @@ from core.cache import ClusterCache
 from core.records import PodGroupRecord
 from core.resources import ResourceVector
 from extender.queues import QueuePolicy
-from plugins import actions
-from plugins import gang as gangs
-from plugins.config import parse_scheduler_config
-from plugins.framework import Framework
-from plugins.node_state import NodeState
-from plugins.registry import build_session, require_implemented
-from plugins.session import PassState, Session
-from plugins.traversal import job_input
+from plugins.actions import allocate as actions
+from plugins.framework.config import parse_scheduler_config
+from plugins.framework.node_order import Framework
+from plugins.framework.registry import build_session, require_implemented
+from plugins.framework.session import PassState, Session
+from plugins.framework.traversal import job_input
+from plugins.model import gang as gangs
+from plugins.model.node_state import NodeState
 from tests.unit.test_gang_placement import node, pod
 
 VOLCANO_DEFAULT = """\

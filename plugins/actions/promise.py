@@ -1,0 +1,185 @@
+"""Enqueue on the promise of eviction (issue 31, beyond Volcano).
+
+Volcano's enqueue admits a Pending job only when its queue and the cluster can hold its
+minResources now; a Volcano Job's pods are created only once its PodGroup is Inqueue, and its
+allocate, preempt and reclaim actions only look at jobs with pods. So a high-priority Job whose
+queue (or the cluster) is full of lower-priority work waits for ever: nothing it could preempt
+is ever asked to go.
+
+vulcan enqueues such a job when the session's enqueue votes would pass once work it may evict
+were gone: lower-priority units of its own queue (the preempt action's candidates, and the
+session's Preemptable over them), or units of queues above their deserved share (the reclaim
+action's, when its queue may still grow: Preemptive, and the session's Reclaimable). Units are
+taken in victim order (elastic members first, then whole gangs) until the votes pass. Nothing is
+evicted here: the job's pods get made, and the allocate action chooses (and re-checks) the
+victims for its whole-gang placement — a job whose victims are no longer of lower priority (or
+no longer over their share) is not admitted, and since preemption needs strictly lower priority,
+two such jobs can never evict each other's work.
+
+Pure: the trial releases the units in the pass's share model and overcommit sums and puts them
+back before it returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from core.resources import ResourceVector
+from plugins.actions.evictions import accepted_victims
+from plugins.framework.session import QUEUE_PLUGINS, PassState, Preemptor, Refusal, Session
+from plugins.model.job_order import JobInput
+from plugins.model.queue_share import QueueShare, strip_pods
+from plugins.model.victims import VictimUnit, effective_units, victim_order_key
+
+__all__ = [
+    "Promise",
+    "enqueue_by_eviction",
+    "held_by_peers",
+    "refusal_follows_queue",
+]
+
+_ZERO = ResourceVector()
+
+
+@dataclass(frozen=True, slots=True)
+class Promise:
+    """The job may be enqueued: once `units` are evicted (by `action`) its votes pass."""
+
+    action: str  # "preempt" or "reclaim"
+    units: tuple[VictimUnit, ...]
+
+    def describe(self) -> str:
+        """ "will preempt default/low (priority 10)" / "will reclaim from queue qa: ..." """
+        names = ", ".join(_name(u) for u in self.units)
+        if self.action == "preempt":
+            return f"will preempt {names}"
+        queues = sorted({u.queue for u in self.units})
+        return f"will reclaim from queue {', '.join(queues)}: {names}"
+
+
+def _name(unit: VictimUnit) -> str:
+    if unit.elastic:
+        return f"{unit.pods[0]} (elastic member of {unit.group}, priority {unit.priority})"
+    if unit.group is not None:
+        return f"{unit.group} (whole gang, {len(unit.pods)} pods, priority {unit.priority})"
+    return f"{unit.pods[0]} (priority {unit.priority})"
+
+
+def enqueue_by_eviction(
+    session: Session,
+    state: PassState,
+    job: JobInput,
+    units: Sequence[VictimUnit],
+) -> Promise | None:
+    """A promise when evicting some of `units` would let the job be enqueued (see the module
+    docstring); None when no acceptable units are enough. Does not book the enqueue."""
+    if not units:
+        return None
+    preemptor = Preemptor(
+        group=job.key,
+        queue=job.queue,
+        priority=job.priority,
+        allocated=job.allocated,
+        request=job.min_resources or _ZERO,
+    )
+    attempts: list[tuple[str, list[VictimUnit]]] = []
+    actions = set(session.actions)
+    if "reclaim" in actions and session.preemptive(job.queue, preemptor.request, state):
+        attempts.append(("reclaim", accepted_victims("reclaim", session, state, preemptor, units)))
+    if "preempt" in actions:
+        allowed = accepted_victims("preempt", session, state, preemptor, units)
+        # Preemption is for lower-priority work only, whatever the conf's plugins say: a job
+        # must not be enqueued on the promise of evicting its equals.
+        attempts.append(("preempt", [u for u in allowed if u.priority < job.priority]))
+    for action, allowed in attempts:
+        taken: list[VictimUnit] = []
+        for unit in sorted(allowed, key=victim_order_key):
+            taken.append(unit)
+            if _passes_without(session, state, job, effective_units(taken)):
+                return Promise(action, tuple(effective_units(taken)))
+    return None
+
+
+def refusal_follows_queue(
+    session: Session,
+    state: PassState,
+    job: JobInput,
+    refusal: Refusal,
+    units: Sequence[VictimUnit],
+) -> bool:
+    """Whether an enqueue refusal that no eviction answers (`enqueue_by_eviction` gave None)
+    can change only with the job itself or its queue — the queue's numbers, or its own pods
+    and groups (the lower-priority work preempt could take) — so that a pass may keep it
+    until one of those changes instead of deciding it again (thousands of waiting jobs in a
+    full queue cost a pass nothing while their queue stands still). True when its queue's
+    own vote refused it (proportion, capacity) in the first tier with a vote (no earlier tier
+    could admit it instead, as sla's Permit after its waiting time would; a Reject ends the
+    walk whatever the rest of its tier says), the queue has no parent whose numbers the
+    vote reads too, reclaim could not promise it room (the queue may not grow: Preemptive
+    says no, so no other queue's work is asked for), and its queue runs no lower-priority
+    work (`units`) that preempt could promise it once the session's Preemptable accepts it
+    (drf's answer there reads the whole cluster's totals). Refusals by the overcommit rule
+    read the whole cluster, and stay decided every pass."""
+    if refusal.plugin not in QUEUE_PLUGINS or not refusal.first or state.model is None:
+        return False
+    if len(state.model.chain(job.queue)) > 1:
+        return False
+    request = job.min_resources or _ZERO
+    if "reclaim" in session.actions and session.preemptive(job.queue, request, state):
+        return False
+    return "preempt" not in session.actions or not any(
+        u.queue == job.queue and u.priority < job.priority for u in units
+    )
+
+
+def _passes_without(
+    session: Session, state: PassState, job: JobInput, gone: list[VictimUnit]
+) -> bool:
+    """Would the enqueue votes pass with `gone` evicted? (A trial, undone before returning.)"""
+    model = state.model
+    used = dict(state.used)
+    saved: list[tuple[QueueShare, ResourceVector, ResourceVector, float]] = []
+    if model is not None:
+        names = {n for u in gone for n in model.chain(u.queue)}
+        saved = [
+            (share, share.allocated, share.elastic, share.share)
+            for n in names
+            if (share := model.shares.get(n)) is not None
+        ]
+    for unit in gone:
+        for name, amount in unit.freed.items():
+            state.used[name] = state.used.get(name, 0) - amount
+        if model is not None:
+            model.on_released(unit.queue, unit.freed)
+            if unit.elastic:
+                # An elastic member gone takes its request out of its queue's `elastic` too:
+                # enqueue subtracts elastic from allocated, so evicting it frees nothing the
+                # queue check counts (only the cluster's overcommit sums move).
+                for n in model.chain(unit.queue):
+                    share = model.shares.get(n)
+                    if share is not None:
+                        share.elastic = share.elastic.saturating_sub(strip_pods(unit.freed))
+    try:
+        return session.job_enqueueable(job, state) is None
+    finally:
+        state.used.clear()
+        state.used.update(used)
+        for share, allocated, elastic, ratio in saved:
+            share.allocated, share.elastic, share.share = allocated, elastic, ratio
+
+
+def held_by_peers(queue: str, priority: int, units: Sequence[VictimUnit]) -> str:
+    """What a job that may not evict waits for, when its queue's room is held by work of its
+    own priority or higher: "; the room in queue q is held by work of priority >= 1000, which
+    it does not preempt: ns/a, ns/b" ("" when there is none)."""
+    peers = sorted(
+        {u.group or u.pods[0] for u in units if u.queue == queue and u.priority >= priority}
+    )
+    if not peers:
+        return ""
+    more = f" and {len(peers) - 3} more" if len(peers) > 3 else ""
+    return (
+        f"; the room in queue {queue} is held by work of priority >= {priority}, which it "
+        f"does not preempt: {', '.join(peers[:3])}{more}"
+    )

@@ -1,0 +1,1 @@
+"""The plugins a scheduler conf names, one module each (Volcano's names)."""

@@ -1,0 +1,96 @@
+"""The plugins and actions vulcan implements, by the names Volcano gives them, and the
+session a scheduler conf builds from them.
+
+Adding a plugin is one module (a class with `name` and the extension points it registers,
+see `plugins.framework.session`) and one line in `PLUGINS` below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from plugins.builtin.binpack import BinpackPlugin
+from plugins.builtin.conformance import ConformancePlugin
+from plugins.builtin.drf import DrfPlugin
+from plugins.builtin.gang import GangPlugin
+from plugins.builtin.nodeorder import NodeOrderPlugin
+from plugins.builtin.overcommit import OvercommitPlugin
+from plugins.builtin.predicates import PredicatesPlugin
+from plugins.builtin.priority import PriorityPlugin
+from plugins.builtin.queue_plugins import CapacityPlugin, ProportionPlugin
+from plugins.builtin.sla import SlaPlugin
+from plugins.builtin.task_topology import TaskTopologyPlugin
+from plugins.framework.config import ConfigError, SchedulerConfig
+from plugins.framework.session import Session
+
+__all__ = [
+    "IMPLEMENTED_ACTIONS",
+    "IMPLEMENTED_PLUGINS",
+    "PLUGINS",
+    "build_session",
+    "require_implemented",
+]
+
+# name -> the plugin's class, built with the conf entry's arguments.
+PLUGINS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+    "priority": PriorityPlugin,
+    "gang": GangPlugin,
+    "conformance": ConformancePlugin,
+    "drf": DrfPlugin,
+    "sla": SlaPlugin,
+    "proportion": ProportionPlugin,
+    "capacity": CapacityPlugin,
+    "overcommit": OvercommitPlugin,
+    "predicates": PredicatesPlugin,
+    "nodeorder": NodeOrderPlugin,
+    "binpack": BinpackPlugin,
+    "task-topology": TaskTopologyPlugin,
+}
+IMPLEMENTED_PLUGINS: tuple[str, ...] = tuple(PLUGINS)
+# The actions (plugins.actions.allocate): enqueue and allocate (admission and whole-gang placement),
+# preempt and reclaim (evictions for a gang that does not fit), backfill (members without
+# requests go through kube-scheduler's own path).
+IMPLEMENTED_ACTIONS: tuple[str, ...] = ("enqueue", "allocate", "backfill", "preempt", "reclaim")
+
+
+def require_implemented(config: SchedulerConfig) -> None:
+    """Raise ConfigError naming the first plugin, action or option of `config` vulcan does not
+    implement, with the names it does: a conf silently half applied is worse than none."""
+    for action in config.actions:
+        if action not in IMPLEMENTED_ACTIONS:
+            raise ConfigError(
+                f'actions: "{action}" is a Volcano action vulcan does not implement '
+                f"(vulcan implements: {', '.join(IMPLEMENTED_ACTIONS)})"
+            )
+    for tier_index, tier in enumerate(config.tiers):
+        for plugin_index, option in enumerate(tier.plugins):
+            where = f"tiers[{tier_index}].plugins[{plugin_index}]"
+            if option.name not in PLUGINS:
+                raise ConfigError(
+                    f'{where}: "{option.name}" is a Volcano plugin vulcan does not implement '
+                    f"(vulcan implements: {', '.join(IMPLEMENTED_PLUGINS)})"
+                )
+            if option.name == "drf" and option.is_enabled("enableHierarchy"):
+                raise ConfigError(
+                    f"{where}: drf with enableHierarchy: true (hierarchical drf) is not "
+                    "implemented; use capacity with enableHierarchy for queue trees"
+                )
+
+
+def build_session(config: SchedulerConfig, *, require: bool = True) -> Session:
+    """The session of `config`: each plugin built once, from its last entry's arguments
+    (Volcano keys plugins by name), errors naming the entry. `require=False` leaves out the
+    plugins vulcan does not implement instead of refusing the conf (node scoring alone)."""
+    if require:
+        require_implemented(config)
+    instances: dict[str, Any] = {}
+    for tier_index, tier in enumerate(config.tiers):
+        for plugin_index, option in enumerate(tier.plugins):
+            if option.name not in PLUGINS:
+                continue
+            try:
+                instances[option.name] = PLUGINS[option.name](option.arguments)
+            except ConfigError as exc:
+                raise ConfigError(f"tiers[{tier_index}].plugins[{plugin_index}].{exc}") from None
+    return Session(config, instances)

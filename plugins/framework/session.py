@@ -1,0 +1,430 @@
+"""Volcano's scheduling session: the conf's plugins, by name and tier, combined at each
+extension point as Volcano combines them (spec/volcano.md §3.1-3.2,
+pkg/scheduler/framework/session_plugins.go).
+
+A `Session` is built once from the conf (`plugins.framework.registry.build_session`); every pass
+hands it a `PassState` (the pass's queue share model, cluster sums and clock) and asks it questions.
+A plugin registers an extension point by defining the method of that name (and is then asked
+only when the conf's matching `enable*` flag is on); `SessionPlugin` lists them. How answers
+combine:
+
+| extension point | rule |
+|---|---|
+| job_order_key | the plugins' keys in tier order, then creation, name, UID |
+| queue_order | the first plugin's order |
+| job_enqueueable | votes: any Reject refuses; a tier with a Permit admits without later tiers |
+| open_queues | the queue plugin's share model: proportion, else capacity (else proportion's
+  numbers, for status only, booked by the session itself) |
+| job_enqueued, job_allocated, task_allocated, task_deallocated | every plugin (bookkeeping) |
+| job_valid | the first failure |
+| job_ready, allocatable, preemptive | every plugin must agree |
+| overused | any plugin |
+| preemptable, reclaimable | within a tier the intersection of the plugins' lists (a plugin may
+  abstain); an empty list: no victims; the first tier with a list decides |
+| node_scorer | summed over every entry (`plugins.framework.node_order.Framework`); a plugin listed
+twice
+  adds its score twice, as in Volcano; a plugin that would add nothing (`active` False:
+  binpack with weight 0) registers none |
+
+Victims: vulcan follows Volcano's code, with its fix for #5896 (conformance abstains when it
+removes nothing, so a queue's deserved share, judged by proportion/capacity in a later tier,
+still protects it): a victim hook returns None to abstain.
+
+Pure: no I/O. The plugins are in their own modules; `plugins.framework.registry` maps names to them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from core.resources import ResourceVector
+from plugins.framework.config import SchedulerConfig
+from plugins.model.gang import GangView
+from plugins.model.job_order import JobInput, parse_time
+from plugins.model.proportion_shares import proportion_shares
+from plugins.model.queue_share import QueueInput, ShareModel
+from plugins.model.victims import VictimUnit
+
+__all__ = [
+    "ABSTAIN",
+    "HOOK_FLAGS",
+    "PERMIT",
+    "QUEUE_PLUGINS",
+    "REJECT",
+    "PassState",
+    "Preemptor",
+    "Refusal",
+    "Session",
+    "SessionPlugin",
+    "Vote",
+]
+
+PERMIT, ABSTAIN, REJECT = 1, 0, -1
+
+# Extension point -> the PluginOption flag that switches it off per plugin (None: no flag).
+HOOK_FLAGS: dict[str, str | None] = {
+    "job_order_key": "enableJobOrder",
+    "queue_order": "enableQueueOrder",
+    "job_enqueueable": "enableJobEnqueued",
+    "job_enqueued": "enableJobEnqueued",
+    "job_allocated": None,
+    "task_allocated": None,
+    "task_deallocated": None,
+    "job_valid": None,
+    "job_ready": "enableJobReady",
+    "job_pipelined": "enableJobPipelined",
+    "job_starving": "enableJobStarving",
+    "allocatable": "enabledAllocatable",
+    "overused": "enabledOverused",
+    "preemptive": "enablePreemptive",
+    "preemptable": "enablePreemptable",
+    "reclaimable": "enableReclaimable",
+    "node_scorer": "enableNodeOrder",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Vote:
+    verdict: int  # PERMIT, ABSTAIN or REJECT
+    reason: str = ""
+
+
+PERMITTED = Vote(PERMIT)
+ABSTAINED = Vote(ABSTAIN)
+
+
+@dataclass(slots=True)
+class PassState:
+    """What one scheduling pass gives the plugins: the queues' share model (None when the
+    cluster has no queue at all), the cluster's allocatable and what is taken of it (the
+    overcommit rule's `used`, grown by job_enqueued), and the time (sla)."""
+
+    model: ShareModel | None = None
+    inputs: Mapping[str, QueueInput] = field(default_factory=dict)
+    total: Mapping[str, int] = field(default_factory=dict)
+    used: dict[str, int] = field(default_factory=dict)
+    now: float = 0.0
+
+
+# The plugins that build the queues' share model, the first the conf names chosen; their votes
+# read only the job and its own queue's numbers.
+QUEUE_PLUGINS = ("proportion", "capacity")
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A Reject of the votes: its reason, the plugin that cast it and whether its tier is the
+    first with a vote (`first`: no earlier tier could have admitted the job instead)."""
+
+    reason: str
+    plugin: str
+    first: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Preemptor:
+    """The job a preempt or reclaim is for, as the victim hooks see it."""
+
+    group: str
+    queue: str
+    priority: int
+    allocated: ResourceVector  # what it holds now
+    request: ResourceVector  # what it asks for
+
+
+class SessionPlugin:
+    """A plugin of the session. Subclasses set `name` and define the extension points they
+    register (the method names of HOOK_FLAGS); each is called only as its rule says."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, arguments: Mapping[str, Any]) -> None:
+        self.arguments = arguments
+
+    # The extension points, for reference (not defined here, so that `registers` can tell):
+    #   job_order_key(job: JobInput, state: PassState) -> Any
+    #   queue_order(state: PassState) -> list[str]
+    #   job_enqueueable(job: JobInput, state: PassState) -> Vote
+    #   job_enqueued(job: JobInput, state: PassState) -> None
+    #   job_allocated(job: JobInput, held: ResourceVector, state: PassState) -> None
+    #       (Volcano's Allocate event handlers: a gang was placed whole, holding `held`)
+    #   task_allocated(queue: str, request: ResourceVector, state: PassState) -> None
+    #       (the same for one pod: an elastic member, a pod of no gang)
+    #   task_deallocated(queue: str, request: ResourceVector, state: PassState) -> None
+    #       (Volcano's Deallocate event handlers: a booking taken back)
+    #   open_queues(total, inputs) -> ShareModel      (proportion, capacity: OnSessionOpen)
+    #   job_valid(view: GangView) -> str | None          (None: valid; else why not)
+    #   job_ready(view: GangView) -> bool
+    #   job_pipelined(view: GangView, job: JobInput, state: PassState) -> Vote
+    #   job_starving(view: GangView) -> bool
+    #   allocatable(queue: str, request: ResourceVector, state: PassState) -> str | None
+    #   overused(queue: str, state: PassState) -> bool
+    #   preemptive(queue: str, request: ResourceVector, state: PassState) -> bool
+    #   preemptable(preemptor, candidates: Sequence[VictimUnit], state) -> list | None
+    #   reclaimable(preemptor, candidates: Sequence[VictimUnit], state) -> list | None
+    #   node_scorer(request: ResourceVector) -> Callable[[NodeState], float]
+    #       (Volcano's NodeOrderFn for one pod, node by node; summed by
+    # plugins.framework.node_order) task-topology's node order is its bucket placement
+    # (plugins.builtin.task_topology).
+
+
+def registers(plugin: object, hook: str) -> bool:
+    """The plugin defines extension point `hook` (any class may be a session plugin)."""
+    return callable(getattr(type(plugin), hook, None))
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    tier: int
+    plugin: SessionPlugin
+    name: str  # as the conf names it
+
+
+class Session:
+    """The conf's plugins, one instance per name (Volcano keys them by name: a plugin listed
+    twice keeps its last entry's arguments), and for each extension point the (tier, plugin)
+    entries that register it with its flag on, in conf order."""
+
+    def __init__(self, config: SchedulerConfig, instances: Mapping[str, Any]) -> None:
+        self.config = config
+        self.plugins = {name: p for name, p in instances.items() if p is not None}
+        self._hooks: dict[str, list[_Entry]] = {hook: [] for hook in HOOK_FLAGS}
+        for tier_index, tier in enumerate(config.tiers):
+            for option in tier.plugins:
+                plugin = self.plugins.get(option.name)
+                if plugin is None:
+                    continue
+                for hook, flag in HOOK_FLAGS.items():
+                    if not registers(plugin, hook) and not (
+                        hook == "node_scorer" and registers(plugin, "score")
+                    ):
+                        continue  # (a node-order plugin may define only score(request, node))
+                    if flag is not None and not option.is_enabled(flag):
+                        continue
+                    entries = self._hooks[hook]
+                    if hook == "node_scorer":
+                        # Every entry adds its score (Volcano's NodeOrderFn loop), unless the
+                        # plugin would add nothing.
+                        if getattr(plugin, "active", True):
+                            entries.append(_Entry(tier_index, plugin, option.name))
+                        continue
+                    if any(e.plugin is plugin for e in entries):
+                        continue  # a plugin listed twice is asked once (Volcano keys by name)
+                    entries.append(_Entry(tier_index, plugin, option.name))
+                configure = getattr(plugin, "configure", None)
+                if callable(configure):
+                    configure(option)
+        # The plugin that builds and books the queues' share model (Volcano's proportion and
+        # capacity each build their own in OnSessionOpen; vulcan keeps one, proportion's when
+        # the conf names both, as Volcano's default conf does).
+        self.queue_plugin: Any = next(
+            (self.plugins[n] for n in QUEUE_PLUGINS if n in self.plugins), None
+        )
+        for hook in ("job_allocated", "task_allocated", "task_deallocated"):
+            self._hooks[hook] = [
+                e
+                for e in self._hooks[hook]
+                if e.plugin is self.queue_plugin or not registers(e.plugin, "open_queues")
+            ]
+
+    # ------------------------------------------------------------------ introspection
+
+    def has(self, name: str) -> bool:
+        """The conf names plugin `name`."""
+        return name in self.plugins
+
+    def plugins_for(self, hook: str) -> list[SessionPlugin]:
+        return [entry.plugin for entry in self._hooks[hook]]
+
+    @property
+    def actions(self) -> list[str]:
+        return list(self.config.actions)
+
+    @property
+    def queue_model(self) -> str:
+        """The name of the share model's plugin ("proportion" without either)."""
+        return self.queue_plugin.name if self.queue_plugin is not None else "proportion"
+
+    @property
+    def hierarchical(self) -> bool:
+        return bool(getattr(self.queue_plugin, "hierarchical", False))
+
+    def open_queues(self, total: ResourceVector, inputs: Sequence[QueueInput]) -> ShareModel:
+        """The queues' share model for one session (`plugins.model.queue_inputs` gives the
+        inputs)."""
+        if self.queue_plugin is None:
+            return proportion_shares(total, inputs)
+        return self.queue_plugin.open_queues(total, inputs)
+
+    # ------------------------------------------------------------------ ordering
+
+    def job_order_key(self, job: JobInput, state: PassState) -> tuple[Any, ...]:
+        votes = [entry.plugin.job_order_key(job, state) for entry in self._hooks["job_order_key"]]
+        return (*votes, parse_time(job.creation), job.key, job.uid)
+
+    def queue_order(self, state: PassState, queues: Iterable[str]) -> list[str]:
+        """Queues in QueueOrder: the first queue-order plugin's order, queues it does not know
+        after it by name; without one, by name."""
+        names = sorted(queues)
+        entries = self._hooks["queue_order"]
+        if not entries:
+            return names
+        ordered = entries[0].plugin.queue_order(state)
+        seen = set(ordered)
+        return [*ordered, *(n for n in names if n not in seen)]
+
+    # ------------------------------------------------------------------ enqueue
+
+    def job_enqueueable(self, job: JobInput, state: PassState) -> str | None:
+        """None when the job may be enqueued, else the first rejecting plugin's reason."""
+        refusal = self.enqueue_refusal(job, state)
+        return refusal.reason if refusal is not None else None
+
+    def enqueue_refusal(self, job: JobInput, state: PassState) -> Refusal | None:
+        """`job_enqueueable` with who refused: None when the job may be enqueued."""
+        return _tier_refusal(
+            self._hooks["job_enqueueable"],
+            lambda plugin: plugin.job_enqueueable(job, state),
+        )
+
+    def job_enqueued(self, job: JobInput, state: PassState) -> None:
+        for entry in self._hooks["job_enqueued"]:
+            entry.plugin.job_enqueued(job, state)
+
+    def job_allocated(self, job: JobInput, held: ResourceVector, state: PassState) -> None:
+        for entry in self._hooks["job_allocated"]:
+            entry.plugin.job_allocated(job, held, state)
+        self._book_without_plugin(job.queue, held, state)
+
+    def task_allocated(self, queue: str, request: ResourceVector, state: PassState) -> None:
+        for entry in self._hooks["task_allocated"]:
+            entry.plugin.task_allocated(queue, request, state)
+        self._book_without_plugin(queue, request, state)
+
+    def task_deallocated(self, queue: str, request: ResourceVector, state: PassState) -> None:
+        for entry in self._hooks["task_deallocated"]:
+            entry.plugin.task_deallocated(queue, request, state)
+        if self.queue_plugin is None and state.model is not None:
+            state.model.on_released(queue, request)
+
+    def _book_without_plugin(self, queue: str, amount: ResourceVector, state: PassState) -> None:
+        """Without a queue plugin the numbers are still reported: the session books them."""
+        if self.queue_plugin is None and state.model is not None:
+            state.model.on_allocated(queue, amount)
+
+    # ------------------------------------------------------------------ the gang
+
+    def job_valid(self, view: GangView) -> str | None:
+        for entry in self._hooks["job_valid"]:
+            reason = entry.plugin.job_valid(view)
+            if reason is not None:
+                return reason
+        return None
+
+    def job_ready(self, view: GangView) -> bool:
+        return all(e.plugin.job_ready(view) for e in self._hooks["job_ready"])
+
+    def job_pipelined(self, view: GangView, job: JobInput, state: PassState) -> bool:
+        return (
+            _tier_votes(
+                self._hooks["job_pipelined"],
+                lambda plugin: plugin.job_pipelined(view, job, state),
+            )
+            is None
+        )
+
+    def job_starving(self, view: GangView) -> bool:
+        """Within the first tier that registers a starving fn, all must say so; none: False."""
+        entries = self._hooks["job_starving"]
+        if not entries:
+            return False
+        tier = entries[0].tier
+        return all(e.plugin.job_starving(view) for e in entries if e.tier == tier)
+
+    # ------------------------------------------------------------------ queues
+
+    def allocatable(self, queue: str, request: ResourceVector, state: PassState) -> str | None:
+        for entry in self._hooks["allocatable"]:
+            reason = entry.plugin.allocatable(queue, request, state)
+            if reason is not None:
+                return reason
+        return None
+
+    def overused(self, queue: str, state: PassState) -> bool:
+        return any(e.plugin.overused(queue, state) for e in self._hooks["overused"])
+
+    def preemptive(self, queue: str, request: ResourceVector, state: PassState) -> bool:
+        return all(e.plugin.preemptive(queue, request, state) for e in self._hooks["preemptive"])
+
+    # ------------------------------------------------------------------ victims
+
+    def preemptable(
+        self, preemptor: Preemptor, candidates: Sequence[VictimUnit], state: PassState
+    ) -> list[VictimUnit]:
+        return self._victims("preemptable", preemptor, candidates, state)
+
+    def reclaimable(
+        self, preemptor: Preemptor, candidates: Sequence[VictimUnit], state: PassState
+    ) -> list[VictimUnit]:
+        return self._victims("reclaimable", preemptor, candidates, state)
+
+    def _victims(
+        self,
+        hook: str,
+        preemptor: Preemptor,
+        candidates: Sequence[VictimUnit],
+        state: PassState,
+    ) -> list[VictimUnit]:
+        """Volcano's Preemptable/Reclaimable walk (session_plugins.go): per tier, the
+        intersection of the non-abstaining plugins' lists; the first tier with a list decides.
+        An empty list means no victims at all, as the spec has it (§3.2). Volcano's code
+        instead only ends that tier and asks the next, so a later tier's plugin could hand
+        over what conformance just refused (critical pods): vulcan follows the spec."""
+        entries = self._hooks[hook]
+        tiers = sorted({e.tier for e in entries})
+        for tier in tiers:
+            victims: list[VictimUnit] | None = None
+            for entry in entries:
+                if entry.tier != tier:
+                    continue
+                listed = getattr(entry.plugin, hook)(preemptor, candidates, state)
+                if listed is None:
+                    continue  # abstains
+                if not listed:
+                    return []
+                if victims is None:
+                    victims = list(listed)
+                else:
+                    keep = {id(unit) for unit in listed}
+                    victims = [unit for unit in victims if id(unit) in keep]
+            if victims is not None:
+                return victims
+        return []
+
+
+def _tier_votes(entries: Sequence[_Entry], ask: Callable[[SessionPlugin], Vote]) -> str | None:
+    refusal = _tier_refusal(entries, ask)
+    return refusal.reason if refusal is not None else None
+
+
+def _tier_refusal(
+    entries: Sequence[_Entry], ask: Callable[[SessionPlugin], Vote]
+) -> Refusal | None:
+    """Volcano's vote walk (JobEnqueueable, JobPipelined): any Reject refuses at once (its
+    reason); a tier holding a Permit admits without asking later tiers; all abstain admits."""
+    tier: int | None = None
+    permitted = False
+    for entry in entries:
+        if entry.tier != tier:
+            if permitted:
+                return None
+            tier = entry.tier
+        vote = ask(entry.plugin)
+        if vote.verdict == REJECT:
+            reason = vote.reason or f"refused by {entry.name}"
+            return Refusal(reason, entry.name, entry.tier == entries[0].tier)
+        if vote.verdict == PERMIT:
+            permitted = True
+    return None

@@ -1,0 +1,1 @@
+"""What plugins and actions share: gangs, queue shares, feasibility, placement, victims."""

@@ -1,0 +1,203 @@
+"""Volcano's `proportion` plugin: weight-based fair share of the cluster (spec/volcano.md §3.9).
+
+Per pass, for the queues that have jobs:
+
+    realCapability = (total - Σ guarantee of ALL queues)⁺ + own guarantee, ∧ capability
+    deserved       = water-filling of `total` by weight, each queue capped by realCapability and
+                     by its request, floored at its guarantee (below)
+    share          = max_dim allocated / deserved
+    Overused      <=> deserved <= allocated in every dimension
+    Allocatable   <=> Open and allocated + request <= deserved (requested dimensions)
+    Preemptive    <=> the same check, for a pod that would be placed by reclaiming
+    Reclaimable   : a victim is taken while its queue's running allocated is not <= deserved
+    JobEnqueueable : minResources + allocated + inqueue - elastic <= realCapability (§3.4)
+
+Water-filling (Volcano's loop): every unmet queue adds `remaining × weight / Σ unmet weights`
+to its deserved, then deserved = max(min(deserved, realCapability, request), guarantee); a queue
+is met once request <= deserved or its deserved stopped changing; `remaining` loses what the
+queues gained (and gets back what they lost, e.g. a cap) and the loop ends when nothing remains
+or nothing changed. Each round uses the `remaining` of the round's start, so the result does not
+depend on the order of the queues.
+
+Numbers: the loop runs on floats like Volcano's float64, comparing with Volcano's tolerance
+(0.1 unit, relaxed to 1e-9 relative for byte amounts so large that 0.1 is below float
+precision). The result is floored to ints (a value within that tolerance of an integer is
+snapped to it first), so Σ deserved never exceeds the total: 10 cpu over three equal queues is
+3333m each, and the 1m left over is deserved by no one.
+
+Queues without jobs take no part in the division (deserved 0), but their guarantee is still
+held back from everyone else's realCapability. `spec.parent` is ignored (proportion is flat).
+Weights below 1 count as 1 (the admission webhook turns 0 into 1).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from core.resources import ResourceVector
+from plugins.model.job_order import queue_order_key
+from plugins.model.queue_share import (
+    QueueInput,
+    QueueShare,
+    effective_capability,
+    guarantee_kept,
+    min_by_dimension,
+    requested_dims,
+    strip_pods,
+    sum_vectors,
+)
+from plugins.model.share_model import QueueShares
+
+__all__ = ["ProportionShares", "proportion_shares"]
+
+_ABS_TOLERANCE = 0.1  # Volcano's minResource
+_REL_TOLERANCE = 1e-9
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= max(_ABS_TOLERANCE, _REL_TOLERANCE * max(abs(a), abs(b)))
+
+
+def _le(a: float, b: float) -> bool:
+    return a <= b or _close(a, b)
+
+
+def _to_int(x: float) -> int:
+    nearest = round(x)
+    return int(nearest) if _close(x, nearest) else math.floor(x)
+
+
+@dataclass(slots=True)
+class _Claim:
+    name: str
+    weight: int
+    real_capability: ResourceVector
+    request: ResourceVector
+    guarantee: ResourceVector
+
+
+def water_fill(total: ResourceVector, claims: Sequence[_Claim]) -> dict[str, dict[str, float]]:
+    """Volcano's deserved loop; returns float deserved per queue name (see module docstring)."""
+    remaining = {n: float(a) for n, a in total.items()}
+    deserved: dict[str, dict[str, float]] = {c.name: {} for c in claims}
+    met: set[str] = set()
+    # Every round either meets a queue or moves `remaining`; the cap only guards float noise.
+    for _ in range(4 * len(claims) + 8):
+        total_weight = sum(c.weight for c in claims if c.name not in met)
+        if total_weight == 0:
+            break
+        before = dict(remaining)
+        increased: dict[str, float] = {}
+        decreased: dict[str, float] = {}
+        for claim in claims:
+            if claim.name in met:
+                continue
+            old = deserved[claim.name]
+            new: dict[str, float] = {}
+            for name in old.keys() | before.keys():
+                value = old.get(name, 0.0) + before.get(name, 0.0) * claim.weight / total_weight
+                if name in claim.real_capability:  # absent = unbounded (Infinity default)
+                    value = min(value, float(claim.real_capability.get(name)))
+                new[name] = min(value, float(claim.request.get(name)))  # absent = 0 (Zero)
+            for name, floor in claim.guarantee.items():
+                new[name] = max(new.get(name, 0.0), float(floor))
+            satisfied = all(_le(a, new.get(n, 0.0)) for n, a in claim.request.items())
+            unchanged = all(
+                _close(new.get(n, 0.0), old.get(n, 0.0)) for n in new.keys() | old.keys()
+            )
+            if satisfied or unchanged:
+                met.add(claim.name)
+            for name in new.keys() | old.keys():
+                diff = new.get(name, 0.0) - old.get(name, 0.0)
+                if diff > 0:
+                    increased[name] = increased.get(name, 0.0) + diff
+                elif diff < 0:
+                    decreased[name] = decreased.get(name, 0.0) - diff
+            deserved[claim.name] = new
+        for name in before.keys() | increased.keys() | decreased.keys():
+            left = before.get(name, 0.0) - increased.get(name, 0.0) + decreased.get(name, 0.0)
+            remaining[name] = max(0.0, left)
+        empty = all(v < _ABS_TOLERANCE for v in remaining.values())
+        still = all(_close(remaining[n], before.get(n, 0.0)) for n in remaining)
+        if empty or still:
+            break
+    return deserved
+
+
+def proportion_shares(total: ResourceVector, queues: Sequence[QueueInput]) -> ProportionShares:
+    """Deserved amounts and shares of `queues` over the cluster's `total` allocatable."""
+    total = strip_pods(total)
+    total_guarantee = sum_vectors(strip_pods(q.guarantee) for q in queues)
+    unguaranteed = total.saturating_sub(total_guarantee)
+    shares: dict[str, QueueShare] = {}
+    claims: list[_Claim] = []
+    for queue in queues:
+        guarantee = strip_pods(queue.guarantee)
+        capability = effective_capability(queue.capability)
+        real_capability = min_by_dimension(unguaranteed + guarantee, capability)
+        shares[queue.name] = QueueShare(
+            name=queue.name,
+            real_capability=real_capability,
+            capability=capability,
+            guarantee=guarantee,
+            allocated=strip_pods(queue.allocated),
+            request=strip_pods(queue.request),
+            inqueue=strip_pods(queue.inqueue),
+            elastic=strip_pods(queue.elastic),
+        )
+        if queue.has_jobs:
+            claims.append(
+                _Claim(
+                    queue.name,
+                    max(1, queue.weight),
+                    real_capability,
+                    strip_pods(queue.request),
+                    guarantee,
+                )
+            )
+    for name, amounts in water_fill(total, claims).items():
+        shares[name].deserved = ResourceVector({n: _to_int(v) for n, v in amounts.items()})
+    return ProportionShares(queues, shares)
+
+
+class ProportionShares(QueueShares):
+    """The proportion plugin's hooks over the shares computed by `proportion_shares`."""
+
+    def preemptive(self, queue: str, request: ResourceVector) -> bool:
+        """May `queue` reclaim for `request`: Open and allocated + request <= deserved on the
+        requested dimensions (Volcano's queueAllocatable). Open is required too: a closed
+        queue's pod could not be allocated on the room reclaimed for it."""
+        return self.allocatable(queue, request) is None
+
+    def victim_judge(self, beneficiary: str) -> _ProportionJudge:
+        return _ProportionJudge(self)
+
+    def queue_order(self) -> list[str]:
+        return sorted(self.shares, key=lambda n: queue_order_key(self.shares[n], self.queues[n]))
+
+
+class _ProportionJudge:
+    """Reclaimable walk: take a victim while its queue's running allocated is not <= deserved
+    (checked before subtracting, as Volcano does, so a queue 1 cpu over may lose an 8-cpu pod),
+    and never let it drop below its guarantee in a dimension the victim frees (the guarantee is
+    reserved for the queue; Volcano's proportion leaves this to deserved >= guarantee, which a
+    single large victim can overshoot)."""
+
+    def __init__(self, model: ProportionShares) -> None:
+        self._shares = model.shares
+        self._allocated = {n: s.allocated for n, s in model.shares.items()}
+
+    def take(self, queue: str, freed: ResourceVector) -> bool:
+        share = self._shares.get(queue)
+        if share is None:
+            return False
+        allocated = self._allocated[queue]
+        freed = strip_pods(freed)
+        if allocated.less_equal(share.deserved, "zero"):
+            return False  # not over its deserved share: nothing to reclaim from it
+        if not requested_dims(freed) or not guarantee_kept(allocated, freed, share.guarantee):
+            return False
+        self._allocated[queue] = allocated.saturating_sub(freed)
+        return True

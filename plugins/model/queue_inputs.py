@@ -1,0 +1,352 @@
+"""The queues' inputs for one scheduling pass, built from the cluster and the gang ledger's
+reservations (spec/volcano.md §3.9–3.10), the same for the extender's pass and for
+`vulcan explain` (`queue_inputs`, `queue_pass`). Pure: no I/O.
+
+`QueueBooks.build(snapshot, reserved, open_queues)` turns the cluster into
+`plugins.model.queue_share.QueueInput`s and hands them to the session's queue plugin, which builds
+its share model (`plugins.framework.session.Session.open_queues`: `capacity` when the conf enables
+it without `proportion`, else `proportion`, Volcano's default). What each queue holds:
+
+- `allocated`: requests of its bound, unfinished pods (the cache's `queue_allocated`) plus the
+  ledger's live reservations for its gangs — a reserved slot is capacity the gang holds, and
+  counting it keeps one pass from admitting past a queue's share.
+- `request`: allocated + what its pending pods request + for each waiting PodGroup the part of
+  its `minResources` no pod asks for yet (a Volcano Job's pods only exist after admission, and a
+  queue whose only work is such a group must still be given a share).
+- `inqueue`: for admitted (Inqueue) groups with `minResources`, what they have not placed yet,
+  less what their members gated by the user ask (Volcano's DeductSchGatedResources: gated work
+  does not hold the queue's room until its gates are removed). Not counted, while its pods
+  ask for it, for a group whose minResources alone exceed what allocate lets its queue hold now
+  (its deserved share, for proportion): such a gang cannot be placed whatever its queue's other
+  work does, and holding the queue's room for it refused every other gang of the queue for as
+  long as the other queues' demand kept its share down (issue 31's soak; Volcano's own open
+  issues 4617 and 5006). It holds the room again once its share could take it, so the queue's
+  work drains for it and it is not starved.
+- `elastic`: for each group, what its placed members (bound, or holding a reservation) hold
+  beyond what it needs to start (`plugins.model.elastic.elastic_resources`): enqueue subtracts it,
+  as Volcano's proportion and capacity do, since reclaim and preempt take it back first.
+
+A queue that does not exist (yet) is not invented, except `default`: Volcano's scheduler creates
+it at start, so a cluster without it behaves as if it existed (weight 1, reclaimable).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from core.api import keys
+from core.cache import Snapshot
+from core.records import PodGroupRecord, QueueRecord
+from core.resources import ResourceVector
+from plugins.model.elastic import elastic_resources
+from plugins.model.queue_share import (
+    QueueInput,
+    ShareModel,
+    queue_input,
+    strip_pods,
+    sum_vectors,
+)
+
+__all__ = [
+    "OpenQueues",
+    "QueueBooks",
+    "QueuePass",
+    "gated_request",
+    "members_request",
+    "queue_inputs",
+    "queue_pass",
+]
+
+_ZERO = ResourceVector()
+_WAITING_PHASES = ("", "Pending")
+
+# (cluster allocatable, the queues' inputs) -> the share model (the queue plugin's open).
+OpenQueues = Callable[[ResourceVector, Sequence[QueueInput]], ShareModel]
+
+
+def queue_inputs(
+    snapshot: Snapshot, reserved: Mapping[str, ResourceVector]
+) -> dict[str, QueueInput]:
+    """Every queue's inputs, from the cluster and the gang ledger's reservations per group
+    (`reserved`; empty where the ledger is not known, as for `vulcan explain` without the
+    extender)."""
+    return QueueBooks().inputs(snapshot, reserved)[0]
+
+
+def queue_pass(
+    snapshot: Snapshot, reserved: Mapping[str, ResourceVector], open_queues: OpenQueues
+) -> QueuePass:
+    """The queues as one pass sees them, computed afresh (no memory of earlier passes)."""
+    return QueueBooks().build(snapshot, reserved, open_queues)
+
+
+@dataclasses.dataclass(slots=True)
+class QueuePass:
+    """The queues as one scheduling pass sees them."""
+
+    model: ShareModel
+    inputs: dict[str, QueueInput]
+    groups_by_queue: Mapping[str, set[str]]  # queue -> keys of its PodGroups
+    phases: Mapping[str, Mapping[str, int]]  # queue -> PodGroup phase -> count
+    tentative: set[str] = dataclasses.field(default_factory=set)
+    """Pods filter let through since the pass (counted once in the model's allocated)."""
+    contended: frozenset[str] = frozenset()
+    """Queues that may refuse a pod now: not Open, or holding their deserved share or more."""
+
+    def queue_known(self, name: str) -> bool:
+        return name in self.inputs
+
+
+class QueueBooks:
+    """What each PodGroup adds to its queue, kept across passes (see the module docstring),
+    and the pass's `QueuePass` built from it with the session's queue plugin."""
+
+    def __init__(self) -> None:
+        # What each PodGroup adds to its queue (membership, phase count, the unasked part of
+        # a waiting group's minResources, the unplaced part of an admitted one), and the
+        # per-queue sums of those, kept across passes: a pass refreshes only the groups the
+        # cache says were touched (and those holding reservations), so its cost follows what
+        # changed, not how many groups wait.
+        self._contrib: dict[str, _Contribution] = {}
+        self._members: dict[str, set[str]] = {}
+        self._phases: dict[str, dict[str, int]] = {}
+        self._unasked: dict[str, dict[str, int]] = {}
+        self._inqueue: dict[str, dict[str, int]] = {}
+        self._elastic: dict[str, dict[str, int]] = {}
+        self._held_before: set[str] = set()
+        # Inqueue groups whose minResources count in `inqueue` and are asked by their pods
+        # (the ones a pass may find beyond their queue's share, see the module docstring).
+        self._asking: set[str] = set()
+        self._primed = False
+
+    def build(
+        self,
+        snapshot: Snapshot,
+        reserved_by_group: Mapping[str, ResourceVector],
+        open_queues: OpenQueues,
+        touched: Iterable[str] | None = None,
+    ) -> QueuePass:
+        """The queues for one pass: their inputs, and the share model the session's queue
+        plugin builds from them (`open_queues`, Volcano's OnSessionOpen of proportion or
+        capacity). `touched`: the groups changed since the previous call (the cache's
+        `take_dirty_groups()`); None recomputes everything."""
+        inputs, groups_by_queue = self.inputs(snapshot, reserved_by_group, touched)
+        model = open_queues(snapshot.total_allocatable, list(inputs.values()))
+        self._release_beyond_share(snapshot, model)
+        contended = frozenset(
+            name
+            for name, source in inputs.items()
+            if not source.open or _at_share(model, name, source)
+        )
+        return QueuePass(model, inputs, groups_by_queue, self._phases, contended=contended)
+
+    def inputs(
+        self,
+        snapshot: Snapshot,
+        reserved_by_group: Mapping[str, ResourceVector],
+        touched: Iterable[str] | None = None,
+    ) -> tuple[dict[str, QueueInput], dict[str, set[str]]]:
+        """Each queue's inputs, and each queue's PodGroups."""
+        records: dict[str, QueueRecord | None] = dict(snapshot.queues)
+        if keys.DEFAULT_QUEUE not in records:
+            records[keys.DEFAULT_QUEUE] = None
+        if touched is None or not self._primed:
+            self._reset()
+            redo: Iterable[str] = snapshot.podgroups.keys()
+            self._primed = touched is not None
+        else:
+            redo = set(touched) | self._held_before | reserved_by_group.keys()
+        for key in redo:
+            self._refresh(snapshot, key, reserved_by_group.get(key))
+        self._held_before = set(reserved_by_group)
+        reserved: dict[str, ResourceVector] = {}
+        for key, held in reserved_by_group.items():
+            group = snapshot.podgroups.get(key)
+            if group is not None:
+                reserved[group.queue] = reserved.get(group.queue, _ZERO) + held
+        groups_by_queue = {q: keys_ for q, keys_ in self._members.items() if keys_}
+        unasked = {q: ResourceVector._of(dict(v)) for q, v in self._unasked.items() if v}
+        inqueue = {q: ResourceVector._of(dict(v)) for q, v in self._inqueue.items() if v}
+        elastic = {q: ResourceVector._of(dict(v)) for q, v in self._elastic.items() if v}
+        inputs: dict[str, QueueInput] = {}
+        for name, record in records.items():
+            bound = snapshot.queue_allocated.get(name, _ZERO)
+            allocated = bound + reserved.get(name, _ZERO)
+            request = bound + snapshot.queue_pending.get(name, _ZERO) + unasked.get(name, _ZERO)
+            inputs[name] = queue_input(
+                name,
+                record,
+                allocated=allocated,
+                request=request,
+                inqueue=inqueue.get(name, _ZERO),
+                elastic=elastic.get(name, _ZERO),
+                has_groups=bool(groups_by_queue.get(name)),
+            )
+        return inputs, groups_by_queue
+
+    def _reset(self) -> None:
+        self._contrib = {}
+        self._members = {}
+        self._phases = {}
+        self._unasked = {}
+        self._inqueue = {}
+        self._elastic = {}
+        self._held_before = set()
+        self._asking = set()
+
+    def _release_beyond_share(self, snapshot: Snapshot, model: ShareModel) -> None:
+        """An Inqueue group that cannot be allocated at its queue's share however empty the
+        queue were does not hold the queue's room (module docstring): its `inqueue` goes."""
+        for key in self._asking:
+            contribution = self._contrib[key]
+            group = snapshot.podgroups.get(key)
+            if contribution.inqueue is None or group is None or group.min_resources is None:
+                continue
+            if model.beyond_limit(contribution.queue, group.min_resources):
+                model.release_inqueue(contribution.queue, contribution.inqueue)
+
+    def _refresh(self, snapshot: Snapshot, key: str, held: ResourceVector | None) -> None:
+        old = self._contrib.pop(key, None)
+        self._asking.discard(key)
+        if old is not None:
+            members = self._members.get(old.queue)
+            if members is not None:
+                members.discard(key)
+            counts = self._phases.get(old.queue)
+            if counts is not None:
+                counts[old.phase] -= 1
+                if not counts[old.phase]:
+                    del counts[old.phase]
+            if old.unasked is not None:
+                _take_from(self._unasked, old.queue, old.unasked)
+            if old.inqueue is not None:
+                _take_from(self._inqueue, old.queue, old.inqueue)
+            if old.elastic is not None:
+                _take_from(self._elastic, old.queue, old.elastic)
+        group = snapshot.podgroups.get(key)
+        if group is None:
+            return
+        new = _contribution(snapshot, group, held)
+        self._contrib[key] = new
+        self._members.setdefault(new.queue, set()).add(key)
+        counts = self._phases.setdefault(new.queue, {})
+        counts[new.phase] = counts.get(new.phase, 0) + 1
+        if new.unasked is not None:
+            _add_into(self._unasked, new.queue, new.unasked)
+        if new.inqueue is not None:
+            _add_into(self._inqueue, new.queue, new.inqueue)
+            if new.asked:
+                self._asking.add(key)
+        if new.elastic is not None:
+            _add_into(self._elastic, new.queue, new.elastic)
+
+
+@dataclasses.dataclass(slots=True, frozen=True)
+class _Contribution:
+    queue: str
+    phase: str
+    unasked: ResourceVector | None
+    inqueue: ResourceVector | None
+    elastic: ResourceVector | None = None
+    asked: bool = False  # its pods ask for all of its `inqueue` (counted in the queue's request)
+
+
+def _add_into(totals: dict[str, dict[str, int]], queue: str, amount: ResourceVector) -> None:
+    into = totals.setdefault(queue, {})
+    for name, value in amount.items():
+        into[name] = into.get(name, 0) + value
+
+
+def _take_from(totals: dict[str, dict[str, int]], queue: str, amount: ResourceVector) -> None:
+    into = totals.get(queue)
+    if into is None:
+        return
+    for name, value in amount.items():
+        left = into.get(name, 0) - value
+        if left:
+            into[name] = left
+        else:
+            into.pop(name, None)
+    if not into:
+        totals.pop(queue, None)
+
+
+def _contribution(
+    snapshot: Snapshot, group: PodGroupRecord, held: ResourceVector | None
+) -> _Contribution:
+    phase = group.phase or "Pending"
+    unasked = inqueue = None
+    asked = False
+    if group.min_resources is not None:
+        if group.phase in _WAITING_PHASES:
+            missing = group.min_resources.saturating_sub(members_request(snapshot, group))
+            unasked = None if missing.is_zero() else missing
+        elif group.phase == "Inqueue":
+            placed = members_request(snapshot, group, placed=True) + (held or _ZERO)
+            missing = group.min_resources.saturating_sub(placed)
+            gated = gated_request(snapshot, group)
+            if gated is not None:
+                missing = missing.saturating_sub(gated)
+            inqueue = None if missing.is_zero() else missing
+            asked = missing.saturating_sub(members_request(snapshot, group)).is_zero()
+    elastic = _elastic_of(snapshot, group, held)
+    return _Contribution(group.queue, phase, unasked, inqueue, elastic, asked)
+
+
+def _elastic_of(
+    snapshot: Snapshot, group: PodGroupRecord, held: ResourceVector | None
+) -> ResourceVector | None:
+    """What the group's placed members hold beyond what it needs to start (None: nothing)."""
+    placed = [
+        pod
+        for key in snapshot.pods_by_group.get(group.key, ())
+        if (pod := snapshot.pods.get(key)) is not None
+        and pod.node is not None
+        and not pod.terminal
+        and not pod.deleting
+    ]
+    if not placed and held is None:
+        return None
+    allocated = sum_vectors(pod.requests for pod in placed) + (held or _ZERO)
+    elastic = elastic_resources(allocated, group.min_resources, placed, group.min_member)
+    elastic = strip_pods(elastic)
+    return None if elastic.is_zero() else elastic
+
+
+def _at_share(model: ShareModel, name: str, source: QueueInput) -> bool:
+    """Some dimension the queue asks for is allocated up to its deserved amount already."""
+    share = model.shares.get(name)
+    if share is None:
+        return False
+    return any(
+        amount > 0 and source.allocated.get(dim) >= share.deserved.get(dim)
+        for dim, amount in source.request.items()
+        if dim != "pods" and amount > source.allocated.get(dim)
+    )
+
+
+def members_request(
+    snapshot: Snapshot, group: PodGroupRecord, *, placed: bool = False
+) -> ResourceVector:
+    """Σ requests of the group's unfinished members: bound ones (`placed`) or waiting ones."""
+    total = _ZERO
+    for key in snapshot.pods_by_group.get(group.key, ()):
+        pod = snapshot.pods.get(key)
+        if pod is None or pod.terminal or (pod.node is not None) != placed:
+            continue
+        total = total + pod.requests
+    return total
+
+
+def gated_request(snapshot: Snapshot, group: PodGroupRecord) -> ResourceVector | None:
+    """Σ requests of the group's pending members held by a scheduling gate of the user's (not
+    vulcan's own queue-allocation gate); None when there are none (the common case)."""
+    total: ResourceVector | None = None
+    for key in snapshot.pods_by_group.get(group.key, ()):
+        pod = snapshot.pods.get(key)
+        if pod is None or not pod.gates or pod.node is not None or pod.terminal:
+            continue
+        if pod.user_gated:
+            total = pod.requests if total is None else total + pod.requests
+    return total
