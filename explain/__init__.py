@@ -15,7 +15,7 @@ from __future__ import annotations
 from core.kube.client import KubeClient
 from explain.collect import KINDS, Collected, ExplainError, collect
 from explain.diagnose import Explanation, diagnose, render
-from plugins.framework.session import Session
+from plugins.framework.policy import Policy
 
 __all__ = [
     "KINDS",
@@ -36,10 +36,10 @@ async def explanation(
     namespace: str,
     client: KubeClient,
     extender_url: str | None = None,
-    session: Session | None = None,
+    session: Policy | None = None,
 ) -> Explanation:
     """The structured explanation (its `cause` is a stable key). Raises ExplainError.
-    `session`: the scheduler conf's (`plugins.framework.registry.build_session`; Volcano's default
+    `session`: the scheduler conf's (`plugins.framework.registry.build_policy`; Volcano's default
     conf when None)."""
     return diagnose(await collect(client, kind, name, namespace, extender_url), session)
 
@@ -50,7 +50,7 @@ async def explain(
     namespace: str,
     client: KubeClient,
     extender_url: str | None = None,
-    session: Session | None = None,
+    session: Policy | None = None,
 ) -> str:
     """The explanation as text (first line: the cause). Raises ExplainError."""
     return render(await explanation(kind, name, namespace, client, extender_url, session))

@@ -36,7 +36,7 @@ from explain.placement_causes import member_room
 from explain.queue_causes import allocate_refused
 from explain.texts import Finding, scheduling_message, short
 from explain.world import World, build_world
-from plugins.framework.session import Session
+from plugins.framework.policy import Policy
 from plugins.model import gang_ready
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ class Explanation:
         return self.finding.cause
 
 
-def diagnose(found: Collected, session: Session | None = None) -> Explanation:
+def diagnose(found: Collected, session: Policy | None = None) -> Explanation:
     """`session`: the scheduler conf's (Volcano's default when None), for the queue shares
     when the extender's last pass is not at hand."""
     focus = found.focus

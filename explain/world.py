@@ -18,8 +18,8 @@ from core.records import NodeRecord, PodGroupRecord, PodRecord, QueueRecord
 from core.records.common import resources
 from core.resources import ResourceVector, format_quantity
 from plugins.framework.config import default_config
-from plugins.framework.registry import build_session
-from plugins.framework.session import Session
+from plugins.framework.policy import Policy
+from plugins.framework.registry import build_policy
 from plugins.model import gang as gangs
 from plugins.model.capacity_shares import CapacityShares
 from plugins.model.feasibility import static_reason
@@ -75,7 +75,7 @@ class World:
         return best, max(amount, 0)
 
 
-def build_world(found: Collected, session: Session | None = None) -> World:
+def build_world(found: Collected, session: Policy | None = None) -> World:
     """`session`: the scheduler conf's (Volcano's default conf when None), whose queue plugin
     computes the shares when the extender's last pass is not at hand."""
     cache = ClusterCache()
@@ -94,7 +94,7 @@ def build_world(found: Collected, session: Session | None = None) -> World:
         world = World(snapshot, model, inputs, "the extender's last pass", plugin)
     else:
         # The ledger's reservations are the extender's alone: none are known here.
-        session = session or build_session(default_config())
+        session = session or build_policy(default_config())
         queues = queue_pass(snapshot, {}, session.open_queues)
         model = queues.model  # type: ignore[assignment]
         plugin = session.queue_model

@@ -31,8 +31,8 @@ from core.kube.events import NORMAL, WARNING
 from extender.queues import QueuePolicy
 from plugins.framework.config import DEFAULT_SCHEDULER_CONF, ConfigError, parse_scheduler_config
 from plugins.framework.node_order import Framework
-from plugins.framework.registry import build_session
-from plugins.framework.session import Session
+from plugins.framework.policy import Policy
+from plugins.framework.registry import build_policy
 
 log = logging.getLogger("vulcan.extender.conf")
 
@@ -49,7 +49,7 @@ class BuiltConf:
     """Everything the extender derives from one conf, built before it is used."""
 
     text: str
-    session: Session
+    session: Policy
     framework: Framework
     queue_policy: QueuePolicy
 
@@ -58,10 +58,10 @@ class BuiltConf:
         return conf_hash(self.text)
 
 
-def build_conf(text: str, adjust: Callable[[Session], None] | None = None) -> BuiltConf:
+def build_conf(text: str, adjust: Callable[[Policy], None] | None = None) -> BuiltConf:
     """Parse and build a conf; ConfigError (field + reason) if it cannot be used."""
     config = parse_scheduler_config(text)
-    session = build_session(config)
+    session = build_policy(config)
     if adjust is not None:
         adjust(session)
     return BuiltConf(text, session, Framework(session), QueuePolicy(session))
@@ -114,7 +114,7 @@ class ConfReloader:
         apply: Callable[[BuiltConf], None],
         metrics: ConfMetrics,
         *,
-        adjust: Callable[[Session], None] | None = None,
+        adjust: Callable[[Policy], None] | None = None,
         record: Callable[[str, str, str], None] | None = None,
         period: float = DEFAULT_PERIOD,
     ) -> None:

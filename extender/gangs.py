@@ -49,9 +49,10 @@ from extender.slots import SlotWatch
 from plugins.actions.evictions import victim_units
 from plugins.framework.config import default_config
 from plugins.framework.cycle import run_once
+from plugins.framework.extension_points import PassState
 from plugins.framework.node_order import Framework
-from plugins.framework.registry import build_session
-from plugins.framework.session import PassState, Session
+from plugins.framework.policy import Policy
+from plugins.framework.registry import build_policy
 from plugins.framework.traversal import AdmissionOrder
 from plugins.model.placement import Prefer
 from plugins.model.victims import VictimUnit
@@ -83,14 +84,14 @@ class GangScheduler:
         event_qps: float = 0.0,
         event_burst: int = 100,
         pipelined_wait: float = 0.5,
-        session: Session | None = None,
+        session: Policy | None = None,
         placement: Prefer | None = None,
         served: ServedPods | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         # The conf's plugins and actions (Volcano's default conf when none is given): every
         # decision of a pass is the session's (`plugins.actions.allocate`), applied here.
-        self.session = session or build_session(default_config())
+        self.session = session or build_policy(default_config())
         # Without the conf's `gang` plugin a PodGroup is only enqueued (queue and overcommit
         # rules); its members are then placed one by one, with no whole-gang placement and no
         # bind barrier (Volcano without gang: jobs may end up half placed).
@@ -208,7 +209,7 @@ class GangScheduler:
         # cache shows their victims leaving at once) drops it.
         self._victims: tuple[int, list[VictimUnit]] | None = None
 
-    def use_conf(self, session: Session, placement: Prefer, queue_policy: QueuePolicy) -> None:
+    def use_conf(self, session: Policy, placement: Prefer, queue_policy: QueuePolicy) -> None:
         """A reloaded scheduler conf (`extender.conf_reload`), taken between two passes (a pass
         never awaits). What the old conf decided is forgotten, so the next pass decides every
         group again; the ledger, held binds and admitted gangs stay."""

@@ -38,7 +38,7 @@ from extender.ungrouped import scheduler_names
 from extender.webhooks import WebhookServing
 from plugins.builtin.overcommit import OvercommitPlugin
 from plugins.framework.config import ConfigError
-from plugins.framework.session import Session
+from plugins.framework.policy import Policy
 
 log = logging.getLogger("vulcan.extender")
 
@@ -134,7 +134,7 @@ class Extender:
         self.server.memo.clear()
 
 
-def _apply_overcommit_flag(args: argparse.Namespace, session: Session) -> None:
+def _apply_overcommit_flag(args: argparse.Namespace, session: Policy) -> None:
     """The deprecated `--overcommit-factor` flag, when given, overrides the overcommit
     plugin's `overcommit-factor` argument; without the plugin in the conf there is no
     overcommit rule, and the flag says so instead of adding one."""

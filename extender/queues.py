@@ -12,8 +12,8 @@ from prometheus_client.core import GaugeMetricFamily
 from core.cache import Snapshot
 from core.resources import ResourceVector, format_quantity
 from plugins.framework.config import SchedulerConfig
-from plugins.framework.registry import build_session
-from plugins.framework.session import Session
+from plugins.framework.policy import Policy
+from plugins.framework.registry import build_policy
 from plugins.model.proportion_shares import proportion_shares
 from plugins.model.queue_inputs import QueueBooks, QueuePass, gated_request, members_request
 
@@ -33,11 +33,11 @@ class QueuePolicy:
     """The queues of each pass: the books kept across passes (`plugins.model.queue_inputs`) and the
     session whose queue plugin builds the share model from them."""
 
-    def __init__(self, config: SchedulerConfig | Session | None = None) -> None:
-        if isinstance(config, Session):
-            self.session: Session | None = config
+    def __init__(self, config: SchedulerConfig | Policy | None = None) -> None:
+        if isinstance(config, Policy):
+            self.session: Policy | None = config
         else:
-            self.session = build_session(config) if config is not None else None
+            self.session = build_policy(config) if config is not None else None
         self.books = QueueBooks()
 
     @property

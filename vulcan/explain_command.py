@@ -43,7 +43,7 @@ def main(args: argparse.Namespace) -> int:
     from core.kube.client import KubeClient
     from explain import ExplainError, explain
     from plugins.framework.config import ConfigError, load_scheduler_config
-    from plugins.framework.registry import build_session
+    from plugins.framework.registry import build_policy
     from vulcan.sim_commands import run_async
 
     # A person waits for the answer: fail in seconds, not after a client's long retries.
@@ -51,7 +51,7 @@ def main(args: argparse.Namespace) -> int:
 
     try:
         conf = getattr(args, "scheduler_conf", None)
-        session = build_session(load_scheduler_config(conf)) if conf else None
+        session = build_policy(load_scheduler_config(conf)) if conf else None
     except ConfigError as exc:
         print(f"vulcan explain: error: {exc}", file=sys.stderr)
         return 1

@@ -32,7 +32,8 @@ from plugins.builtin.task_topology import (
     parse_task_topology,
     plan_topology_gang,
 )
-from plugins.framework.session import PassState, Refusal, Session
+from plugins.framework.extension_points import PassState, Refusal
+from plugins.framework.policy import Policy
 from plugins.model import gang as gangs
 from plugins.model import gang_ready
 from plugins.model.elastic import trim_elastic
@@ -46,7 +47,7 @@ __all__ = ["Admission", "GangRoom", "allocate_gang", "enqueue", "gang_demand"]
 _ZERO = ResourceVector()
 
 
-def enqueue(session: Session, state: PassState, job: JobInput) -> Refusal | None:
+def enqueue(session: Policy, state: PassState, job: JobInput) -> Refusal | None:
     """Volcano's enqueue for one Pending job: None when enqueued (booked with JobEnqueued),
     else the vote that refused it."""
     refusal = session.enqueue_refusal(job, state)
@@ -117,7 +118,7 @@ def gang_demand(
 
 
 def allocate_gang(
-    session: Session,
+    session: Policy,
     state: PassState,
     snapshot: Snapshot,
     group: PodGroupRecord,
@@ -236,7 +237,7 @@ def allocate_gang(
 
 
 def _within_queue(
-    session: Session,
+    session: Policy,
     state: PassState,
     queue: str,
     demand: ResourceVector,
@@ -277,7 +278,7 @@ def _within_queue(
     return dataclasses.replace(plan, slots=kept, used=used, placed=len(kept))
 
 
-def _topology(session: Session, group: PodGroupRecord, view: gangs.GangView) -> TaskTopology | None:
+def _topology(session: Policy, group: PodGroupRecord, view: gangs.GangView) -> TaskTopology | None:
     """The gang's task-topology, when the conf has the plugin and the PodGroup asks for it (an
     invalid annotation is ignored, as Volcano's plugin ignores the job)."""
     plugin = session.plugins.get("task-topology")

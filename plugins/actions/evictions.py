@@ -23,7 +23,8 @@ from dataclasses import dataclass
 from core.cache import Snapshot
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
-from plugins.framework.session import PassState, Preemptor, Session
+from plugins.framework.extension_points import PassState, Preemptor
+from plugins.framework.policy import Policy
 from plugins.model.elastic import surplus_members
 from plugins.model.gang_fit import GangFit
 from plugins.model.placement import Plan, Prefer, plan_gang
@@ -139,7 +140,7 @@ def choose_evictions(
     members: list[PodRecord],
     units: Sequence[VictimUnit],
     request: EvictionRequest,
-    session: Session,
+    session: Policy,
     state: PassState,
     *,
     place: Callable[[Snapshot], Plan] | None = None,
@@ -239,7 +240,7 @@ def _on_usable_node(snapshot: Snapshot, unit: VictimUnit, usable: Collection[str
 
 def accepted_victims(
     action: str,
-    session: Session,
+    session: Policy,
     state: PassState,
     preemptor: Preemptor,
     units: Sequence[VictimUnit],
@@ -263,7 +264,7 @@ def accepted_victims(
 
 def victims_for_need(
     action: str,
-    session: Session,
+    session: Policy,
     state: PassState,
     preemptor: Preemptor,
     need: ResourceVector,

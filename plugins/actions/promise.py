@@ -27,7 +27,8 @@ from dataclasses import dataclass
 
 from core.resources import ResourceVector
 from plugins.actions.evictions import accepted_victims
-from plugins.framework.session import QUEUE_PLUGINS, PassState, Preemptor, Refusal, Session
+from plugins.framework.extension_points import PassState, Preemptor, Refusal
+from plugins.framework.policy import QUEUE_PLUGINS, Policy
 from plugins.model.job_order import JobInput
 from plugins.model.queue_share import QueueShare, strip_pods
 from plugins.model.victims import VictimUnit, effective_units, victim_order_key
@@ -67,7 +68,7 @@ def _name(unit: VictimUnit) -> str:
 
 
 def enqueue_by_eviction(
-    session: Session,
+    session: Policy,
     state: PassState,
     job: JobInput,
     units: Sequence[VictimUnit],
@@ -102,7 +103,7 @@ def enqueue_by_eviction(
 
 
 def refusal_follows_queue(
-    session: Session,
+    session: Policy,
     state: PassState,
     job: JobInput,
     refusal: Refusal,
@@ -134,7 +135,7 @@ def refusal_follows_queue(
 
 
 def _passes_without(
-    session: Session, state: PassState, job: JobInput, gone: list[VictimUnit]
+    session: Policy, state: PassState, job: JobInput, gone: list[VictimUnit]
 ) -> bool:
     """Would the enqueue votes pass with `gone` evicted? (A trial, undone before returning.)"""
     model = state.model

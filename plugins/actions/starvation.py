@@ -50,7 +50,8 @@ from contextlib import contextmanager
 from core.records import PodGroupRecord
 from core.resources import ResourceVector
 from plugins.actions.allocate import gang_demand
-from plugins.framework.session import PassState, Session
+from plugins.framework.extension_points import PassState
+from plugins.framework.policy import Policy
 from plugins.model import gang as gangs
 from plugins.model import gang_ready
 from plugins.model.queue_share import ShareModel
@@ -77,7 +78,7 @@ def starving_demand(group: PodGroupRecord, view: gangs.GangView) -> ResourceVect
 
 
 def waits_for_share(
-    session: Session, state: PassState, group: PodGroupRecord, view: gangs.GangView
+    session: Policy, state: PassState, group: PodGroupRecord, view: gangs.GangView
 ) -> bool:
     """Whether the gang's only obstacle is its queue's share: valid, its queue Open, its demand
     refused by the queue's Allocatable now, while its minimum alone fits in what the queue may
@@ -104,7 +105,7 @@ def held_for(target: str, queue: str) -> str:
 
 
 def hold_reason(
-    session: Session, state: PassState, group: PodGroupRecord, view: gangs.GangView, target: str
+    session: Policy, state: PassState, group: PodGroupRecord, view: gangs.GangView, target: str
 ) -> str:
     """Why a gang of a queue that drains for `target` waits: its queue's own refusal when the
     queue could not take it anyway (the usual words), else that it waits for `target`."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from plugins.framework.session import PassState, Preemptor, SessionPlugin
+from plugins.framework.extension_points import PassState, Preemptor, SessionPlugin
 from plugins.model.victims import VictimUnit
 
 

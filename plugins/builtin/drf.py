@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from core.resources import ResourceVector
-from plugins.framework.session import PassState, Preemptor, SessionPlugin
+from plugins.framework.extension_points import PassState, Preemptor, SessionPlugin
 from plugins.model.job_order import JobInput, drf_share
 from plugins.model.victims import VictimUnit
 

@@ -8,7 +8,14 @@ abstains rather than decide its tier with an unfiltered list."""
 
 from __future__ import annotations
 
-from plugins.framework.session import ABSTAINED, PERMITTED, REJECT, PassState, SessionPlugin, Vote
+from plugins.framework.extension_points import (
+    ABSTAINED,
+    PERMITTED,
+    REJECT,
+    PassState,
+    SessionPlugin,
+    Vote,
+)
 from plugins.model import gang, gang_ready
 from plugins.model.gang import GangView
 from plugins.model.job_order import JobInput

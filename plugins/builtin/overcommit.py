@@ -10,7 +10,7 @@ from typing import Any
 
 from core.resources import ResourceVector, format_shortfall
 from plugins.framework.config import ConfigError
-from plugins.framework.session import PERMITTED, REJECT, PassState, Vote
+from plugins.framework.extension_points import PERMITTED, REJECT, PassState, Vote
 from plugins.model.job_order import JobInput
 
 NAME = "overcommit"

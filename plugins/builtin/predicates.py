@@ -5,7 +5,7 @@ nodes that passed them."""
 
 from __future__ import annotations
 
-from plugins.framework.session import SessionPlugin
+from plugins.framework.extension_points import SessionPlugin
 
 
 class PredicatesPlugin(SessionPlugin):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from plugins.framework.session import PassState, Preemptor, SessionPlugin
+from plugins.framework.extension_points import PassState, Preemptor, SessionPlugin
 from plugins.model.gang import GangView
 from plugins.model.job_order import JobInput
 from plugins.model.victims import VictimUnit

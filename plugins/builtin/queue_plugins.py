@@ -4,7 +4,7 @@ Each builds its own share model when the session opens (`open_queues`, Volcano's
 OnSessionOpen: deserved, realCapability, allocated, inqueue from the queues' inputs,
 `plugins.model.queue_inputs`) and books into it (`job_enqueued`, `job_allocated`: Volcano's event
 handlers); the other hooks are the extension points Volcano's plugins register over it. The
-session picks the model (`plugins.framework.session.Session.open_queues`: capacity when the conf
+session picks the model (`plugins.framework.policy.Session.open_queues`: capacity when the conf
 enables it without proportion). Without either plugin in the conf a queue still reports its numbers
 (proportion's), but nothing is refused or reclaimed on their account."""
 
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from core.resources import ResourceVector
 from plugins.framework.config import PluginOption
-from plugins.framework.session import (
+from plugins.framework.extension_points import (
     ABSTAINED,
     PERMITTED,
     REJECT,
@@ -31,6 +31,7 @@ from plugins.model.victims import VictimUnit, victim_order_key
 
 
 class _SharePlugin(SessionPlugin):
+    hierarchical = False  # capacity's enableHierarchy: a tree of queues
     def open_queues(self, total: ResourceVector, inputs: Sequence[QueueInput]) -> ShareModel:
         """Volcano's OnSessionOpen: the queues' deserved shares from their inputs."""
         raise NotImplementedError
@@ -105,7 +106,6 @@ class CapacityPlugin(_SharePlugin):
     """Capacity registers no Overused: a queue may borrow up to its realCapability."""
 
     name = "capacity"
-    hierarchical = False
 
     def configure(self, option: PluginOption) -> None:
         self.hierarchical = option.is_enabled("enableHierarchy")

@@ -12,7 +12,7 @@ from typing import Any
 
 from core.durations import parse_duration
 from plugins.framework.config import ConfigError
-from plugins.framework.session import ABSTAINED, PERMITTED, PassState, SessionPlugin, Vote
+from plugins.framework.extension_points import ABSTAINED, PERMITTED, PassState, SessionPlugin, Vote
 from plugins.model.gang import GangView
 from plugins.model.job_order import JobInput, parse_time
 
@@ -21,6 +21,8 @@ ARGUMENT = "sla-waiting-time"
 
 class SlaPlugin(SessionPlugin):
     name = "sla"
+    helpers = ("deadline",)
+    clock_dependent = True  # a job's enqueue is permitted once its waiting time has passed
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
         super().__init__(arguments)

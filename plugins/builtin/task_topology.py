@@ -61,7 +61,7 @@ from plugins.builtin.task_topology_buckets import (
     parse_task_topology,
 )
 from plugins.framework.config import int_argument
-from plugins.framework.session import SessionPlugin
+from plugins.framework.extension_points import SessionPlugin
 from plugins.model.gang_fit import GangFit, Held
 from plugins.model.placement import (
     Plan,
@@ -94,9 +94,11 @@ _DIM_PRIORITY = {"cpu": 1, "memory": 2, "ephemeral-storage": 3, "pods": 4}
 
 class TaskTopologyPlugin(SessionPlugin):
     """The plugin as a conf names it; it registers no session hook (Volcano's TaskOrderFn and
-    NodeOrderFn act on pods: `Buckets.task_order_key`, `node_scorer` below)."""
+    NodeOrderFn act on pods: `Buckets.task_order_key`, `member_scorer` below, which the gang
+    planner uses: it is not the node_scorer extension point, whose request alone it lacks)."""
 
     name = "task-topology"
+    helpers = ("member_scorer",)
 
     def __init__(self, arguments: Mapping[str, Any] | None = None) -> None:
         super().__init__(arguments or {})
@@ -108,7 +110,7 @@ class TaskTopologyPlugin(SessionPlugin):
         order but no node preference; negative weights push buckets apart."""
         return self.weight > 0
 
-    def node_scorer(
+    def member_scorer(
         self, buckets: Buckets, pod: PodRecord, placed: Mapping[str, str] | None = None
     ) -> Callable[[str, ResourceVector], float]:
         """Volcano's NodeOrderFn for one member: (node name, free resources) -> score."""

@@ -49,7 +49,8 @@ from plugins.actions.starvation import (
     starving_demand,
     waits_for_share,
 )
-from plugins.framework.session import PassState, Session
+from plugins.framework.extension_points import PassState
+from plugins.framework.policy import Policy
 from plugins.framework.traversal import AdmissionOrder, cluster_used, job_input, queue_numbers
 from plugins.model import gang as gangs
 from plugins.model.job_order import JobInput
@@ -166,7 +167,7 @@ class Decision:
         return sum_vectors(requests[pod_key] for pod_key in self.slots)
 
 
-def stage_of(session: Session, group: PodGroupRecord, view: gangs.GangView, admitted: bool) -> str:
+def stage_of(session: Policy, group: PodGroupRecord, view: gangs.GangView, admitted: bool) -> str:
     """Which step of the cycle the group waits for (the module docstring)."""
     gang = session.has("gang")
     # Pending, or Inqueue but not placed whole: e.g. after a restart, a gang timeout or a
@@ -205,7 +206,7 @@ class Cycle:
 
 
 def open_session(
-    session: Session,
+    session: Policy,
     snapshot: Snapshot,
     books: QueueBooks,
     reserved_by_group: Mapping[str, ResourceVector],
@@ -228,7 +229,7 @@ def open_session(
 
 
 def run_once(
-    session: Session,
+    session: Policy,
     snapshot: Snapshot,
     host: CycleHost,
     *,
@@ -253,7 +254,7 @@ def run_once(
 
 
 def _decide(
-    session: Session,
+    session: Policy,
     snapshot: Snapshot,
     state: PassState,
     queues: Iterable[tuple[str, Iterable[PodGroupRecord]]],
@@ -313,7 +314,7 @@ def _decide(
 
 
 def _enqueue(
-    session: Session,
+    session: Policy,
     state: PassState,
     snapshot: Snapshot,
     group: PodGroupRecord,
@@ -351,7 +352,7 @@ def _enqueue(
 
 
 def _allocate(
-    session: Session,
+    session: Policy,
     state: PassState,
     snapshot: Snapshot,
     group: PodGroupRecord,

@@ -73,7 +73,7 @@ from plugins.builtin.binpack import BinpackPlugin
 from plugins.builtin.nodeorder import NodeOrderPlugin
 from plugins.framework.config import SchedulerConfig
 from plugins.framework.node_order import Framework
-from plugins.framework.session import Session
+from plugins.framework.policy import Policy
 
 __all__ = [
     "DEFAULT_SCORE_WEIGHTS",
@@ -176,10 +176,10 @@ GANG_NARROWS = (
 
 
 def plan_profile(
-    config: SchedulerConfig | Session, kube_version: tuple[int, int] = KUBE_VERSION
+    config: SchedulerConfig | Policy, kube_version: tuple[int, int] = KUBE_VERSION
 ) -> ProfilePlan:
     """The profile's plan for a conf (module docstring)."""
-    session = config if isinstance(config, Session) else Framework(config).session
+    session = config if isinstance(config, Policy) else Framework(config).session
     if session.has("gang"):
         return ProfilePlan(prioritize=False, scoring=None, why=GANG_NARROWS)
     rendered = render_node_order(session, kube_version)
@@ -194,7 +194,7 @@ def plan_profile(
 
 
 def render_node_order(
-    config: SchedulerConfig | Session | Framework, kube_version: tuple[int, int] = KUBE_VERSION
+    config: SchedulerConfig | Policy | Framework, kube_version: tuple[int, int] = KUBE_VERSION
 ) -> KubeScoring | NotExpressible:
     """The conf's node order, added to kube-scheduler's default resource scoring as the
     extender's prioritize adds it, as fixed plugin weights for kube-scheduler `kube_version`

@@ -3,7 +3,7 @@
 Pure policy: functions of the snapshot the caller passes in (no I/O, no asyncio, no imports from
 the extender or controllers), so the extender, the simulator and tests share one implementation.
 
-Scoring follows Volcano's Session.NodeOrderFn (pkg/scheduler/framework/session_plugins.go): a
+Scoring follows Volcano's Policy.NodeOrderFn (pkg/scheduler/framework/session_plugins.go): a
 node's score is the **sum** over every tier and every plugin entry with `enableNodeOrder` (default
 true) of that plugin's node-order score. Tier order does not matter for a sum, and there is no
 normalisation between plugins: each returns its own 0..100×weight scale.
@@ -23,8 +23,8 @@ from core.resources import ResourceVector
 from plugins.builtin.binpack import BinpackPlugin
 from plugins.builtin.nodeorder import NodeOrderPlugin
 from plugins.framework.config import SchedulerConfig
-from plugins.framework.registry import build_session
-from plugins.framework.session import Session
+from plugins.framework.policy import Policy
+from plugins.framework.registry import build_policy
 from plugins.model.node_state import NodeState
 from plugins.model.placement import Prefer
 
@@ -70,14 +70,14 @@ class Framework:
     """The conf's node-order plugins (the session's `node_scorer` extension point), ready to
     score pods against nodes.
 
-    Built from a `Session` (the extender's: the same plugin instances), or from a conf alone
+    Built from a `Policy` (the extender's: the same plugin instances), or from a conf alone
     (plugins vulcan does not implement are left out and listed in `unimplemented`). Bad
     arguments raise ConfigError naming the entry, e.g.
     `tiers[1].plugins[5].arguments["binpack.weight"]: expected an integer, not 'ten'`.
     """
 
-    def __init__(self, config: SchedulerConfig | Session) -> None:
-        session = config if isinstance(config, Session) else build_session(config, require=False)
+    def __init__(self, config: SchedulerConfig | Policy) -> None:
+        session = config if isinstance(config, Policy) else build_policy(config, require=False)
         self.session = session
         self.config = session.config
         self.score_plugins: list[ScorePlugin] = session.plugins_for("node_scorer")

@@ -2,7 +2,7 @@
 session a scheduler conf builds from them.
 
 Adding a plugin is one module (a class with `name` and the extension points it registers,
-see `plugins.framework.session`) and one line in `PLUGINS` below.
+see `plugins.framework.policy`) and one line in `PLUGINS` below.
 """
 
 from __future__ import annotations
@@ -22,13 +22,14 @@ from plugins.builtin.queue_plugins import CapacityPlugin, ProportionPlugin
 from plugins.builtin.sla import SlaPlugin
 from plugins.builtin.task_topology import TaskTopologyPlugin
 from plugins.framework.config import ConfigError, SchedulerConfig
-from plugins.framework.session import Session
+from plugins.framework.extension_points import check_plugin
+from plugins.framework.policy import Policy
 
 __all__ = [
     "IMPLEMENTED_ACTIONS",
     "IMPLEMENTED_PLUGINS",
     "PLUGINS",
-    "build_session",
+    "build_policy",
     "require_implemented",
 ]
 
@@ -78,10 +79,11 @@ def require_implemented(config: SchedulerConfig) -> None:
                 )
 
 
-def build_session(config: SchedulerConfig, *, require: bool = True) -> Session:
-    """The session of `config`: each plugin built once, from its last entry's arguments
-    (Volcano keys plugins by name), errors naming the entry. `require=False` leaves out the
-    plugins vulcan does not implement instead of refusing the conf (node scoring alone)."""
+def build_policy(config: SchedulerConfig, *, require: bool = True) -> Policy:
+    """The policy of `config`: each plugin built once, from its last entry's arguments
+    (Volcano keys plugins by name) and checked against the extension points
+    (`check_plugin`), errors naming the entry. `require=False` leaves out the plugins vulcan
+    does not implement instead of refusing the conf (node scoring alone)."""
     if require:
         require_implemented(config)
     instances: dict[str, Any] = {}
@@ -89,8 +91,11 @@ def build_session(config: SchedulerConfig, *, require: bool = True) -> Session:
         for plugin_index, option in enumerate(tier.plugins):
             if option.name not in PLUGINS:
                 continue
+            where = f"tiers[{tier_index}].plugins[{plugin_index}]"
             try:
-                instances[option.name] = PLUGINS[option.name](option.arguments)
+                plugin = PLUGINS[option.name](option.arguments)
             except ConfigError as exc:
-                raise ConfigError(f"tiers[{tier_index}].plugins[{plugin_index}].{exc}") from None
-    return Session(config, instances)
+                raise ConfigError(f"{where}.{exc}") from None
+            check_plugin(plugin, where)
+            instances[option.name] = plugin
+    return Policy(config, instances)

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any
 from core.api import keys
 from core.records import PodGroupRecord
 from core.resources import ResourceVector
-from plugins.framework.session import PassState, Session
+from plugins.framework.extension_points import PassState
+from plugins.framework.policy import Policy
 from plugins.model import gang as gangs
 from plugins.model.job_order import JobInput
 from plugins.model.queue_inputs import QueuePass, members_request
@@ -89,7 +90,7 @@ def queue_numbers(queue_pass: QueuePass | PassState | None, name: str) -> tuple[
 
 
 class AdmissionOrder:
-    def __init__(self, versions: Mapping[str, int], session: Session) -> None:
+    def __init__(self, versions: Mapping[str, int], session: Policy) -> None:
         """`versions`: each group's version (the cache's `group_versions`, read live)."""
         self.versions = versions
         self.session = session

@@ -3,7 +3,7 @@
 share (`drf_share`), and the queue-order key of the share plugins (`queue_order_key`: spec.
 priority higher first, then share lower first, then (capacity) queues with a deserved amount
 before best-effort ones of equal share, then creationTimestamp, then name). The job order
-itself is the session's (`plugins.framework.session.Session.job_order_key`): the conf's priority,
+itself is the session's (`plugins.framework.policy.Session.job_order_key`): the conf's priority,
 gang, drf and sla plugins, each in its own module, voting in the conf's order.
 
 Timestamps are RFC 3339 strings as Kubernetes writes them; an empty or unreadable one counts as

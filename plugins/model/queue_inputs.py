@@ -4,7 +4,7 @@ reservations (spec/volcano.md §3.9–3.10), the same for the extender's pass an
 
 `QueueBooks.build(snapshot, reserved, open_queues)` turns the cluster into
 `plugins.model.queue_share.QueueInput`s and hands them to the session's queue plugin, which builds
-its share model (`plugins.framework.session.Session.open_queues`: `capacity` when the conf enables
+its share model (`plugins.framework.policy.Session.open_queues`: `capacity` when the conf enables
 it without `proportion`, else `proportion`, Volcano's default). What each queue holds:
 
 - `allocated`: requests of its bound, unfinished pods (the cache's `queue_allocated`) plus the

@@ -7,7 +7,7 @@ vulcan goes further and never evicts part of a running gang (a gang with a membe
 while still holding the rest), so the gang filter is satisfied by construction.
 
 Which units a reclaim or preempt may take is decided by the session's plugins
-(`plugins.framework.session`: priority, conformance, drf, proportion, capacity, combined by tier)
+(`plugins.framework.policy`: priority, conformance, drf, proportion, capacity, combined by tier)
 over the action's own candidates (`plugins.actions.evictions.accepted_victims`: another, reclaimable
 queue for reclaim; the same queue and not the preemptor's job for preempt; preemptable units only,
 `volcano.sh/preemptable` read as Go's ParseBool, annotation over label). This module holds

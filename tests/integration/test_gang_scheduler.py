@@ -19,7 +19,7 @@ from extender.ledger import GangLedger
 from extender.metrics import GangMetrics
 from extender.protocol import BindingArgs
 from plugins.framework.config import default_config, parse_scheduler_config
-from plugins.framework.registry import build_session
+from plugins.framework.registry import build_policy
 from tests.helpers import add_ready_node, member_filter, pod_info, until
 
 # Volcano's default conf without the gang plugin.
@@ -71,7 +71,7 @@ async def started(
         client,
         binder.bind,
         gang_timeout=5,
-        session=build_session(default_config() if gang_enabled else NO_GANG),
+        session=build_policy(default_config() if gang_enabled else NO_GANG),
         gang_metrics=gang_metrics,
     )
     gangs.start(enqueue=False)  # passes are driven by the test, one at a time

@@ -9,8 +9,9 @@ from core.resources import ResourceVector
 from plugins.actions import allocate as actions
 from plugins.builtin.gang import GangPlugin
 from plugins.framework.config import default_config, parse_scheduler_config
-from plugins.framework.registry import build_session
-from plugins.framework.session import PERMIT, REJECT, PassState, Session
+from plugins.framework.extension_points import PERMIT, REJECT, PassState
+from plugins.framework.policy import Policy
+from plugins.framework.registry import build_policy
 from plugins.framework.traversal import job_input
 from plugins.model import gang as gangs
 from plugins.model import gang_ready
@@ -19,7 +20,7 @@ from plugins.model.proportion_shares import proportion_shares
 from plugins.model.queue_share import QueueInput
 from tests.unit.test_gang_placement import node, pod
 
-DEFAULT = build_session(default_config())
+DEFAULT = build_policy(default_config())
 
 
 def group(name: str, min_member: int, **spec: object) -> PodGroupRecord:
@@ -40,7 +41,7 @@ def cluster(nodes: list[str], groups: list[PodGroupRecord], pods: list[PodRecord
 
 
 def allocate(
-    session: Session, snap: Snapshot, g: PodGroupRecord, state: PassState | None = None
+    session: Policy, snap: Snapshot, g: PodGroupRecord, state: PassState | None = None
 ) -> actions.Admission:
     view = gangs.gang_view(snap, g.key)
     assert view is not None
@@ -76,7 +77,7 @@ def test_allocate_refuses_a_gang_with_too_few_members_by_the_gang_plugin() -> No
     decision = allocate(DEFAULT, snap, g)
     assert decision.reason == "gang ns/a: 2/3 members created"
     # Without gang in the conf there is no JobValid: the placement itself is what fails.
-    no_gang = build_session(parse_scheduler_config("tiers:\n- plugins:\n  - name: priority\n"))
+    no_gang = build_policy(parse_scheduler_config("tiers:\n- plugins:\n  - name: priority\n"))
     reason = allocate(no_gang, snap, g).reason
     assert reason == "gang ns/a: waiting for admission: only 2 pending members for 3 required"
 
@@ -96,7 +97,7 @@ def test_allocate_asks_the_queue_through_the_session() -> None:
     refused = allocate(DEFAULT, snap, g, tight)
     assert refused.reason is not None and "queue q" in refused.reason
     # proportion off: the queue's capability refuses nothing.
-    plain = build_session(parse_scheduler_config("tiers:\n- plugins:\n  - name: gang\n"))
+    plain = build_policy(parse_scheduler_config("tiers:\n- plugins:\n  - name: gang\n"))
     assert allocate(plain, snap, g, tight).plan is not None
 
 

@@ -13,8 +13,9 @@ from plugins.actions.allocate import GangRoom
 from plugins.builtin.queue_plugins import ProportionPlugin
 from plugins.framework.config import parse_scheduler_config
 from plugins.framework.cycle import ADOPT, ALLOCATE, ENQUEUE, Decision, run_once
-from plugins.framework.registry import PLUGINS, build_session
-from plugins.framework.session import PassState, Session
+from plugins.framework.extension_points import PassState
+from plugins.framework.policy import Policy
+from plugins.framework.registry import PLUGINS, build_policy
 from plugins.framework.traversal import AdmissionOrder
 from plugins.model.queue_inputs import QueueBooks, queue_pass
 from plugins.model.victims import VictimUnit
@@ -128,7 +129,7 @@ def cluster(groups: list[PodGroupRecord], pods: list[PodRecord], capability: str
     return cache.snapshot()
 
 
-def cycle(session: Session, snap: Snapshot, host: Host) -> list[Decision]:
+def cycle(session: Policy, snap: Snapshot, host: Host) -> list[Decision]:
     done = run_once(
         session,
         snap,
@@ -143,8 +144,8 @@ def cycle(session: Session, snap: Snapshot, host: Host) -> list[Decision]:
     return done.decisions
 
 
-def session_of(actions: str, tiers: str = TIERS) -> Session:
-    return build_session(parse_scheduler_config(f'actions: "{actions}"\n{tiers}'))
+def session_of(actions: str, tiers: str = TIERS) -> Policy:
+    return build_policy(parse_scheduler_config(f'actions: "{actions}"\n{tiers}'))
 
 
 def contended_queue() -> Snapshot:

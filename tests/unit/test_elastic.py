@@ -13,8 +13,8 @@ from core.served import ServedPods
 from plugins.actions.evictions import victim_units
 from plugins.actions.promise import enqueue_by_eviction
 from plugins.framework.config import default_config
-from plugins.framework.registry import build_session
-from plugins.framework.session import PassState, Preemptor
+from plugins.framework.extension_points import PassState, Preemptor
+from plugins.framework.registry import build_policy
 from plugins.framework.traversal import job_input
 from plugins.model.elastic import elastic_resources, surplus_members, trim_elastic
 from plugins.model.job_order import JobInput
@@ -23,7 +23,7 @@ from plugins.model.queue_share import QueueInput
 from plugins.model.victims import effective_units, walk_victims
 from tests.unit.test_evictions import group, node, pod, snapshot
 
-SESSION = build_session(default_config())
+SESSION = build_policy(default_config())
 
 
 def cpu(cores: int) -> ResourceVector:

@@ -13,10 +13,10 @@ from core.resources import ResourceVector
 from core.served import ServedPods
 from plugins.actions.evictions import EvictionRequest, choose_evictions, victim_units
 from plugins.framework.config import default_config
-from plugins.framework.registry import build_session
-from plugins.framework.session import PassState
+from plugins.framework.extension_points import PassState
+from plugins.framework.registry import build_policy
 
-SESSION = build_session(default_config())
+SESSION = build_policy(default_config())
 SERVE_ALL = ServedPods.every()
 
 

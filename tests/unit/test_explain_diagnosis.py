@@ -895,7 +895,7 @@ def test_a_job_enqueued_on_the_promise_of_eviction_names_whom_it_will_preempt() 
 def test_without_the_extender_explain_computes_the_shares_with_the_confs_queue_plugin() -> None:
     from explain.world import build_world
     from plugins.framework.config import parse_scheduler_config
-    from plugins.framework.registry import build_session
+    from plugins.framework.registry import build_policy
     from plugins.model.capacity_shares import CapacityShares
     from plugins.model.queue_inputs import queue_inputs
 
@@ -911,7 +911,7 @@ def test_without_the_extender_explain_computes_the_shares_with_the_confs_queue_p
     default = build_world(found)
     assert default.plugin == "proportion"
     assert default.shares_from == "computed by explain (proportion)"
-    capacity = build_session(
+    capacity = build_policy(
         parse_scheduler_config("tiers:\n- plugins:\n  - name: gang\n  - name: capacity\n")
     )
     world = build_world(found, capacity)

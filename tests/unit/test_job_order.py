@@ -9,8 +9,8 @@ from dataclasses import replace
 from core.resources import ResourceVector
 from plugins.builtin.sla import SlaPlugin
 from plugins.framework.config import SchedulerConfig, default_config, parse_scheduler_config
-from plugins.framework.registry import build_session
-from plugins.framework.session import PassState
+from plugins.framework.extension_points import PassState
+from plugins.framework.registry import build_policy
 from plugins.model.job_order import JobInput, drf_share, parse_time, queue_order_key
 from plugins.model.queue_share import QueueInput, QueueShare
 
@@ -43,7 +43,7 @@ CHAIN = parse_scheduler_config(
 
 def job_order_key(job: JobInput, config: SchedulerConfig = CHAIN) -> tuple[object, ...]:
     state = PassState(total=TOTAL.as_dict(), now=NOW)
-    return build_session(config).job_order_key(job, state)
+    return build_policy(config).job_order_key(job, state)
 
 
 def order(*jobs: JobInput) -> list[str]:
@@ -51,7 +51,7 @@ def order(*jobs: JobInput) -> list[str]:
 
 
 def job_order_plugins(config: SchedulerConfig) -> tuple[str, ...]:
-    return tuple(p.name for p in build_session(config).plugins_for("job_order_key"))
+    return tuple(p.name for p in build_policy(config).plugins_for("job_order_key"))
 
 
 def cpu(cores: float, mem_gi: float = 0) -> ResourceVector:

@@ -324,8 +324,8 @@ def test_framework_uses_a_plain_score_plugin_through_the_adapter(
         def __init__(self, arguments: dict[str, Any]) -> None:
             self.factor = int(arguments.get("factor", 1))
 
-        def score(self, request: ResourceVector, state: NodeState) -> float:
-            return float(state.allocatable.cpu - state.requested.cpu) * self.factor
+        def score(self, request: ResourceVector, node: NodeState) -> float:
+            return float(node.allocatable.cpu - node.requested.cpu) * self.factor
 
     monkeypatch.setitem(registry.PLUGINS, "tdm", CpuFree)
     fw = framework("- plugins:\n  - name: tdm\n    arguments: {factor: 2}\n")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from plugins.framework.config import ConfigError, default_config, parse_scheduler_config
-from plugins.framework.registry import build_session, require_implemented
+from plugins.framework.registry import build_policy, require_implemented
 from tests.helpers import REPO
 
 
@@ -71,11 +71,11 @@ def test_overcommit_is_the_plugins_argument_and_off_without_the_plugin() -> None
     from plugins.builtin import overcommit
 
     def factor(plugins: str) -> float | None:
-        session = build_session(parse_scheduler_config(f"tiers:\n- plugins:\n{plugins}"))
+        session = build_policy(parse_scheduler_config(f"tiers:\n- plugins:\n{plugins}"))
         plugin = session.plugins.get("overcommit")
         return None if plugin is None else plugin.factor
 
-    assert build_session(default_config()).plugins["overcommit"].factor == 1.2
+    assert build_policy(default_config()).plugins["overcommit"].factor == 1.2
     assert factor("  - name: overcommit\n    arguments: {overcommit-factor: 2.0}\n") == 2.0
     assert factor("  - name: overcommit\n    arguments: {overcommit-factor: 0.5}\n") == 1.2
     assert factor("  - name: gang\n") is None  # no plugin: no rule

@@ -1,4 +1,4 @@
-"""plugins.framework.session: the conf's plugins combined at each extension point as Volcano
+"""plugins.framework.policy: the conf's plugins combined at each extension point as Volcano
 combines them (spec/volcano.md §3.2), and each plugin's contribution switched off by leaving it out
 of the conf or by its enable flag."""
 
@@ -7,18 +7,18 @@ from __future__ import annotations
 from core.resources import ResourceVector
 from plugins.actions.promise import refusal_follows_queue
 from plugins.framework.config import DEFAULT_SCHEDULER_CONF, default_config, parse_scheduler_config
-from plugins.framework.registry import build_session
-from plugins.framework.session import (
+from plugins.framework.extension_points import (
     ABSTAIN,
-    HOOK_FLAGS,
+    EXTENSION_POINTS,
     PERMIT,
     REJECT,
     PassState,
     Preemptor,
-    Session,
     SessionPlugin,
     Vote,
 )
+from plugins.framework.policy import Policy
+from plugins.framework.registry import build_policy
 from plugins.model.job_order import JobInput
 from plugins.model.proportion_shares import proportion_shares
 from plugins.model.queue_share import QueueInput
@@ -31,8 +31,8 @@ def cpu(cores: int) -> ResourceVector:
     return ResourceVector({"cpu": cores * 1000})
 
 
-def session_of(tiers: str, actions: str = "enqueue, allocate") -> Session:
-    return build_session(parse_scheduler_config(f'actions: "{actions}"\ntiers:\n{tiers}'))
+def session_of(tiers: str, actions: str = "enqueue, allocate") -> Policy:
+    return build_policy(parse_scheduler_config(f'actions: "{actions}"\ntiers:\n{tiers}'))
 
 
 def job(name: str, **fields: object) -> JobInput:
@@ -72,7 +72,7 @@ def test_job_order_follows_the_confs_plugins_in_tier_order() -> None:
     high_ready = job("a", priority=10, ready=True)
     low_waiting = job("b", priority=1, ready=False)
     state = PassState(total={"cpu": 100_000})
-    default = build_session(default_config())
+    default = build_policy(default_config())
     # priority first (tier 1): the higher-priority job leads though it is ready.
     ranked = sorted([low_waiting, high_ready], key=lambda j: default.job_order_key(j, state))
     assert [j.key for j in ranked] == ["ns/a", "ns/b"]
@@ -123,13 +123,13 @@ class _Voter(SessionPlugin):
         return self.vote
 
 
-def _voting(*tiers: list[tuple[str, int]]) -> tuple[Session, dict[str, _Voter]]:
+def _voting(*tiers: list[tuple[str, int]]) -> tuple[Policy, dict[str, _Voter]]:
     text = "".join(
         "- plugins:\n" + "".join(f"  - name: {name}\n" for name, _ in tier) for tier in tiers
     )
     config = parse_scheduler_config(f"tiers:\n{text}")
     voters = {name: _Voter(name, verdict) for tier in tiers for name, verdict in tier}
-    return Session(config, voters), voters
+    return Policy(config, voters), voters
 
 
 def test_enqueue_votes_combine_by_tier() -> None:
@@ -153,7 +153,7 @@ def test_overcommit_and_proportion_vote_only_when_configured() -> None:
     model = proportion_shares(cpu(10), list(queues.values()))
     greedy = job("greedy", min_resources=cpu(11))
     state = PassState(model=model, inputs=queues, total={"cpu": 10_000}, used={})
-    default = build_session(default_config())
+    default = build_policy(default_config())
     refused = default.job_enqueueable(greedy, state)
     assert refused is not None and "cpu" in refused
     none = session_of("- plugins:\n  - name: gang\n")
@@ -181,7 +181,7 @@ def test_sla_permits_a_due_job_past_a_later_tiers_quota() -> None:
 
 
 def test_preempt_victims_are_decided_by_the_first_tier_with_a_list() -> None:
-    default = build_session(default_config())
+    default = build_policy(default_config())
     preemptor = Preemptor("ns/p", "prod", 5, ZERO, cpu(4))
     units = [unit("low", priority=1), unit("equal", priority=5), unit("crit", critical=True)]
     # Tier 1: priority (lower only) and conformance (not critical) intersect; drf in tier 2
@@ -211,7 +211,7 @@ def test_conformance_abstains_when_it_removes_nothing_so_the_queue_share_still_j
     }
     model = proportion_shares(cpu(40), list(queues.values()))
     state = PassState(model=model, inputs=queues)
-    default = build_session(default_config())
+    default = build_policy(default_config())
     reclaimer = Preemptor("ns/r", "dev", 0, ZERO, cpu(4))
     units = [unit("a"), unit("b"), unit("c")]
     # Only one 4-cpu unit takes prod back to its share: proportion (tier 2) decides.
@@ -256,7 +256,11 @@ def test_capacity_registers_no_overused_and_predicates_registers_nothing() -> No
     assert not session_of("- plugins:\n  - name: capacity\n").overused("q", state)
     predicates = session_of("- plugins:\n  - name: predicates\n")
     assert predicates.has("predicates")
-    assert all(not predicates.plugins_for(hook) for hook in HOOK_FLAGS)
+    assert all(
+        not predicates.plugins_for(hook)
+        for hook in EXTENSION_POINTS
+        if hook not in ("score", "open_queues", "configure")
+    )
 
 
 # ------------------------------------------------------------------ refusals kept on the queue
@@ -290,7 +294,7 @@ def test_a_full_queues_own_refusal_follows_only_its_queue() -> None:
     earlier tier's sla could permit it, not when reclaim could promise it another queue's room."""
     state = _full_queue(4)
     waiting = job("w", min_resources=cpu(1))
-    default = build_session(default_config())
+    default = build_policy(default_config())
     refusal = default.enqueue_refusal(waiting, state)
     assert refusal is not None and refusal.plugin == "proportion"
     assert refusal_follows_queue(default, state, waiting, refusal, [])
@@ -313,14 +317,14 @@ def test_a_refusal_preempt_could_answer_is_decided_every_pass() -> None:
     not kept on the queue. Work of its own priority, or in another queue, changes nothing."""
     state = _full_queue(4)
     urgent = job("u", priority=100, min_resources=cpu(1))
-    default = build_session(default_config())
+    default = build_policy(default_config())
     refusal = default.enqueue_refusal(urgent, state)
     assert refusal is not None and refusal.plugin == "proportion"
     peers = [unit("peer", queue="default", priority=100), unit("other", priority=0)]
     assert refusal_follows_queue(default, state, urgent, refusal, peers)
     lower = [*peers, unit("low", queue="default", priority=10)]
     assert not refusal_follows_queue(default, state, urgent, refusal, lower)
-    without_preempt = build_session(
+    without_preempt = build_policy(
         parse_scheduler_config(DEFAULT_SCHEDULER_CONF.replace("preempt, ", ""))
     )
     assert refusal_follows_queue(without_preempt, state, urgent, refusal, lower)

@@ -13,15 +13,15 @@ from plugins.actions.starvation import (
     waits_for_share,
 )
 from plugins.framework.config import default_config
-from plugins.framework.registry import build_session
-from plugins.framework.session import PassState
+from plugins.framework.extension_points import PassState
+from plugins.framework.registry import build_policy
 from plugins.model import gang as gangs
 from plugins.model.proportion_shares import proportion_shares
 from plugins.model.queue_share import QueueInput
 from tests.unit.test_actions import cluster, group
 from tests.unit.test_gang_placement import pod
 
-SESSION = build_session(default_config())
+SESSION = build_policy(default_config())
 CPU = "cpu"
 
 

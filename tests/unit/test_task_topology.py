@@ -244,7 +244,7 @@ def test_task_order_annotation_orders_inside_a_bucket() -> None:
 def test_node_score_counts_bucket_members_there_and_what_fits() -> None:
     members = ps_and_workers(3)
     buckets = build_buckets(topo(affinity="ps,worker"), members)
-    score = TaskTopologyPlugin({"task-topology.weight": 2}).node_scorer(
+    score = TaskTopologyPlugin({"task-topology.weight": 2}).member_scorer(
         buckets, members[0], {"ns/worker-0": "n1"}
     )
     # (bucket members there + pending members of the bucket - left out) x 2 x 100 / 4

@@ -13,14 +13,14 @@ import pytest
 from core.resources import ResourceVector
 from plugins.actions.evictions import victims_for_need
 from plugins.framework.config import default_config
-from plugins.framework.registry import build_session
-from plugins.framework.session import PassState, Preemptor
+from plugins.framework.extension_points import PassState, Preemptor
+from plugins.framework.registry import build_policy
 from plugins.model.capacity_shares import capacity_shares
 from plugins.model.proportion_shares import proportion_shares
 from plugins.model.queue_share import QueueInput, ShareModel
 from plugins.model.victims import VictimUnit, is_critical, preemptable_flag
 
-SESSION = build_session(default_config())
+SESSION = build_policy(default_config())
 ZERO = ResourceVector()
 
 

@@ -10,9 +10,10 @@ from core.resources import ResourceVector
 from extender.queues import QueuePolicy
 from plugins.actions import allocate as actions
 from plugins.framework.config import parse_scheduler_config
+from plugins.framework.extension_points import PassState
 from plugins.framework.node_order import Framework
-from plugins.framework.registry import build_session, require_implemented
-from plugins.framework.session import PassState, Session
+from plugins.framework.policy import Policy
+from plugins.framework.registry import build_policy, require_implemented
 from plugins.framework.traversal import job_input
 from plugins.model import gang as gangs
 from plugins.model.node_state import NodeState
@@ -94,7 +95,7 @@ def test_volcanos_default_conf() -> None:
     conf = parse_scheduler_config(VOLCANO_DEFAULT)
     require_implemented(conf)
     assert QueuePolicy(conf).kind == "proportion"
-    session = build_session(conf)
+    session = build_policy(conf)
     assert [p.name for p in session.plugins_for("job_order_key")] == ["priority", "gang", "drf"]
     assert session.plugins["overcommit"].factor == 1.2
     assert Framework(conf).gang_placement == "binpack"
@@ -107,7 +108,7 @@ def test_the_capacity_conf_switches_the_share_plugin_and_turns_reclaim_on() -> N
     require_implemented(conf)
     assert QueuePolicy(conf).kind == "capacity"
     assert "reclaim" in conf.actions and "preempt" not in conf.actions
-    assert "overcommit" not in build_session(conf).plugins  # no overcommit rule there
+    assert "overcommit" not in build_policy(conf).plugins  # no overcommit rule there
 
 
 def test_binpack_weights_change_the_node_scores() -> None:
@@ -131,7 +132,7 @@ def test_the_task_topology_conf_loads_and_puts_a_tf_jobs_ps_with_its_workers() -
     """Volcano's task-topology example: a TF job whose PodGroup asks `ps,worker` affinity is
     placed on the one node that holds it whole; without the plugin (Volcano's default conf)
     the same gang is packed tightest-first and split."""
-    topology = build_session(parse_scheduler_config(TASK_TOPOLOGY))
+    topology = build_policy(parse_scheduler_config(TASK_TOPOLOGY))
     assert topology.plugins["task-topology"].weight == 10
     group = PodGroupRecord(
         {
@@ -154,7 +155,7 @@ def test_the_task_topology_conf_loads_and_puts_a_tf_jobs_ps_with_its_workers() -
     view = gangs.gang_view(snap, "ns/tf")
     assert view is not None
 
-    def layout(session: Session) -> set[str]:
+    def layout(session: Policy) -> set[str]:
         decision = actions.allocate_gang(
             session,
             PassState(total=snap.total_allocatable.as_dict()),
@@ -169,4 +170,4 @@ def test_the_task_topology_conf_loads_and_puts_a_tf_jobs_ps_with_its_workers() -
         return set(decision.plan.slots.values())
 
     assert layout(topology) == {"n3"}  # ps and its 4 workers together
-    assert len(layout(build_session(parse_scheduler_config(VOLCANO_DEFAULT)))) > 1
+    assert len(layout(build_policy(parse_scheduler_config(VOLCANO_DEFAULT)))) > 1

@@ -1,12 +1,6 @@
-"""Volcano's scheduling session: the conf's plugins, by name and tier, combined at each
-extension point as Volcano combines them (spec/volcano.md §3.1-3.2,
-pkg/scheduler/framework/session_plugins.go).
-
-A `Session` is built once from the conf (`plugins.framework.registry.build_session`); every pass
-hands it a `PassState` (the pass's queue share model, cluster sums and clock) and asks it questions.
-A plugin registers an extension point by defining the method of that name (and is then asked
-only when the conf's matching `enable*` flag is on); `SessionPlugin` lists them. How answers
-combine:
+"""The conf's plugins, by name and tier, combined at each extension point as Volcano combines
+them (pkg/scheduler/framework/session_plugins.go): the `Policy` a scheduler conf builds once
+(`plugins.framework.registry.build_policy`) and every pass's session asks.
 
 | extension point | rule |
 |---|---|
@@ -14,99 +8,48 @@ combine:
 | queue_order | the first plugin's order |
 | job_enqueueable | votes: any Reject refuses; a tier with a Permit admits without later tiers |
 | open_queues | the queue plugin's share model: proportion, else capacity (else proportion's
-  numbers, for status only, booked by the session itself) |
+  numbers, for status only, booked by the policy itself) |
 | job_enqueued, job_allocated, task_allocated, task_deallocated | every plugin (bookkeeping) |
 | job_valid | the first failure |
 | job_ready, allocatable, preemptive | every plugin must agree |
 | overused | any plugin |
 | preemptable, reclaimable | within a tier the intersection of the plugins' lists (a plugin may
   abstain); an empty list: no victims; the first tier with a list decides |
-| node_scorer | summed over every entry (`plugins.framework.node_order.Framework`); a plugin listed
-twice
-  adds its score twice, as in Volcano; a plugin that would add nothing (`active` False:
-  binpack with weight 0) registers none |
+| node_scorer | summed over every entry (`plugins.framework.node_order.NodeOrder`); a plugin
+  listed twice adds its score twice, as in Volcano; a plugin that would add nothing (`active`
+  False: binpack with weight 0) registers none |
 
 Victims: vulcan follows Volcano's code, with its fix for #5896 (conformance abstains when it
 removes nothing, so a queue's deserved share, judged by proportion/capacity in a later tier,
-still protects it): a victim hook returns None to abstain.
-
-Pure: no I/O. The plugins are in their own modules; `plugins.framework.registry` maps names to them.
+still protects it): a victim hook returns None to abstain. Pure: no I/O.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any
 
 from core.resources import ResourceVector
 from plugins.framework.config import SchedulerConfig
+from plugins.framework.extension_points import (
+    EXTENSION_POINTS,
+    PERMIT,
+    REJECT,
+    PassState,
+    Preemptor,
+    Refusal,
+    SessionPlugin,
+    Vote,
+    registers,
+)
 from plugins.model.gang import GangView
 from plugins.model.job_order import JobInput, parse_time
 from plugins.model.proportion_shares import proportion_shares
 from plugins.model.queue_share import QueueInput, ShareModel
 from plugins.model.victims import VictimUnit
 
-__all__ = [
-    "ABSTAIN",
-    "HOOK_FLAGS",
-    "PERMIT",
-    "QUEUE_PLUGINS",
-    "REJECT",
-    "PassState",
-    "Preemptor",
-    "Refusal",
-    "Session",
-    "SessionPlugin",
-    "Vote",
-]
-
-PERMIT, ABSTAIN, REJECT = 1, 0, -1
-
-# Extension point -> the PluginOption flag that switches it off per plugin (None: no flag).
-HOOK_FLAGS: dict[str, str | None] = {
-    "job_order_key": "enableJobOrder",
-    "queue_order": "enableQueueOrder",
-    "job_enqueueable": "enableJobEnqueued",
-    "job_enqueued": "enableJobEnqueued",
-    "job_allocated": None,
-    "task_allocated": None,
-    "task_deallocated": None,
-    "job_valid": None,
-    "job_ready": "enableJobReady",
-    "job_pipelined": "enableJobPipelined",
-    "job_starving": "enableJobStarving",
-    "allocatable": "enabledAllocatable",
-    "overused": "enabledOverused",
-    "preemptive": "enablePreemptive",
-    "preemptable": "enablePreemptable",
-    "reclaimable": "enableReclaimable",
-    "node_scorer": "enableNodeOrder",
-}
-
-
-@dataclass(frozen=True, slots=True)
-class Vote:
-    verdict: int  # PERMIT, ABSTAIN or REJECT
-    reason: str = ""
-
-
-PERMITTED = Vote(PERMIT)
-ABSTAINED = Vote(ABSTAIN)
-
-
-@dataclass(slots=True)
-class PassState:
-    """What one scheduling pass gives the plugins: the queues' share model (None when the
-    cluster has no queue at all), the cluster's allocatable and what is taken of it (the
-    overcommit rule's `used`, grown by job_enqueued), and the time (sla)."""
-
-    model: ShareModel | None = None
-    inputs: Mapping[str, QueueInput] = field(default_factory=dict)
-    total: Mapping[str, int] = field(default_factory=dict)
-    used: dict[str, int] = field(default_factory=dict)
-    now: float = 0.0
-
+__all__ = ["QUEUE_PLUGINS", "Policy"]
 
 # The plugins that build the queues' share model, the first the conf names chosen; their votes
 # read only the job and its own queue's numbers.
@@ -114,89 +57,34 @@ QUEUE_PLUGINS = ("proportion", "capacity")
 
 
 @dataclass(frozen=True, slots=True)
-class Refusal:
-    """A Reject of the votes: its reason, the plugin that cast it and whether its tier is the
-    first with a vote (`first`: no earlier tier could have admitted the job instead)."""
-
-    reason: str
-    plugin: str
-    first: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Preemptor:
-    """The job a preempt or reclaim is for, as the victim hooks see it."""
-
-    group: str
-    queue: str
-    priority: int
-    allocated: ResourceVector  # what it holds now
-    request: ResourceVector  # what it asks for
-
-
-class SessionPlugin:
-    """A plugin of the session. Subclasses set `name` and define the extension points they
-    register (the method names of HOOK_FLAGS); each is called only as its rule says."""
-
-    name: ClassVar[str] = ""
-
-    def __init__(self, arguments: Mapping[str, Any]) -> None:
-        self.arguments = arguments
-
-    # The extension points, for reference (not defined here, so that `registers` can tell):
-    #   job_order_key(job: JobInput, state: PassState) -> Any
-    #   queue_order(state: PassState) -> list[str]
-    #   job_enqueueable(job: JobInput, state: PassState) -> Vote
-    #   job_enqueued(job: JobInput, state: PassState) -> None
-    #   job_allocated(job: JobInput, held: ResourceVector, state: PassState) -> None
-    #       (Volcano's Allocate event handlers: a gang was placed whole, holding `held`)
-    #   task_allocated(queue: str, request: ResourceVector, state: PassState) -> None
-    #       (the same for one pod: an elastic member, a pod of no gang)
-    #   task_deallocated(queue: str, request: ResourceVector, state: PassState) -> None
-    #       (Volcano's Deallocate event handlers: a booking taken back)
-    #   open_queues(total, inputs) -> ShareModel      (proportion, capacity: OnSessionOpen)
-    #   job_valid(view: GangView) -> str | None          (None: valid; else why not)
-    #   job_ready(view: GangView) -> bool
-    #   job_pipelined(view: GangView, job: JobInput, state: PassState) -> Vote
-    #   job_starving(view: GangView) -> bool
-    #   allocatable(queue: str, request: ResourceVector, state: PassState) -> str | None
-    #   overused(queue: str, state: PassState) -> bool
-    #   preemptive(queue: str, request: ResourceVector, state: PassState) -> bool
-    #   preemptable(preemptor, candidates: Sequence[VictimUnit], state) -> list | None
-    #   reclaimable(preemptor, candidates: Sequence[VictimUnit], state) -> list | None
-    #   node_scorer(request: ResourceVector) -> Callable[[NodeState], float]
-    #       (Volcano's NodeOrderFn for one pod, node by node; summed by
-    # plugins.framework.node_order) task-topology's node order is its bucket placement
-    # (plugins.builtin.task_topology).
-
-
-def registers(plugin: object, hook: str) -> bool:
-    """The plugin defines extension point `hook` (any class may be a session plugin)."""
-    return callable(getattr(type(plugin), hook, None))
-
-
-@dataclass(frozen=True, slots=True)
 class _Entry:
     tier: int
-    plugin: SessionPlugin
+    plugin: Any
     name: str  # as the conf names it
 
 
-class Session:
+# The extension points the policy asks (score is asked as node_scorer; open_queues and
+# configure once, not per pass).
+_ASKED = tuple(p for p in EXTENSION_POINTS if p not in ("score", "open_queues", "configure"))
+
+
+class Policy:
     """The conf's plugins, one instance per name (Volcano keys them by name: a plugin listed
     twice keeps its last entry's arguments), and for each extension point the (tier, plugin)
-    entries that register it with its flag on, in conf order."""
+    entries that register it with its flag on, in conf order. Every plugin passed
+    `plugins.framework.extension_points.check_plugin` when the conf was loaded."""
 
     def __init__(self, config: SchedulerConfig, instances: Mapping[str, Any]) -> None:
         self.config = config
         self.plugins = {name: p for name, p in instances.items() if p is not None}
-        self._hooks: dict[str, list[_Entry]] = {hook: [] for hook in HOOK_FLAGS}
+        self._hooks: dict[str, list[_Entry]] = {hook: [] for hook in _ASKED}
         for tier_index, tier in enumerate(config.tiers):
             for option in tier.plugins:
                 plugin = self.plugins.get(option.name)
                 if plugin is None:
                     continue
-                for hook, flag in HOOK_FLAGS.items():
+                for hook in _ASKED:
+                    flag = EXTENSION_POINTS[hook].flag
                     if not registers(plugin, hook) and not (
                         hook == "node_scorer" and registers(plugin, "score")
                     ):
@@ -213,9 +101,12 @@ class Session:
                     if any(e.plugin is plugin for e in entries):
                         continue  # a plugin listed twice is asked once (Volcano keys by name)
                     entries.append(_Entry(tier_index, plugin, option.name))
-                configure = getattr(plugin, "configure", None)
-                if callable(configure):
-                    configure(option)
+                if registers(plugin, "configure"):
+                    plugin.configure(option)
+        # Decisions reading a plugin whose answers move with the clock alone are never kept.
+        self.clock_dependent = any(
+            getattr(plugin, "clock_dependent", False) for plugin in self.plugins.values()
+        )
         # The plugin that builds and books the queues' share model (Volcano's proportion and
         # capacity each build their own in OnSessionOpen; vulcan keeps one, proportion's when
         # the conf names both, as Volcano's default conf does).
@@ -249,7 +140,7 @@ class Session:
 
     @property
     def hierarchical(self) -> bool:
-        return bool(getattr(self.queue_plugin, "hierarchical", False))
+        return self.queue_plugin is not None and self.queue_plugin.hierarchical
 
     def open_queues(self, total: ResourceVector, inputs: Sequence[QueueInput]) -> ShareModel:
         """The queues' share model for one session (`plugins.model.queue_inputs` gives the
@@ -389,7 +280,10 @@ class Session:
             for entry in entries:
                 if entry.tier != tier:
                     continue
-                listed = getattr(entry.plugin, hook)(preemptor, candidates, state)
+                ask = (
+                    entry.plugin.preemptable if hook == "preemptable" else entry.plugin.reclaimable
+                )
+                listed = ask(preemptor, candidates, state)
                 if listed is None:
                     continue  # abstains
                 if not listed:
