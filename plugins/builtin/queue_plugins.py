@@ -32,6 +32,7 @@ from plugins.model.victims import VictimUnit, victim_order_key
 
 class _SharePlugin(SessionPlugin):
     hierarchical = False  # capacity's enableHierarchy: a tree of queues
+
     def open_queues(self, total: ResourceVector, inputs: Sequence[QueueInput]) -> ShareModel:
         """Volcano's OnSessionOpen: the queues' deserved shares from their inputs."""
         raise NotImplementedError
