@@ -24,11 +24,11 @@ import logging
 from collections.abc import Callable
 
 from core.api import keys
-from core.cache_changes import _same_for_scheduling, _same_node, _same_podgroup
+from core.cache_changes import _same_for_scheduling, _same_node, _same_podgroup, _same_queue
 from core.cache_columns import ROW_DIMS as ROW_DIMS
 from core.cache_columns import NodeColumns
 from core.cache_leaving import LeavingPods
-from core.cache_snapshot import _ZERO, Snapshot, _add, _free, _sub
+from core.cache_snapshot import _ZERO, CacheEpochs, Snapshot, _add, _free, _sub
 from core.cache_wiring import informers_for, mark_synced
 from core.gc_pauses import freeze_on_growth
 from core.kube.client import (
@@ -86,6 +86,7 @@ class ClusterCache:
         # deleted, a pod's contribution moved, a ledger reservation made or freed), so memos of
         # per-node answers on the hot path can forget it.
         self.node_listeners: list[Callable[[str], None]] = []
+        self.epochs = CacheEpochs()
         self._columns = NodeColumns()
         self._stale_columns: set[str] = set()  # nodes whose slot `node_columns` refreshes
         self.informers: list[Informer] = []  # type: ignore[type-arg]
@@ -113,6 +114,7 @@ class ClusterCache:
         read, and the `node_listeners` told now. Harmless for a node the cache does not (or no
         longer) know."""
         self._stale_columns.add(name)
+        self.epochs.bump_room()
         for listener in self.node_listeners:
             listener(name)
 
@@ -202,6 +204,20 @@ class ClusterCache:
             self._queue_share[key] = (queue, pod.requests)
             _add(self.queue_allocated, queue, pod.requests)
 
+    def _bound_changed(self, old: PodRecord | None, new: PodRecord | None) -> None:
+        """A pod that holds (or held) a node changed: what reclaim and preempt may take of its
+        queue moved (`CacheEpochs.queue_pods`)."""
+        for pod in (old, new):
+            if pod is not None and pod.node is not None:
+                self.epochs.bump_queue(self.queue_of(pod))
+
+    def _holds_a_node(self, group_key: str) -> bool:
+        pods = self.pods
+        return any(
+            (pod := pods.get(k)) is not None and pod.node is not None
+            for k in self.pods_by_group.get(group_key, ())
+        )
+
     def _touch_group(self, key: str | None) -> None:
         if key is not None:
             self._version += 1
@@ -275,6 +291,7 @@ class ClusterCache:
         self._index_pod(pod, old)
         self._index_constraints(pod.key, pod)
         self._account(pod, pod.key)
+        self._bound_changed(old, pod)
         for listener in self.pod_listeners:
             listener(pod.key, pod, old)
         self._changed()
@@ -293,6 +310,7 @@ class ClusterCache:
             if known.group not in self.podgroups and known.group not in self.pods_by_group:
                 self.group_versions.pop(known.group, None)
         self._account(None, pod.key)
+        self._bound_changed(known, None)
         self._index_constraints(pod.key, None)
         for listener in self.pod_listeners:
             listener(pod.key, None, known)
@@ -311,6 +329,10 @@ class ClusterCache:
             # A status write (conditions, counts): nothing a decision reads changed.
             return
         self._touch_group(group.key)
+        if self._holds_a_node(group.key):  # its running members are a victim unit
+            self.epochs.bump_queue(group.queue)
+            if old is not None:
+                self.epochs.bump_queue(old.queue)
         if old is not None and old.queue != group.queue:
             self._discard(self.groups_by_queue, old.queue, group.key)
         self.groups_by_queue.setdefault(group.queue, set()).add(group.key)
@@ -324,6 +346,8 @@ class ClusterCache:
     def on_podgroup_delete(self, group: PodGroupRecord) -> None:
         known = self.podgroups.pop(group.key, None) or group
         self._touch_group(group.key)
+        if self._holds_a_node(group.key):
+            self.epochs.bump_queue(known.queue)
         if group.key not in self.pods_by_group:
             self.group_versions.pop(group.key, None)
         self._discard(self.groups_by_queue, known.queue, known.key)
@@ -334,14 +358,20 @@ class ClusterCache:
 
     def on_queue_add(self, queue: QueueRecord) -> None:
         self.queues[queue.name] = queue
+        self.epochs.bump_queue(queue.name)
         self._changed()
 
     def on_queue_update(self, old: QueueRecord, new: QueueRecord) -> None:
+        known = self.queues.get(new.name)
         self.queues[new.name] = new
+        if known is not None and _same_queue(known, new):
+            return  # its status: the extender's own write
+        self.epochs.bump_queue(new.name)
         self._changed()
 
     def on_queue_delete(self, queue: QueueRecord) -> None:
         self.queues.pop(queue.name, None)
+        self.epochs.bump_queue(queue.name)
         self._changed()
 
     # ----------------------------------------------------------------- namespaces
@@ -420,6 +450,8 @@ class ClusterCache:
             anti_affinity_pods=self.anti_affinity_pods,
             host_port_pods=self.host_port_pods,
             priority_classes=self.priority_classes,
+            group_versions=self.group_versions,
+            epochs=self.epochs,
         )
 
     def snapshot(self) -> Snapshot:
@@ -440,6 +472,8 @@ class ClusterCache:
             anti_affinity_pods=frozenset(self.anti_affinity_pods),
             host_port_pods=frozenset(self.host_port_pods),
             priority_classes=self.priority_classes,
+            group_versions=dict(self.group_versions),
+            epochs=self.epochs.copy(),
         )
 
     def recompute(self) -> tuple[dict[str, ResourceVector], dict[str, ResourceVector]]:

@@ -8,7 +8,7 @@ Separate from the cache itself so the list of fields is in one short place.
 
 from __future__ import annotations
 
-from core.records import NodeRecord, PodGroupRecord, PodRecord
+from core.records import NodeRecord, PodGroupRecord, PodRecord, QueueRecord
 
 
 def _same_node(old: NodeRecord, new: NodeRecord) -> bool:
@@ -56,4 +56,21 @@ def _same_podgroup(old: PodGroupRecord, new: PodGroupRecord) -> bool:
         and old.annotations == new.annotations
         and old.labels == new.labels
         and old.owner == new.owner
+    )
+
+
+def _same_queue(old: QueueRecord, new: QueueRecord) -> bool:
+    """A Queue as scheduling reads it: its spec and state; its status counts and allocated are
+    the extender's own writes, every pass."""
+    return (
+        old.uid == new.uid
+        and old.weight == new.weight
+        and old.capability == new.capability
+        and old.deserved == new.deserved
+        and old.guarantee == new.guarantee
+        and old.reclaimable == new.reclaimable
+        and old.parent == new.parent
+        and old.priority == new.priority
+        and old.state == new.state
+        and old.closed_by_parent == new.closed_by_parent
     )

@@ -29,6 +29,33 @@ def _sub(totals: dict[str, ResourceVector], name: str, amount: ResourceVector) -
         totals[name] = left
 
 
+@dataclass(slots=True)
+class CacheEpochs:
+    """Counters that move whenever something a scheduling decision may read changes: what a
+    memo compares to tell that nothing changed (one global clock, never reused, so a queue
+    gone and back starts anew). `room`: any node's capacity or load (a pod bound or gone, a
+    gang's room reserved); `queue_pods[q]`: the pods of queue q that hold a node (what reclaim
+    and preempt may take: bound and not leaving), or one of its PodGroups."""
+
+    room: int = 0
+    queue_pods: dict[str, int] = dataclasses.field(default_factory=dict)
+    clock: int = 0
+
+    def tick(self) -> int:
+        self.clock += 1
+        return self.clock
+
+    def bump_room(self) -> None:
+        self.room = self.tick()
+
+    def bump_queue(self, queue: str | None) -> None:
+        if queue is not None:
+            self.queue_pods[queue] = self.tick()
+
+    def copy(self) -> CacheEpochs:
+        return CacheEpochs(self.room, dict(self.queue_pods), self.clock)
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """A consistent view for one scheduling pass (copies of the top-level maps; the records
@@ -57,6 +84,10 @@ class Snapshot:
     priority_classes: dict[str, int] = dataclasses.field(default_factory=dict)
     """PriorityClass name -> value; the globalDefault one also under "" (a PodGroup that names
     none has its priority)."""
+    group_versions: dict[str, int] = dataclasses.field(default_factory=dict)
+    """PodGroup key -> a version that moves whenever the group or one of its pods changes."""
+    epochs: CacheEpochs = dataclasses.field(default_factory=CacheEpochs)
+    """What changed since when (`CacheEpochs`); the live view's are the cache's own."""
 
     def node_free(self, name: str) -> ResourceVector:
         return _free(self.nodes, self.node_requested, name)

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 from core.resources import ResourceVector
 from explain.texts import Finding
 from explain.world import World, amounts
-from plugins.actions.allocate import gang_demand
 from plugins.model import gang_ready
+from plugins.model.demand import gang_demand
 from plugins.model.queue_share import QueueShare, requested_dims, strip_pods
 
 if TYPE_CHECKING:

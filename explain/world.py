@@ -15,17 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 from core.cache import ClusterCache, Snapshot
 from core.records import NodeRecord, PodGroupRecord, PodRecord, QueueRecord
-from core.records.common import resources
 from core.resources import ResourceVector, format_quantity
 from plugins.framework.config import default_config
 from plugins.framework.policy import Policy
 from plugins.framework.registry import build_policy
 from plugins.model import gang as gangs
-from plugins.model.capacity_shares import CapacityShares
 from plugins.model.feasibility import static_reason
-from plugins.model.proportion_shares import ProportionShares
 from plugins.model.queue_inputs import queue_pass
-from plugins.model.queue_share import QueueInput, QueueShare, requested_dims
+from plugins.model.queue_share import QueueInput, requested_dims
+from plugins.model.share_json import model_from_rows
 from plugins.model.share_model import QueueShares
 
 if TYPE_CHECKING:
@@ -108,60 +106,12 @@ def build_world(found: Collected, session: Policy | None = None) -> World:
 # ------------------------------------------------------------------------------ queues
 
 
-def _vector(row: Mapping[str, Any], name: str) -> ResourceVector:
-    return resources(row.get(name)) or _ZERO
-
-
 def model_from_extender(
     data: Mapping[str, Any],
 ) -> tuple[QueueShares, dict[str, QueueInput], str]:
     """The share model exactly as the extender's last pass left it (GET /debug/queues), so
     the queue checks here give the extender's own answers and wording."""
-    plugin = str(data.get("plugin") or "proportion")
-    inputs: dict[str, QueueInput] = {}
-    shares: dict[str, QueueShare] = {}
-    for row in data.get("queues") or ():
-        name = str(row["name"])
-        capability = resources(row.get("capability"))
-        inputs[name] = QueueInput(
-            name=name,
-            weight=int(row.get("weight") or 1),
-            capability=capability,
-            parent=row.get("parent") or None,
-            priority=int(row.get("priority") or 0),
-            reclaimable=bool(row.get("reclaimable", True)),
-            open=bool(row.get("open", True)),
-            allocated=_vector(row, "allocated"),
-            request=_vector(row, "request"),
-            inqueue=_vector(row, "inqueue"),
-            elastic=_vector(row, "elastic"),
-            state=str(row.get("state") or "Open"),
-        )
-        shares[name] = QueueShare(
-            name=name,
-            deserved=_vector(row, "deserved"),
-            real_capability=_vector(row, "realCapability"),
-            capability=capability or _ZERO,
-            guarantee=_vector(row, "guarantee"),
-            allocated=_vector(row, "allocated"),
-            request=_vector(row, "request"),
-            inqueue=_vector(row, "inqueue"),
-            elastic=_vector(row, "elastic"),
-            best_effort=bool(row.get("bestEffort")),
-            checks_overuse=plugin != "capacity",
-        )
-    model: QueueShares
-    if plugin == "capacity":
-        parents = {n: q.parent for n, q in inputs.items() if q.parent and q.parent in inputs}
-        if not data.get("hierarchical"):
-            parents = {}
-        children: dict[str, list[str]] = {}
-        for child, parent in parents.items():
-            children.setdefault(parent, []).append(child)
-        model = CapacityShares(list(inputs.values()), shares, parents=parents, children=children)
-    else:
-        model = ProportionShares(list(inputs.values()), shares)
-    return model, inputs, plugin
+    return model_from_rows(data)
 
 
 # ------------------------------------------------------------------------------ words

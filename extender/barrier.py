@@ -88,7 +88,7 @@ class BindBarrier:
         self._max_timeout = max_timeout
         self._backoff = backoff
         self._clock = clock
-        self._on_event = on_event
+        self.on_event = on_event
         self._groups: dict[str, GangHold] = {}
         # Strong references: the loop keeps only weak ones to tasks.
         self._bursts: set[asyncio.Task[None]] = set()
@@ -115,6 +115,16 @@ class BindBarrier:
             return left
         self._drop_if_idle(group)
         return 0.0
+
+    def now(self) -> float:
+        """This barrier's clock (backoffs are measured on it)."""
+        return self._clock()
+
+    def backoffs(self) -> dict[str, float]:
+        """group -> when (on this barrier's clock) its backoff ends, for every group backing
+        off now."""
+        now = self._clock()
+        return {key: g.backoff_until for key, g in self._groups.items() if g.backoff_until > now}
 
     def backoff_ends(self, group_key: str) -> float | None:
         """When (on this barrier's clock) the group's current backoff ends; None when it is not
@@ -364,10 +374,10 @@ class BindBarrier:
             del self._groups[state.key]
 
     def _emit(self, key: str, reason: str, message: str) -> None:
-        if self._on_event is None:
+        if self.on_event is None:
             return
         try:
-            self._on_event(key, reason, message)
+            self.on_event(key, reason, message)
         except Exception:
             # An Event/metrics hook must not break binding.
             log.exception("barrier event hook failed for %s %s", key, reason)

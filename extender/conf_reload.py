@@ -8,7 +8,7 @@ nothing is no reload. A new conf is parsed and built (plugins, their arguments) 
 switches; a bad one is refused — a log line, a Warning Event `SchedulerConfRefused` regarding
 the extender's Lease (Volcano only logs; a Lease is what `kubectl get events -n <namespace>`
 shows next to the extender) and `vulcan_scheduler_conf_reloads_total{result="refused"}` — and
-the running conf stays. A good one replaces the session, the node order and the queue policy
+the running conf stays. A good one replaces the policy and the node order
 between two passes (a pass never awaits, so no pass sees half of each); the gang ledger, the
 held binds and the admitted gangs are kept. `vulcan_scheduler_conf_info{hash}` names the
 active conf.
@@ -28,7 +28,6 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from core.kube.client import LEASES
 from core.kube.events import NORMAL, WARNING
-from extender.queues import QueuePolicy
 from plugins.framework.config import DEFAULT_SCHEDULER_CONF, ConfigError, parse_scheduler_config
 from plugins.framework.node_order import Framework
 from plugins.framework.policy import Policy
@@ -49,9 +48,8 @@ class BuiltConf:
     """Everything the extender derives from one conf, built before it is used."""
 
     text: str
-    session: Policy
+    policy: Policy
     framework: Framework
-    queue_policy: QueuePolicy
 
     @property
     def hash(self) -> str:
@@ -61,10 +59,10 @@ class BuiltConf:
 def build_conf(text: str, adjust: Callable[[Policy], None] | None = None) -> BuiltConf:
     """Parse and build a conf; ConfigError (field + reason) if it cannot be used."""
     config = parse_scheduler_config(text)
-    session = build_policy(config)
+    policy = build_policy(config)
     if adjust is not None:
-        adjust(session)
-    return BuiltConf(text, session, Framework(session), QueuePolicy(session))
+        adjust(policy)
+    return BuiltConf(text, policy, Framework(policy))
 
 
 def read_conf(path: str | None) -> str:

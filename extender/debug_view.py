@@ -2,6 +2,8 @@
 
     GET /debug/gangs/<namespace>/<name>   one PodGroup as the gang scheduler sees it
     GET /debug/queues                     every queue as the last scheduling pass computed it
+    GET /debug/memo                       the scheduling memo's mode and, with
+                                          --scheduler-memo=check, its divergences
 
 Why: the answer to "why is my job still pending?" is partly in this process only (the gang
 ledger, the held binds and their timers, the backoff after a timeout, the deserved shares of
@@ -37,24 +39,14 @@ from aiohttp import web
 
 from core.api import keys
 from core.resources import ResourceVector
-from plugins.actions.starvation import holding
 from plugins.model import gang as gangs_plugin
-from plugins.model.queue_share import strip_pods
+from plugins.model.share_json import quantities, queue_rows
 
 if TYPE_CHECKING:
     from extender.gangs import GangScheduler
     from extender.queues import QueuePass
 
 JSON = "application/json"
-
-
-def quantities(vector: ResourceVector | None, *, zeros: bool = False) -> dict[str, str]:
-    """A vector as a ResourceList without `pods` (and without zero amounts unless `zeros`: a
-    capability of 0 GPUs is a limit, not an absence)."""
-    if vector is None:
-        return {}
-    listed = strip_pods(vector).to_resource_list()
-    return listed if zeros else {n: q for n, q in listed.items() if q != "0"}
 
 
 def gang_view(gangs: GangScheduler, key: str) -> dict[str, Any] | None:
@@ -120,7 +112,7 @@ def gang_view(gangs: GangScheduler, key: str) -> dict[str, Any] | None:
         "reserved": quantities(ledger.held_by(key)),
         "reservations": reservations,
         # Members beyond its minimum waiting for a slot (`extender.elastic_growth`).
-        "elasticWaiting": sorted(gangs.elastic_waiting.get(key, ())),
+        "elasticWaiting": sorted(gangs.elastic.waiting.get(key, ())),
     }
 
 
@@ -133,45 +125,23 @@ def queues_view(gangs: GangScheduler) -> dict[str, Any] | None:
     rows = []
     borrowing, waiting = [], []
     now = time.time()
-    for name in sorted(model.shares):
+    for row in queue_rows(queue_pass):
+        name = row["name"]
         share = model.shares[name]
-        source = queue_pass.inputs.get(name)
         over = quantities(share.allocated.saturating_sub(share.deserved))
         wants = quantities(share.request.saturating_sub(share.allocated))
         if over and not share.best_effort:
             borrowing.append(name)
         if wants:
             waiting.append(name)
-        rows.append(
-            {
-                "name": name,
-                "state": source.state if source is not None else "Open",
-                "open": source.open if source is not None else True,
-                "weight": source.weight if source is not None else 1,
-                "priority": source.priority if source is not None else 0,
-                "reclaimable": source.reclaimable if source is not None else True,
-                "parent": source.parent if source is not None else None,
-                # An absent dimension of capability is unbounded.
-                "capability": quantities(share.capability, zeros=True),
-                "realCapability": quantities(share.real_capability),
-                "guarantee": quantities(share.guarantee),
-                "deserved": quantities(share.deserved),
-                "allocated": quantities(share.allocated),
-                "request": quantities(share.request),
-                "inqueue": quantities(share.inqueue),
-                "elastic": quantities(share.elastic),
-                "share": round(share.share, 4),
-                "bestEffort": share.best_effort,
-                "overused": model.overused(name),
-                "borrowing": over,  # held above its deserved share
-                "waiting": wants,  # asked for above what it holds
-                "podgroups": dict(sorted(queue_pass.phases.get(name, {}).items())),
-                "starving": _starving(gangs, name, now),
-            }
-        )
+        row["borrowing"] = over  # held above its deserved share
+        row["waiting"] = wants  # asked for above what it holds
+        row["podgroups"] = dict(sorted(queue_pass.phases.get(name, {}).items()))
+        row["starving"] = _starving(gangs, name, now)
+        rows.append(row)
     return {
-        "plugin": gangs.queue_policy.kind,
-        "hierarchical": gangs.queue_policy.hierarchical,
+        "plugin": gangs.policy.queue_model,
+        "hierarchical": gangs.policy.hierarchical,
         "total": quantities(gangs.cache.total_allocatable),
         # What the overcommit rule counted as taken in the last pass (bound pods' requests
         # plus the gang ledger's reservations) and the reservations alone, node by node.
@@ -189,14 +159,14 @@ def _starving(gangs: GangScheduler, queue: str, now: float) -> dict[str, Any] | 
     """The queue's starving gang (`plugins.actions.starvation`): which, for how long the queue has
     had one, and whether the queue is in a hold phase now (its other gangs and elastic members
     wait) or a backfill phase."""
-    target = gangs.starving.get(queue)
+    starving = gangs.starving
+    target = starving.target(queue)
     if target is None:
         return None
-    since = gangs.starving_since.get(queue, now)
     return {
         "gang": target,
-        "sinceSeconds": round(now - since, 1),
-        "holding": holding(gangs.starving, gangs.starving_since, queue, now) is not None,
+        "sinceSeconds": round(now - starving.since(queue, now), 1),
+        "holding": starving.holding(queue, now) is not None,
     }
 
 
@@ -220,5 +190,16 @@ def add_debug_routes(app: web.Application, gangs: GangScheduler) -> None:
             return _answer({"error": "no scheduling pass yet"}, 503)
         return _answer(view)
 
+    async def memo(request: web.Request) -> web.Response:
+        runner = gangs.runner
+        return _answer(
+            {
+                "mode": runner.mode,
+                "divergences": runner.divergence_count,
+                "recent": [d.describe() for d in runner.divergences],
+            }
+        )
+
     app.router.add_get("/debug/gangs/{namespace}/{name}", gang)
     app.router.add_get("/debug/queues", queues)
+    app.router.add_get("/debug/memo", memo)

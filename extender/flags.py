@@ -77,6 +77,15 @@ def add_extender_flags(parser: argparse.ArgumentParser) -> None:
         "told by --served-scheduler-name)",
     )
     parser.add_argument(
+        "--scheduler-memo",
+        choices=("on", "off", "check"),
+        default="on",
+        help="the scheduling passes' memo: on (a pass decides again only what a change can "
+        "affect), off (every pass decides everything afresh), check (both every pass, compared: "
+        "a difference is logged and counted in vulcan_scheduler_memo_divergences_total, and the "
+        "pass without the memo applied; for soaks) (default on)",
+    )
+    parser.add_argument(
         "--gang-timeout",
         type=parse_duration,
         default=60.0,

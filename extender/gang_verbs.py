@@ -19,7 +19,7 @@ from extender.binder import BindError
 from extender.gang_hold import GangRequirement
 from extender.ledger import Reservation
 from extender.protocol import BindingArgs, PodInfo
-from plugins.actions.starvation import held_for, holding
+from plugins.actions.starvation import held_for
 from plugins.model import gang as gangs
 from plugins.model.filter_status import FilterStatus
 
@@ -90,8 +90,8 @@ class GangVerbs:
         if elastic:
             refused = self._elastic_refused(group, request)
             if refused is not None:
-                self.gangs.elastic_waiting.setdefault(key, set()).add(pod.key)
-                return FilterStatus.unresolvable(refused, self.gangs.session.queue_model)
+                self.gangs.elastic.wait(key, (pod.key,))
+                return FilterStatus.unresolvable(refused, self.gangs.policy.queue_model)
         for name in candidates:
             if self.gangs.slots.fits(pod.key, name, request):
                 # The group's held sum is a decision input: a new slot (a member beyond
@@ -100,11 +100,11 @@ class GangVerbs:
                 self.gangs.slots.unpark(pod.key)
                 if elastic:
                     # Counted against its queue until the next pass sees its reservation.
-                    self.gangs.session.task_allocated(group.queue, request, self.gangs.pass_state)
+                    self.gangs.queue_gate.book(self.gangs.policy, group.queue, request)
                 return FilterStatus.passes(name, GANG)
         if elastic:
             # No room: the pass may reclaim or preempt elastic work for it.
-            self.gangs.elastic_waiting.setdefault(key, set()).add(pod.key)
+            self.gangs.elastic.wait(key, (pod.key,))
             self.gangs.poke()
         # Refused: kube-scheduler parks the member. The reservation stays, and the pass moves
         # the member back to kube-scheduler's active queue as soon as its slot is free.
@@ -125,7 +125,7 @@ class GangVerbs:
         """Why a member of a gang that needs the bind barrier may not be placed
         (`core.api.markers.unmarked_member`, with `GangScheduler.bind_marker`), read from the
         pod kube-scheduler sends (the cache may not have seen it yet)."""
-        marker = self.gangs.bind_marker
+        marker = self.gangs.options.bind_marker
         if marker is None or not self.gangs.gang_enabled:
             return None
         return markers.unmarked_member(
@@ -143,8 +143,8 @@ class GangVerbs:
         """Why the queue refuses one more elastic member of an admitted gang, if it does: the
         queue's Allocatable, member by member (Volcano allocates every task within its queue's
         deserved share and capability)."""
-        refused = self.gangs.session.allocatable(group.queue, request, self.gangs.pass_state)
-        target = holding(self.gangs.starving, self.gangs.starving_since, group.queue, time.time())
+        refused = self.gangs.queue_gate.allocatable(self.gangs.policy, group.queue, request)
+        target = self.gangs.starving.holding(group.queue, time.time())
         if refused is None and target is not None:
             refused = held_for(target, group.queue)
         if refused is not None:
@@ -160,7 +160,7 @@ class GangVerbs:
         saw them go first (or is about to be proven wrong). Refusing would park the member for
         kube-scheduler's backoff (up to 10 s) although the room is free, so the filter waits
         up to `pipelined_wait` for this cache to catch up (`filter_once_room_frees`)."""
-        if decision is None or decision.ok or self.gangs.pipelined_wait <= 0:
+        if decision is None or decision.ok or self.gangs.options.pipelined_wait <= 0:
             return False
         reservation = self.gangs.ledger.reservation_of(pod.key)
         return (
@@ -174,35 +174,35 @@ class GangVerbs:
     ) -> FilterStatus | None:
         """`filter` again once the member's reserved room is free, else `decision` after
         `pipelined_wait`."""
-        if await self.gangs.slots.wait_until_free(pod.key, self.gangs.pipelined_wait):
+        if await self.gangs.slots.wait_until_free(pod.key, self.gangs.options.pipelined_wait):
             return self.filter(pod, candidates)
         return decision
 
     def queues_contended(self) -> bool:
         """Whether some queue may refuse a pod now (closed, or holding its deserved share):
         until then plain pods skip the queue check entirely."""
-        return self.gangs.queue_pass is not None and bool(self.gangs.queue_pass.contended)
+        return self.gangs.queue_gate.contended()
 
     def queue_gate(self, pod: PodInfo, candidates: list[str]) -> FilterStatus | None:
         """Volcano's allocate check for a pod outside any gang (spec §3.9 Allocatable): its
         queue must be Open and able to hold it within its deserved share. A refusal names
         the queue and the numbers, on every candidate (unresolvable: no preemption helps);
         None lets the pod through, counted against its queue until the next pass."""
-        queue_pass = self.gangs.queue_pass
+        gate, policy = self.gangs.queue_gate, self.gangs.policy
         record = self.gangs.cache.pods.get(pod.key)
-        if queue_pass is None or record is None or record.node is not None:
+        if gate.queues is None or record is None or record.node is not None:
             return None
-        if record.group is not None or record.key in queue_pass.tentative:
+        if record.group is not None or gate.tentative(record.key):
             return None
         queue = self.gangs.cache.queue_of(record)
         if queue is None:
             return None
-        refused = self.gangs.session.allocatable(queue, record.requests, self.gangs.pass_state)
+        refused = gate.allocatable(policy, queue, record.requests)
         if refused:
             refused = refused.replace("with this gang", "with this pod")  # not a gang member
-            return FilterStatus.unresolvable(refused, self.gangs.session.queue_model)
-        self.gangs.session.task_allocated(queue, record.requests, self.gangs.pass_state)
-        queue_pass.tentative.add(record.key)
+            return FilterStatus.unresolvable(refused, policy.queue_model)
+        gate.book(policy, queue, record.requests)
+        gate.let_through(record.key)
         return None
 
     # ------------------------------------------------------------------ bind

@@ -7,7 +7,7 @@ bind consumes them); this module keeps the per-node sums exact.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, KeysView
 from dataclasses import dataclass
 
 from core.resources import ResourceVector
@@ -87,6 +87,10 @@ class GangLedger:
     def pod_keys_set(self) -> set[str]:
         """Every member holding a reservation, as a set (a copy)."""
         return set(self._by_pod)
+
+    def pods(self) -> KeysView[str]:
+        """Every member holding a reservation (a live view: read it without awaiting)."""
+        return self._by_pod.keys()
 
     def of_group(self, group: str) -> list[str]:
         """The members of `group` holding a reservation."""

@@ -29,7 +29,7 @@ from extender.conf_reload import (
 from extender.debug_view import add_debug_routes
 from extender.gang_hold import check_timeouts
 from extender.gang_server import GangExtenderServer
-from extender.gangs import GangScheduler
+from extender.gangs import GangOptions, GangScheduler
 from extender.ledger import GangLedger
 from extender.metrics import ExtenderMetrics
 from extender.queues import QueueCollector
@@ -62,7 +62,7 @@ class Extender:
         except ConfigError as exc:
             raise ConfigError(f"{args.config}: {exc}" if args.config else str(exc)) from None
         # Everything the conf decides is read before connecting: a bad argument fails first.
-        session, framework = conf.session, conf.framework
+        policy, framework = conf.policy, conf.framework
         # A gang's commit sends all its Bindings at once: Go's clients multiplex them over
         # HTTP/2 (250 streams per connection by default), ours need a connection each.
         options = dataclasses.replace(options_from_args(args), connections=API_SERVER_CONNECTIONS)
@@ -76,24 +76,27 @@ class Extender:
             ledger,
             client,
             binder.bind,
-            gang_timeout=args.gang_timeout,
-            backoff=args.gang_backoff,
-            queue_policy=conf.queue_policy,
-            observe_pass=metrics.schedule_pass_duration.observe,
-            gang_metrics=metrics.gangs,
-            event_qps=args.event_qps,
-            event_burst=args.event_burst,
-            pipelined_wait=args.pipelined_wait,
-            min_pass_interval=args.min_pass_interval,
-            plain_pod_delay=args.plain_pod_pass_delay,
-            bind_marker=args.bind_marker or None,
-            served=ServedPods.of(
-                scheduler_names(args.served_scheduler_name or args.scheduler_name),
-                args.filter_marker,
+            options=GangOptions(
+                gang_timeout=args.gang_timeout,
+                backoff=args.gang_backoff,
+                event_qps=args.event_qps,
+                event_burst=args.event_burst,
+                pipelined_wait=args.pipelined_wait,
+                min_pass_interval=args.min_pass_interval,
+                plain_pod_delay=args.plain_pod_pass_delay,
+                bind_marker=args.bind_marker or None,
+                served=ServedPods.of(
+                    scheduler_names(args.served_scheduler_name or args.scheduler_name),
+                    args.filter_marker,
+                ),
+                memo=args.scheduler_memo,
             ),
-            session=session,
+            policy=policy,
             placement=framework.gang_placement,
+            metrics=metrics.gangs,
+            observe_pass=metrics.schedule_pass_duration.observe,
         )
+        gangs.runner.counter = metrics.memo_divergences
         metrics.registry.register(QueueCollector(lambda: gangs.queue_pass))
         warning = check_timeouts(args.gang_timeout, args.scheduler_bind_timeout)
         if warning:
@@ -129,7 +132,7 @@ class Extender:
     def use_conf(self, conf: BuiltConf) -> None:
         """A reloaded conf: the gang passes' session, node order and queue policy, and the
         framework filter/prioritize score with (its remembered scores dropped)."""
-        self.gangs.use_conf(conf.session, conf.framework.gang_placement, conf.queue_policy)
+        self.gangs.use_conf(conf.policy, conf.framework.gang_placement)
         self.server.framework = conf.framework
         self.server.memo.clear()
 

@@ -165,6 +165,12 @@ class ExtenderMetrics:
             registry=self.registry,
         )
         self.gangs = GangMetrics(self.registry)
+        self.memo_divergences = Counter(
+            "vulcan_scheduler_memo_divergences",
+            "Gangs the scheduling memo decided otherwise than a pass without it "
+            "(--scheduler-memo=check; any is a bug).",
+            registry=self.registry,
+        )
         # Installed by the process (gc callbacks are process-wide), not by every server.
         self.gc_pauses = GcPauseTimer(self.registry)
 

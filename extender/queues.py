@@ -1,62 +1,25 @@
-"""Queues in the extender: the pass's queues (`QueuePolicy`: the inputs are
-`plugins.model.queue_inputs`', the share model the session's queue plugin's), plus the queue status
-and gauges they imply (spec/volcano.md §3.9–3.10)."""
+"""Queues in the extender: the status and gauges the last session's queues imply (its inputs
+are `plugins.model.queue_inputs`', its share model the conf's queue plugin's)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily
 
-from core.cache import Snapshot
 from core.resources import ResourceVector, format_quantity
-from plugins.framework.config import SchedulerConfig
-from plugins.framework.policy import Policy
-from plugins.framework.registry import build_policy
-from plugins.model.proportion_shares import proportion_shares
-from plugins.model.queue_inputs import QueueBooks, QueuePass, gated_request, members_request
+from plugins.model.queue_inputs import QueuePass, gated_request, members_request
 
 __all__ = [
     "QueueCollector",
     "QueuePass",
-    "QueuePolicy",
     "gated_request",
     "members_request",
     "queue_status",
 ]
 
 _ZERO = ResourceVector()
-
-
-class QueuePolicy:
-    """The queues of each pass: the books kept across passes (`plugins.model.queue_inputs`) and the
-    session whose queue plugin builds the share model from them."""
-
-    def __init__(self, config: SchedulerConfig | Policy | None = None) -> None:
-        if isinstance(config, Policy):
-            self.session: Policy | None = config
-        else:
-            self.session = build_policy(config) if config is not None else None
-        self.books = QueueBooks()
-
-    @property
-    def kind(self) -> str:
-        return self.session.queue_model if self.session is not None else "proportion"
-
-    @property
-    def hierarchical(self) -> bool:
-        return self.session is not None and self.session.hierarchical
-
-    def build(
-        self,
-        snapshot: Snapshot,
-        reserved_by_group: Mapping[str, ResourceVector],
-        touched: Iterable[str] | None = None,
-    ) -> QueuePass:
-        """The queues for one pass (`plugins.model.queue_inputs.QueueBooks.build`)."""
-        open_queues = self.session.open_queues if self.session is not None else proportion_shares
-        return self.books.build(snapshot, reserved_by_group, open_queues, touched)
 
 
 # ------------------------------------------------------------------------------ status

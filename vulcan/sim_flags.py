@@ -57,6 +57,13 @@ def add_up_flags(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--extender-config", metavar="FILE", help="Volcano scheduler conf")
     parser.add_argument(
+        "--scheduler-memo",
+        choices=("on", "off", "check"),
+        default="on",
+        help="the extender's --scheduler-memo: its passes decide again only what changed (on), "
+        "everything (off), or both, compared (check) (default on)",
+    )
+    parser.add_argument(
         "--gang-backoff",
         type=parse_duration,
         default=10.0,

@@ -261,6 +261,8 @@ class Cluster:
                     *(["--config", args.extender_config] if args.extender_config else []),
                     "--gang-backoff",
                     str(args.gang_backoff),
+                    "--scheduler-memo",
+                    args.scheduler_memo,
                     # The bind entry of the configuration written below (sim_config) waits this
                     # long; the extender checks its gang timeout against it.
                     *(["--scheduler-bind-timeout", "90s"] if not args.scheduler_config else []),

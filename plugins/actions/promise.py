@@ -16,29 +16,31 @@ victims for its whole-gang placement — a job whose victims are no longer of lo
 no longer over their share) is not admitted, and since preemption needs strictly lower priority,
 two such jobs can never evict each other's work.
 
-Pure: the trial releases the units in the pass's share model and overcommit sums and puts them
-back before it returns.
+A unit promised to a job is that job's until the promise is settled (its job placed, or the
+promise dropped): no other job is enqueued on it (`plugins.framework.room.VictimPool`).
+
+Pure: the trial releases the units in the session's share model and overcommit sums and puts
+them back before it returns.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from core.resources import ResourceVector
-from plugins.actions.evictions import accepted_victims
-from plugins.framework.extension_points import PassState, Preemptor, Refusal
-from plugins.framework.policy import QUEUE_PLUGINS, Policy
+from plugins.actions import preempt, reclaim
+from plugins.framework.extension_points import Preemptor
+from plugins.framework.inputs import QUEUES, USED
 from plugins.model.job_order import JobInput
 from plugins.model.queue_share import QueueShare, strip_pods
 from plugins.model.victims import VictimUnit, effective_units, victim_order_key
 
-__all__ = [
-    "Promise",
-    "enqueue_by_eviction",
-    "held_by_peers",
-    "refusal_follows_queue",
-]
+if TYPE_CHECKING:
+    from plugins.framework.session import Session
+
+__all__ = ["Promise", "enqueue_by_eviction", "held_by_peers"]
 
 _ZERO = ResourceVector()
 
@@ -53,7 +55,7 @@ class Promise:
     def describe(self) -> str:
         """ "will preempt default/low (priority 10)" / "will reclaim from queue qa: ..." """
         names = ", ".join(_name(u) for u in self.units)
-        if self.action == "preempt":
+        if self.action == preempt.NAME:
             return f"will preempt {names}"
         queues = sorted({u.queue for u in self.units})
         return f"will reclaim from queue {', '.join(queues)}: {names}"
@@ -67,14 +69,15 @@ def _name(unit: VictimUnit) -> str:
     return f"{unit.pods[0]} (priority {unit.priority})"
 
 
-def enqueue_by_eviction(
-    session: Policy,
-    state: PassState,
-    job: JobInput,
-    units: Sequence[VictimUnit],
-) -> Promise | None:
-    """A promise when evicting some of `units` would let the job be enqueued (see the module
-    docstring); None when no acceptable units are enough. Does not book the enqueue."""
+def enqueue_by_eviction(ssn: Session, job: JobInput) -> Promise | None:
+    """A promise when evicting some of the units the job may take would let it be enqueued
+    (see the module docstring); None when no acceptable units are enough. Books nothing."""
+    actions = set(ssn.policy.actions)
+    request = job.min_resources or _ZERO
+    may_reclaim = reclaim.NAME in actions and ssn.preemptive(job.queue, request)
+    if not may_reclaim and preempt.NAME not in actions:
+        return None
+    units = ssn.victims_for(job.key, None if may_reclaim else job.queue)
     if not units:
         return None
     preemptor = Preemptor(
@@ -82,62 +85,27 @@ def enqueue_by_eviction(
         queue=job.queue,
         priority=job.priority,
         allocated=job.allocated,
-        request=job.min_resources or _ZERO,
+        request=request,
     )
     attempts: list[tuple[str, list[VictimUnit]]] = []
-    actions = set(session.actions)
-    if "reclaim" in actions and session.preemptive(job.queue, preemptor.request, state):
-        attempts.append(("reclaim", accepted_victims("reclaim", session, state, preemptor, units)))
-    if "preempt" in actions:
-        allowed = accepted_victims("preempt", session, state, preemptor, units)
-        # Preemption is for lower-priority work only, whatever the conf's plugins say: a job
-        # must not be enqueued on the promise of evicting its equals.
-        attempts.append(("preempt", [u for u in allowed if u.priority < job.priority]))
+    if may_reclaim:
+        attempts.append((reclaim.NAME, reclaim.accepted(ssn, preemptor, units)))
+    if preempt.NAME in actions:
+        attempts.append((preempt.NAME, preempt.accepted(ssn, preemptor, units)))
     for action, allowed in attempts:
         taken: list[VictimUnit] = []
         for unit in sorted(allowed, key=victim_order_key):
             taken.append(unit)
-            if _passes_without(session, state, job, effective_units(taken)):
+            if _passes_without(ssn, job, effective_units(taken)):
                 return Promise(action, tuple(effective_units(taken)))
     return None
 
 
-def refusal_follows_queue(
-    session: Policy,
-    state: PassState,
-    job: JobInput,
-    refusal: Refusal,
-    units: Sequence[VictimUnit],
-) -> bool:
-    """Whether an enqueue refusal that no eviction answers (`enqueue_by_eviction` gave None)
-    can change only with the job itself or its queue — the queue's numbers, or its own pods
-    and groups (the lower-priority work preempt could take) — so that a pass may keep it
-    until one of those changes instead of deciding it again (thousands of waiting jobs in a
-    full queue cost a pass nothing while their queue stands still). True when its queue's
-    own vote refused it (proportion, capacity) in the first tier with a vote (no earlier tier
-    could admit it instead, as sla's Permit after its waiting time would; a Reject ends the
-    walk whatever the rest of its tier says), the queue has no parent whose numbers the
-    vote reads too, reclaim could not promise it room (the queue may not grow: Preemptive
-    says no, so no other queue's work is asked for), and its queue runs no lower-priority
-    work (`units`) that preempt could promise it once the session's Preemptable accepts it
-    (drf's answer there reads the whole cluster's totals). Refusals by the overcommit rule
-    read the whole cluster, and stay decided every pass."""
-    if refusal.plugin not in QUEUE_PLUGINS or not refusal.first or state.model is None:
-        return False
-    if len(state.model.chain(job.queue)) > 1:
-        return False
-    request = job.min_resources or _ZERO
-    if "reclaim" in session.actions and session.preemptive(job.queue, request, state):
-        return False
-    return "preempt" not in session.actions or not any(
-        u.queue == job.queue and u.priority < job.priority for u in units
-    )
-
-
-def _passes_without(
-    session: Policy, state: PassState, job: JobInput, gone: list[VictimUnit]
-) -> bool:
+def _passes_without(ssn: Session, job: JobInput, gone: list[VictimUnit]) -> bool:
     """Would the enqueue votes pass with `gone` evicted? (A trial, undone before returning.)"""
+    ssn.read(QUEUES)
+    ssn.read(USED)
+    state = ssn.state
     model = state.model
     used = dict(state.used)
     saved: list[tuple[QueueShare, ResourceVector, ResourceVector, float]] = []
@@ -162,7 +130,7 @@ def _passes_without(
                     if share is not None:
                         share.elastic = share.elastic.saturating_sub(strip_pods(unit.freed))
     try:
-        return session.job_enqueueable(job, state) is None
+        return ssn.policy.job_enqueueable(job, state) is None
     finally:
         state.used.clear()
         state.used.update(used)

@@ -15,7 +15,7 @@ queue's share: while its starving gang waits, the queue's later gangs are not al
 gangs' elastic members do not grow, so the queue drains for it (its running work ends, or is
 taken back by reclaim); it then runs whole and the others follow. A gang whose minimum exceeds
 what the queue may hold now is never the target (it could not use the room; the others use it
-meanwhile, as `QueuePolicy` lets them enqueue), nor one refused for any other reason (not
+meanwhile, as the enqueue votes let them), nor one refused for any other reason (not
 valid yet, no room on the nodes, backing off, not enqueued yet: a gang the enqueue votes refuse
 waits for the queue's `inqueue`, which a hold keeps as it is), so the queue is held only while
 holding it helps.
@@ -44,56 +44,130 @@ Pure functions: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from core.records import PodGroupRecord
 from core.resources import ResourceVector
-from plugins.actions.allocate import gang_demand
-from plugins.framework.extension_points import PassState
-from plugins.framework.policy import Policy
-from plugins.model import gang as gangs
-from plugins.model import gang_ready
-from plugins.model.queue_share import ShareModel
+from plugins.framework.pass_input import QueueWait
+from plugins.model.demand import still_asks
+from plugins.model.gang import GangView
+from plugins.model.queue_share import ShareModel, sum_vectors
+
+if TYPE_CHECKING:
+    from plugins.framework.session import Session
 
 __all__ = [
     "HOLD_SECONDS",
+    "Starvation",
     "held_for",
     "hold_reason",
-    "holding",
     "holds",
     "inqueue_lifted",
-    "starving_demand",
     "waits_for_share",
 ]
 
 HOLD_SECONDS = 20.0
 
 
-def starving_demand(group: PodGroupRecord, view: gangs.GangView) -> ResourceVector:
-    """What the gang still asks its queue for (its minResources less what it holds)."""
-    return gang_demand(
-        group, gang_ready.pending_members(view), gang_ready.members_needed(view), view
-    )
+class Starvation:
+    """The queues' starvation through one session: from what the last one left
+    (`QueueWait`: since when, what the waiting gangs ask), each queue's starving gang elected
+    anew by its visit (the first gang of it that waits for its share, in order)."""
+
+    def __init__(
+        self,
+        left: Mapping[str, QueueWait],
+        queue_of: Callable[[str], str | None] = lambda _: None,
+    ) -> None:
+        self._left = left
+        self._queue_of = queue_of  # a gang gone, or moved to another queue, waits there no more
+        self._target: dict[str, str | None] = {}
+        self._since: dict[str, float] = {}
+        self._waiters: dict[str, dict[str, ResourceVector]] = {}
+        self._visited: set[str] = set()
+
+    def visit(self, queue: str) -> None:
+        """The session decides the queue's gangs: its starving gang is elected again."""
+        if queue in self._visited:
+            return
+        self._visited.add(queue)
+        left = self._left.get(queue)
+        self._target[queue] = None
+        if left is not None:
+            self._since[queue] = left.since
+            self._waiters[queue] = {
+                k: v for k, v in left.waiters.items() if self._queue_of(k) == queue
+            }
+
+    def of(self, queue: str) -> tuple[str, float, ResourceVector | None] | None:
+        """The queue's starving gang, since when the queue has had one (-1: unknown, now), and
+        what the queue's gangs that wait for its share ask together; None when it has none."""
+        if queue in self._visited:
+            target = self._target.get(queue)
+            since = self._since.get(queue, -1.0)
+            waiters = self._waiters.get(queue) or {}
+        else:
+            left = self._left.get(queue)
+            if left is None or left.target is None:
+                return None
+            target, since, waiters = left.target, left.since, left.waiters
+        if target is None:
+            return None
+        return target, since, sum_vectors(waiters.values()) if waiters else None
+
+    def holding(self, queue: str, now: float) -> str | None:
+        """The starving gang `queue` is held for at `now` (a hold phase), else None."""
+        found = self.of(queue)
+        if found is None or not holds(found[1] if found[1] >= 0 else now, now):
+            return None
+        return found[0]
+
+    def note(self, queue: str, key: str, demand: ResourceVector | None, *, held: bool) -> None:
+        """A decision about gang `key`: it waits for the queue's share asking `demand` (an
+        enqueued gang's, which its queue's `inqueue` counts), or (None) not, unless it was only
+        `held` for the starving gang."""
+        waiters = self._waiters.setdefault(queue, {})
+        if demand is not None:
+            waiters[key] = demand
+        elif not held:
+            waiters.pop(key, None)
+
+    def starve(self, queue: str, key: str, now: float) -> None:
+        """Gang `key` waits for its queue's share: the first such gang of the visit is the
+        queue's starving gang; the queue starves since the first pass it had one."""
+        if self._target.get(queue) is None:
+            self._target[queue] = key
+        self._since.setdefault(queue, now)
+
+    def close(self) -> dict[str, QueueWait]:
+        """Every queue's starvation as this session leaves it: a visited queue without a
+        starving gang has none (nor waiters); the others as they were."""
+        out = {q: w for q, w in self._left.items() if q not in self._visited}
+        for queue in self._visited:
+            target = self._target.get(queue)
+            if target is not None:
+                out[queue] = QueueWait(
+                    self._since.get(queue, -1.0), dict(self._waiters.get(queue, {})), target
+                )
+        return out
 
 
-def waits_for_share(
-    session: Policy, state: PassState, group: PodGroupRecord, view: gangs.GangView
-) -> bool:
+def waits_for_share(ssn: Session, group: PodGroupRecord, view: GangView) -> bool:
     """Whether the gang's only obstacle is its queue's share: valid, its queue Open, its demand
     refused by the queue's Allocatable now, while its minimum alone fits in what the queue may
     hold (so the queue's work draining gives it its room)."""
-    model = state.model
-    source = state.inputs.get(group.queue)
-    if model is None or source is None or not source.open:
+    source = ssn.state.inputs.get(group.queue)
+    if ssn.state.model is None or source is None or not source.open:
         return False
-    if session.job_valid(view) is not None:
+    if ssn.job_valid(view) is not None:
         return False
-    demand = starving_demand(group, view)
-    if demand.is_zero() or session.allocatable(group.queue, demand, state) is None:
+    demand = still_asks(group, view)
+    if demand.is_zero() or ssn.allocatable(group.queue, demand) is None:
         return False
     minimum = group.min_resources if group.min_resources is not None else demand
-    return not model.beyond_limit(group.queue, minimum)
+    return not ssn.beyond_limit(group.queue, minimum)
 
 
 def held_for(target: str, queue: str) -> str:
@@ -104,12 +178,10 @@ def held_for(target: str, queue: str) -> str:
     )
 
 
-def hold_reason(
-    session: Policy, state: PassState, group: PodGroupRecord, view: gangs.GangView, target: str
-) -> str:
+def hold_reason(ssn: Session, group: PodGroupRecord, view: GangView, target: str) -> str:
     """Why a gang of a queue that drains for `target` waits: its queue's own refusal when the
     queue could not take it anyway (the usual words), else that it waits for `target`."""
-    refused = session.allocatable(group.queue, starving_demand(group, view), state)
+    refused = ssn.allocatable(group.queue, still_asks(group, view))
     return refused or held_for(target, group.queue)
 
 
@@ -140,13 +212,3 @@ def inqueue_lifted(
     finally:
         for share, inqueue in saved:
             share.inqueue = inqueue
-
-
-def holding(
-    starving: Mapping[str, str], since: Mapping[str, float], queue: str, now: float
-) -> str | None:
-    """The starving gang `queue` is held for at `now` (a hold phase), else None."""
-    target = starving.get(queue)
-    if target is None or not holds(since.get(queue, now), now):
-        return None
-    return target

@@ -6,7 +6,7 @@ by 1.2, as Volcano does). Without the plugin in the conf there is no such rule a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from core.resources import ResourceVector, format_shortfall
 from plugins.framework.config import ConfigError
@@ -54,6 +54,8 @@ class OvercommitPlugin:
     JobEnqueued (what was admitted counts as used for the rest of the pass)."""
 
     name = NAME
+    # What its vote reads of a job (and the cluster's sums).
+    job_fields: ClassVar[Mapping[str, tuple[str, ...]]] = {"job_enqueueable": ("min_resources",)}
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
         self.factor = parse_factor(arguments)

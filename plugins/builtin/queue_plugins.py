@@ -10,7 +10,8 @@ enables it without proportion). Without either plugin in the conf a queue still 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 from core.resources import ResourceVector
 from plugins.framework.config import PluginOption
@@ -32,6 +33,10 @@ from plugins.model.victims import VictimUnit, victim_order_key
 
 class _SharePlugin(SessionPlugin):
     hierarchical = False  # capacity's enableHierarchy: a tree of queues
+    # What its vote reads of a job (and the queue's numbers).
+    job_fields: ClassVar[Mapping[str, tuple[str, ...]]] = {
+        "job_enqueueable": ("queue", "min_resources")
+    }
 
     def open_queues(self, total: ResourceVector, inputs: Sequence[QueueInput]) -> ShareModel:
         """Volcano's OnSessionOpen: the queues' deserved shares from their inputs."""

@@ -239,11 +239,15 @@ class SessionPlugin:
     """A plugin of the session: subclasses set `name` and define the extension points they
     register (the names of `EXTENSION_POINTS`, with their signatures). Public methods that are
     no extension point must be listed in `helpers`; `clock_dependent` says the plugin's answers
-    change with the time alone (sla), so decisions reading them are not kept."""
+    change with the time alone (sla), so decisions reading them are not kept; `job_fields`
+    what its hooks read of a job."""
 
     name: ClassVar[str] = ""
     helpers: ClassVar[tuple[str, ...]] = ()
     clock_dependent: ClassVar[bool] = False
+    # What a hook reads of the job it is asked about (hook -> JobInput field names); none
+    # given: all of it. The memo asks one question for the jobs alike in those fields.
+    job_fields: ClassVar[Mapping[str, tuple[str, ...]]] = {}
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
         self.arguments = arguments

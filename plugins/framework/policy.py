@@ -26,6 +26,7 @@ still protects it): a victim hook returns None to abstain. Pure: no I/O.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -62,6 +63,8 @@ class _Entry:
     plugin: Any
     name: str  # as the conf names it
 
+
+_JOB_FIELDS = tuple(f.name for f in dataclasses.fields(JobInput))
 
 # The extension points the policy asks (score is asked as node_scorer; open_queues and
 # configure once, not per pass).
@@ -103,6 +106,13 @@ class Policy:
                     entries.append(_Entry(tier_index, plugin, option.name))
                 if registers(plugin, "configure"):
                     plugin.configure(option)
+        # What the enqueue votes read of a job (each plugin's `job_fields`; all of it when one
+        # does not say): jobs alike in those fields get the same votes.
+        fields: set[str] = set()
+        for entry in self._hooks["job_enqueueable"]:
+            declared = getattr(entry.plugin, "job_fields", {}).get("job_enqueueable")
+            fields.update(declared if declared is not None else _JOB_FIELDS)
+        self._enqueue_fields = tuple(sorted(fields))
         # Decisions reading a plugin whose answers move with the clock alone are never kept.
         self.clock_dependent = any(
             getattr(plugin, "clock_dependent", False) for plugin in self.plugins.values()
@@ -179,6 +189,10 @@ class Policy:
             self._hooks["job_enqueueable"],
             lambda plugin: plugin.job_enqueueable(job, state),
         )
+
+    def enqueue_key(self, job: JobInput) -> tuple[Any, ...]:
+        """What the enqueue votes read of `job` (jobs with the same key get the same votes)."""
+        return tuple(getattr(job, name) for name in self._enqueue_fields)
 
     def job_enqueued(self, job: JobInput, state: PassState) -> None:
         for entry in self._hooks["job_enqueued"]:

@@ -1,161 +1,156 @@
-"""The order a scheduling cycle visits the PodGroups in (Volcano's enqueue and allocate
-traversal): queues in the session's QueueOrder, each queue's jobs in its JobOrder, sorted only
-when the cycle looks at that queue, and each job's order key kept until its group changes (the
-cache's group versions). Also the job as the session's plugins see it (`job_input`), the numbers
-of a queue a waiting group's decision reads (`queue_numbers`) and the overcommit rule's `used`
-(`cluster_used`). Pure: no I/O."""
+"""The order a session visits the PodGroups in (Volcano's traversal): queues in the session's
+QueueOrder, each queue's jobs in its JobOrder; and what each visited PodGroup waits for
+(`stage_of`). Every gang is visited: a head-of-line gang that cannot be placed never stops the
+ones behind it, in its queue or another; the order decides who gets contested room first.
+
+With a memo (`plugins.framework.memo`) the traversal skips what did not change: a queue whose
+gangs did not change and whose decisions still read the same at this point of the session is
+not visited at all, and within a visited queue each gang whose decision still stands is kept
+(its effects on the session replayed, in order) instead of being decided again. Without one,
+everything is decided afresh. Pure: no I/O.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from core.api import keys
 from core.records import PodGroupRecord
-from core.resources import ResourceVector
-from plugins.framework.extension_points import PassState
-from plugins.framework.policy import Policy
+from plugins.framework.decisions import ADMITTED, ADOPT, ALLOCATE, DONE, ENQUEUE, Decision
+from plugins.framework.reads import ReadLog
 from plugins.model import gang as gangs
-from plugins.model.job_order import JobInput
-from plugins.model.queue_inputs import QueuePass, members_request
+from plugins.model.gang import GangView
+from plugins.model.job_input import job_input
 
-if TYPE_CHECKING:  # annotations only: core.cache pulls in the informers and asyncio
-    from core.cache import Snapshot
+if TYPE_CHECKING:
+    from plugins.framework.memo import Memo
+    from plugins.framework.session import Session
 
+__all__ = ["Traversal", "stage_of"]
 
-def job_input(snapshot: Snapshot, group: PodGroupRecord) -> JobInput:
-    """The job (PodGroup) as the session's plugins see it."""
-    members = snapshot.pods_by_group.get(group.key, ())
-    priority = max(
-        (snapshot.pods[k].priority for k in members if k in snapshot.pods),
-        default=group_priority(snapshot, group),
-    )
-    return JobInput(
-        key=group.key,
-        queue=group.queue,
-        priority=priority,
-        ready=group.phase in ("Running", "Completed"),
-        allocated=members_request(snapshot, group, placed=True),
-        creation=group.created,
-        uid=group.uid,
-        sla_waiting_seconds=gangs.annotation_duration(
-            group, keys.SLA_WAITING_TIME, keys.SLA_WAITING_TIME_LEGACY
-        ),
-        min_resources=group.min_resources,
-    )
+OPEN = "open"  # the phase that settles what needs no action (adopt, admitted, done)
 
 
-def group_priority(snapshot: Snapshot, group: PodGroupRecord) -> int:
-    """The PodGroup's own priority, as Volcano's scheduler cache reads it: the value of the
-    PriorityClass its `priorityClassName` names, the globalDefault class's when it names none
-    (or one that does not exist), else 0. A job with pods takes its members' priority (the API
-    server resolved the same class into each pod's spec.priority)."""
-    classes = snapshot.priority_classes
-    value = classes.get(group.priority_class) if group.priority_class else None
-    if value is None:
-        value = classes.get("", 0)
-    return value
+def stage_of(ssn: Session, group: PodGroupRecord, view: GangView) -> str:
+    """Which step of the session the group waits for (`plugins.framework.decisions`)."""
+    gang = ssn.policy.has("gang")
+    admitted = ssn.is_admitted(group.key)
+    # Pending, or Inqueue but not placed whole: e.g. after a restart, a gang timeout or a
+    # loss of members (members being deleted are scheduled but do not keep it whole).
+    wants_admission = group.phase in ("Pending", "") or not gangs.whole(view)
+    if not admitted and not wants_admission and not gangs.finished(view):
+        return ADOPT
+    if not gang and not admitted and not gangs.finished(view):
+        return ENQUEUE
+    if (
+        group.job_owned
+        and group.phase in ("Pending", "")
+        and (view.created == 0 or ssn.job_valid(view) is not None)
+    ):
+        # A vcjob's pods are created only once its PodGroup is Inqueue: Volcano's enqueue
+        # admits it on minResources alone (queue and overcommit; JobValid does not gate
+        # enqueue), and its gang is placed when the pods arrive. Some of its pods may exist
+        # already (created for an earlier group of the same name, e.g. around a restart):
+        # waiting for the rest here would wait for ever, as the job creates them only once
+        # this group is Inqueue.
+        return ENQUEUE
+    if not admitted and not gangs.finished(view):
+        return ALLOCATE
+    return ADMITTED if admitted else DONE
 
 
-def cluster_used(
-    snapshot: Snapshot, reserved_by_node: Mapping[str, ResourceVector]
-) -> dict[str, int]:
-    """What the overcommit rule counts as taken: admitted groups' minResources (Inqueue and
-    beyond, Volcano's `inqueue` + allocated), approximated by the requests of bound pods plus
-    the gang ledger's reservations."""
-    used = snapshot.total_requested.as_dict()
-    for reserved in reserved_by_node.values():
-        for name, amount in reserved.items():
-            used[name] = used.get(name, 0) + amount
-    return used
+class Traversal:
+    """The session's queues and jobs in order, with each gang's stage (see the module
+    docstring)."""
 
+    def __init__(self, ssn: Session, memo: Memo | None) -> None:
+        self.ssn = ssn
+        self.memo = memo
+        groups_by_queue = ssn.queues.groups_by_queue
+        self.queues = [q for q in ssn.queue_order(groups_by_queue) if groups_by_queue.get(q)]
+        self._order: dict[str, list[str]] = {}
+        self._stages: dict[str, str] = {}
+        self._views: dict[str, GangView] = {}
 
-def queue_numbers(queue_pass: QueuePass | PassState | None, name: str) -> tuple[Any, ...] | None:
-    """What a waiting group's queue checks read of its queue, comparable across passes."""
-    if queue_pass is None or queue_pass.model is None:
-        return None
-    share = queue_pass.model.shares.get(name)  # type: ignore[attr-defined]
-    source = queue_pass.inputs.get(name)
-    if share is None or source is None:
-        return None
-    return (
-        share.deserved,
-        share.allocated,
-        share.inqueue,
-        share.elastic,
-        share.real_capability,
-        share.capability,
-        source.open,
-    )
+    def jobs_of(self, queue: str) -> list[str]:
+        """The queue's PodGroups in the session's job order."""
+        found = self._order.get(queue)
+        if found is None:
+            ssn = self.ssn
+            if self.memo is not None:
+                found = self.memo.job_order(ssn, queue)
+            else:
+                found = job_order(ssn, queue)
+            self._order[queue] = found
+        return found
 
+    def view(self, key: str) -> GangView | None:
+        found = self._views.get(key)
+        if found is None:
+            found = gangs.gang_view(self.ssn.snapshot, key, allocated=self.ssn.allocated_pods())
+            if found is not None:
+                self._views[key] = found
+        return found
 
-class AdmissionOrder:
-    def __init__(self, versions: Mapping[str, int], session: Policy) -> None:
-        """`versions`: each group's version (the cache's `group_versions`, read live)."""
-        self.versions = versions
-        self.session = session
-        # group -> (its cache version, the cluster total, its job-order key)
-        self._keys: dict[str, tuple[int | None, ResourceVector, tuple[Any, ...]]] = {}
+    def stage(self, key: str) -> str | None:
+        """What the gang waits for (kept by the memo while its own inputs stand)."""
+        known = self._stages.get(key)
+        if known is not None:
+            return known
+        if self.memo is not None:
+            known = self.memo.stage(self.ssn, key)
+        if known is None:
+            group = self.ssn.group(key)
+            view = self.view(key)
+            if group is None or view is None:
+                return None
+            known = stage_of(self.ssn, group, view)
+        self._stages[key] = known
+        return known
 
-    def forget(self, key: str) -> None:
-        self._keys.pop(key, None)
-
-    def queues(
-        self, snapshot: Snapshot, queue_pass: QueuePass, state: PassState
-    ) -> Iterator[tuple[str, list[PodGroupRecord]]]:
-        """Queues in the session's queue order, each with its jobs in job order. Every group
-        is visited — a head-of-line gang that cannot be admitted never stops the ones behind
-        it, in its queue or in another (Volcano's `traverse`); the order decides who gets
-        contested room first."""
-        total = snapshot.total_allocatable
-        podgroups = snapshot.podgroups
-        for queue in self.session.queue_order(state, queue_pass.groups_by_queue):
-            members = queue_pass.groups_by_queue.get(queue)
-            if not members:
-                continue
-            yield (
-                queue,
-                _LazyOrder(members, podgroups, lambda g: self._key(snapshot, g, total, state)),
-            )
-
-    def _key(
-        self, snapshot: Snapshot, group: PodGroupRecord, total: ResourceVector, state: PassState
-    ) -> tuple[Any, ...]:
-        """The group's job-order key, recomputed only when the group (or the cluster total its
-        DRF share divides by) changed."""
-        version = self.versions.get(group.key)
-        cached = self._keys.get(group.key)
-        if cached is not None and cached[0] == version and cached[1] == total:
-            return cached[2]
-        order = self.session.job_order_key(job_input(snapshot, group), state)
-        self._keys[group.key] = (version, total, order)
-        return order
-
-
-def _first(pair: tuple[Any, Any]) -> Any:
-    return pair[0]
-
-
-class _LazyOrder(list):  # type: ignore[type-arg]
-    """A queue's groups, sorted into job order the first time they are iterated (a pass that
-    skips the queue never pays for the sort)."""
-
-    def __init__(
+    def run(
         self,
-        members: Iterable[str],
-        podgroups: Mapping[str, PodGroupRecord],
-        key: Callable[[PodGroupRecord], Any],
+        phase: str,
+        stages: tuple[str, ...],
+        decide: Callable[[PodGroupRecord, GangView], Decision],
     ) -> None:
-        super().__init__()
-        self._members: Iterable[str] | None = members
-        self._podgroups = podgroups
-        self._key = key
+        """Decide the gangs at `stages`, in order, with `decide` (the phase's action), each
+        decision taken into the session. With the memo, only those whose kept decision does
+        not stand: the others' effects are replayed in their place."""
+        ssn, memo = self.ssn, self.memo
+        for queue in self.queues:
+            if memo is not None and memo.queue_stands(ssn, queue, phase):
+                continue
+            ssn.starvation.visit(queue)
+            for key in self.jobs_of(queue):
+                if self.stage(key) not in stages:
+                    continue
+                group = ssn.group(key)
+                if group is None:
+                    continue
+                if memo is not None:
+                    kept = memo.kept(ssn, key, phase)
+                    if kept is not None:
+                        ssn.take(kept, group, replayed=True)
+                        continue
+                view = self.view(key)
+                if view is None:
+                    continue
+                if memo is None:
+                    ssn.take(decide(group, view), group)
+                    continue
+                log = ssn.log = ReadLog()
+                try:
+                    decision = decide(group, view)
+                finally:
+                    ssn.log = None
+                ssn.take(decision, group)
+                memo.record(ssn, decision, phase, self._stages.get(key), log)
 
-    def __iter__(self) -> Iterator[PodGroupRecord]:
-        if self._members is not None:
-            podgroups = self._podgroups
-            groups = [podgroups[k] for k in self._members if k in podgroups]
-            ranked = sorted(((self._key(g), g) for g in groups), key=_first)
-            self.extend(g for _, g in ranked)
-            self._members = None
-        return super().__iter__()
+
+def job_order(ssn: Session, queue: str) -> list[str]:
+    """The queue's PodGroups in job order (the session's JobOrder keys), computed afresh."""
+    podgroups = ssn.snapshot.podgroups
+    groups = [podgroups[k] for k in ssn.queues.groups_by_queue.get(queue, ()) if k in podgroups]
+    ranked = sorted((ssn.job_order_key(job_input(ssn.snapshot, g)), g.key) for g in groups)
+    return [key for _, key in ranked]

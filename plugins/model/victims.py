@@ -27,13 +27,19 @@ Pure functions: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from core.api.booleans import PREEMPTABLE, preemptable_flag
+from core.records import PodRecord
 from core.resources import ResourceVector
+from plugins.model.elastic import surplus_members
 from plugins.model.job_order import parse_time
+from plugins.model.queue_share import sum_vectors
+
+if TYPE_CHECKING:  # annotations only: core.cache pulls in the informers and asyncio
+    from core.cache import Snapshot
 
 __all__ = [
     "CRITICAL_NAMESPACE",
@@ -44,7 +50,9 @@ __all__ = [
     "is_critical",
     "preemptable_flag",
     "select_victims",
+    "unit_of",
     "victim_order_key",
+    "victim_units",
     "walk_victims",
 ]
 
@@ -157,3 +165,73 @@ def select_victims(need: ResourceVector, units: Sequence[VictimUnit]) -> list[Vi
 
     walked = walk_victims(units, lambda taken: _covers(taken, wanted), helps=helps)
     return None if walked is None else walked[0]
+
+
+def unit_of(
+    group: str | None,
+    queue: str,
+    created: str,
+    pods: Sequence[PodRecord],
+    *,
+    elastic: bool = False,
+) -> VictimUnit:
+    """One eviction decision: a whole running gang's bound members, one elastic member of a
+    gang (`elastic`: the gang keeps its minimum without it), or one pod of no gang."""
+    return VictimUnit(
+        group=group,
+        queue=queue,
+        priority=max(pod.priority for pod in pods),
+        pods=tuple(pod.key for pod in pods),
+        freed=sum_vectors(pod.requests for pod in pods),
+        preemptable=all(pod.annotations_preemptable for pod in pods),
+        critical=any(is_critical(pod.priority_class, pod.namespace) for pod in pods),
+        breaks_gang=group is not None and not elastic,
+        creation=created,
+        elastic=elastic,
+    )
+
+
+def victim_units(
+    snapshot: Snapshot,
+    exclude_group: str,
+    releasing: Collection[str],
+    queue_of: Callable[[PodRecord], str],
+    served: Callable[[PodRecord], bool],
+) -> list[VictimUnit]:
+    """Everything that could be evicted, as whole units: each running gang (but
+    `exclude_group`) with all its bound members (evicting some would leave it hanging), each
+    elastic member of a gang above its minimum on its own (`plugins.model.elastic.surplus_members`),
+    and each bound pod of no gang. Only pods vulcan schedules (`served`): another scheduler's
+    pods are never victims, in a gang or not. Pods already being freed (terminating, or
+    `releasing`) are none."""
+    units: list[VictimUnit] = []
+    for other in snapshot.podgroups.values():
+        if other.key == exclude_group:
+            continue
+        bound = [
+            pod
+            for k in snapshot.pods_by_group.get(other.key, ())
+            if (pod := snapshot.pods.get(k)) is not None
+            and pod.occupies_node
+            and not pod.deleting
+            and k not in releasing
+        ]
+        if bound and all(served(pod) for pod in bound):
+            for pod in surplus_members(
+                bound,
+                other.min_member,
+                other.min_task_member,
+                checks_tasks=other.min_member >= sum(other.min_task_member.values()),
+            ):
+                units.append(unit_of(other.key, other.queue, other.created, [pod], elastic=True))
+            units.append(unit_of(other.key, other.queue, other.created, bound))
+    for pod in snapshot.pods.values():
+        if (
+            pod.group is None
+            and pod.occupies_node
+            and not pod.deleting
+            and pod.key not in releasing
+            and served(pod)
+        ):
+            units.append(unit_of(None, queue_of(pod), pod.created, [pod]))
+    return units

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
+from extender import gangs
 from tests.helpers import REPO
 
 KUBECTL = shutil.which("kubectl")
@@ -168,6 +169,8 @@ def scheduled_condition(pod: dict[str, Any] | None) -> dict[str, Any]:
 
 
 def start_cluster(tmp: Path, *args: str) -> Iterator[SimCluster]:
+    if "--with-extender" in args and gangs.DEFAULT_MEMO != "on":
+        args = (*args, "--scheduler-memo", gangs.DEFAULT_MEMO)  # the suite's --scheduler-memo
     process = subprocess.Popen(
         [
             sys.executable,

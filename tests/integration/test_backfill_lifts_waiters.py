@@ -10,7 +10,10 @@ Driven pass by pass against the embedded API server, binding as kube-scheduler w
 
 from __future__ import annotations
 
+import dataclasses
+
 from core.kube.client import PODGROUPS, PODS, KubeClient
+from extender.gangs import GangScheduler
 from plugins.actions.starvation import HOLD_SECONDS
 from tests.helpers import until
 from tests.integration.test_queue_scheduling import (
@@ -26,6 +29,15 @@ from tests.integration.test_starving_gang import _job_group, _pod
 BIG = "default/big"
 MID = "default/mid"
 SMALL = "default/small"
+
+
+def earlier(gangs: GangScheduler, queue: str, seconds: float) -> None:
+    """The queue began to starve `seconds` earlier (its hold and backfill phases move on)."""
+    wait = gangs.starving.queues[queue]
+    gangs.starving.queues = {
+        **gangs.starving.queues,
+        queue: dataclasses.replace(wait, since=wait.since - seconds),
+    }
 
 
 async def test_a_backfill_phase_lifts_every_gang_waiting_for_the_queues_share(
@@ -69,7 +81,7 @@ async def test_a_backfill_phase_lifts_every_gang_waiting_for_the_queues_share(
         gangs.schedule_pass()  # a hold phase: qa drains for big
         assert gangs.queue_pass is not None
         assert gangs.queue_pass.model.shares["qa"].deserved.cpu == 12_000
-        assert gangs.starving.get("qa") == BIG
+        assert gangs.starving.target("qa") == BIG
         assert "queue qa over its share" in gangs.reasons[BIG]
         assert "queue qa over its share" in gangs.reasons[MID]  # held, in its own words
         assert f"keeps the room its work frees for gang {BIG}" in gangs.reasons[SMALL]
@@ -78,24 +90,24 @@ async def test_a_backfill_phase_lifts_every_gang_waiting_for_the_queues_share(
         # A backfill phase. mid (9 + 6 > 12) waits for qa's share beside big, its 6 cpu in
         # qa's `inqueue` with big's 10: small (2 + 9 <= 12) fits the share, and is judged at
         # enqueue without either (2 + 9 + 16 > 16 with them).
-        gangs.starving_since["qa"] -= HOLD_SECONDS + 1
+        earlier(gangs, "qa", HOLD_SECONDS + 1)
         gangs.schedule_pass()
-        assert gangs.starving.get("qa") == BIG  # still the one the queue drains for
-        assert gangs.share_waiters.waiting("qa") == {BIG, MID}
+        assert gangs.starving.target("qa") == BIG  # still the one the queue drains for
+        assert set(gangs.starving.queues["qa"].waiters) == {BIG, MID}
         assert "queue qa over its share" in gangs.reasons[MID]
         assert SMALL in gangs.admitted, gangs.reasons.get(SMALL)
         assert BIG not in gangs.admitted and MID not in gangs.admitted
 
         # Back in a hold phase the waiting gangs stay noted (held, not decided), and leave
         # once decided otherwise: mid deleted.
-        gangs.starving_since["qa"] -= HOLD_SECONDS
+        earlier(gangs, "qa", HOLD_SECONDS)
         gangs.schedule_pass()
-        assert gangs.share_waiters.waiting("qa") == {BIG, MID}
+        assert set(gangs.starving.queues["qa"].waiters) == {BIG, MID}
         for index in range(3):
             await client.delete(PODS, f"mid-{index}", namespace="default", grace_period=0)
         await client.delete(PODGROUPS, "mid", namespace="default")
         await until(lambda: MID not in gangs.cache.podgroups)
         gangs.schedule_pass()
-        assert gangs.share_waiters.waiting("qa") == {BIG}
+        assert set(gangs.starving.queues["qa"].waiters) == {BIG}
     finally:
         await gangs.stop()

@@ -12,7 +12,7 @@ from core.kube.client import PODGROUPS, PODS, KubeClient
 from extender.binder import Binder
 from extender.conf_reload import build_conf
 from extender.gang_verbs import GangVerbs
-from extender.gangs import GangScheduler
+from extender.gangs import GangOptions, GangScheduler
 from extender.ledger import GangLedger
 from extender.protocol import BindingArgs
 from plugins.framework.config import DEFAULT_SCHEDULER_CONF
@@ -73,10 +73,9 @@ async def test_a_reloaded_conf_decides_the_next_pass_and_keeps_held_binds(
         GangLedger(cache.bump_node),
         client,
         Binder(client).bind,
-        gang_timeout=30,
-        session=start.session,
+        options=GangOptions(gang_timeout=30),
+        policy=start.policy,
         placement=start.framework.gang_placement,
-        queue_policy=start.queue_policy,
     )
     gangs.start(enqueue=False)
     try:
@@ -95,7 +94,7 @@ async def test_a_reloaded_conf_decides_the_next_pass_and_keeps_held_binds(
         await until(lambda: gangs.barrier.held("default/tf-a") == 3)
 
         new = build_conf(NO_GANG)
-        gangs.use_conf(new.session, new.framework.gang_placement, new.queue_policy)
+        gangs.use_conf(new.policy, new.framework.gang_placement)
         gangs.schedule_pass()
         # Without gang, tf-b is admitted on enqueue alone (its members then placed one by
         # one); under the old conf it waited for four free GPUs.

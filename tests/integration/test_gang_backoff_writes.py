@@ -15,7 +15,7 @@ from core.kube.client import PODGROUPS, PODS, KubeClient
 from core.kube.flags import ClientOptions
 from extender.binder import Binder, BindError
 from extender.gang_verbs import GangVerbs
-from extender.gangs import GangScheduler
+from extender.gangs import GangOptions, GangScheduler
 from extender.ledger import GangLedger
 from extender.protocol import BindingArgs
 from sim.apiserver.server import EmbeddedApiServer, write_kubeconfig
@@ -66,7 +66,7 @@ async def test_a_backing_off_gang_patches_its_podgroup_only_when_something_chang
                 GangLedger(cache.bump_node),
                 client,
                 Binder(client).bind,
-                backoff=10.0,
+                options=GangOptions(backoff=10.0),
                 clock=lambda: now[0],
             )
             gangs.start(enqueue=False)

@@ -140,11 +140,11 @@ def _unit(pods: tuple[str, ...], group: str | None) -> VictimUnit:
 
 def evicted_whole(cache: Any, gangs: GangScheduler, pods: tuple[str, ...]) -> VictimUnit:
     """A higher-priority gang's admission evicts `pods` of gang tf whole, as
-    `PassHost._admit` applies it; the API server has not answered yet."""
+    `DecisionApplier` applies it; the API server has not answered yet."""
     victims = _unit(pods, GROUP)
     snapshot = cache.live_view()
     gangs.evictor.evict_units(snapshot, snapshot.podgroups[GROUP], 1000, "preempt", [victims])
-    gangs.evicted_whole([victims], "preempted whole for gang default/hi")
+    gangs.applier.evicted_whole([victims], "preempted whole for gang default/hi")
     return victims
 
 

@@ -15,7 +15,7 @@ from core.cache import ClusterCache
 from core.kube.client import PODGROUPS, PODS, PRIORITY_CLASSES, KubeClient
 from core.served import ServedPods
 from extender.binder import Binder
-from extender.gangs import GangScheduler
+from extender.gangs import GangOptions, GangScheduler
 from extender.ledger import GangLedger
 from tests.helpers import add_ready_node, until
 
@@ -96,7 +96,7 @@ async def cluster(client: KubeClient) -> GangScheduler:
         GangLedger(cache.bump_node),
         client,
         Binder(client).bind,
-        served=ServedPods.of(["volcano"]),
+        options=GangOptions(served=ServedPods.of(["volcano"])),
     )
     gangs.start(enqueue=False)
     await until(lambda: len(cache.pods) == 9 and cache.podgroups["default/low"].phase == "Running")

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from core.kube.client import PODS, KubeClient
-from extender.gang_pass import PassHost
+from extender.decision_applier import DecisionApplier
 from extender.gangs import GangScheduler
 from tests.helpers import until
 from tests.integration.test_queue_scheduling import (
@@ -29,19 +29,20 @@ from tests.integration.test_queue_scheduling import (
 
 @contextmanager
 def decided(gangs: GangScheduler) -> Iterator[list[str]]:
-    """The groups each pass decided (its `PassHost.apply` calls), in order."""
+    """The groups each pass decided (the decisions applied: the memo's kept ones are not), in
+    order."""
     seen: list[str] = []
-    original = PassHost.apply
+    original = DecisionApplier.apply
 
-    def apply(host: PassHost, decision: Any) -> None:
+    def apply(applier: DecisionApplier, decision: Any, *args: Any) -> bool:
         seen.append(decision.key)
-        original(host, decision)
+        return original(applier, decision, *args)
 
-    PassHost.apply = apply  # type: ignore[method-assign]
+    DecisionApplier.apply = apply  # type: ignore[method-assign]
     try:
         yield seen
     finally:
-        PassHost.apply = original  # type: ignore[method-assign]
+        DecisionApplier.apply = original  # type: ignore[method-assign]
 
 
 def plain_pod(name: str, queue: str, priority: int, cpu: int) -> dict[str, Any]:

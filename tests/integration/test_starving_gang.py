@@ -101,11 +101,12 @@ async def test_a_starving_gang_gets_the_room_its_queue_frees(client: KubeClient)
         # Passes where nothing changes keep big elected, and its hold's phases keep counting
         # from when qa began to starve (were it dropped and elected again, the hold would start
         # over in a hold phase each time, and the queue's elastic members never grow).
-        since = gangs.starving_since["qa"]
+        since = gangs.starving.since("qa", -1.0)
+        assert since > 0
         for _ in range(3):
             gangs.schedule_pass()
-            assert gangs.starving.get("qa") == BIG
-            assert gangs.starving_since.get("qa") == since
+            assert gangs.starving.target("qa") == BIG
+            assert gangs.starving.since("qa", -1.0) == since
             assert f"keeps the room its work frees for gang {BIG}" in gangs.reasons[SMALL]
         view = queues_view(gangs)
         assert view is not None

@@ -1,23 +1,28 @@
-"""plugins.actions.allocate: Volcano's enqueue and allocate as pure decisions over the session, on
-hand-built snapshots (the extender applies what they return)."""
+"""plugins.actions (enqueue, allocate's whole-gang placement): Volcano's enqueue and allocate as
+pure decisions over a session, on hand-built snapshots (the extender applies what they
+return)."""
 
 from __future__ import annotations
 
 from core.cache import ClusterCache, Snapshot
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
-from plugins.actions import allocate as actions
+from plugins.actions.enqueue import enqueue_job
+from plugins.actions.whole_gang import Admission, allocate_gang
 from plugins.builtin.gang import GangPlugin
 from plugins.framework.config import default_config, parse_scheduler_config
+from plugins.framework.decisions import Enqueued, Waiting
 from plugins.framework.extension_points import PERMIT, REJECT, PassState
 from plugins.framework.policy import Policy
 from plugins.framework.registry import build_policy
-from plugins.framework.traversal import job_input
 from plugins.model import gang as gangs
 from plugins.model import gang_ready
+from plugins.model.demand import gang_demand
 from plugins.model.gang import GangView
+from plugins.model.job_input import job_input
 from plugins.model.proportion_shares import proportion_shares
 from plugins.model.queue_share import QueueInput
+from tests.session_harness import session
 from tests.unit.test_gang_placement import node, pod
 
 DEFAULT = build_policy(default_config())
@@ -41,20 +46,13 @@ def cluster(nodes: list[str], groups: list[PodGroupRecord], pods: list[PodRecord
 
 
 def allocate(
-    session: Policy, snap: Snapshot, g: PodGroupRecord, state: PassState | None = None
-) -> actions.Admission:
+    policy: Policy, snap: Snapshot, g: PodGroupRecord, state: PassState | None = None
+) -> Admission:
     view = gangs.gang_view(snap, g.key)
     assert view is not None
-    return actions.allocate_gang(
-        session,
-        state or PassState(total=snap.total_allocatable.as_dict()),
-        snap,
-        g,
-        view,
-        job_input(snap, g),
-        actions.GangRoom(reserved={}, future=None, victims=list),
-        prefer="binpack",
-    )
+    ssn = session(policy, snap)
+    ssn.state = state or PassState(total=snap.total_allocatable.as_dict())
+    return allocate_gang(ssn, g, view, job_input(snap, g))
 
 
 def test_allocate_places_the_whole_gang_or_says_why() -> None:
@@ -111,24 +109,30 @@ def test_a_gang_admitted_again_asks_its_queue_only_for_its_missing_members() -> 
     view = gangs.gang_view(snap, g.key)
     assert view is not None
     pending = gang_ready.pending_members(view)
-    assert actions.gang_demand(g, pending, 1, view).cpu == 1000
-    assert actions.gang_demand(g, pending, 1).cpu == 3000  # without the view: minResources
+    assert gang_demand(g, pending, 1, view).cpu == 1000
+    assert gang_demand(g, pending, 1).cpu == 3000  # without the view: minResources
     leaving = [pod("a-0", node_name="n0", phase="Running"), pod("a-1"), pod("a-2")]
     snap = cluster(["n0"], [g], leaving)
     view = gangs.gang_view(snap, g.key)
     assert view is not None
-    assert actions.gang_demand(g, gang_ready.pending_members(view), 2, view).cpu == 2000
+    assert gang_demand(g, gang_ready.pending_members(view), 2, view).cpu == 2000
 
 
 def test_enqueue_votes_then_books_what_it_admitted() -> None:
-    state = PassState(total={"cpu": 10_000}, used={})
-    first = job_input(cluster([], [], []), group("a", 1, minResources={"cpu": "8"}))
-    assert actions.enqueue(DEFAULT, state, first) is None
-    assert state.used == {"cpu": 8000}  # overcommit's JobEnqueued
-    second = job_input(cluster([], [], []), group("b", 1, minResources={"cpu": "8"}))
-    refused = actions.enqueue(DEFAULT, state, second)  # 8 + 8 > 10 x 1.2
-    assert refused is not None and "cpu" in refused.reason and refused.plugin == "overcommit"
-    assert state.used == {"cpu": 8000}  # a refused job books nothing
+    a, b = group("a", 1, minResources={"cpu": "8"}), group("b", 1, minResources={"cpu": "8"})
+    snap = cluster([], [a, b], [])
+    ssn = session(DEFAULT, snap)
+    ssn.state = PassState(total={"cpu": 10_000}, used={})
+    first = enqueue_job(ssn, a, "enqueue")
+    assert isinstance(first, Enqueued)
+    ssn.take(first, a)
+    assert ssn.state.used == {"cpu": 8000}  # overcommit's JobEnqueued
+    refusal = ssn.enqueue_refusal(job_input(snap, b))  # 8 + 8 > 10 x 1.2
+    assert refusal is not None and "cpu" in refusal.reason and refusal.plugin == "overcommit"
+    second = enqueue_job(ssn, b, "enqueue")
+    assert isinstance(second, Waiting) and "cpu" in second.reason
+    ssn.take(second, b)
+    assert ssn.state.used == {"cpu": 8000}  # a refused job books nothing
 
 
 def _view(snap: Snapshot, g: PodGroupRecord) -> GangView:
@@ -170,7 +174,7 @@ def test_a_gang_whose_minimum_members_ask_more_than_min_resources_stays_within_c
     snap = cluster(["n1", "n2"], [g], members)
     view = gangs.gang_view(snap, g.key)
     assert view is not None
-    assert actions.gang_demand(g, gang_ready.pending_members(view), 2, view).cpu == 6000
+    assert gang_demand(g, gang_ready.pending_members(view), 2, view).cpu == 6000
     cap = ResourceVector({"cpu": 6000})
     queues = {"q": QueueInput("q", request=ResourceVector({"cpu": 8000}), capability=cap)}
     model = proportion_shares(snap.total_allocatable, list(queues.values()))

@@ -6,12 +6,15 @@ as before."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import orjson
 
 from core.api.keys import BINDING_MARKER
 from core.records import PodGroupRecord
+from plugins.framework.config import default_config, parse_scheduler_config
+from plugins.framework.registry import build_policy
 from tests.helpers import pod_info
 from tests.unit.test_ungrouped_filter import GROUP_KEY, NODES, pod, server
 
@@ -25,7 +28,7 @@ def member(marked: bool, part: str = "limits") -> dict[str, Any]:
 
 async def answer_for(doc: dict[str, Any], min_member: int, marker: str | None) -> dict[str, Any]:
     extender, gangs = server()
-    gangs.bind_marker = marker
+    gangs.options = dataclasses.replace(gangs.options, bind_marker=marker)
     gangs.cache.on_podgroup_add(
         PodGroupRecord(
             {
@@ -35,7 +38,7 @@ async def answer_for(doc: dict[str, Any], min_member: int, marker: str | None) -
             }
         )
     )
-    gangs.admitted.add("ns/pg")
+    gangs.admissions.admit("ns/pg")
     body = orjson.dumps({"Pod": doc, "Nodes": None, "NodeNames": NODES})
     reply = extender.filter(body)  # the answer now, or once the filter has waited
     return dict(orjson.loads(reply if isinstance(reply, bytes) else await reply))
@@ -64,8 +67,9 @@ async def test_marked_members_and_pods_needing_no_barrier_go_on() -> None:
 
 async def test_without_the_gang_plugin_members_bind_at_once_so_none_is_refused() -> None:
     extender, gangs = server()
-    gangs.bind_marker = BINDING_MARKER
-    gangs.gang_enabled = False  # a conf without `gang`: no barrier holds any bind
+    gangs.options = dataclasses.replace(gangs.options, bind_marker=BINDING_MARKER)
+    # A conf without `gang`: no barrier holds any bind.
+    gangs.policy = build_policy(parse_scheduler_config("tiers:\n- plugins:\n  - name: priority\n"))
     group = PodGroupRecord(
         {
             "metadata": {"name": "pg", "namespace": "ns", "resourceVersion": "1"},
@@ -73,5 +77,5 @@ async def test_without_the_gang_plugin_members_bind_at_once_so_none_is_refused()
         }
     )
     assert extender.gang_verbs.unmarked_member(pod_info(member(marked=False)), group) is None
-    gangs.gang_enabled = True
+    gangs.policy = build_policy(default_config())
     assert extender.gang_verbs.unmarked_member(pod_info(member(marked=False)), group)

@@ -10,17 +10,17 @@ from core.cache import ClusterCache
 from core.records import PodGroupRecord, PriorityClassRecord
 from core.resources import ResourceVector
 from core.served import ServedPods
-from plugins.actions.evictions import victim_units
 from plugins.actions.promise import enqueue_by_eviction
 from plugins.framework.config import default_config
 from plugins.framework.extension_points import PassState, Preemptor
 from plugins.framework.registry import build_policy
-from plugins.framework.traversal import job_input
 from plugins.model.elastic import elastic_resources, surplus_members, trim_elastic
+from plugins.model.job_input import job_input
 from plugins.model.job_order import JobInput
 from plugins.model.proportion_shares import proportion_shares
 from plugins.model.queue_share import QueueInput
-from plugins.model.victims import effective_units, walk_victims
+from plugins.model.victims import effective_units, victim_units, walk_victims
+from tests.session_harness import session
 from tests.unit.test_evictions import group, node, pod, snapshot
 
 SESSION = build_policy(default_config())
@@ -154,8 +154,10 @@ def test_a_job_is_enqueued_on_the_promise_of_preempting_lower_priority_work_only
 
     refused = SESSION.job_enqueueable(job(1000), state())
     assert refused is not None  # the queue (and the cluster) is full
-    trial = state()
-    promise = enqueue_by_eviction(SESSION, trial, job(1000), units)
+    ssn = session(SESSION, snap, queue_of=lambda p: "q")
+    assert [u.group for u in ssn.victims_for("ns/high", "q")] == [u.group for u in units]
+    trial = ssn.state = state()
+    promise = enqueue_by_eviction(ssn, job(1000))
     assert promise is not None and promise.action == "preempt"
     assert [u.group for u in promise.units] == ["ns/low"]
     assert promise.describe().startswith("will preempt ns/low (whole gang, 4 pods, priority 10)")
@@ -163,7 +165,8 @@ def test_a_job_is_enqueued_on_the_promise_of_preempting_lower_priority_work_only
     assert trial.used == {"cpu": 16000}
     assert trial.model is not None and trial.model.shares["q"].allocated == cpu(16)
     # Equal priority: no promise (a job must not be enqueued to evict its equals).
-    assert enqueue_by_eviction(SESSION, state(), job(10), units) is None
+    ssn.state = state()
+    assert enqueue_by_eviction(ssn, job(10)) is None
 
 
 def test_a_podgroup_without_pods_has_its_priority_class_value() -> None:

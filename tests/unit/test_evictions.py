@@ -4,17 +4,18 @@ stopping and the reprieve."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from core.cache import ClusterCache, Snapshot
 from core.records import NodeRecord, PodGroupRecord, PodRecord
 from core.resources import ResourceVector
 from core.served import ServedPods
-from plugins.actions.evictions import EvictionRequest, choose_evictions, victim_units
-from plugins.framework.config import default_config
-from plugins.framework.extension_points import PassState
+from plugins.actions.evictions import EvictionRequest, Planned, choose_evictions
+from plugins.framework.config import default_config, parse_scheduler_config
+from plugins.framework.policy import Policy
 from plugins.framework.registry import build_policy
+from plugins.model.victims import victim_units
+from tests.session_harness import session
 
 SESSION = build_policy(default_config())
 SERVE_ALL = ServedPods.every()
@@ -93,8 +94,13 @@ def snapshot(
     return cache.snapshot()
 
 
-def decide(snap: Snapshot, gang: PodGroupRecord, members: list[PodRecord], priority: int) -> Any:
-    units = victim_units(snap, gang.key, set(), lambda pod: "q", SERVE_ALL)
+def decide(
+    snap: Snapshot,
+    gang: PodGroupRecord,
+    members: list[PodRecord],
+    priority: int,
+    policy: Policy = SESSION,
+) -> Planned | None:
     request = EvictionRequest(
         need=len(members),
         per_task={},
@@ -102,7 +108,7 @@ def decide(snap: Snapshot, gang: PodGroupRecord, members: list[PodRecord], prior
         demand=ResourceVector({"cpu": 2000 * len(members)}),
         priority=priority,
     )
-    return choose_evictions(snap, gang, members, units, request, SESSION, PassState())
+    return choose_evictions(session(policy, snap, queue_of=lambda pod: "q"), gang, members, request)
 
 
 def test_preempt_takes_whole_lower_priority_gangs_youngest_first_and_only_what_is_needed() -> None:
@@ -117,9 +123,9 @@ def test_preempt_takes_whole_lower_priority_gangs_youngest_first_and_only_what_i
     members = [pod("new-0", "new", priority=10), pod("new-1", "new", priority=10)]
     snap = snapshot([node("n1"), node("n2")], [old, young, new], pods + members)
     chosen = decide(snap, new, members, priority=10)
-    assert chosen is not None and chosen.action == "preempt"
-    assert [u.group for u in chosen.units] == ["ns/young"]  # the younger gang, whole
-    assert set(chosen.units[0].pods) == {"ns/young-0", "ns/young-1"}
+    assert chosen is not None and chosen.evictions.action == "preempt"
+    assert [u.group for u in chosen.evictions.units] == ["ns/young"]  # the younger gang, whole
+    assert set(chosen.evictions.units[0].pods) == {"ns/young-0", "ns/young-1"}
     assert set(chosen.plan.slots.values()) == {"n2"}
 
 
@@ -137,7 +143,7 @@ def test_critical_non_preemptable_and_equal_priority_units_are_never_victims() -
     evictable = pod("x", None, "n1", cpu=4, annotations={"volcano.sh/preemptable": "True"})
     snap = snapshot([node("n1")], [new], [evictable, *members])
     chosen = decide(snap, new, members, priority=10)
-    assert chosen is not None and chosen.units[0].pods == ("ns/x",)
+    assert chosen is not None and chosen.evictions.units[0].pods == ("ns/x",)
 
 
 def test_units_being_freed_are_no_victims() -> None:
@@ -154,20 +160,13 @@ def test_an_action_left_out_of_the_conf_evicts_nothing() -> None:
     new = group("new", 1)
     members = [pod("new-0", "new", priority=10, cpu=4)]
     snap = snapshot([node("n1")], [new], [pod("x", None, "n1", cpu=4), *members])
-    units = victim_units(snap, new.key, set(), lambda p: "q", SERVE_ALL)
-    request = EvictionRequest(
-        need=1,
-        per_task={},
-        reserved={},
-        demand=ResourceVector({"cpu": 4000}),
-        priority=10,
-        actions=frozenset({"reclaim"}),  # a conf without preempt
-    )
-    assert choose_evictions(snap, new, members, units, request, SESSION, PassState()) is None
-    with_preempt = dataclasses.replace(request, actions=frozenset({"preempt"}))
-    assert (
-        choose_evictions(snap, new, members, units, with_preempt, SESSION, PassState()) is not None
-    )
+    tiers = "tiers:\n- plugins:\n  - name: priority\n  - name: gang\n  - name: proportion\n"
+
+    def conf(actions: str) -> Policy:
+        return build_policy(parse_scheduler_config(f'actions: "{actions}"\n{tiers}'))
+
+    assert decide(snap, new, members, 10, conf("enqueue, allocate, reclaim")) is None
+    assert decide(snap, new, members, 10, conf("enqueue, allocate, preempt")) is not None
 
 
 def _with_spec(record: PodRecord, **spec: Any) -> PodRecord:
@@ -217,8 +216,8 @@ def test_a_victim_holding_the_host_port_frees_it_and_victims_stay_on_usable_node
     member = _with_spec(pod("new-0", "new", priority=10, cpu=1), container=port)
     snap = snapshot([node("n1"), tainted], [new], [holder, elsewhere, member])
     chosen = decide(snap, new, [member], priority=10)
-    assert chosen is not None and chosen.action == "preempt"
-    assert [u.pods for u in chosen.units] == [("ns/holder",)]
+    assert chosen is not None and chosen.evictions.action == "preempt"
+    assert [u.pods for u in chosen.evictions.units] == [("ns/holder",)]
     assert chosen.plan.slots == {"ns/new-0": "n1"}
 
 

@@ -4,11 +4,12 @@ once, and passes stay `min_pass_interval` apart, so the changes heard in between
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Any
 
 from core.cache import ClusterCache
 from core.records import NodeRecord, PodRecord
-from extender.gangs import GangScheduler
+from extender.gangs import GangOptions, GangScheduler
 from extender.ledger import GangLedger
 
 
@@ -33,8 +34,8 @@ async def loop_with(interval: float) -> tuple[ClusterCache, GangScheduler, async
         GangLedger(cache.bump_node),
         None,
         _commit,
-        period=3600.0,  # no timed passes: only changes wake the loop here
-        min_pass_interval=interval,
+        # no timed passes: only changes wake the loop here
+        options=GangOptions(period=3600.0, min_pass_interval=interval),
         observe_pass=passes.put_nowait,
     )
     cache.synced.set()
@@ -90,7 +91,7 @@ def pod(name: str, rv: int, node_name: str | None = None, group: str | None = No
 
 async def test_a_plain_pods_change_waits_for_the_delay_and_room_freed_does_not() -> None:
     cache, gangs, passes = await loop_with(0.0)
-    gangs.plain_pod_delay = 3600.0
+    gangs.options = dataclasses.replace(gangs.options, plain_pod_delay=3600.0)
     try:
         cache.on_node_add(node("n0", 1))
         await asyncio.wait_for(passes.get(), 10)

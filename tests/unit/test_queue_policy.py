@@ -9,10 +9,27 @@ from typing import Any
 from core.cache import Snapshot
 from core.records import PodGroupRecord, PodRecord, QueueRecord
 from core.resources import ResourceVector
-from extender.queues import QueuePolicy, queue_status
-from plugins.framework.config import parse_scheduler_config
+from extender.queues import queue_status
+from plugins.framework.config import DEFAULT_SCHEDULER_CONF, parse_scheduler_config
+from plugins.framework.policy import Policy
+from plugins.framework.registry import build_policy
 from plugins.model.capacity_shares import CapacityShares
 from plugins.model.proportion_shares import ProportionShares
+from plugins.model.queue_inputs import QueueBooks, QueuePass
+
+
+def built_queues(
+    snap: Any,
+    reserved: dict[str, ResourceVector],
+    policy: Policy | None = None,
+    books: QueueBooks | None = None,
+    touched: Any = None,
+) -> QueuePass:
+    """The queues a pass opens with: the books' inputs, the conf's queue plugin's model."""
+    open_queues = (
+        policy or build_policy(parse_scheduler_config(DEFAULT_SCHEDULER_CONF))
+    ).open_queues
+    return (books or QueueBooks()).build(snap, reserved, open_queues, touched)
 
 
 def cpu(amount: int) -> ResourceVector:
@@ -84,7 +101,7 @@ def test_reservations_count_as_allocated_and_waiting_groups_ask_their_min_resour
         allocated={"a": cpu(10)},
         pending={"b": cpu(2)},
     )
-    built = QueuePolicy().build(snap, {"ns/admitted": cpu(3)})
+    built = built_queues(snap, {"ns/admitted": cpu(3)})
     a, b = built.inputs["a"], built.inputs["b"]
     assert a.allocated == cpu(10) + cpu(3)  # bound pods + the ledger's reservation
     assert a.inqueue == cpu(1)  # minResources 4 - 3 reserved
@@ -98,7 +115,7 @@ def test_reservations_count_as_allocated_and_waiting_groups_ask_their_min_resour
 
 def test_default_exists_implicitly_and_unknown_queues_are_refused() -> None:
     snap = snapshot([group("g", "default"), group("lost", "nowhere")], [])
-    built = QueuePolicy().build(snap, {})
+    built = built_queues(snap, {})
     assert "default" in built.inputs and built.inputs["default"].open
     assert built.model.enqueueable("default", cpu(1)) is None
     refusal = built.model.enqueueable("nowhere", cpu(1))
@@ -109,7 +126,7 @@ def test_a_closed_queue_is_contended_and_refuses_everything() -> None:
     closed = QueueRecord(
         {"metadata": {"name": "shut"}, "spec": {"weight": 1}, "status": {"state": "Closed"}}
     )
-    built = QueuePolicy().build(snapshot([group("g", "shut")], [closed]), {})
+    built = built_queues(snapshot([group("g", "shut")], [closed]), {})
     assert "shut" in built.contended
     assert built.model.allocatable("shut", cpu(1)) is not None
 
@@ -126,14 +143,14 @@ tiers:
     enableHierarchy: true
 """
     )
-    policy = QueuePolicy(config)
-    assert policy.kind == "capacity" and policy.hierarchical
-    built = policy.build(
-        snapshot([group("g", "a")], [queue("a", deserved={"cpu": "8"}, parent="root")]), {}
+    policy = build_policy(config)
+    assert policy.queue_model == "capacity" and policy.hierarchical
+    built = built_queues(
+        snapshot([group("g", "a")], [queue("a", deserved={"cpu": "8"}, parent="root")]), {}, policy
     )
     assert isinstance(built.model, CapacityShares)
     assert built.model.shares["a"].deserved == cpu(8)
-    assert QueuePolicy(parse_scheduler_config("actions: enqueue\ntiers: []\n")).kind == (
+    assert build_policy(parse_scheduler_config("actions: enqueue\ntiers: []\n")).queue_model == (
         "proportion"
     )
 
@@ -144,7 +161,7 @@ def test_queue_status_reports_allocated_and_phase_counts() -> None:
         [queue("a")],
         allocated={"a": cpu(3)},
     )
-    built = QueuePolicy().build(snap, {})
+    built = built_queues(snap, {})
     status = queue_status(built, "a")
     assert status["allocated"] == {"cpu": "3"}
     assert (status["pending"], status["running"], status["inqueue"]) == (2, 1, 0)
@@ -156,12 +173,14 @@ def test_incremental_sums_equal_a_full_rebuild_after_every_change() -> None:
     cache = ClusterCache()
     cache.on_queue_add(queue("a"))
     cache.on_queue_add(queue("b"))
-    policy = QueuePolicy()
+    books = QueueBooks()
 
     def check(reserved: dict[str, ResourceVector] | None = None) -> None:
         held = reserved or {}
-        incremental = policy.build(cache.live_view(), held, cache.take_dirty_groups())
-        full = QueuePolicy().build(cache.live_view(), held)
+        incremental = built_queues(
+            cache.live_view(), held, books=books, touched=cache.take_dirty_groups()
+        )
+        full = built_queues(cache.live_view(), held)
         for name in full.inputs:
             mine, truth = incremental.inputs[name], full.inputs[name]
             assert (mine.request, mine.inqueue, mine.allocated, mine.has_jobs) == (
@@ -222,6 +241,6 @@ def test_members_gated_by_the_user_hold_no_inqueue_room() -> None:
             _gated("ours-0", "ours", "1", "scheduling.volcano.sh/queue-allocation-gate"),
         ],
     )
-    built = QueuePolicy().build(snap, {})
+    built = built_queues(snap, {})
     assert built.inputs["a"].inqueue == cpu(2)  # 4 - the 2 gated members
     assert built.inputs["b"].inqueue == cpu(4)

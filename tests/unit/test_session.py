@@ -5,8 +5,7 @@ of the conf or by its enable flag."""
 from __future__ import annotations
 
 from core.resources import ResourceVector
-from plugins.actions.promise import refusal_follows_queue
-from plugins.framework.config import DEFAULT_SCHEDULER_CONF, default_config, parse_scheduler_config
+from plugins.framework.config import default_config, parse_scheduler_config
 from plugins.framework.extension_points import (
     ABSTAIN,
     EXTENSION_POINTS,
@@ -275,79 +274,3 @@ def test_a_refusal_says_which_vote_refused_and_whether_an_earlier_tier_could_adm
     session, _ = _voting([("overcommit", PERMIT), ("proportion", REJECT)])
     refusal = session.enqueue_refusal(job("j"), PassState())
     assert refusal is not None and refusal.plugin == "proportion" and refusal.first
-
-
-def _full_queue(capability: int, *, request: int = 100) -> PassState:
-    """A queue `default` whose capability is all allocated, in a 100-cpu cluster."""
-    queues = {
-        "default": QueueInput(
-            "default", request=cpu(request), allocated=cpu(capability), capability=cpu(capability)
-        )
-    }
-    model = proportion_shares(cpu(100), list(queues.values()))
-    return PassState(model=model, inputs=queues, total={"cpu": 100_000}, used={"cpu": 4_000})
-
-
-def test_a_full_queues_own_refusal_follows_only_its_queue() -> None:
-    """Kept on the queue (decided again only when it changes) when the queue's vote refused
-    and nothing else could reverse it: not the overcommit rule (the whole cluster), not when an
-    earlier tier's sla could permit it, not when reclaim could promise it another queue's room."""
-    state = _full_queue(4)
-    waiting = job("w", min_resources=cpu(1))
-    default = build_policy(default_config())
-    refusal = default.enqueue_refusal(waiting, state)
-    assert refusal is not None and refusal.plugin == "proportion"
-    assert refusal_follows_queue(default, state, waiting, refusal, [])
-    # Refused by the overcommit rule: 100 x 1.2 - 119 < 2.
-    crowded = PassState(model=state.model, inputs=state.inputs, total=state.total)
-    crowded.used = {"cpu": 119_000}
-    refusal = default.enqueue_refusal(job("w", min_resources=cpu(2)), crowded)
-    assert refusal is not None and refusal.plugin == "overcommit"
-    assert not refusal_follows_queue(default, crowded, waiting, refusal, [])
-    # sla in an earlier tier permits a job once it has waited long enough: time reverses it.
-    sla_first = session_of("- plugins:\n  - name: sla\n- plugins:\n  - name: proportion\n")
-    refusal = sla_first.enqueue_refusal(waiting, state)
-    assert refusal is not None and not refusal.first
-    assert not refusal_follows_queue(sla_first, state, waiting, refusal, [])
-
-
-def test_a_refusal_preempt_could_answer_is_decided_every_pass() -> None:
-    """Lower-priority work in its queue: whether preempt may promise it to the job is the
-    session's Preemptable, which may read the whole cluster (drf's shares), so the refusal is
-    not kept on the queue. Work of its own priority, or in another queue, changes nothing."""
-    state = _full_queue(4)
-    urgent = job("u", priority=100, min_resources=cpu(1))
-    default = build_policy(default_config())
-    refusal = default.enqueue_refusal(urgent, state)
-    assert refusal is not None and refusal.plugin == "proportion"
-    peers = [unit("peer", queue="default", priority=100), unit("other", priority=0)]
-    assert refusal_follows_queue(default, state, urgent, refusal, peers)
-    lower = [*peers, unit("low", queue="default", priority=10)]
-    assert not refusal_follows_queue(default, state, urgent, refusal, lower)
-    without_preempt = build_policy(
-        parse_scheduler_config(DEFAULT_SCHEDULER_CONF.replace("preempt, ", ""))
-    )
-    assert refusal_follows_queue(without_preempt, state, urgent, refusal, lower)
-
-
-def test_a_refusal_reclaim_could_answer_is_decided_every_pass() -> None:
-    """A queue below its deserved share may grow by reclaim: other queues' work (the whole
-    cluster) could promise it room, so its refusal is not kept on its queue alone."""
-    queues = {
-        # 2 allocated + 47 enqueued + 2 asked > 50: refused, though far below its share.
-        "small": QueueInput(
-            "small", request=cpu(100), allocated=cpu(2), inqueue=cpu(47), capability=cpu(50)
-        ),
-        "big": QueueInput("big", request=cpu(100), allocated=cpu(90)),
-    }
-    model = proportion_shares(cpu(100), list(queues.values()))
-    state = PassState(model=model, inputs=queues, total={"cpu": 100_000}, used={"cpu": 92_000})
-    waiting = job("w", queue="small", min_resources=cpu(2))
-    tiers = "- plugins:\n  - name: proportion\n"
-    with_reclaim = session_of(tiers, actions="enqueue, allocate, reclaim")
-    refusal = with_reclaim.enqueue_refusal(waiting, state)
-    assert refusal is not None and refusal.plugin == "proportion" and refusal.first
-    assert with_reclaim.preemptive("small", cpu(2), state)
-    assert not refusal_follows_queue(with_reclaim, state, waiting, refusal, [])
-    without = session_of(tiers)
-    assert refusal_follows_queue(without, state, waiting, refusal, [])

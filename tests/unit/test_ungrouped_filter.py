@@ -150,7 +150,7 @@ async def test_a_grouped_pod_of_an_admitted_gang_is_placed() -> None:
             }
         )
     )
-    gangs.admitted.add("ns/pg")
+    gangs.admissions.admit("ns/pg")
     answer = await filter_(extender, pod(annotations={GROUP_KEY: "pg"}))
     assert len(answer["NodeNames"]) == 1 and answer["NodeNames"][0] in NODES
 

@@ -10,18 +10,38 @@ from __future__ import annotations
 
 import pytest
 
+from core.cache import ClusterCache
 from core.resources import ResourceVector
-from plugins.actions.evictions import victims_for_need
+from plugins.actions import preempt as preempt_action
+from plugins.actions import reclaim as reclaim_action
 from plugins.framework.config import default_config
 from plugins.framework.extension_points import PassState, Preemptor
 from plugins.framework.registry import build_policy
 from plugins.model.capacity_shares import capacity_shares
 from plugins.model.proportion_shares import proportion_shares
 from plugins.model.queue_share import QueueInput, ShareModel
-from plugins.model.victims import VictimUnit, is_critical, preemptable_flag
+from plugins.model.victims import VictimUnit, is_critical, preemptable_flag, select_victims
+from tests.session_harness import session
 
 SESSION = build_policy(default_config())
 ZERO = ResourceVector()
+
+
+def victims_for_need(
+    action: str,
+    state: PassState,
+    preemptor: Preemptor,
+    need: ResourceVector,
+    units: list[VictimUnit],
+) -> list[VictimUnit] | None:
+    """The units to evict so that `need` is freed: only units that free something still
+    missing are offered to the session, then the victim walk (`select_victims`)."""
+    ssn = session(SESSION, ClusterCache().snapshot())
+    ssn.state = state
+    wanted = [name for name, amount in need.items() if amount > 0]
+    helpful = [u for u in units if any(u.freed.get(name) > 0 for name in wanted)]
+    accepted = reclaim_action.accepted if action == "reclaim" else preempt_action.accepted
+    return select_victims(need, accepted(ssn, preemptor, helpful))
 
 
 def reclaim_victims(
@@ -33,7 +53,7 @@ def reclaim_victims(
 ) -> list[VictimUnit] | None:
     state = PassState(model=model, inputs=qs)
     preemptor = Preemptor("ns/reclaimer", queue, 0, ZERO, need)
-    return victims_for_need("reclaim", SESSION, state, preemptor, need, units)
+    return victims_for_need("reclaim", state, preemptor, need, units)
 
 
 def preempt_victims(
@@ -45,7 +65,7 @@ def preempt_victims(
     beneficiary_group: str = "ns/preemptor",
 ) -> list[VictimUnit] | None:
     preemptor = Preemptor(beneficiary_group, queue, priority, ZERO, need)
-    return victims_for_need("preempt", SESSION, PassState(), preemptor, need, units)
+    return victims_for_need("preempt", PassState(), preemptor, need, units)
 
 
 GI = 2**30

@@ -7,16 +7,15 @@ from __future__ import annotations
 from core.cache import ClusterCache
 from core.records import PodGroupRecord
 from core.resources import ResourceVector
-from extender.queues import QueuePolicy
-from plugins.actions import allocate as actions
+from plugins.actions.whole_gang import allocate_gang
 from plugins.framework.config import parse_scheduler_config
-from plugins.framework.extension_points import PassState
 from plugins.framework.node_order import Framework
 from plugins.framework.policy import Policy
 from plugins.framework.registry import build_policy, require_implemented
-from plugins.framework.traversal import job_input
 from plugins.model import gang as gangs
+from plugins.model.job_input import job_input
 from plugins.model.node_state import NodeState
+from tests.session_harness import session
 from tests.unit.test_gang_placement import node, pod
 
 VOLCANO_DEFAULT = """\
@@ -94,7 +93,7 @@ tiers:
 def test_volcanos_default_conf() -> None:
     conf = parse_scheduler_config(VOLCANO_DEFAULT)
     require_implemented(conf)
-    assert QueuePolicy(conf).kind == "proportion"
+    assert build_policy(conf).queue_model == "proportion"
     session = build_policy(conf)
     assert [p.name for p in session.plugins_for("job_order_key")] == ["priority", "gang", "drf"]
     assert session.plugins["overcommit"].factor == 1.2
@@ -106,7 +105,7 @@ def test_volcanos_default_conf() -> None:
 def test_the_capacity_conf_switches_the_share_plugin_and_turns_reclaim_on() -> None:
     conf = parse_scheduler_config(CAPACITY)
     require_implemented(conf)
-    assert QueuePolicy(conf).kind == "capacity"
+    assert build_policy(conf).queue_model == "capacity"
     assert "reclaim" in conf.actions and "preempt" not in conf.actions
     assert "overcommit" not in build_policy(conf).plugins  # no overcommit rule there
 
@@ -155,17 +154,8 @@ def test_the_task_topology_conf_loads_and_puts_a_tf_jobs_ps_with_its_workers() -
     view = gangs.gang_view(snap, "ns/tf")
     assert view is not None
 
-    def layout(session: Policy) -> set[str]:
-        decision = actions.allocate_gang(
-            session,
-            PassState(total=snap.total_allocatable.as_dict()),
-            snap,
-            group,
-            view,
-            job_input(snap, group),
-            actions.GangRoom(reserved={}, future=None, victims=list),
-            prefer="binpack",
-        )
+    def layout(policy: Policy) -> set[str]:
+        decision = allocate_gang(session(policy, snap), group, view, job_input(snap, group))
         assert decision.plan is not None and decision.plan.ok, decision.reason
         return set(decision.plan.slots.values())
 

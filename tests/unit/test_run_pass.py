@@ -1,6 +1,6 @@
-"""plugins.framework.cycle: one scheduling cycle (Volcano's runOnce) on hand-built snapshots, with
-an in-memory host standing for the extender's state: the conf's actions run in the order listed,
-and a plugin the conf switches off is not asked."""
+"""plugins.framework.run: one scheduling pass (Volcano's runOnce) on hand-built snapshots, the
+extender's facts in memory: the conf's actions run in the order listed, what one takes the next
+sees, and a plugin the conf switches off is not asked."""
 
 from __future__ import annotations
 
@@ -8,17 +8,15 @@ from typing import Any, ClassVar
 
 from core.cache import ClusterCache, Snapshot
 from core.records import PodGroupRecord, PodRecord, QueueRecord
-from core.resources import ResourceVector
-from plugins.actions.allocate import GangRoom
 from plugins.builtin.queue_plugins import ProportionPlugin
 from plugins.framework.config import parse_scheduler_config
-from plugins.framework.cycle import ADOPT, ALLOCATE, ENQUEUE, Decision, run_once
+from plugins.framework.decisions import ADOPT, ALLOCATE, ENQUEUE, Admitted, Decision, Waiting
 from plugins.framework.extension_points import PassState
+from plugins.framework.pass_input import QueueWait
 from plugins.framework.policy import Policy
 from plugins.framework.registry import PLUGINS, build_policy
-from plugins.framework.traversal import AdmissionOrder
-from plugins.model.queue_inputs import QueueBooks, queue_pass
-from plugins.model.victims import VictimUnit
+from plugins.model.queue_inputs import queue_pass
+from tests.session_harness import ok, reason, run
 from tests.unit.test_gang_placement import node
 
 TIERS = """
@@ -32,52 +30,6 @@ tiers:
   - name: proportion
   - name: nodeorder
 """
-
-
-class Host:
-    """The extender's state as the cycle sees it, in memory: admitted groups and the slots of
-    their members (the gang ledger)."""
-
-    def __init__(self, admitted: set[str] | None = None) -> None:
-        self.admitted = set(admitted or ())
-        self.reserved: dict[str, ResourceVector] = {}
-        self.slot_of: dict[str, str] = {}
-        self.applied: list[Decision] = []
-
-    def visit(self, queue: str, numbers: Any) -> bool:
-        return True
-
-    def settled(self, group: PodGroupRecord, numbers: Any) -> bool:
-        return False
-
-    def is_admitted(self, key: str) -> bool:
-        return key in self.admitted
-
-    def allocated(self) -> set[str]:
-        return set(self.slot_of)
-
-    def backoff(self, key: str) -> str | None:
-        return None
-
-    def room(self, snapshot: Snapshot, key: str) -> GangRoom:
-        return GangRoom(
-            reserved=dict(self.reserved), future=None, victims=list, held=self.slot_of.get
-        )
-
-    def victims(self, snapshot: Snapshot, key: str) -> list[VictimUnit]:
-        return []
-
-    def starving(self, queue: str) -> None:
-        return None
-
-    def apply(self, decision: Decision) -> None:
-        self.applied.append(decision)
-        if decision.action == "allocate" and decision.ok:
-            self.admitted.add(decision.key)
-            requests = {pod.key: pod.requests for pod in decision.view.members}
-            for pod_key, name in decision.slots.items():
-                self.slot_of[pod_key] = name
-                self.reserved[name] = self.reserved.get(name, ResourceVector()) + requests[pod_key]
 
 
 def podgroup(name: str, *, queue: str = "q", job: bool = False, **spec: Any) -> PodGroupRecord:
@@ -95,7 +47,7 @@ def podgroup(name: str, *, queue: str = "q", job: bool = False, **spec: Any) -> 
     return PodGroupRecord({"metadata": meta, "spec": {"queue": queue, **spec}})
 
 
-def member(name: str, group: str, cpu: str) -> PodRecord:
+def member(name: str, group: str, cpu: str, priority: int = 0) -> PodRecord:
     return PodRecord(
         {
             "metadata": {
@@ -106,6 +58,7 @@ def member(name: str, group: str, cpu: str) -> PodRecord:
             },
             "spec": {
                 "schedulerName": "volcano",
+                "priority": priority,
                 "containers": [{"name": "c", "resources": {"requests": {"cpu": cpu}}}],
             },
             "status": {"phase": "Pending"},
@@ -129,19 +82,16 @@ def cluster(groups: list[PodGroupRecord], pods: list[PodRecord], capability: str
     return cache.snapshot()
 
 
-def cycle(session: Policy, snap: Snapshot, host: Host) -> list[Decision]:
-    done = run_once(
-        session,
-        snap,
-        host,
-        books=QueueBooks(),
-        order=AdmissionOrder({}, session),
-        reserved_by_group={},
-        reserved_by_node=host.reserved,
-        prefer="binpack",
-    )
-    assert done.decisions == host.applied  # each applied as it was taken, in that order
-    return done.decisions
+def cycle(policy: Policy, snap: Snapshot, **facts: Any) -> list[Decision]:
+    """The decisions of one pass over `snap`, in the order taken."""
+    return run(policy, snap, now=0.0, **facts).decisions
+
+
+def placed(decisions: list[Decision]) -> dict[str, str]:
+    """Member -> node of every gang the pass admitted."""
+    return {
+        pod: name for d in decisions if isinstance(d, Admitted) for pod, name in d.slots.items()
+    }
 
 
 def session_of(actions: str, tiers: str = TIERS) -> Policy:
@@ -158,50 +108,46 @@ def contended_queue() -> Snapshot:
 
 
 def outcome(decisions: list[Decision]) -> list[tuple[str | None, str, bool]]:
-    return [(d.action, d.key, d.ok) for d in decisions]
+    return [(d.action, d.key, ok(d)) for d in decisions]
 
 
 def test_enqueue_before_allocate_lets_the_enqueued_job_hold_the_queue() -> None:
-    host = Host()
-    decisions = cycle(session_of("enqueue, allocate, backfill"), contended_queue(), host)
+    decisions = cycle(session_of("enqueue, allocate, backfill"), contended_queue())
     assert outcome(decisions) == [("enqueue", "ns/vcjob", True), ("allocate", "ns/gang", False)]
-    refused = decisions[1].reason or ""
+    refused = reason(decisions[1]) or ""
     assert refused.startswith("gang ns/gang: waiting for admission:") and "q" in refused
-    assert host.admitted == set() and host.slot_of == {}
+    assert placed(decisions) == {}
 
 
 def test_allocate_before_enqueue_places_the_gang_and_refuses_the_job() -> None:
-    host = Host()
-    decisions = cycle(session_of("allocate, enqueue, backfill"), contended_queue(), host)
+    decisions = cycle(session_of("allocate, enqueue, backfill"), contended_queue())
     assert outcome(decisions) == [("allocate", "ns/gang", True), ("enqueue", "ns/vcjob", False)]
-    assert host.admitted == {"ns/gang"}
-    assert host.slot_of.keys() == {"ns/gang-0"}
+    assert placed(decisions).keys() == {"ns/gang-0"}
     # The gang's placement was booked with the Allocate event handlers before enqueue asked.
-    assert "q" in (decisions[1].reason or "")
+    assert "q" in (reason(decisions[1]) or "")
 
 
 def test_without_an_enqueue_action_allocate_enqueues_too() -> None:
-    decisions = cycle(session_of("allocate, backfill"), contended_queue(), Host())
+    decisions = cycle(session_of("allocate, backfill"), contended_queue())
     assert [(d.action, d.key) for d in decisions] == [
         ("allocate", "ns/gang"),
         ("allocate", "ns/vcjob"),
     ]
-    assert decisions[0].ok and decisions[1].stage == ENQUEUE and not decisions[1].ok
+    assert ok(decisions[0]) and decisions[1].stage == ENQUEUE and not ok(decisions[1])
 
 
 def test_without_an_allocate_action_nothing_is_placed_and_the_reason_says_so() -> None:
-    host = Host()
-    decisions = cycle(session_of("enqueue"), contended_queue(), host)
+    decisions = cycle(session_of("enqueue"), contended_queue())
     assert outcome(decisions) == [("enqueue", "ns/vcjob", True), (None, "ns/gang", False)]
     assert decisions[1].stage == ALLOCATE
-    assert decisions[1].reason == (
+    assert reason(decisions[1]) == (
         "gang ns/gang: waiting: the scheduler conf has no allocate action"
     )
-    assert host.slot_of == {}
+    assert placed(decisions) == {}
 
 
 def test_a_gang_placed_whole_already_is_adopted_at_open() -> None:
-    placed = PodRecord(
+    bound = PodRecord(
         {
             "metadata": {
                 "name": "old-0",
@@ -223,7 +169,7 @@ def test_a_gang_placed_whole_already_is_adopted_at_open() -> None:
             "status": {"phase": "Inqueue"},
         }
     )
-    decisions = cycle(session_of("enqueue, allocate"), cluster([old], [placed], "4"), Host())
+    decisions = cycle(session_of("enqueue, allocate"), cluster([old], [bound], "4"))
     assert [(d.stage, d.action, d.key) for d in decisions] == [(ADOPT, None, "ns/old")]
 
 
@@ -239,7 +185,7 @@ def test_a_plugin_switched_off_in_the_conf_is_not_asked(monkeypatch: Any) -> Non
     monkeypatch.setitem(PLUGINS, "proportion", _CountingProportion)
     _CountingProportion.asked = []
     on = session_of("enqueue, allocate")
-    cycle(on, contended_queue(), Host())
+    cycle(on, contended_queue())
     assert _CountingProportion.asked == ["ns/vcjob", "ns/gang"]
     _CountingProportion.asked = []
     off = session_of(
@@ -248,7 +194,7 @@ def test_a_plugin_switched_off_in_the_conf_is_not_asked(monkeypatch: Any) -> Non
             "  - name: proportion\n", "  - name: proportion\n    enableJobEnqueued: false\n"
         ),
     )
-    decisions = cycle(off, contended_queue(), Host())
+    decisions = cycle(off, contended_queue())
     assert _CountingProportion.asked == []
     # Nothing votes on the queue any more: both are let through (the cluster has room).
     assert outcome(decisions) == [("enqueue", "ns/vcjob", True), ("allocate", "ns/gang", True)]
@@ -284,41 +230,44 @@ def test_a_refusal_by_the_enqueue_votes_in_allocate_is_decided_again_every_cycle
             "status": {"phase": "Running"},
         }
     )
-    [refused] = cycle(session, cluster([vcjob], [*pods, other], "8"), Host())
+    [refused] = cycle(session, cluster([vcjob], [*pods, other], "8"))
     # 2 nodes x 4 cpu x 1.2 = 9.6 cpu, 4 of them taken by the other pod.
-    assert (refused.stage, refused.ok) == (ALLOCATE, False)
-    assert refused.reason == (
+    assert (refused.stage, ok(refused)) == (ALLOCATE, False)
+    assert reason(refused) == (
         "gang ns/vcjob: waiting for admission: not enough cpu (need 8, free 5600m)"
     )
-    assert not refused.settled
-    # The other pod gone, the next cycle (nothing of the group changed) places it whole.
-    [placed] = cycle(session, cluster([vcjob], pods, "8"), Host())
-    assert (placed.stage, placed.ok) == (ALLOCATE, True)
-
-
-class StarvingHost(Host):
-    """A host whose queue q drains for a starving gang ns/big (a hold phase now)."""
-
-    def starving(self, queue: str) -> Any:  # type: ignore[override]
-        return ("ns/big", 0.0, ResourceVector({"cpu": 4000})) if queue == "q" else None
+    # The other pod gone, the next pass (nothing of the group changed) places it whole.
+    [admitted] = cycle(session, cluster([vcjob], pods, "8"))
+    assert (admitted.stage, ok(admitted)) == (ALLOCATE, True)
 
 
 def test_a_gang_partly_placed_is_not_held_for_a_starving_gang() -> None:
-    """A gang that lost a member (one still runs) gets its replacement placed during a hold:
-    its running members keep their room anyway, and only the missing one makes it whole
-    (soak seed 2026: a job's 3 new members waited 60 s behind another queue's starving gang
-    while its 5 others ran); a new gang waits for the hold to end."""
-    broken = podgroup("broken", minMember=2)
-    fresh = podgroup("fresh", minMember=1)
-    running = member("broken-0", "broken", "1")
-    running.node, running.phase = "n1", "Running"
-    pods = [running, member("broken-1", "broken", "1"), member("fresh-0", "fresh", "1")]
-    snap = cluster([broken, fresh], pods, "8")
-    host = StarvingHost()
-    decisions = {d.key: d for d in cycle(session_of("allocate"), snap, host)}
-    assert decisions["ns/broken"].ok, decisions["ns/broken"].reason
-    assert not decisions["ns/fresh"].ok
-    assert "keeps the room its work frees for gang ns/big" in (decisions["ns/fresh"].reason or "")
+    """Queue q (capability 4) runs 3 cpu and drains for `big` (enqueued, first in order, its 2
+    cpu beyond the queue's share): a hold phase. A gang that lost a member (one still runs)
+    gets its replacement placed: its running members keep their room anyway, and only the
+    missing one makes it whole (soak seed 2026: a job's 3 new members waited 60 s behind
+    another queue's starving gang while its 5 others ran); a new gang waits for the hold."""
+    big = podgroup("big", minMember=1, minResources={"cpu": "2"})
+    big.phase = "Inqueue"
+    run, broken, fresh = (
+        podgroup(n, minMember=m) for n, m in (("run", 1), ("broken", 2), ("fresh", 1))
+    )
+    running = [member("run-0", "run", "2"), member("broken-0", "broken", "1")]
+    for pod in running:
+        pod.node, pod.phase = "n1", "Running"
+    pods = [
+        *running,
+        member("big-0", "big", "2", priority=10),
+        member("broken-1", "broken", "1"),
+        member("fresh-0", "fresh", "1"),
+    ]
+    snap = cluster([big, run, broken, fresh], pods, "4")
+    since = {"q": QueueWait(since=0.0, waiters={}, target="ns/big")}
+    decisions = {d.key: d for d in cycle(session_of("allocate"), snap, starving=since)}
+    assert isinstance(decisions["ns/big"], Waiting) and decisions["ns/big"].share is not None
+    assert ok(decisions["ns/broken"]), reason(decisions["ns/broken"])
+    assert not ok(decisions["ns/fresh"])
+    assert "keeps the room its work frees for gang ns/big" in (reason(decisions["ns/fresh"]) or "")
 
 
 def test_only_a_gang_its_queue_enqueued_is_the_starving_gang() -> None:
@@ -335,14 +284,14 @@ def test_only_a_gang_its_queue_enqueued_is_the_starving_gang() -> None:
     pending = podgroup("big", minMember=2, minResources={"cpu": "4"})
     groups = [podgroup("run", minMember=2), enqueued_job, pending]
     snap = cluster(groups, [*running, *big_pods], "8")
-    decisions = {d.key: d for d in cycle(session_of("enqueue, allocate"), snap, Host())}
+    decisions = {d.key: d for d in cycle(session_of("enqueue, allocate"), snap)}
     big = decisions["ns/big"]
-    assert not big.ok and "inqueue" in (big.reason or ""), big.reason
-    assert big.starving is None
+    assert isinstance(big, Waiting) and "inqueue" in big.reason, big
+    assert big.share is None
 
     inqueue = podgroup("big", minMember=2, minResources={"cpu": "4"})
     inqueue.phase = "Inqueue"
     snap = cluster([podgroup("run", minMember=2), inqueue], [*running, *big_pods], "8")
-    decisions = {d.key: d for d in cycle(session_of("enqueue, allocate"), snap, Host())}
+    decisions = {d.key: d for d in cycle(session_of("enqueue, allocate"), snap)}
     big = decisions["ns/big"]
-    assert not big.ok and big.starving is not None, big.reason
+    assert isinstance(big, Waiting) and big.share is not None, big

@@ -1,0 +1,105 @@
+"""The backfill action: elastic members of admitted gangs (beyond the gang's minimum), member by
+member. Volcano's backfill places best-effort tasks; members that request nothing go through
+kube-scheduler's own path here, so vulcan's backfill grows the running jobs instead.
+
+A gang is admitted whole on its minimum (allocate); the members beyond it come one at a time,
+each within its queue's Allocatable (deserved share, capability). Filter judges the ones
+kube-scheduler brings; the members it refused wait (the extender's facts), and each session,
+for one member per gang:
+
+- if its queue refuses it still, or drains for a starving gang (a hold phase), it waits;
+- if some node has room, it gets a slot there;
+- else reclaim (from queues above their deserved share) or preempt (lower-priority work of its
+  own queue) frees room for it, taking only units whose loss breaks no gang: elastic members
+  of other jobs, one at a time, and pods of no gang (Volcano's gang plugin: a victim only while
+  its job keeps its minimum). It is pipelined onto that room like an admitted gang's member.
+
+So two queues' elastic jobs settle at their deserved shares (weights 1:3 of 8 slots: 2 and 6),
+each reclaim taking one member for one member."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from core.records import PodGroupRecord, PodRecord
+from plugins.actions.evictions import EvictionRequest, choose_evictions
+from plugins.framework.decisions import ADMITTED, Grown
+from plugins.model.job_input import job_input
+from plugins.model.placement import plan_gang
+
+if TYPE_CHECKING:
+    from plugins.framework.session import Session
+
+__all__ = ["NAME", "Backfill", "grow"]
+
+NAME = "backfill"
+
+
+class Backfill:
+    name = NAME
+
+    def execute(self, ssn: Session) -> None:
+        snapshot = ssn.snapshot
+        for key, waiting in sorted(ssn.elastic_waiting.items()):
+            group = snapshot.podgroups.get(key)
+            if group is None or not ssn.is_admitted(key):
+                continue
+            for pod_key in sorted(waiting):
+                pod = snapshot.pods.get(pod_key)
+                if (
+                    pod is None
+                    or pod.node is not None
+                    or pod.terminal
+                    or pod.deleting
+                    or ssn.room.held(pod_key) is not None
+                ):
+                    continue
+                if ssn.starvation.holding(group.queue, ssn.now) is not None:
+                    break  # its queue drains for a starving gang
+                if ssn.allocatable(group.queue, pod.requests) is not None:
+                    break  # the queue is at its share: no member of this gang grows now
+                grown = grow(ssn, group, pod)
+                if grown is not None:
+                    ssn.take(grown, group)
+                break  # one member per gang and session: the next sees the queue with it
+
+
+def grow(ssn: Session, group: PodGroupRecord, pod: PodRecord) -> Grown | None:
+    """A slot for one elastic member: on free room, else on room evictions free."""
+    snapshot, prefer = ssn.snapshot, ssn.settings.prefer
+    reserved = ssn.room.reserved
+    plan = plan_gang(snapshot, [pod], 1, reserved, prefer=prefer)
+    future = ssn.room.future()
+    if not plan.ok and future is not None:
+        reserved = future
+        plan = plan_gang(snapshot, [pod], 1, reserved, prefer=prefer)
+    evictions = None
+    if not plan.ok:
+        job = job_input(snapshot, group)
+        request = EvictionRequest(
+            need=1,
+            per_task={},
+            reserved=reserved,
+            demand=pod.requests,
+            priority=job.priority,
+            prefer=prefer,
+            allocated=job.allocated,
+            whole_gangs=False,  # an elastic member never breaks another gang
+        )
+        planned = choose_evictions(ssn, group, [pod], request)
+        if planned is None:
+            return None
+        plan, evictions = planned.plan, planned.evictions
+    node = plan.slots.get(pod.key)
+    if node is None:
+        return None
+    return Grown(
+        group.key,
+        group.queue,
+        ADMITTED,
+        NAME,
+        pod=pod.key,
+        node=node,
+        request=pod.requests,
+        evictions=evictions,
+    )

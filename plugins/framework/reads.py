@@ -1,0 +1,64 @@
+"""What one decision read, as the memo keeps it (`plugins.framework.memo`).
+
+A decision declares its inputs by the way it reads them through the session: every question
+the session puts to the policy (an enqueue vote, a queue's Allocatable, ...) is logged with its
+answer and how to ask it again, and every other input (the nodes' room, the units eviction may
+take, every queue's numbers, the time) with the value it had. The decision still stands while
+each question, asked again, gets the same answer and each input has the same value.
+
+Questions are keyed by what their answer depends on (a vote on minResources alone is one
+question for every job asking the same), so a queue of a thousand gangs asking alike is
+checked with a handful of questions.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Hashable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from plugins.framework.session import Session
+
+__all__ = ["ReadLog"]
+
+Ask = Callable[["Session"], Any]
+
+
+class ReadLog:
+    __slots__ = ("answers", "inputs", "keep", "until")
+
+    def __init__(self) -> None:
+        self.answers: dict[Hashable, tuple[Ask, Any]] = {}
+        self.inputs: dict[Hashable, Any] = {}
+        self.until = math.inf  # the decision is due again at this time
+        self.keep = True  # False: it reads something no key captures (decided every pass)
+
+    def answer(self, key: Hashable, ask: Ask, answer: Any) -> None:
+        self.answers.setdefault(key, (ask, answer))
+
+    def input(self, key: Hashable, value: Any) -> None:
+        self.inputs.setdefault(key, value)
+
+    def due(self, at: float) -> None:
+        self.until = min(self.until, at)
+
+    def merge(self, other: ReadLog) -> None:
+        """Take `other`'s reads too (a queue's summary of its gangs' decisions)."""
+        for key, entry in other.answers.items():
+            self.answers.setdefault(key, entry)
+        for key, value in other.inputs.items():
+            self.inputs.setdefault(key, value)
+        self.until = min(self.until, other.until)
+        self.keep = self.keep and other.keep
+
+    def holds(self, ssn: Session) -> bool:
+        """Whether everything read is as it was (the session's answers and inputs now)."""
+        if not self.keep or ssn.now >= self.until:
+            return False
+        for key, value in self.inputs.items():
+            if ssn.input_value(key) != value:
+                return False
+        return all(
+            ssn.asked_again(key, ask) == answer for key, (ask, answer) in self.answers.items()
+        )

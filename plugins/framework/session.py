@@ -1,0 +1,392 @@
+"""One scheduling pass's session, as Volcano's (pkg/scheduler/framework: OpenSession on a
+snapshot, the actions run over it, CloseSession): the snapshot and the extender's facts it was
+opened on (read-only), the numbers the plugins read and book into (`PassState`: the queues'
+share model, the cluster's sums), the room and victims the session's decisions take
+(`plugins.framework.room`), the queues' starvation (`plugins.actions.starvation`), and the
+decisions, in the order taken. What one action takes the next sees here, never through the
+extender, which applies the decisions after the session closes.
+
+Every question to the policy goes through the session (`allocatable`, `enqueue_refusal`, ...),
+which logs it with its answer for the memo when a decision is being read
+(`plugins.framework.reads`): the policy code declares its inputs by asking, and knows nothing
+of caching. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from core.records import PodGroupRecord
+from core.resources import ResourceVector
+from plugins.actions.starvation import Starvation
+from plugins.framework.decisions import (
+    Admitted,
+    Adopted,
+    Decision,
+    Enqueued,
+    Grown,
+    Seen,
+    Waiting,
+)
+from plugins.framework.extension_points import PassState, Preemptor, Refusal
+from plugins.framework.inputs import QUEUES, ROOM, TOTAL, USED
+from plugins.framework.pass_input import PassInput, QueueWait
+from plugins.framework.policy import Policy
+from plugins.framework.reads import Ask, ReadLog
+from plugins.framework.room import Room, VictimPool
+from plugins.framework.traversal import Traversal
+from plugins.model.gang import GangView
+from plugins.model.job_input import job_input
+from plugins.model.job_order import JobInput
+from plugins.model.queue_inputs import QueuePass
+from plugins.model.victims import VictimUnit
+
+if TYPE_CHECKING:  # annotations only: core.cache pulls in the informers and asyncio
+    from core.cache import Snapshot
+    from plugins.framework.memo import Memo
+
+__all__ = ["PassResult", "Session"]
+
+
+@dataclass(slots=True)
+class PassResult:
+    """What a closed session hands the extender: its decisions in the order taken, the queues
+    as it closed them (status, metrics, the filter's queue checks until the next pass), the
+    queues' starvation, and the pods promised to jobs enqueued on a promise of eviction."""
+
+    decisions: list[Decision]
+    queues: QueuePass
+    state: PassState
+    starving: dict[str, QueueWait]
+    promised: dict[str, frozenset[str]] = field(default_factory=dict)
+
+
+class Session:
+    def __init__(
+        self,
+        given: PassInput,
+        policy: Policy,
+        queues: QueuePass,
+        victims: Callable[[], list[VictimUnit]],
+        memo: Memo | None = None,
+    ) -> None:
+        self.input = given
+        self.policy = policy
+        self.snapshot: Snapshot = given.snapshot
+        self.facts = given.facts
+        self.settings = given.settings
+        self.now = given.now
+        self.queues = queues
+        ledger = given.facts.ledger
+        self.state = PassState(
+            model=queues.model,
+            inputs=queues.inputs,
+            total=given.snapshot.total_allocatable.as_dict(),
+            used=_cluster_used(given.snapshot, ledger.by_node if ledger is not None else {}),
+            now=given.now,
+        )
+        self.room = Room(given.snapshot, given.facts)
+        self.victims = VictimPool(victims, given.facts.promised)
+        podgroups = given.snapshot.podgroups
+        self.starvation = Starvation(
+            given.facts.starving, lambda key: g.queue if (g := podgroups.get(key)) else None
+        )
+        self.admitted_now: set[str] = set()
+        # gang -> its elastic members waiting for a slot (the facts', and those seen now).
+        self.elastic_waiting: dict[str, frozenset[str]] = dict(given.facts.elastic_waiting)
+        self.promised: dict[str, frozenset[str]] = {}
+        self.decisions: list[Decision] = []
+        self.log: ReadLog | None = None  # the reads of the decision being taken (the memo's)
+        self.bookings = 0  # what the plugins booked this session (state changed)
+        self._asked: dict[Hashable, tuple[int, Any]] = {}
+        self._queues_at_open: tuple[Any, ...] | None = None
+        # Queues and jobs in order (last: it reads the queues' share model).
+        self.traversal = Traversal(self, memo)
+
+    # ------------------------------------------------------------------ facts
+
+    def is_admitted(self, key: str) -> bool:
+        return key in self.admitted_now or key in self.facts.admitted
+
+    def allocated_pods(self) -> Collection[str]:
+        """The pods holding a slot (Volcano's Allocated tasks): the ledger's."""
+        ledger = self.facts.ledger
+        return ledger.pods() if ledger is not None else ()
+
+    def backoff(self, key: str) -> str | None:
+        """Why the gang may not be placed now (after a gang timeout), if so."""
+        found = self.facts.backoff.get(key)
+        if found is None:
+            return None
+        reason, until = found
+        self._due(until)
+        return reason
+
+    # ------------------------------------------------------------------ the memo's reads
+
+    def _answer(self, key: Hashable, ask: Ask, answer: Any) -> Any:
+        if self.log is not None:
+            self.log.answer(key, ask, answer)
+        return answer
+
+    def read(self, key: Hashable) -> None:
+        """A decision reads input `key` (`input_value`): the memo compares it next pass."""
+        if self.log is not None:
+            self.log.input(key, self.input_value(key))
+
+    def _due(self, at: float) -> None:
+        if self.log is not None:
+            self.log.due(at)
+
+    def clock_read(self) -> None:
+        """A decision reads the time itself: it is taken again next pass."""
+        if self.log is not None:
+            self.log.keep = False
+
+    def input_value(self, key: Hashable) -> Any:
+        """The value of an input a decision may read, now (see `read`)."""
+        epochs = self.snapshot.epochs
+        if key == ROOM:
+            return (epochs.room, self.room.changes)
+        if key == TOTAL:
+            return self.snapshot.total_allocatable
+        if key == QUEUES:
+            return (self.queues_at_open(), self.bookings)
+        if key == USED:
+            return tuple(sorted(self.state.used.items()))
+        kind, scope = key  # type: ignore[misc]
+        if kind == "victims":
+            cache = epochs.clock if scope is None else epochs.queue_pods.get(scope)
+            return (cache, self.victims.changes, self.facts.promised_version)
+        if kind == "queue":
+            return _numbers(self.state, scope)
+        if kind == "starving":
+            return self.starvation.of(scope)
+        raise KeyError(key)
+
+    def asked_again(self, key: Hashable, ask: Ask) -> Any:
+        """The answer to question `key` now (once per state of the session)."""
+        known = self._asked.get(key)
+        if known is not None and known[0] == self.bookings:
+            return known[1]
+        log, self.log = self.log, None
+        try:
+            answer = ask(self)
+        finally:
+            self.log = log
+        self._asked[key] = (self.bookings, answer)
+        return answer
+
+    def queues_at_open(self) -> tuple[Any, ...]:
+        if self._queues_at_open is None:
+            state = self.state
+            self._queues_at_open = tuple(
+                (name, _numbers(state, name)) for name in sorted(state.inputs)
+            )
+        return self._queues_at_open
+
+    # ------------------------------------------------------------------ the policy's answers
+
+    def job_order_key(self, job: JobInput) -> tuple[Any, ...]:
+        return self.policy.job_order_key(job, self.state)
+
+    def queue_order(self, names: Iterable[str]) -> list[str]:
+        return self.policy.queue_order(self.state, names)
+
+    def job_valid(self, view: GangView) -> str | None:
+        return self.policy.job_valid(view)  # the gang's own: its version covers it
+
+    def job_ready(self, view: GangView) -> bool:
+        return self.policy.job_ready(view)
+
+    def enqueue_refusal(self, job: JobInput) -> Refusal | None:
+        if self.policy.clock_dependent:
+            self.clock_read()
+        return self._answer(
+            ("enqueue", self.policy.enqueue_key(job)),
+            lambda s: s.policy.enqueue_refusal(job, s.state),
+            self.policy.enqueue_refusal(job, self.state),
+        )
+
+    def allocatable(self, queue: str, request: ResourceVector) -> str | None:
+        return self._answer(
+            ("allocatable", queue, request),
+            lambda s: s.policy.allocatable(queue, request, s.state),
+            self.policy.allocatable(queue, request, self.state),
+        )
+
+    def preemptive(self, queue: str, request: ResourceVector) -> bool:
+        return self._answer(
+            ("preemptive", queue, request),
+            lambda s: s.policy.preemptive(queue, request, s.state),
+            self.policy.preemptive(queue, request, self.state),
+        )
+
+    def overused(self, queue: str) -> bool:
+        return self._answer(
+            ("overused", queue),
+            lambda s: s.policy.overused(queue, s.state),
+            self.policy.overused(queue, self.state),
+        )
+
+    def beyond_limit(self, queue: str, minimum: ResourceVector) -> bool:
+        model = self.state.model
+        if model is None:
+            return False
+        return self._answer(
+            ("beyond", queue, minimum),
+            lambda s: s.state.model is not None and s.state.model.beyond_limit(queue, minimum),
+            model.beyond_limit(queue, minimum),
+        )
+
+    def preemptable(self, preemptor: Preemptor, units: Sequence[VictimUnit]) -> list[VictimUnit]:
+        if not units:
+            return []
+        self.read(QUEUES)
+        self.read(TOTAL)
+        return self.policy.preemptable(preemptor, units, self.state)
+
+    def reclaimable(self, preemptor: Preemptor, units: Sequence[VictimUnit]) -> list[VictimUnit]:
+        if not units:
+            return []
+        self.read(QUEUES)
+        self.read(TOTAL)
+        return self.policy.reclaimable(preemptor, units, self.state)
+
+    def queue_read(self, queue: str) -> None:
+        """A decision reads the queue's numbers themselves (not through a question)."""
+        self.read(("queue", queue))
+
+    # ------------------------------------------------------------------ bookings
+
+    def job_enqueued(self, job: JobInput) -> None:
+        self.policy.job_enqueued(job, self.state)
+        self.bookings += 1
+
+    def job_allocated(self, job: JobInput, held: ResourceVector) -> None:
+        self.policy.job_allocated(job, held, self.state)
+        self.bookings += 1
+
+    def task_allocated(self, queue: str, request: ResourceVector) -> None:
+        self.policy.task_allocated(queue, request, self.state)
+        self.bookings += 1
+
+    def task_deallocated(self, queue: str, request: ResourceVector) -> None:
+        self.policy.task_deallocated(queue, request, self.state)
+        self.bookings += 1
+
+    # ------------------------------------------------------------------ room and victims
+
+    def victims_for(self, key: str, queue: str | None) -> list[VictimUnit]:
+        """What reclaim and preempt may take for job `key`: of `queue` only (preempt), or of
+        any queue (None: reclaim too)."""
+        self.read(("victims", queue))
+        units = self.victims.for_job(key)
+        return units if queue is None else [u for u in units if u.queue == queue]
+
+    def room_read(self) -> None:
+        self.read(ROOM)
+
+    def admit(self, key: str) -> None:
+        self.admitted_now.add(key)
+
+    def promise(self, key: str, units: Iterable[VictimUnit]) -> None:
+        units = list(units)
+        self.victims.take(units, job=key)
+        self.promised[key] = frozenset(p for unit in units for p in unit.pods)
+
+    def evict(self, units: Sequence[VictimUnit]) -> None:
+        self.victims.take(units)
+        self.room.free(units)
+
+    # ------------------------------------------------------------------ decisions
+
+    def take(self, decision: Decision, group: PodGroupRecord, *, replayed: bool = False) -> None:
+        """Take `decision` into the session: what it places, evicts, books, and what it says
+        of its queue's starvation. A decision the memo kept (`replayed`) is not handed over
+        again (the extender applied it already); only its effects on the session count."""
+        if not replayed:
+            self.decisions.append(decision)
+        queue, key = decision.queue, decision.key
+        if isinstance(decision, Waiting):
+            enqueued = group.phase == "Inqueue"
+            share = decision.share
+            self.starvation.note(queue, key, share if enqueued else None, held=decision.held)
+            if share is not None:
+                self.starvation.starve(queue, key, self.now)
+            return
+        self.starvation.note(queue, key, None, held=False)
+        if isinstance(decision, Admitted):
+            pods = self.snapshot.pods
+            self.room.take(decision.slots, {p: pods[p].requests for p in decision.slots})
+            if decision.evictions is not None:
+                self.evict(decision.evictions.units)
+            self.admitted_now.add(key)
+            # Volcano's Allocate event handlers: the queue's numbers, overcommit's.
+            self.job_allocated(job_input(self.snapshot, group), decision.held)
+        elif isinstance(decision, Enqueued):
+            self.job_enqueued(job_input(self.snapshot, group))
+            if decision.promise is not None:
+                self.promise(key, decision.promise.units)
+            if not self.policy.has("gang"):
+                self.admitted_now.add(key)  # without the gang plugin enqueued is admitted
+        elif isinstance(decision, Adopted):
+            self.admitted_now.add(key)
+        elif isinstance(decision, Seen) and decision.elastic:
+            known = self.elastic_waiting.get(key, frozenset())
+            self.elastic_waiting[key] = known | frozenset(decision.elastic)
+        elif isinstance(decision, Grown):
+            self.room.take({decision.pod: decision.node}, {decision.pod: decision.request})
+            if decision.evictions is not None:
+                self.evict(decision.evictions.units)
+            self.task_allocated(queue, decision.request)
+
+    def close(self) -> PassResult:
+        return PassResult(
+            self.decisions,
+            self.queues,
+            self.state,
+            self.starvation.close(),
+            self.promised,
+        )
+
+    def group(self, key: str) -> PodGroupRecord | None:
+        return self.snapshot.podgroups.get(key)
+
+
+def _numbers(state: PassState, name: str) -> tuple[Any, ...] | None:
+    """What a decision reading a queue reads of it (and of the queues above it)."""
+    model = state.model
+    if model is None:
+        return None
+    out = []
+    for queue in model.chain(name):
+        share = model.shares.get(queue)
+        source = state.inputs.get(queue)
+        if share is None or source is None:
+            out.append(None)
+            continue
+        out.append(
+            (
+                share.deserved,
+                share.allocated,
+                share.inqueue,
+                share.elastic,
+                share.real_capability,
+                share.capability,
+                source.open,
+            )
+        )
+    return tuple(out)
+
+
+def _cluster_used(snapshot: Snapshot, reserved_by_node: Any) -> dict[str, int]:
+    """What the overcommit rule counts as taken: the requests of bound pods plus the gang
+    ledger's reservations (admitted groups' minResources, approximately)."""
+    used = snapshot.total_requested.as_dict()
+    for reserved in reserved_by_node.values():
+        for name, amount in reserved.items():
+            used[name] = used.get(name, 0) + amount
+    return used
