@@ -60,6 +60,9 @@ class ClusterCache:
         self.node_requested: dict[str, ResourceVector] = {}
         self.queue_allocated: dict[str, ResourceVector] = {}
         self.queue_pending: dict[str, ResourceVector] = {}
+        # queue -> its pods holding a node (bound, not finished, not leaving): what reclaim
+        # and preempt may take of it.
+        self.bound_by_queue: dict[str, set[str]] = {}
         self.namespace_queues: dict[str, str] = {}  # namespace -> its queue annotation
         # The few pods whose constraints reach other pods (required anti-affinity, host ports):
         # the gang planner walks these instead of every pod.
@@ -182,6 +185,7 @@ class ClusterCache:
         old_queue = self._queue_share.pop(key, None)
         if old_queue is not None:
             _sub(self.queue_allocated, old_queue[0], old_queue[1])
+            self._discard(self.bound_by_queue, old_queue[0], key)
         old_pending = self._pending_share.pop(key, None)
         if old_pending is not None:
             _sub(self.queue_pending, old_pending[0], old_pending[1])
@@ -203,6 +207,7 @@ class ClusterCache:
         if queue is not None and not pod.deleting:
             self._queue_share[key] = (queue, pod.requests)
             _add(self.queue_allocated, queue, pod.requests)
+            self.bound_by_queue.setdefault(queue, set()).add(key)
 
     def _bound_changed(self, old: PodRecord | None, new: PodRecord | None) -> None:
         """A pod that holds (or held) a node changed: what reclaim and preempt may take of its
@@ -220,6 +225,7 @@ class ClusterCache:
 
     def _touch_group(self, key: str | None) -> None:
         if key is not None:
+            self.epochs.tick()
             self._version += 1
             self.group_versions[key] = self._version
             self._dirty_groups.add(key)
@@ -292,6 +298,7 @@ class ClusterCache:
         self._index_constraints(pod.key, pod)
         self._account(pod, pod.key)
         self._bound_changed(old, pod)
+        self.epochs.tick()
         for listener in self.pod_listeners:
             listener(pod.key, pod, old)
         self._changed()
@@ -311,6 +318,7 @@ class ClusterCache:
                 self.group_versions.pop(known.group, None)
         self._account(None, pod.key)
         self._bound_changed(known, None)
+        self.epochs.tick()
         self._index_constraints(pod.key, None)
         for listener in self.pod_listeners:
             listener(pod.key, None, known)
@@ -379,6 +387,7 @@ class ClusterCache:
     def _set_namespace_queue(self, name: str, queue: str | None) -> None:
         if self.namespace_queues.get(name) == queue:
             return
+        self.epochs.tick()
         if queue is None:
             self.namespace_queues.pop(name, None)
         else:
@@ -451,6 +460,7 @@ class ClusterCache:
             host_port_pods=self.host_port_pods,
             priority_classes=self.priority_classes,
             group_versions=self.group_versions,
+            bound_by_queue=self.bound_by_queue,  # type: ignore[arg-type]
             epochs=self.epochs,
         )
 
@@ -473,6 +483,7 @@ class ClusterCache:
             host_port_pods=frozenset(self.host_port_pods),
             priority_classes=self.priority_classes,
             group_versions=dict(self.group_versions),
+            bound_by_queue={k: frozenset(v) for k, v in self.bound_by_queue.items()},
             epochs=self.epochs.copy(),
         )
 

@@ -32,8 +32,9 @@ def _sub(totals: dict[str, ResourceVector], name: str, amount: ResourceVector) -
 @dataclass(slots=True)
 class CacheEpochs:
     """Counters that move whenever something a scheduling decision may read changes: what a
-    memo compares to tell that nothing changed (one global clock, never reused, so a queue
-    gone and back starts anew). `room`: any node's capacity or load (a pod bound or gone, a
+    memo compares to tell that nothing changed (one global `clock`, never reused, moved by
+    every change of a node, pod, PodGroup, Queue or namespace queue; a queue gone and back
+    starts anew). `room`: any node's capacity or load (a pod bound or gone, a
     gang's room reserved); `queue_pods[q]`: the pods of queue q that hold a node (what reclaim
     and preempt may take: bound and not leaving), or one of its PodGroups."""
 
@@ -86,6 +87,8 @@ class Snapshot:
     none has its priority)."""
     group_versions: dict[str, int] = dataclasses.field(default_factory=dict)
     """PodGroup key -> a version that moves whenever the group or one of its pods changes."""
+    bound_by_queue: dict[str, frozenset[str]] = dataclasses.field(default_factory=dict)
+    """Queue -> its pods holding a node (bound, not finished, not leaving)."""
     epochs: CacheEpochs = dataclasses.field(default_factory=CacheEpochs)
     """What changed since when (`CacheEpochs`); the live view's are the cache's own."""
 

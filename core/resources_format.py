@@ -9,6 +9,8 @@ Separate from `ResourceVector` (`core.resources_vector`) and the pod request sum
 
 from __future__ import annotations
 
+import functools
+
 from core.resources_quantity import Quantity, QuantityFormat
 
 # ------------------------------------------------------------------------------ resource names
@@ -43,8 +45,10 @@ def is_byte_resource(name: str) -> bool:
     return name in _BYTE_RESOURCES or name.startswith(HUGEPAGES_PREFIX)
 
 
+@functools.lru_cache(maxsize=8192)
 def format_quantity(name: str, amount: int) -> str:
-    """Canonical string for a `ResourceVector` amount of resource `name` (round-trip safe)."""
+    """Canonical string for a `ResourceVector` amount of resource `name` (round-trip safe).
+    Remembered: reasons word the same amounts over and over, and a Quantity is slow to make."""
     if name == CPU:
         return format_cpu(amount)
     if is_byte_resource(name):

@@ -38,9 +38,10 @@ class ResourceVector:
     a method says otherwise. Instances are never mutated: every operation returns a new vector.
     """
 
-    __slots__ = ("_amounts",)
+    __slots__ = ("_amounts", "_hash")
 
     _amounts: dict[str, int]
+    _hash: int  # computed when first asked (vectors are keys of many memo tables)
 
     def __init__(self, amounts: Mapping[str, int] | None = None) -> None:
         checked: dict[str, int] = {}
@@ -170,8 +171,12 @@ class ResourceVector:
         return all(self.get(n) == other.get(n) for n in names)
 
     def __hash__(self) -> int:
-        # Consistent with __eq__: zero entries are the same as absent ones.
-        return hash(frozenset((n, a) for n, a in self._amounts.items() if a))
+        try:
+            return self._hash
+        except AttributeError:
+            # Consistent with __eq__: zero entries are the same as absent ones.
+            found = self._hash = hash(frozenset((n, a) for n, a in self._amounts.items() if a))
+            return found
 
     def __repr__(self) -> str:
         inner = ", ".join(f"{n}={self._amounts[n]}" for n in sorted(self._amounts))

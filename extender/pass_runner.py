@@ -60,8 +60,13 @@ class PassRunner:
         those kept)."""
         if self.mode == "off":
             return run_pass(given, policy)
+        if self.mode == "on":
+            idle = self.memo.idle(given, changed)
+            if idle is not None:
+                return idle
         self.memo.changed(changed)
         result = run_pass(given, policy, self.memo)
+        self.memo.closed(given, result)
         if self.mode != "check":
             return result
         fresh = run_pass(given, policy)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from core.api import markers
 from core.records import PodGroupRecord
 from plugins.actions import enqueue
-from plugins.actions.starvation import hold_reason, holds, inqueue_lifted, waits_for_share
+from plugins.actions.starvation import hold_reason, holds, waits_for_share
 from plugins.actions.whole_gang import allocate_gang
 from plugins.framework.decisions import ALLOCATE, ENQUEUE, Admitted, Decision, Waiting
 from plugins.model import gang as gangs
@@ -61,7 +61,7 @@ def allocate_job(ssn: Session, group: PodGroupRecord, view: GangView) -> Decisio
     # gangs that wait for its share (not flooding enqueue with pod-less jobs, which keep
     # Volcano's rule).
     lifted = starving[2] if starving is not None and target != key else None
-    with inqueue_lifted(ssn.state.model, queue, lifted):
+    with ssn.lifted(queue, lifted):
         admission = allocate_gang(ssn, group, view, job)
     plan = admission.plan
     if plan is None or admission.reason is not None:

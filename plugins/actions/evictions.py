@@ -86,7 +86,9 @@ def choose_evictions(
     )
     if not may_reclaim and preempt.NAME not in actions:
         return None
-    units = ssn.victims_for(group.key, None if may_reclaim else group.queue)
+    # Preempt alone takes only lower-priority work of the gang's queue.
+    below = None if may_reclaim else request.priority
+    units = ssn.victims_for(group.key, None if may_reclaim else group.queue, below)
     if not request.whole_gangs:
         units = [u for u in units if not u.breaks_gang]
     if not units:

@@ -77,7 +77,9 @@ def enqueue_by_eviction(ssn: Session, job: JobInput) -> Promise | None:
     may_reclaim = reclaim.NAME in actions and ssn.preemptive(job.queue, request)
     if not may_reclaim and preempt.NAME not in actions:
         return None
-    units = ssn.victims_for(job.key, None if may_reclaim else job.queue)
+    # Preempt alone takes only lower-priority work of the job's queue.
+    below = None if may_reclaim else job.priority
+    units = ssn.victims_for(job.key, None if may_reclaim else job.queue, below)
     if not units:
         return None
     preemptor = Preemptor(

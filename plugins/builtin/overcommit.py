@@ -10,7 +10,7 @@ from typing import Any, ClassVar
 
 from core.resources import ResourceVector, format_shortfall
 from plugins.framework.config import ConfigError
-from plugins.framework.extension_points import PERMITTED, REJECT, PassState, Vote
+from plugins.framework.extension_points import CLUSTER, PERMITTED, REJECT, PassState, Vote
 from plugins.model.job_order import JobInput
 
 NAME = "overcommit"
@@ -54,8 +54,9 @@ class OvercommitPlugin:
     JobEnqueued (what was admitted counts as used for the rest of the pass)."""
 
     name = NAME
-    # What its vote reads of a job (and the cluster's sums).
+    # What its vote reads: the job's minResources, the cluster's sums.
     job_fields: ClassVar[Mapping[str, tuple[str, ...]]] = {"job_enqueueable": ("min_resources",)}
+    inputs: ClassVar[Mapping[str, frozenset[str]]] = {"job_enqueueable": frozenset({CLUSTER})}
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
         self.factor = parse_factor(arguments)

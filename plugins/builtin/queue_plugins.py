@@ -18,6 +18,7 @@ from plugins.framework.config import PluginOption
 from plugins.framework.extension_points import (
     ABSTAINED,
     PERMITTED,
+    QUEUE,
     REJECT,
     PassState,
     Preemptor,
@@ -33,9 +34,13 @@ from plugins.model.victims import VictimUnit, victim_order_key
 
 class _SharePlugin(SessionPlugin):
     hierarchical = False  # capacity's enableHierarchy: a tree of queues
-    # What its vote reads of a job (and the queue's numbers).
+    # What its hooks read: the job's queue and minResources, that queue's numbers.
     job_fields: ClassVar[Mapping[str, tuple[str, ...]]] = {
         "job_enqueueable": ("queue", "min_resources")
+    }
+    inputs: ClassVar[Mapping[str, frozenset[str]]] = {
+        hook: frozenset({QUEUE})
+        for hook in ("job_enqueueable", "allocatable", "preemptive", "overused")
     }
 
     def open_queues(self, total: ResourceVector, inputs: Sequence[QueueInput]) -> ShareModel:

@@ -240,7 +240,7 @@ class SessionPlugin:
     register (the names of `EXTENSION_POINTS`, with their signatures). Public methods that are
     no extension point must be listed in `helpers`; `clock_dependent` says the plugin's answers
     change with the time alone (sla), so decisions reading them are not kept; `job_fields`
-    what its hooks read of a job."""
+    what its hooks read of a job, `inputs` what they read of the session."""
 
     name: ClassVar[str] = ""
     helpers: ClassVar[tuple[str, ...]] = ()
@@ -248,6 +248,10 @@ class SessionPlugin:
     # What a hook reads of the job it is asked about (hook -> JobInput field names); none
     # given: all of it. The memo asks one question for the jobs alike in those fields.
     job_fields: ClassVar[Mapping[str, tuple[str, ...]]] = {}
+    # What a hook reads of the session beyond its arguments (hook -> QUEUE: the queue's own
+    # numbers and its ancestors'; CLUSTER: the cluster's sums; CLOCK: the time): while those
+    # are unchanged its answer is. None given: the memo asks it again to know.
+    inputs: ClassVar[Mapping[str, frozenset[str]]] = {}
 
     def __init__(self, arguments: Mapping[str, Any]) -> None:
         self.arguments = arguments

@@ -20,17 +20,19 @@ that changed), the jobs' order keys (per group version and cluster total), and t
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from core.api import keys
 from plugins.framework.decisions import Decision, Seen, Waiting
 from plugins.framework.pass_input import PassInput
 from plugins.framework.policy import Policy
 from plugins.framework.reads import ReadLog
+from plugins.framework.session import PassResult
 from plugins.model.job_input import job_input
 from plugins.model.queue_inputs import QueueBooks, QueuePass
-from plugins.model.victims import VictimUnit, victim_units
+from plugins.model.victims import VictimUnit, victim_units_of
 
 if TYPE_CHECKING:
     from plugins.framework.session import Session
@@ -60,10 +62,20 @@ class Memo:
         self._summaries: dict[tuple[str, str], ReadLog] = {}  # their reads, merged
         self._changed: set[str] = set()  # gangs whose facts changed since the last pass
         self._dirty_queues: set[str] = set()
+        self._visited: set[tuple[str, str]] = set()  # (queue, phase) looked at whole once
         self._orders: dict[str, tuple[Any, list[str]]] = {}  # queue -> (total, job order)
         self._order_keys: dict[str, tuple[Any, Any, tuple[Any, ...]]] = {}
-        self._victims: tuple[int, list[VictimUnit]] | None = None
+        self._victims: dict[str, tuple[int | None, list[VictimUnit]]] = {}
+        self._queues: QueuePass | None = None  # the last share model, as built
+        self._queues_basis: Any = None
+        self._reserved: Any = None
         self._fresh: list[Decision] = []  # this pass's decisions not kept (for `table`)
+        # For a pass with nothing changed: the last result and what it was taken on.
+        self._last: PassResult | None = None
+        self._last_basis: Any = None
+        self._open_used: dict[str, int] = {}
+        self._due: dict[str, float] = {}  # kept decisions due again at a time
+        self._unkept: set[str] = set()  # kept decisions that stand for no pass
 
     # ------------------------------------------------------------------ opening
 
@@ -73,28 +85,88 @@ class Memo:
         self._changed.update(group_keys)
 
     def queue_pass(self, given: PassInput, policy: Policy) -> QueuePass:
+        """The queues a session opens with: the books refreshed for the groups that changed,
+        and the share model built again only when something it is built from moved (else the
+        last one, copied: a session books into its own)."""
         ledger = given.facts.ledger
         reserved = ledger.by_group() if ledger is not None else {}
-        return self.books.build(given.snapshot, reserved, policy.open_queues, set(self._changed))
+        snapshot = given.snapshot
+        basis = (snapshot.epochs.clock, snapshot.total_allocatable, policy)
+        last = self._queues
+        if (
+            last is None
+            or self._changed
+            or basis != self._queues_basis
+            or reserved != self._reserved
+        ):
+            last = self.books.build(snapshot, reserved, policy.open_queues, set(self._changed))
+            last = QueuePass(
+                last.model.clone(),
+                last.inputs,
+                last.groups_by_queue,
+                last.phases,
+                contended=last.contended,
+            )
+            self._queues, self._queues_basis, self._reserved = last, basis, reserved
+        return QueuePass(
+            last.model.clone(),
+            last.inputs,
+            last.groups_by_queue,
+            last.phases,
+            contended=last.contended,
+        )
 
-    def victims(self, given: PassInput) -> Callable[[], list[VictimUnit]]:
-        """The victims, built once per state of the cache."""
+    def victims(self, given: PassInput) -> Callable[[str], list[VictimUnit]]:
+        """A queue's victims, built again only when its pods that hold a node changed."""
 
-        def units() -> list[VictimUnit]:
-            clock = given.snapshot.epochs.clock
-            if self._victims is None or self._victims[0] != clock:
-                settings = given.settings
-                built = victim_units(
-                    given.snapshot,
-                    "",
-                    given.facts.releasing,
-                    lambda pod: settings.queue_of(pod) or keys.DEFAULT_QUEUE,
-                    settings.served,
+        def units_of(queue: str) -> list[VictimUnit]:
+            epoch = given.snapshot.epochs.queue_pods.get(queue)
+            known = self._victims.get(queue)
+            if known is None or known[0] != epoch:
+                built = victim_units_of(
+                    given.snapshot, queue, given.facts.releasing, given.settings.served
                 )
-                self._victims = (clock, built)
-            return self._victims[1]
+                known = self._victims[queue] = (epoch, built)
+            return known[1]
 
-        return units
+        return units_of
+
+    def idle(self, given: PassInput, changed: set[str]) -> PassResult | None:
+        """The result of a pass with nothing changed since the last one (no gang, no cache
+        epoch, no fact, no decision due): the last one's, nothing decided. None otherwise."""
+        last = self._last
+        if last is None or changed or self._changed or self._unkept or last.queues.tentative:
+            return None
+        facts = given.facts
+        if facts.unsettled or facts.elastic_waiting:
+            return None
+        if self._due and given.now >= min(self._due.values()):
+            return None
+        if self._basis(given) != self._last_basis:
+            return None
+        pristine = self._queues
+        assert pristine is not None
+        queues = QueuePass(
+            pristine.model.clone(),
+            pristine.inputs,
+            pristine.groups_by_queue,
+            pristine.phases,
+            contended=pristine.contended,
+        )
+        state = dataclasses.replace(
+            last.state, model=queues.model, used=dict(self._open_used), now=given.now
+        )
+        return PassResult([], queues, state, last.starving, {})
+
+    @staticmethod
+    def _basis(given: PassInput) -> tuple[Any, ...]:
+        facts = given.facts
+        return (
+            given.snapshot.epochs.clock,
+            facts.promised_version,
+            frozenset(facts.backoff),
+            len(facts.admitted),
+        )
 
     def start(self, ssn: Session) -> None:
         """A pass begins: the queues of the changed gangs, then and now, are visited."""
@@ -109,6 +181,7 @@ class Memo:
                 dirty.add(entry.queue)
         self._dirty_queues = dirty
         self._fresh = []
+        self._open_used = dict(ssn.state.used)
 
     # ------------------------------------------------------------------ the traversal's asks
 
@@ -133,7 +206,7 @@ class Memo:
 
     def queue_stands(self, ssn: Session, queue: str, phase: str) -> bool:
         """Nothing a decision of `phase` about the queue's gangs reads has changed."""
-        if queue in self._dirty_queues:
+        if queue in self._dirty_queues or (queue, phase) not in self._visited:
             return False
         members = self._members.get((queue, phase))
         if not members:
@@ -145,6 +218,11 @@ class Memo:
                 summary.merge(self._entries[key].log)
             self._summaries[(queue, phase)] = summary
         return summary.holds(ssn)
+
+    def visited(self, queue: str, phase: str) -> None:
+        """The traversal looked at every gang of `queue` in `phase`: what it did not decide
+        again is kept, so a queue none of whose gangs is kept has none waiting for it."""
+        self._visited.add((queue, phase))
 
     def kept(self, ssn: Session, key: str, phase: str) -> Decision | None:
         entry = self._entries.get(key)
@@ -187,20 +265,35 @@ class Memo:
 
     def record(
         self, ssn: Session, decision: Decision, phase: str, stage: str | None, log: ReadLog
-    ) -> None:
+    ) -> bool:
         """A decision taken this pass: kept when it changed nothing (a refusal, a gang seen),
-        with its reads; one that changed something is decided again next pass."""
+        with its reads; one that changed something is decided again next pass. False when it
+        is the one kept already (the extender has it)."""
         key = decision.key
+        old = self._entries.get(key)
         self._drop(key)
         if not isinstance(decision, Waiting | Seen) or stage is None:
             self._fresh.append(decision)
             self._changed.add(key)  # what it changed shows in its facts next pass
-            return
-        if key in ssn.facts.unsettled:
+            return True
+        unsettled = key in ssn.facts.unsettled
+        if unsettled:
             log.keep = False  # its status follows its members' room: seen every pass
-        self._entries[key] = _Entry(decision, self.facts(ssn, key), log, phase, stage)
+        facts = self.facts(ssn, key)
+        self._entries[key] = _Entry(decision, facts, log, phase, stage)
         self._members.setdefault((decision.queue, phase), set()).add(key)
         self._summaries.pop((decision.queue, phase), None)
+        if not log.keep:
+            self._unkept.add(key)
+        elif log.until != math.inf:
+            self._due[key] = log.until
+        return (
+            old is None
+            or unsettled
+            or old.phase != phase
+            or old.facts != facts
+            or old.decision.summary() != decision.summary()
+        )
 
     def finish(self, ssn: Session) -> None:
         """The pass is over: gangs gone are forgotten; every change was looked at (a changed
@@ -214,6 +307,11 @@ class Memo:
         self._changed = {decision.key for decision in self._fresh}
         self._dirty_queues = set()
 
+    def closed(self, given: PassInput, result: PassResult) -> None:
+        """The pass's result, for the passes after it with nothing changed."""
+        self._last = result
+        self._last_basis = self._basis(given)
+
     def forget(self) -> None:
         """Everything kept goes (a new conf: nothing it decided holds)."""
         self.__init__()  # type: ignore[misc]
@@ -224,6 +322,8 @@ class Memo:
         return {(key, "gang"): entry.decision.summary() for key, entry in self._entries.items()}
 
     def _drop(self, key: str) -> None:
+        self._unkept.discard(key)
+        self._due.pop(key, None)
         entry = self._entries.pop(key, None)
         if entry is None:
             return

@@ -113,6 +113,18 @@ class Policy:
             declared = getattr(entry.plugin, "job_fields", {}).get("job_enqueueable")
             fields.update(declared if declared is not None else _JOB_FIELDS)
         self._enqueue_fields = tuple(sorted(fields))
+        # What each hook's answer reads of the session, all its plugins together (None: one
+        # of them does not say).
+        self._inputs: dict[str, frozenset[str] | None] = {}
+        for hook, entries in self._hooks.items():
+            kinds: set[str] | None = set()
+            for entry in entries:
+                declared = getattr(entry.plugin, "inputs", {}).get(hook)
+                if declared is None or kinds is None:
+                    kinds = None
+                else:
+                    kinds |= declared
+            self._inputs[hook] = frozenset(kinds) if kinds is not None else None
         # Decisions reading a plugin whose answers move with the clock alone are never kept.
         self.clock_dependent = any(
             getattr(plugin, "clock_dependent", False) for plugin in self.plugins.values()
@@ -189,6 +201,10 @@ class Policy:
             self._hooks["job_enqueueable"],
             lambda plugin: plugin.job_enqueueable(job, state),
         )
+
+    def inputs(self, hook: str) -> frozenset[str] | None:
+        """What `hook`'s answer reads of the session (the plugins' `inputs`; None: unknown)."""
+        return self._inputs.get(hook)
 
     def enqueue_key(self, job: JobInput) -> tuple[Any, ...]:
         """What the enqueue votes read of `job` (jobs with the same key get the same votes)."""

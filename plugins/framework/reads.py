@@ -29,13 +29,15 @@ class ReadLog:
     __slots__ = ("answers", "inputs", "keep", "until")
 
     def __init__(self) -> None:
-        self.answers: dict[Hashable, tuple[Ask, Any]] = {}
+        # question -> (how to ask it again, its answer, what the answer depends on and its
+        # value then: while that is the same the answer is, without asking)
+        self.answers: dict[Hashable, tuple[Ask, Any, Ask | None, Any]] = {}
         self.inputs: dict[Hashable, Any] = {}
         self.until = math.inf  # the decision is due again at this time
         self.keep = True  # False: it reads something no key captures (decided every pass)
 
-    def answer(self, key: Hashable, ask: Ask, answer: Any) -> None:
-        self.answers.setdefault(key, (ask, answer))
+    def answer(self, key: Hashable, ask: Ask, answer: Any, basis: Ask | None, seen: Any) -> None:
+        self.answers.setdefault(key, (ask, answer, basis, seen))
 
     def input(self, key: Hashable, value: Any) -> None:
         self.inputs.setdefault(key, value)
@@ -59,6 +61,9 @@ class ReadLog:
         for key, value in self.inputs.items():
             if ssn.input_value(key) != value:
                 return False
-        return all(
-            ssn.asked_again(key, ask) == answer for key, (ask, answer) in self.answers.items()
-        )
+        for key, (ask, answer, basis, seen) in self.answers.items():
+            if basis is not None and ssn.asked_again(("basis", key), basis) == seen:
+                continue
+            if ssn.asked_again(key, ask) != answer:
+                return False
+        return True

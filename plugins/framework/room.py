@@ -84,33 +84,46 @@ class Room:
 
 
 class VictimPool:
-    """Every unit reclaim and preempt may take (built when first asked: it walks every pod),
-    less those taken this session and those promised to another job."""
+    """The units reclaim and preempt may take, queue by queue (built when a queue's are first
+    asked for: `units_of`), less those taken this session and those promised to another
+    job."""
 
     def __init__(
-        self, build: Callable[[], list[VictimUnit]], promised: Mapping[str, Collection[str]]
+        self,
+        units_of: Callable[[str], list[VictimUnit]],
+        queues: Callable[[], Iterable[str]],
+        promised: Mapping[str, Collection[str]],
     ) -> None:
-        self._build = build
-        self._units: list[VictimUnit] | None = None
+        self._units_of = units_of
+        self._queues = queues
+        self._by_queue: dict[str, list[VictimUnit]] = {}
         # pod -> the job it is promised to (`plugins.actions.promise`)
         self._promised_to = {pod: job for job, pods in promised.items() for pod in pods}
         self._taken: set[str] = set()
         self.changes = 0
 
-    def units(self) -> list[VictimUnit]:
-        if self._units is None:
-            self._units = self._build()
-        return self._units
+    def of_queue(self, queue: str) -> list[VictimUnit]:
+        found = self._by_queue.get(queue)
+        if found is None:
+            found = self._by_queue[queue] = self._units_of(queue)
+        return found
 
-    def for_job(self, key: str) -> list[VictimUnit]:
-        """What may be evicted for job `key`: not its own, not taken, not another's promise."""
+    def for_job(self, key: str, queue: str | None) -> list[VictimUnit]:
+        """What may be evicted for job `key` of `queue`'s units (None: every queue's): not its
+        own, not taken, not another's promise."""
+        names = [queue] if queue is not None else sorted(self._queues())
         promised, taken = self._promised_to, self._taken
-        return [
-            unit
-            for unit in self.units()
-            if unit.group != key
-            and not any(p in taken or promised.get(p, key) != key for p in unit.pods)
-        ]
+        found = []
+        for name in names:
+            for unit in self.of_queue(name):
+                if unit.group == key:
+                    continue
+                if (taken or promised) and any(
+                    p in taken or promised.get(p, key) != key for p in unit.pods
+                ):
+                    continue
+                found.append(unit)
+        return found
 
     def take(self, units: Iterable[VictimUnit], job: str | None = None) -> None:
         """`units` go (evicted) or are promised to `job`: no other job may count on them."""

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from core.api import keys
 from core.records import PodGroupRecord
 from plugins.actions.allocate import Allocate
 from plugins.actions.backfill import Backfill
@@ -45,7 +44,7 @@ from plugins.framework.traversal import OPEN
 from plugins.model import gang as gangs
 from plugins.model.gang import GangView
 from plugins.model.queue_inputs import queue_pass
-from plugins.model.victims import VictimUnit, victim_units
+from plugins.model.victims import VictimUnit, victim_units_of
 
 if TYPE_CHECKING:
     from plugins.framework.memo import Memo
@@ -70,22 +69,16 @@ def open_session(given: PassInput, policy: Policy, memo: Memo | None = None) -> 
         reserved = ledger.by_group() if ledger is not None else {}
         queues = queue_pass(given.snapshot, reserved, policy.open_queues)
 
-        def victims() -> list[VictimUnit]:
-            return build_victims(given)
+        def victims(queue: str) -> list[VictimUnit]:
+            return build_victims(given, queue)
 
     return Session(given, policy, queues, victims, memo)
 
 
-def build_victims(given: PassInput) -> list[VictimUnit]:
-    """Every unit reclaim and preempt could take (never pods being freed or not vulcan's)."""
-    settings = given.settings
-    return victim_units(
-        given.snapshot,
-        "",
-        given.facts.releasing,
-        lambda pod: settings.queue_of(pod) or keys.DEFAULT_QUEUE,
-        settings.served,
-    )
+def build_victims(given: PassInput, queue: str) -> list[VictimUnit]:
+    """Every unit of `queue` reclaim and preempt could take (never pods being freed, nor
+    another scheduler's)."""
+    return victim_units_of(given.snapshot, queue, given.facts.releasing, given.settings.served)
 
 
 def run_pass(given: PassInput, policy: Policy, memo: Memo | None = None) -> PassResult:

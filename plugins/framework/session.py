@@ -14,13 +14,14 @@ of caching. Pure: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.records import PodGroupRecord
 from core.resources import ResourceVector
-from plugins.actions.starvation import Starvation
+from plugins.actions.starvation import Starvation, inqueue_lifted
 from plugins.framework.decisions import (
     Admitted,
     Adopted,
@@ -30,7 +31,14 @@ from plugins.framework.decisions import (
     Seen,
     Waiting,
 )
-from plugins.framework.extension_points import PassState, Preemptor, Refusal
+from plugins.framework.extension_points import (
+    CLOCK,
+    CLUSTER,
+    QUEUE,
+    PassState,
+    Preemptor,
+    Refusal,
+)
 from plugins.framework.inputs import QUEUES, ROOM, TOTAL, USED
 from plugins.framework.pass_input import PassInput, QueueWait
 from plugins.framework.policy import Policy
@@ -69,7 +77,7 @@ class Session:
         given: PassInput,
         policy: Policy,
         queues: QueuePass,
-        victims: Callable[[], list[VictimUnit]],
+        victims: Callable[[str], list[VictimUnit]],
         memo: Memo | None = None,
     ) -> None:
         self.input = given
@@ -88,7 +96,7 @@ class Session:
             now=given.now,
         )
         self.room = Room(given.snapshot, given.facts)
-        self.victims = VictimPool(victims, given.facts.promised)
+        self.victims = VictimPool(victims, self._victim_queues, given.facts.promised)
         podgroups = given.snapshot.podgroups
         self.starvation = Starvation(
             given.facts.starving, lambda key: g.queue if (g := podgroups.get(key)) else None
@@ -99,7 +107,9 @@ class Session:
         self.promised: dict[str, frozenset[str]] = {}
         self.decisions: list[Decision] = []
         self.log: ReadLog | None = None  # the reads of the decision being taken (the memo's)
-        self.bookings = 0  # what the plugins booked this session (state changed)
+        # Moves whenever the numbers the plugins read change (a booking, a lifted `inqueue`):
+        # an answer is the same for the same question within one version.
+        self.version = 0
         self._asked: dict[Hashable, tuple[int, Any]] = {}
         self._queues_at_open: tuple[Any, ...] | None = None
         # Queues and jobs in order (last: it reads the queues' share model).
@@ -126,9 +136,22 @@ class Session:
 
     # ------------------------------------------------------------------ the memo's reads
 
-    def _answer(self, key: Hashable, ask: Ask, answer: Any) -> Any:
+    def _answer(
+        self,
+        key: Hashable,
+        ask: Ask,
+        reads: frozenset[str] | None = None,
+        queue: str = "",
+    ) -> Any:
+        """The answer to question `key` (asked once per version of the session: the gangs of
+        a queue ask alike), logged for the memo with what it depends on beyond its question
+        (`reads` of `queue`), so that the memo knows it unchanged without asking (None: the
+        memo asks it again)."""
+        answer = self.asked_again(key, ask)
         if self.log is not None:
-            self.log.answer(key, ask, answer)
+            basis = None if reads is None or CLOCK in reads else _basis(reads, queue)
+            seen = self.asked_again(("basis", key), basis) if basis is not None else None
+            self.log.answer(key, ask, answer, basis, seen)
         return answer
 
     def read(self, key: Hashable) -> None:
@@ -153,10 +176,10 @@ class Session:
         if key == TOTAL:
             return self.snapshot.total_allocatable
         if key == QUEUES:
-            return (self.queues_at_open(), self.bookings)
+            return (self.queues_at_open(), self.version)
         if key == USED:
             return tuple(sorted(self.state.used.items()))
-        kind, scope = key  # type: ignore[misc]
+        kind, scope = key[0], key[1]  # type: ignore[index]
         if kind == "victims":
             cache = epochs.clock if scope is None else epochs.queue_pods.get(scope)
             return (cache, self.victims.changes, self.facts.promised_version)
@@ -164,19 +187,21 @@ class Session:
             return _numbers(self.state, scope)
         if kind == "starving":
             return self.starvation.of(scope)
+        if kind == "units":  # what of a queue's units one may take (its own are its facts)
+            return self.asked_again(key, _units_below(scope, key[2]))  # type: ignore[index]
         raise KeyError(key)
 
     def asked_again(self, key: Hashable, ask: Ask) -> Any:
         """The answer to question `key` now (once per state of the session)."""
         known = self._asked.get(key)
-        if known is not None and known[0] == self.bookings:
+        if known is not None and known[0] == self.version:
             return known[1]
         log, self.log = self.log, None
         try:
             answer = ask(self)
         finally:
             self.log = log
-        self._asked[key] = (self.bookings, answer)
+        self._asked[key] = (self.version, answer)
         return answer
 
     def queues_at_open(self) -> tuple[Any, ...]:
@@ -207,28 +232,32 @@ class Session:
         return self._answer(
             ("enqueue", self.policy.enqueue_key(job)),
             lambda s: s.policy.enqueue_refusal(job, s.state),
-            self.policy.enqueue_refusal(job, self.state),
+            self.policy.inputs("job_enqueueable"),
+            job.queue,
         )
 
     def allocatable(self, queue: str, request: ResourceVector) -> str | None:
         return self._answer(
             ("allocatable", queue, request),
             lambda s: s.policy.allocatable(queue, request, s.state),
-            self.policy.allocatable(queue, request, self.state),
+            self.policy.inputs("allocatable"),
+            queue,
         )
 
     def preemptive(self, queue: str, request: ResourceVector) -> bool:
         return self._answer(
             ("preemptive", queue, request),
             lambda s: s.policy.preemptive(queue, request, s.state),
-            self.policy.preemptive(queue, request, self.state),
+            self.policy.inputs("preemptive"),
+            queue,
         )
 
     def overused(self, queue: str) -> bool:
         return self._answer(
             ("overused", queue),
             lambda s: s.policy.overused(queue, s.state),
-            self.policy.overused(queue, self.state),
+            self.policy.inputs("overused"),
+            queue,
         )
 
     def beyond_limit(self, queue: str, minimum: ResourceVector) -> bool:
@@ -238,7 +267,8 @@ class Session:
         return self._answer(
             ("beyond", queue, minimum),
             lambda s: s.state.model is not None and s.state.model.beyond_limit(queue, minimum),
-            model.beyond_limit(queue, minimum),
+            frozenset({QUEUE}),  # the model's own: the queue's numbers alone
+            queue,
         )
 
     def preemptable(self, preemptor: Preemptor, units: Sequence[VictimUnit]) -> list[VictimUnit]:
@@ -261,30 +291,55 @@ class Session:
 
     # ------------------------------------------------------------------ bookings
 
+    @contextmanager
+    def lifted(self, queue: str, amount: ResourceVector | None) -> Iterator[None]:
+        """Within the block, the queue's `inqueue` without `amount` (a backfill phase's lift,
+        `plugins.actions.starvation.inqueue_lifted`); answers within are its own."""
+        if amount is None:
+            yield
+            return
+        self.version += 1
+        try:
+            with inqueue_lifted(self.state.model, queue, amount):
+                yield
+        finally:
+            self.version += 1
+
     def job_enqueued(self, job: JobInput) -> None:
         self.policy.job_enqueued(job, self.state)
-        self.bookings += 1
+        self.version += 1
 
     def job_allocated(self, job: JobInput, held: ResourceVector) -> None:
         self.policy.job_allocated(job, held, self.state)
-        self.bookings += 1
+        self.version += 1
 
     def task_allocated(self, queue: str, request: ResourceVector) -> None:
         self.policy.task_allocated(queue, request, self.state)
-        self.bookings += 1
+        self.version += 1
 
     def task_deallocated(self, queue: str, request: ResourceVector) -> None:
         self.policy.task_deallocated(queue, request, self.state)
-        self.bookings += 1
+        self.version += 1
 
     # ------------------------------------------------------------------ room and victims
 
-    def victims_for(self, key: str, queue: str | None) -> list[VictimUnit]:
+    def victims_for(
+        self, key: str, queue: str | None, below: int | None = None
+    ) -> list[VictimUnit]:
         """What reclaim and preempt may take for job `key`: of `queue` only (preempt), or of
-        any queue (None: reclaim too)."""
-        self.read(("victims", queue))
-        units = self.victims.for_job(key)
-        return units if queue is None else [u for u in units if u.queue == queue]
+        any queue (None: reclaim too); with `below`, only units of a lower priority (all
+        preempt may take). A decision reading a queue's units reads exactly those it got."""
+        units = self.victims.for_job(key, queue)
+        if below is not None:
+            units = [u for u in units if u.priority < below]
+        if queue is None:
+            self.read(("victims", None))
+        else:
+            self.read(("units", queue, below))
+        return units
+
+    def _victim_queues(self) -> Iterable[str]:
+        return self.snapshot.bound_by_queue.keys()
 
     def room_read(self) -> None:
         self.read(ROOM)
@@ -356,6 +411,29 @@ class Session:
         return self.snapshot.podgroups.get(key)
 
 
+def _units_below(queue: str, below: int | None) -> Ask:
+    def units(s: Session) -> Any:
+        found = s.victims.of_queue(queue)
+        if below is not None:
+            found = [u for u in found if u.priority < below]
+        return (frozenset(found), s.facts.promised_version, s.victims.changes)
+
+    return units
+
+
+def _basis(kinds: frozenset[str], queue: str) -> Ask:
+    """What an answer reading `kinds` of `queue` depends on: the queue's numbers (and its
+    ancestors'), the cluster's sums."""
+    queue_part, cluster_part = QUEUE in kinds, CLUSTER in kinds
+
+    def basis(s: Session) -> Any:
+        numbers = _numbers(s.state, queue) if queue_part else None
+        sums = (tuple(sorted(s.state.used.items())), s.state.total) if cluster_part else None
+        return (numbers, sums)
+
+    return basis
+
+
 def _numbers(state: PassState, name: str) -> tuple[Any, ...] | None:
     """What a decision reading a queue reads of it (and of the queues above it)."""
     model = state.model
@@ -377,6 +455,7 @@ def _numbers(state: PassState, name: str) -> tuple[Any, ...] | None:
                 share.real_capability,
                 share.capability,
                 source.open,
+                source.state,
             )
         )
     return tuple(out)

@@ -144,8 +144,12 @@ class Traversal:
                     decision = decide(group, view)
                 finally:
                     ssn.log = None
-                ssn.take(decision, group)
-                memo.record(ssn, decision, phase, self._stages.get(key), log)
+                # Decided again as before (something it read moved, not its answer): the
+                # extender has it already.
+                news = memo.record(ssn, decision, phase, self._stages.get(key), log)
+                ssn.take(decision, group, replayed=not news)
+            if memo is not None:
+                memo.visited(queue, phase)
 
 
 def job_order(ssn: Session, queue: str) -> list[str]:

@@ -205,6 +205,8 @@ class ShareModel(Protocol):
 
     def queue_order(self) -> list[str]: ...
 
+    def clone(self) -> ShareModel: ...
+
 
 # ------------------------------------------------------------------------------ vector helpers
 

@@ -5,7 +5,10 @@ differs. Pure: no I/O."""
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from collections.abc import Iterable
+from typing import Self
 
 from core.resources import ResourceVector
 from plugins.model.queue_share import QueueInput, QueueShare, fmt, requested_dims, strip_pods
@@ -31,6 +34,12 @@ class QueueShares:
         self.shares = shares
         for share in shares.values():
             share.update_share()
+
+    def clone(self) -> Self:
+        """The same model, its shares copied: a session books into its own."""
+        other = copy.copy(self)
+        other.shares = {name: dataclasses.replace(share) for name, share in self.shares.items()}
+        return other
 
     # -- structure (overridden by hierarchical capacity)
 

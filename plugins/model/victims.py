@@ -53,6 +53,7 @@ __all__ = [
     "unit_of",
     "victim_order_key",
     "victim_units",
+    "victim_units_of",
     "walk_victims",
 ]
 
@@ -234,4 +235,42 @@ def victim_units(
             and served(pod)
         ):
             units.append(unit_of(None, queue_of(pod), pod.created, [pod]))
+    return units
+
+
+def victim_units_of(
+    snapshot: Snapshot,
+    queue: str,
+    releasing: Collection[str],
+    served: Callable[[PodRecord], bool],
+) -> list[VictimUnit]:
+    """`victim_units` of one queue: its running gangs (each whole, and each elastic member on
+    its own) and its bound pods of no gang, from the cache's index of the queue's pods that
+    hold a node (`Snapshot.bound_by_queue`). Only pods vulcan schedules (`served`); none being
+    freed."""
+    pods = snapshot.pods
+    groups: dict[str, list[PodRecord]] = {}
+    units: list[VictimUnit] = []
+    for key in snapshot.bound_by_queue.get(queue, ()):
+        pod = pods.get(key)
+        if pod is None or not pod.occupies_node or pod.deleting or key in releasing:
+            continue
+        if pod.group is None:
+            if served(pod):
+                units.append(unit_of(None, queue, pod.created, [pod]))
+        else:
+            groups.setdefault(pod.group, []).append(pod)
+    for group_key in sorted(groups):
+        other = snapshot.podgroups.get(group_key)
+        bound = sorted(groups[group_key], key=lambda pod: pod.key)
+        if other is None or not all(served(pod) for pod in bound):
+            continue
+        for pod in surplus_members(
+            bound,
+            other.min_member,
+            other.min_task_member,
+            checks_tasks=other.min_member >= sum(other.min_task_member.values()),
+        ):
+            units.append(unit_of(other.key, other.queue, other.created, [pod], elastic=True))
+        units.append(unit_of(other.key, other.queue, other.created, bound))
     return units

@@ -14,8 +14,9 @@ from tests.integration.test_gang_whole_again import GROUP, evicted_whole, runnin
 
 def victims_for(gangs: GangScheduler, key: str) -> list[VictimUnit]:
     """What a session would offer reclaim and preempt for gang `key` now."""
-    units = gangs.runner.memo.victims(gangs.pass_input())()
-    return [u for u in units if u.group != key]
+    units_of = gangs.runner.memo.victims(gangs.pass_input())
+    queues = sorted(gangs.cache.bound_by_queue)
+    return [u for queue in queues for u in units_of(queue) if u.group != key]
 
 
 async def test_the_victims_follow_the_cluster_and_vulcans_own_evictions(

@@ -57,6 +57,8 @@ def pod(
     notes = dict(annotations or {})
     if group_name:
         notes["scheduling.k8s.io/group-name"] = group_name
+    else:
+        notes.setdefault("scheduling.volcano.sh/queue-name", "q")  # the gangs' queue
     spec: dict[str, Any] = {
         "containers": [{"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}],
         "priority": priority,
