@@ -31,7 +31,8 @@ from typing import Any
 
 from core.cache import ClusterCache
 from core.records import NodeRecord, PodGroupRecord, PodRecord, QueueRecord
-from extender.gangs import GangOptions, GangScheduler
+from extender.gang_options import GangOptions
+from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
 
 QUEUES = 100

@@ -21,13 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 import math
 import time
 from collections.abc import Callable, Collection, Coroutine
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from core.cache import ClusterCache, Snapshot
@@ -35,11 +32,13 @@ from core.kube.client import KubeClient
 from core.records import PodGroupRecord, PodRecord
 from core.served import ServedPods
 from extender.admissions import Admissions
+from extender.backoff_words import BackoffWords
 from extender.barrier import BindBarrier
 from extender.decision_applier import DecisionApplier, GangParts
 from extender.elastic_members import ElasticMembers
 from extender.evictor import Evictor
 from extender.gang_events import BarrierEvents
+from extender.gang_options import GangOptions
 from extender.gang_quorum import QuorumWatch
 from extender.gang_writer import GangWriter
 from extender.ledger import GangLedger
@@ -59,35 +58,6 @@ from plugins.model.placement import Prefer
 
 log = logging.getLogger("vulcan.extender.gang")
 
-# The memo's mode when the options name none (the test suite runs its scenarios with each).
-DEFAULT_MEMO = "on"
-
-__all__ = ["GangOptions", "GangScheduler"]
-
-
-@dataclass(frozen=True, slots=True)
-class GangOptions:
-    """How the gang scheduler runs (the extender's flags)."""
-
-    gang_timeout: float = 60.0
-    backoff: float = 10.0
-    period: float = 1.0  # the longest a pass waits for a change
-    status_interval: float = 0.5
-    coalesce: float = 0.01  # while binds are held, a pass waits this long for more events
-    min_pass_interval: float = 0.0
-    # A pod in no group that took room or is new changes no gang's own inputs, only its
-    # queue's numbers and its node's room, which no pending decision waits on: its pass may
-    # wait this long, so that hundreds of plain pods a second do not each cost a pass.
-    plain_pod_delay: float = 0.0
-    pipelined_wait: float = 0.5
-    event_qps: float = 0.0
-    event_burst: int = 100
-    # The bind entry's managedResources marker (--bind-marker): kube-scheduler binds every pod
-    # without it itself, past the gang barrier. None: every bind comes to vulcan.
-    bind_marker: str | None = None
-    served: ServedPods | None = None  # the pods kube-scheduler sends vulcan (None: all)
-    memo: str = dataclasses.field(default_factory=lambda: DEFAULT_MEMO)  # --scheduler-memo
-
 
 class GangScheduler:
     def __init__(
@@ -97,7 +67,7 @@ class GangScheduler:
         client: KubeClient | None,
         commit: Callable[[BindingArgs], Any],
         *,
-        options: GangOptions = GangOptions(),
+        options: GangOptions | None = None,
         policy: Policy | None = None,
         placement: Prefer | None = None,
         metrics: GangMetrics | None = None,
@@ -107,7 +77,7 @@ class GangScheduler:
         # The conf's plugins and actions (Volcano's default conf when none is given).
         self.policy = policy or build_policy(default_config())
         self.placement: Prefer = placement or Framework(self.policy).gang_placement
-        self.options = options
+        options = self.options = options or GangOptions()
         self.cache = cache
         self.ledger = ledger
         self.client = client
@@ -118,6 +88,7 @@ class GangScheduler:
         self.starving = StarvingQueues()
         self.queue_gate = QueueGate()
         self.runner = PassRunner(options.memo)
+        pacing = options.pacing
         self.barrier = BindBarrier(
             commit,
             default_timeout=options.gang_timeout,
@@ -130,9 +101,9 @@ class GangScheduler:
         self.elastic = ElasticMembers(ledger, self.slots)
         self.writer = GangWriter(
             client,
-            status_interval=options.status_interval,
-            event_qps=options.event_qps,
-            event_burst=options.event_burst,
+            status_interval=pacing.status_interval,
+            event_qps=options.events.qps,
+            event_burst=options.events.burst,
         )
         self.status_writer = self.writer.status_writer  # the server flushes it, tests await it
         self.barrier.on_event = BarrierEvents(
@@ -164,7 +135,7 @@ class GangScheduler:
         self.unsettled: frozenset[str] = frozenset()  # admitted gangs looked at every pass
         # group -> its bound members counted once per group version (`GangVerbs.bind`).
         self.bound_counts: dict[str, tuple[Any, int, dict[str, int]]] = {}
-        self._backoff_words: dict[str, tuple[float, str, float]] = {}
+        self.backoffs = BackoffWords(self.barrier)
         self._wake = asyncio.Event()
         self._plain_change = False
         self._plain_timer: asyncio.TimerHandle | None = None
@@ -245,7 +216,9 @@ class GangScheduler:
         self._plain_change = False
         if self._plain_timer is None and not self._wake.is_set():
             loop = asyncio.get_running_loop()
-            self._plain_timer = loop.call_later(self.options.plain_pod_delay, self._plain_due)
+            self._plain_timer = loop.call_later(
+                self.options.pacing.plain_pod_delay, self._plain_due
+            )
 
     def _plain_due(self) -> None:
         self._plain_timer = None
@@ -255,7 +228,7 @@ class GangScheduler:
         """A member bound (or gone, or finished) gives up its reservation the moment the cache
         counts it on its node (kept until the next pass, its room was counted twice). A member
         lost by a committed gang may return it to all-or-nothing (`QuorumWatch`)."""
-        self._plain_change = self.options.plain_pod_delay > 0 and _plain_change(pod, old)
+        self._plain_change = self.options.pacing.plain_pod_delay > 0 and _plain_change(pod, old)
         self.quorum.pod_changed(pod_key, pod, old)
         if (pod is None or pod.node is not None or pod.terminal) and self.ledger.reservation_of(
             pod_key
@@ -268,17 +241,17 @@ class GangScheduler:
         await self.cache.synced.wait()
         loop = asyncio.get_running_loop()
         last_pass = -math.inf
-        options = self.options
+        pacing = self.options.pacing
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), options.period)
+                await asyncio.wait_for(self._wake.wait(), pacing.period)
             # While a gang's binds are held its members' events stream in: a short pause lets
             # a burst of them into one pass. Otherwise a wake after a quiet spell is served at
             # once, but passes stay at least `min_pass_interval` apart.
             if self.barrier.holding():
-                await asyncio.sleep(options.coalesce)
+                await asyncio.sleep(pacing.coalesce)
             else:
-                early = last_pass + options.min_pass_interval - loop.time()
+                early = last_pass + pacing.min_pass_interval - loop.time()
                 if early > 0:
                     await asyncio.sleep(early)
             self._wake.clear()
@@ -334,7 +307,7 @@ class GangScheduler:
             admitted=self.admissions.keys,
             ledger=self.ledger,
             releasing=self.evictor.releasing,
-            backoff=self._backoffs(),
+            backoff=self.backoffs.now(),
             promised=self.admissions.promised(),
             promised_version=self.admissions.promises_version,
             starving=self.starving.queues,
@@ -349,23 +322,6 @@ class GangScheduler:
             queue_of=self.cache.queue_of,
             prefer=self.placement,
         )
-
-    def _backoffs(self) -> dict[str, tuple[str, float]]:
-        """gang -> why it may not be placed (after a gang timeout) and until when (wall
-        clock), worded once per backoff: the PodGroup's condition (and the pods' filter
-        reason) stay the same while the passes repeat; the end is a time of day."""
-        found: dict[str, tuple[str, float]] = {}
-        clock_now, wall_now = self.barrier.now(), time.time()
-        for key, ends in self.barrier.backoffs().items():
-            known = self._backoff_words.get(key)
-            if known is None or known[0] != ends:
-                until = datetime.now(UTC) + timedelta(seconds=ends - clock_now)
-                words = f"backing off after a gang timeout until {until.strftime('%H:%M:%SZ')}"
-                known = self._backoff_words[key] = (ends, words, wall_now + (ends - clock_now))
-            found[key] = (known[1], known[2])
-        for key in [k for k in self._backoff_words if k not in found]:
-            del self._backoff_words[key]
-        return found
 
     def _release_bound(self, snapshot: Snapshot) -> None:
         """A member that is bound now counts in node_requested: its reservation goes."""
@@ -411,7 +367,7 @@ class GangScheduler:
             self.ledger.release(pod_key)
         self.barrier.release(key, why, result)
         self.writer.forget(key, gone=result in ("podgroup_deleted", "podgroup_recreated"))
-        self._backoff_words.pop(key, None)
+        self.backoffs.forget(key)
 
     def _hold_ended(self, key: str, why: str, result: str) -> None:
         self.forget_group(key, why, result)

@@ -28,8 +28,9 @@ from extender.conf_reload import (
 )
 from extender.debug_view import add_debug_routes
 from extender.gang_hold import check_timeouts
+from extender.gang_options import EventRate, GangOptions, PassPacing
 from extender.gang_server import GangExtenderServer
-from extender.gangs import GangOptions, GangScheduler
+from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
 from extender.metrics import ExtenderMetrics
 from extender.queues import QueueCollector
@@ -79,11 +80,12 @@ class Extender:
             options=GangOptions(
                 gang_timeout=args.gang_timeout,
                 backoff=args.gang_backoff,
-                event_qps=args.event_qps,
-                event_burst=args.event_burst,
                 pipelined_wait=args.pipelined_wait,
-                min_pass_interval=args.min_pass_interval,
-                plain_pod_delay=args.plain_pod_pass_delay,
+                events=EventRate(args.event_qps, args.event_burst),
+                pacing=PassPacing(
+                    min_pass_interval=args.min_pass_interval,
+                    plain_pod_delay=args.plain_pod_pass_delay,
+                ),
                 bind_marker=args.bind_marker or None,
                 served=ServedPods.of(
                     scheduler_names(args.served_scheduler_name or args.scheduler_name),

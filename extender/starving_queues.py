@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from plugins.actions.starvation import holds
 from plugins.framework.pass_input import QueueWait
+from plugins.framework.starvation_book import holds
 
 __all__ = ["StarvingQueues"]
 

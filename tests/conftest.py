@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from extender import gangs
+from extender import gang_options as gangs
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

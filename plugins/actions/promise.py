@@ -26,11 +26,11 @@ them back before it returns.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.resources import ResourceVector
 from plugins.actions import preempt, reclaim
+from plugins.framework.decisions import Promise
 from plugins.framework.extension_points import Preemptor
 from plugins.framework.inputs import QUEUES, USED
 from plugins.model.job_order import JobInput
@@ -40,33 +40,9 @@ from plugins.model.victims import VictimUnit, effective_units, victim_order_key
 if TYPE_CHECKING:
     from plugins.framework.session import Session
 
-__all__ = ["Promise", "enqueue_by_eviction", "held_by_peers"]
+__all__ = ["enqueue_by_eviction", "held_by_peers"]
 
 _ZERO = ResourceVector()
-
-
-@dataclass(frozen=True, slots=True)
-class Promise:
-    """The job may be enqueued: once `units` are evicted (by `action`) its votes pass."""
-
-    action: str  # "preempt" or "reclaim"
-    units: tuple[VictimUnit, ...]
-
-    def describe(self) -> str:
-        """ "will preempt default/low (priority 10)" / "will reclaim from queue qa: ..." """
-        names = ", ".join(_name(u) for u in self.units)
-        if self.action == preempt.NAME:
-            return f"will preempt {names}"
-        queues = sorted({u.queue for u in self.units})
-        return f"will reclaim from queue {', '.join(queues)}: {names}"
-
-
-def _name(unit: VictimUnit) -> str:
-    if unit.elastic:
-        return f"{unit.pods[0]} (elastic member of {unit.group}, priority {unit.priority})"
-    if unit.group is not None:
-        return f"{unit.group} (whole gang, {len(unit.pods)} pods, priority {unit.priority})"
-    return f"{unit.pods[0]} (priority {unit.priority})"
 
 
 def enqueue_by_eviction(ssn: Session, job: JobInput) -> Promise | None:

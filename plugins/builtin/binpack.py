@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from plugins.framework.config import ConfigError, int_argument
+from plugins.framework.config_types import ConfigError, int_argument
 
 if TYPE_CHECKING:  # annotations only: plugins.framework.node_order imports this module
     from core.resources import ResourceVector

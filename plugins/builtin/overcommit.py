@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from core.resources import ResourceVector, format_shortfall
-from plugins.framework.config import ConfigError
+from plugins.framework.config_types import ConfigError
 from plugins.framework.extension_points import CLUSTER, PERMITTED, REJECT, PassState, Vote
 from plugins.model.job_order import JobInput
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from core.resources import ResourceVector
-from plugins.framework.config import PluginOption
+from plugins.framework.config_types import PluginOption
 from plugins.framework.extension_points import (
     ABSTAINED,
     PERMITTED,

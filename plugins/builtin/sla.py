@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from core.durations import parse_duration
-from plugins.framework.config import ConfigError
+from plugins.framework.config_types import ConfigError
 from plugins.framework.extension_points import ABSTAINED, PERMITTED, PassState, SessionPlugin, Vote
 from plugins.model.gang import GangView
 from plugins.model.job_order import JobInput, parse_time

@@ -60,7 +60,7 @@ from plugins.builtin.task_topology_buckets import (
     build_buckets,
     parse_task_topology,
 )
-from plugins.framework.config import int_argument
+from plugins.framework.config_types import int_argument
 from plugins.framework.extension_points import SessionPlugin
 from plugins.model.gang_fit import GangFit, Held
 from plugins.model.placement import (

@@ -26,9 +26,6 @@ plugin interprets its own (`int_argument` is the shared integer reader).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from plugins.framework.config_fields import read_document
 from plugins.framework.config_types import (
     ACTIONS,
@@ -38,6 +35,7 @@ from plugins.framework.config_types import (
     PluginOption,
     SchedulerConfig,
     Tier,
+    int_argument,
 )
 
 __all__ = [
@@ -105,24 +103,3 @@ def load_scheduler_config(path: str | None) -> SchedulerConfig:
         return parse_scheduler_config(text)
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
-
-
-def int_argument(arguments: Mapping[str, Any], key: str, default: int) -> int:
-    """An integer plugin argument, `default` when absent.
-
-    Current Volcano reads YAML integers (`binpack.weight: 10`); older releases stored every
-    argument as a string (`"10"`), and configs written for them still circulate, so both are
-    accepted. Anything else (a float, a boolean, "ten") is an error here, where Volcano would log
-    a warning and silently keep the default.
-    """
-    if key not in arguments:
-        return default
-    value = arguments[key]
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        text = value.strip()
-        digits = text[1:] if text[:1] in "+-" else text
-        if digits.isascii() and digits.isdigit():
-            return int(text)
-    raise ConfigError(f'arguments["{key}"]: expected an integer, not {value!r}')

@@ -4,6 +4,7 @@ names Volcano knows (actions, plugins, the enable flags) and `ConfigError`. Read
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +17,7 @@ __all__ = [
     "PluginOption",
     "SchedulerConfig",
     "Tier",
+    "int_argument",
 ]
 
 
@@ -151,3 +153,24 @@ class SchedulerConfig:
             if entry["name"] == action:
                 return entry["arguments"]
         return {}
+
+
+def int_argument(arguments: Mapping[str, Any], key: str, default: int) -> int:
+    """An integer plugin argument, `default` when absent.
+
+    Current Volcano reads YAML integers (`binpack.weight: 10`); older releases stored every
+    argument as a string (`"10"`), and configs written for them still circulate, so both are
+    accepted. Anything else (a float, a boolean, "ten") is an error here, where Volcano would log
+    a warning and silently keep the default.
+    """
+    if key not in arguments:
+        return default
+    value = arguments[key]
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        digits = text[1:] if text[:1] in "+-" else text
+        if digits.isascii() and digits.isdigit():
+            return int(text)
+    raise ConfigError(f'arguments["{key}"]: expected an integer, not {value!r}')

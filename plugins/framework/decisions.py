@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.resources import ResourceVector
-from plugins.actions.promise import Promise
 from plugins.model.placement import Plan
 from plugins.model.victims import VictimUnit
 
@@ -33,6 +32,7 @@ __all__ = [
     "Enqueued",
     "Evictions",
     "Grown",
+    "Promise",
     "Seen",
     "Waiting",
 ]
@@ -45,6 +45,30 @@ ADMITTED = "admitted"  # admitted: nothing to decide (its status is refreshed)
 DONE = "done"  # completed and not admitted: nothing to decide
 ENQUEUE = "enqueue"  # waits for the enqueue action
 ALLOCATE = "allocate"  # waits for the allocate action (a whole-gang placement)
+
+
+@dataclass(frozen=True, slots=True)
+class Promise:
+    """The job may be enqueued: once `units` are evicted (by `action`) its votes pass."""
+
+    action: str  # "preempt" or "reclaim"
+    units: tuple[VictimUnit, ...]
+
+    def describe(self) -> str:
+        """ "will preempt default/low (priority 10)" / "will reclaim from queue qa: ..." """
+        names = ", ".join(_name(u) for u in self.units)
+        if self.action == "preempt":
+            return f"will preempt {names}"
+        queues = sorted({u.queue for u in self.units})
+        return f"will reclaim from queue {', '.join(queues)}: {names}"
+
+
+def _name(unit: VictimUnit) -> str:
+    if unit.elastic:
+        return f"{unit.pods[0]} (elastic member of {unit.group}, priority {unit.priority})"
+    if unit.group is not None:
+        return f"{unit.group} (whole gang, {len(unit.pods)} pods, priority {unit.priority})"
+    return f"{unit.pods[0]} (priority {unit.priority})"
 
 
 @dataclass(frozen=True, slots=True)

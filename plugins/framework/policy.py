@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.resources import ResourceVector
-from plugins.framework.config import SchedulerConfig
+from plugins.framework.config_types import SchedulerConfig
 from plugins.framework.extension_points import (
     EXTENSION_POINTS,
     PERMIT,

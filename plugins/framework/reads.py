@@ -15,14 +15,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from plugins.framework.session import Session
+__all__ = ["Ask", "ReadLog", "Reading"]
 
-__all__ = ["ReadLog"]
+Ask = Callable[[Any], Any]  # a question put to a session, asked again on another
 
-Ask = Callable[["Session"], Any]
+
+class Reading(Protocol):
+    """What a session answers a log with (`plugins.framework.session.Session`)."""
+
+    now: float
+
+    def input_value(self, key: Hashable) -> Any: ...
+
+    def asked_again(self, key: Hashable, ask: Ask) -> Any: ...
 
 
 class ReadLog:
@@ -54,7 +61,7 @@ class ReadLog:
         self.until = min(self.until, other.until)
         self.keep = self.keep and other.keep
 
-    def holds(self, ssn: Session) -> bool:
+    def holds(self, ssn: Reading) -> bool:
         """Whether everything read is as it was (the session's answers and inputs now)."""
         if not self.keep or ssn.now >= self.until:
             return False

@@ -21,7 +21,7 @@ from plugins.builtin.priority import PriorityPlugin
 from plugins.builtin.queue_plugins import CapacityPlugin, ProportionPlugin
 from plugins.builtin.sla import SlaPlugin
 from plugins.builtin.task_topology import TaskTopologyPlugin
-from plugins.framework.config import ConfigError, SchedulerConfig
+from plugins.framework.config_types import ConfigError, SchedulerConfig
 from plugins.framework.extension_points import check_plugin
 from plugins.framework.policy import Policy
 

@@ -40,7 +40,7 @@ from plugins.framework.decisions import (
 from plugins.framework.pass_input import PassInput
 from plugins.framework.policy import Policy
 from plugins.framework.session import PassResult, Session
-from plugins.framework.traversal import OPEN
+from plugins.framework.traversal import OPEN, Traversal
 from plugins.model import gang as gangs
 from plugins.model.gang import GangView
 from plugins.model.queue_inputs import queue_pass
@@ -72,7 +72,9 @@ def open_session(given: PassInput, policy: Policy, memo: Memo | None = None) -> 
         def victims(queue: str) -> list[VictimUnit]:
             return build_victims(given, queue)
 
-    return Session(given, policy, queues, victims, memo)
+    ssn = Session(given, policy, queues, victims)
+    ssn.traversal = Traversal(ssn, memo)  # it reads the queues' share model
+    return ssn
 
 
 def build_victims(given: PassInput, queue: str) -> list[VictimUnit]:

@@ -17,11 +17,10 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from core.records import PodGroupRecord
 from core.resources import ResourceVector
-from plugins.actions.starvation import Starvation, inqueue_lifted
 from plugins.framework.decisions import (
     Admitted,
     Adopted,
@@ -32,19 +31,18 @@ from plugins.framework.decisions import (
     Waiting,
 )
 from plugins.framework.extension_points import (
-    CLOCK,
-    CLUSTER,
     QUEUE,
     PassState,
     Preemptor,
     Refusal,
 )
-from plugins.framework.inputs import QUEUES, ROOM, TOTAL, USED
+from plugins.framework.inputs import QUEUES, ROOM, TOTAL
 from plugins.framework.pass_input import PassInput, QueueWait
 from plugins.framework.policy import Policy
-from plugins.framework.reads import Ask, ReadLog
+from plugins.framework.reads import ReadLog
 from plugins.framework.room import Room, VictimPool
-from plugins.framework.traversal import Traversal
+from plugins.framework.session_reads import SessionReads
+from plugins.framework.starvation_book import Starvation, inqueue_lifted
 from plugins.model.gang import GangView
 from plugins.model.job_input import job_input
 from plugins.model.job_order import JobInput
@@ -53,9 +51,34 @@ from plugins.model.victims import VictimUnit
 
 if TYPE_CHECKING:  # annotations only: core.cache pulls in the informers and asyncio
     from core.cache import Snapshot
-    from plugins.framework.memo import Memo
 
 __all__ = ["PassResult", "Session"]
+
+
+class Jobs(Protocol):
+    """The session's queues and jobs in order (`plugins.framework.traversal.Traversal`)."""
+
+    def run(
+        self,
+        phase: str,
+        stages: tuple[str, ...],
+        decide: Callable[[PodGroupRecord, GangView], Decision],
+    ) -> None: ...
+
+    def stage(self, key: str) -> str | None: ...
+
+
+class _NoJobs:
+    def run(
+        self,
+        phase: str,
+        stages: tuple[str, ...],
+        decide: Callable[[PodGroupRecord, GangView], Decision],
+    ) -> None:
+        raise RuntimeError("the session was opened without its traversal")
+
+    def stage(self, key: str) -> str | None:
+        return None
 
 
 @dataclass(slots=True)
@@ -71,14 +94,13 @@ class PassResult:
     promised: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
-class Session:
+class Session(SessionReads):
     def __init__(
         self,
         given: PassInput,
         policy: Policy,
         queues: QueuePass,
         victims: Callable[[str], list[VictimUnit]],
-        memo: Memo | None = None,
     ) -> None:
         self.input = given
         self.policy = policy
@@ -112,8 +134,8 @@ class Session:
         self.version = 0
         self._asked: dict[Hashable, tuple[int, Any]] = {}
         self._queues_at_open: tuple[Any, ...] | None = None
-        # Queues and jobs in order (last: it reads the queues' share model).
-        self.traversal = Traversal(self, memo)
+        # Queues and jobs in order (`plugins.framework.traversal`), set by who opens it.
+        self.traversal: Jobs = _NoJobs()
 
     # ------------------------------------------------------------------ facts
 
@@ -133,84 +155,6 @@ class Session:
         reason, until = found
         self._due(until)
         return reason
-
-    # ------------------------------------------------------------------ the memo's reads
-
-    def _answer(
-        self,
-        key: Hashable,
-        ask: Ask,
-        reads: frozenset[str] | None = None,
-        queue: str = "",
-    ) -> Any:
-        """The answer to question `key` (asked once per version of the session: the gangs of
-        a queue ask alike), logged for the memo with what it depends on beyond its question
-        (`reads` of `queue`), so that the memo knows it unchanged without asking (None: the
-        memo asks it again)."""
-        answer = self.asked_again(key, ask)
-        if self.log is not None:
-            basis = None if reads is None or CLOCK in reads else _basis(reads, queue)
-            seen = self.asked_again(("basis", key), basis) if basis is not None else None
-            self.log.answer(key, ask, answer, basis, seen)
-        return answer
-
-    def read(self, key: Hashable) -> None:
-        """A decision reads input `key` (`input_value`): the memo compares it next pass."""
-        if self.log is not None:
-            self.log.input(key, self.input_value(key))
-
-    def _due(self, at: float) -> None:
-        if self.log is not None:
-            self.log.due(at)
-
-    def clock_read(self) -> None:
-        """A decision reads the time itself: it is taken again next pass."""
-        if self.log is not None:
-            self.log.keep = False
-
-    def input_value(self, key: Hashable) -> Any:
-        """The value of an input a decision may read, now (see `read`)."""
-        epochs = self.snapshot.epochs
-        if key == ROOM:
-            return (epochs.room, self.room.changes)
-        if key == TOTAL:
-            return self.snapshot.total_allocatable
-        if key == QUEUES:
-            return (self.queues_at_open(), self.version)
-        if key == USED:
-            return tuple(sorted(self.state.used.items()))
-        kind, scope = key[0], key[1]  # type: ignore[index]
-        if kind == "victims":
-            cache = epochs.clock if scope is None else epochs.queue_pods.get(scope)
-            return (cache, self.victims.changes, self.facts.promised_version)
-        if kind == "queue":
-            return _numbers(self.state, scope)
-        if kind == "starving":
-            return self.starvation.of(scope)
-        if kind == "units":  # what of a queue's units one may take (its own are its facts)
-            return self.asked_again(key, _units_below(scope, key[2]))  # type: ignore[index]
-        raise KeyError(key)
-
-    def asked_again(self, key: Hashable, ask: Ask) -> Any:
-        """The answer to question `key` now (once per state of the session)."""
-        known = self._asked.get(key)
-        if known is not None and known[0] == self.version:
-            return known[1]
-        log, self.log = self.log, None
-        try:
-            answer = ask(self)
-        finally:
-            self.log = log
-        self._asked[key] = (self.version, answer)
-        return answer
-
-    def queues_at_open(self) -> tuple[Any, ...]:
-        if self._queues_at_open is None:
-            state = self.state
-            self._queues_at_open = tuple(
-                (name, _numbers(state, name)) for name in sorted(state.inputs)
-            )
-        return self._queues_at_open
 
     # ------------------------------------------------------------------ the policy's answers
 
@@ -409,56 +353,6 @@ class Session:
 
     def group(self, key: str) -> PodGroupRecord | None:
         return self.snapshot.podgroups.get(key)
-
-
-def _units_below(queue: str, below: int | None) -> Ask:
-    def units(s: Session) -> Any:
-        found = s.victims.of_queue(queue)
-        if below is not None:
-            found = [u for u in found if u.priority < below]
-        return (frozenset(found), s.facts.promised_version, s.victims.changes)
-
-    return units
-
-
-def _basis(kinds: frozenset[str], queue: str) -> Ask:
-    """What an answer reading `kinds` of `queue` depends on: the queue's numbers (and its
-    ancestors'), the cluster's sums."""
-    queue_part, cluster_part = QUEUE in kinds, CLUSTER in kinds
-
-    def basis(s: Session) -> Any:
-        numbers = _numbers(s.state, queue) if queue_part else None
-        sums = (tuple(sorted(s.state.used.items())), s.state.total) if cluster_part else None
-        return (numbers, sums)
-
-    return basis
-
-
-def _numbers(state: PassState, name: str) -> tuple[Any, ...] | None:
-    """What a decision reading a queue reads of it (and of the queues above it)."""
-    model = state.model
-    if model is None:
-        return None
-    out = []
-    for queue in model.chain(name):
-        share = model.shares.get(queue)
-        source = state.inputs.get(queue)
-        if share is None or source is None:
-            out.append(None)
-            continue
-        out.append(
-            (
-                share.deserved,
-                share.allocated,
-                share.inqueue,
-                share.elastic,
-                share.real_capability,
-                share.capability,
-                source.open,
-                source.state,
-            )
-        )
-    return tuple(out)
 
 
 def _cluster_used(snapshot: Snapshot, reserved_by_node: Any) -> dict[str, int]:

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import pytest
 import yaml
 
-from extender import gangs
+from extender import gang_options as gangs
 from tests.helpers import REPO
 
 KUBECTL = shutil.which("kubectl")

@@ -11,8 +11,9 @@ from core.cache import ClusterCache
 from core.kube.client import PODGROUPS, PODS, KubeClient
 from extender.binder import Binder
 from extender.conf_reload import build_conf
+from extender.gang_options import GangOptions
 from extender.gang_verbs import GangVerbs
-from extender.gangs import GangOptions, GangScheduler
+from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
 from extender.protocol import BindingArgs
 from plugins.framework.config import DEFAULT_SCHEDULER_CONF

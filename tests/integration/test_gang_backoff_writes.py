@@ -14,8 +14,9 @@ from core.cache import ClusterCache
 from core.kube.client import PODGROUPS, PODS, KubeClient
 from core.kube.flags import ClientOptions
 from extender.binder import Binder, BindError
+from extender.gang_options import GangOptions
 from extender.gang_verbs import GangVerbs
-from extender.gangs import GangOptions, GangScheduler
+from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
 from extender.protocol import BindingArgs
 from sim.apiserver.server import EmbeddedApiServer, write_kubeconfig

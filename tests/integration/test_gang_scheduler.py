@@ -13,8 +13,9 @@ from prometheus_client import CollectorRegistry
 from core.cache import ClusterCache
 from core.kube.client import EVENTS, NODES, PODGROUPS, PODS, KubeClient
 from extender.binder import Binder, BindError
+from extender.gang_options import GangOptions
 from extender.gang_verbs import GangVerbs
-from extender.gangs import GangOptions, GangScheduler
+from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
 from extender.metrics import GangMetrics
 from extender.protocol import BindingArgs

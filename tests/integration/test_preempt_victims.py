@@ -15,7 +15,8 @@ from core.cache import ClusterCache
 from core.kube.client import PODGROUPS, PODS, PRIORITY_CLASSES, KubeClient
 from core.served import ServedPods
 from extender.binder import Binder
-from extender.gangs import GangOptions, GangScheduler
+from extender.gang_options import GangOptions
+from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
 from tests.helpers import add_ready_node, until
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from core.cache import ClusterCache
 from core.records import NodeRecord, PodRecord
-from extender.gangs import GangOptions, GangScheduler
+from extender.gang_options import GangOptions, PassPacing
+from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
 
 
@@ -35,7 +36,7 @@ async def loop_with(interval: float) -> tuple[ClusterCache, GangScheduler, async
         None,
         _commit,
         # no timed passes: only changes wake the loop here
-        options=GangOptions(period=3600.0, min_pass_interval=interval),
+        options=GangOptions(pacing=PassPacing(period=3600.0, min_pass_interval=interval)),
         observe_pass=passes.put_nowait,
     )
     cache.synced.set()
@@ -91,7 +92,9 @@ def pod(name: str, rv: int, node_name: str | None = None, group: str | None = No
 
 async def test_a_plain_pods_change_waits_for_the_delay_and_room_freed_does_not() -> None:
     cache, gangs, passes = await loop_with(0.0)
-    gangs.options = dataclasses.replace(gangs.options, plain_pod_delay=3600.0)
+    gangs.options = dataclasses.replace(
+        gangs.options, pacing=dataclasses.replace(gangs.options.pacing, plain_pod_delay=3600.0)
+    )
     try:
         cache.on_node_add(node("n0", 1))
         await asyncio.wait_for(passes.get(), 10)

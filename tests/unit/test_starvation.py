@@ -10,7 +10,6 @@ from plugins.actions.starvation import (
     Starvation,
     held_for,
     holds,
-    inqueue_lifted,
     waits_for_share,
 )
 from plugins.framework.config import default_config
@@ -18,6 +17,7 @@ from plugins.framework.extension_points import PassState
 from plugins.framework.pass_input import QueueWait
 from plugins.framework.registry import build_policy
 from plugins.framework.session import Session
+from plugins.framework.starvation_book import inqueue_lifted
 from plugins.model import gang as gangs
 from plugins.model.gang import GangView
 from plugins.model.proportion_shares import proportion_shares
