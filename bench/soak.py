@@ -27,7 +27,7 @@ from typing import Any
 
 from bench.sim_cluster import SimCluster, running_cluster
 from bench.soak_actions import Actor
-from bench.soak_checker import Checker, Limits
+from bench.soak_checker import MEMO_DIVERGENCE, Checker, Limits, Violation
 from bench.soak_report import (
     GANG_KINDS,
     account,
@@ -98,6 +98,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--state-dir", help="cluster logs and the soak's files (default: a new temp dir)"
     )
+    parser.add_argument(
+        "--check-memo",
+        action="store_true",
+        help="run the extender with --scheduler-memo=check: each pass is decided with the memo "
+        "and without it, and every difference is a violation (memo-divergence)",
+    )
     parser.add_argument("--start-timeout", type=float, default=120.0)
     return parser.parse_args(argv)
 
@@ -122,6 +128,7 @@ async def soak(args: argparse.Namespace, out=sys.stdout) -> int:
         job_final_after=args.job_final_after,
     )
     extra = [
+        *(["--scheduler-memo", "check"] if args.check_memo else []),
         "--with-extender",
         "--with-controllers",
         "--pod-eviction-timeout",
@@ -136,7 +143,7 @@ async def soak(args: argparse.Namespace, out=sys.stdout) -> int:
         await watches.start()
         actor = Actor(sim.client, seed)
         origin = checker.origin = time.monotonic()
-        ticker = asyncio.create_task(_tick(checker, out, sim))
+        ticker = asyncio.create_task(_tick(checker, out, sim, args.check_memo))
         cleaner = asyncio.create_task(_clean(actor, checker))
         done_log = (state / "soak-actions.log").open("w")
         try:
@@ -186,13 +193,18 @@ async def soak(args: argparse.Namespace, out=sys.stdout) -> int:
     return 1 if violations else 0
 
 
-async def _tick(checker: Checker, out, sim: SimCluster) -> None:
+async def _tick(checker: Checker, out, sim: SimCluster, check_memo: bool = False) -> None:
     """Re-evaluates the cross-kind invariants; says each new violation as soon as it is seen,
-    a gang's with what the extender thinks of it at that moment (its debug view)."""
+    a gang's with what the extender thinks of it at that moment (its debug view). With
+    `check_memo`, each difference the extender's memo check found is a violation too."""
     told = 0
+    memo_seen = 0
     while True:
         await asyncio.sleep(TICK)
-        checker.tick(time.monotonic())
+        now = time.monotonic()
+        checker.tick(now)
+        if check_memo:
+            memo_seen = await _memo_divergences(checker, sim, memo_seen, now)
         while told < len(checker.violations):
             violation = checker.violations[told]
             print(violation.describe(checker.origin), file=out, flush=True)
@@ -203,6 +215,20 @@ async def _tick(checker: Checker, out, sim: SimCluster) -> None:
                 for line in members_summary(await _members(sim, violation.subject), view):
                     print(f"    {line}", file=out, flush=True)
             told += 1
+
+
+async def _memo_divergences(checker: Checker, sim: SimCluster, seen: int, now: float) -> int:
+    """Each divergence the extender's `--scheduler-memo=check` found since `seen` (its
+    /debug/memo), recorded as a `memo-divergence` violation; the count seen now."""
+    memo = await sim.extender_debug("/debug/memo")
+    if not memo:
+        return seen
+    count = int(memo.get("divergences") or 0)
+    recent = list(memo.get("recent") or [])
+    for found in recent[max(0, len(recent) - (count - seen)) :] if count > seen else []:
+        detail = f"with the memo {found.get('withMemo')}, without it {found.get('without')}"
+        checker.record(Violation(MEMO_DIVERGENCE, str(found.get("group")), now, now, detail, now))
+    return max(seen, count)
 
 
 async def _members(sim: SimCluster, group: str) -> list[dict[str, Any]]:

@@ -42,6 +42,11 @@ from bench.soak_progress import PASSING_PHASES, check_jobs, check_stalls
 TEARDOWN_PHASES = (*PASSING_PHASES, *JOB_FINAL)
 
 
+# A scheduling pass the extender's memo decided otherwise than a pass without it
+# (`vulcan extender --scheduler-memo=check`).
+MEMO_DIVERGENCE = "memo-divergence"
+
+
 @dataclass(slots=True)
 class Limits:
     partial_window: float = 5.0
@@ -173,6 +178,10 @@ class Checker:
             self._close(kind, subject, episode, now, still_on=True)
 
     # ------------------------------------------------------------------ episodes
+
+    def record(self, violation: Violation) -> None:
+        """A violation seen whole at once (not an episode held over time)."""
+        self.violations.append(violation)
 
     def hold(self, kind: str, subject: str, on: bool, now: float, limit: float, why: str) -> None:
         """Keep the episode (kind, subject) open while `on`; a violation once it passes

@@ -111,7 +111,7 @@ def gang_view(gangs: GangScheduler, key: str) -> dict[str, Any] | None:
         "backoffSecondsLeft": round(barrier.backing_off(key), 1),
         "reserved": quantities(ledger.held_by(key)),
         "reservations": reservations,
-        # Members beyond its minimum waiting for a slot (`extender.elastic_growth`).
+        # Members beyond its minimum waiting for a slot (`plugins.actions.backfill`).
         "elasticWaiting": sorted(gangs.elastic.waiting.get(key, ())),
     }
 

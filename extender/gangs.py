@@ -85,6 +85,8 @@ class GangScheduler:
         self.observe_pass = observe_pass
         self.served = options.served or ServedPods.every()
         self.admissions = Admissions()
+        # What a gang holds in the ledger is one of its facts: a change is the memo's to see.
+        ledger.group_listeners.append(self.admissions.touch)
         self.starving = StarvingQueues()
         self.queue_gate = QueueGate()
         self.runner = PassRunner(options.memo)

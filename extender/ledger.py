@@ -31,6 +31,8 @@ class GangLedger:
         self._members: dict[str, set[str]] = {}  # group -> members holding a reservation
         # Tells the cache a node's reserved capacity changed (its memos forget that node).
         self._on_node_change = on_node_change or (lambda _node: None)
+        # Told the group whose reservations changed (what it holds is a fact of its gang).
+        self.group_listeners: list[Callable[[str], None]] = []
 
     def reserve(self, reservation: Reservation) -> None:
         self.release(reservation.pod_key)
@@ -42,6 +44,7 @@ class GangLedger:
         self._by_group[group] = self._by_group.get(group, _ZERO) + reservation.request
         self._members.setdefault(group, set()).add(reservation.pod_key)
         self._on_node_change(reservation.node)
+        self._group_changed(group)
 
     def release(self, pod_key: str) -> Reservation | None:
         reservation = self._by_pod.pop(pod_key, None)
@@ -61,7 +64,13 @@ class GangLedger:
             else:
                 self._by_group[group] = self._by_group.get(group, _ZERO) - reservation.request
             self._on_node_change(reservation.node)
+            self._group_changed(group)
         return reservation
+
+    def _group_changed(self, group: str | None) -> None:
+        if group is not None:
+            for listener in self.group_listeners:
+                listener(group)
 
     def reservation_of(self, pod_key: str) -> Reservation | None:
         return self._by_pod.get(pod_key)

@@ -108,7 +108,7 @@ class MemberRelease:
         a replacement, a group adopted after a restart, a write lost with an earlier process.
         With `slotted_only` (the gang plugin, its minimum met) only those holding a slot in
         the ledger: the rest are elastic members the pass places one at a time within their
-        queue (`extender.elastic_growth`). Members parked for room their victims still hold
+        queue (`plugins.actions.backfill`). Members parked for room their victims still hold
         wait for it (`release_due`). True while some member still carries the gate (its
         write under way)."""
         if not self._writes:

@@ -27,8 +27,8 @@ the same length (`holds`), counted from when the queue began to have a starving 
 queue's other gangs are allocated as usual, those whose pods exist judged at enqueue without
 the minResources of the queue's enqueued gangs that wait only for its share in the queue's
 `inqueue` — the starving gang's and any other's (`inqueue_lifted` with the host's need,
-`extender.share_waiters`: lifting the starving gang's alone left a second waiting job's there,
-refusing the queue's small work in every backfill phase: bench/soak.py, seed 37). A job whose
+`plugins.framework.starvation_book`: lifting the starving gang's alone left a second waiting job's
+there, refusing the queue's small work in every backfill phase: bench/soak.py, seed 37). A job whose
 pods are not made yet keeps Volcano's rule: lifted for it too, every backfill phase let each
 waiting job of the queue make its pods, hundreds of pending pods that kube-scheduler then
 churned through. So the queue's small work waits for it at most about `HOLD_SECONDS` at a time,

@@ -4,7 +4,7 @@ second enqueued job (10 cpu, enqueued on a promise whose victim another job took
 the same share; a backfill phase lifted only the starving job's minResources from the queue's
 `inqueue`, so the second's kept refusing a 2-cpu gang that fitted the queue's share at enqueue,
 in every backfill phase, for 206 s. Every enqueued gang that waits only for the queue's share is
-lifted now (`extender.share_waiters`).
+lifted now (the session's `plugins.framework.starvation_book.Starvation`).
 
 Driven pass by pass against the embedded API server, binding as kube-scheduler would."""
 

@@ -394,7 +394,7 @@ def _gated(job: str, index: int, task: str = "worker") -> dict[str, Any]:
 async def test_a_gated_member_that_comes_after_admission_is_released(client: KubeClient) -> None:
     """A dependent task's pods, an elastic member or a replacement is made after its gang was
     admitted, behind the gate like every pod of its job: a member beyond the gang's minimum,
-    it is placed by the pass when its queue has room (`extender.elastic_growth`)."""
+    it is placed by the pass when its queue has room (`plugins.actions.backfill`)."""
     for name in ("gpu-0", "gpu-1"):
         await add_gpu_node(client, name)
     await client.create(

@@ -144,7 +144,7 @@ async def test_nothing_is_released_when_no_member_is_gated() -> None:
 
 async def test_with_the_gang_plugin_only_members_holding_a_slot_are_released() -> None:
     """Admitted members made again under a reserved name (or whose write was lost) go; the
-    others are elastic members, placed by the pass one at a time (`elastic_growth`)."""
+    others are elastic members, placed by the pass one at a time (`plugins.actions.backfill`)."""
     h = Harness([pod("slotted", gates=(GATE,)), pod("elastic", gates=(GATE,))])
     h.ledger.reserve(Reservation(f"{NS}/slotted", "n1", ResourceVector(), f"{NS}/train"))
     assert h.release.release_late(h.view(), slotted_only=True)
