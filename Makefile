@@ -25,13 +25,23 @@ lint: $(STAMP)
 # minutes, one after the other 16. The real tier's report is printed once both have ended.
 TEST_WORKERS ?= 2
 REAL_LOG := $(VENV)/real-tier.log
+# The gang and queue scenarios once more with the extender's scheduling memo off: every pass
+# decides everything afresh, and must reach what the memo does.
+MEMO_OFF_TESTS := tests/integration/test_gang_scheduler.py tests/integration/test_queue_scheduling.py \
+	tests/integration/test_starving_gang.py tests/integration/test_backfill_lifts_waiters.py \
+	tests/integration/test_gang_whole_again.py tests/integration/test_preempt_victims.py \
+	tests/integration/test_gang_partly_finished.py tests/integration/test_inqueue_beyond_share.py \
+	tests/integration/test_gang_backoff_writes.py tests/integration/test_conf_reload_gangs.py \
+	tests/e2e/test_queues_e2e.py
 unit: $(STAMP)
 	@$(BIN)/python -m pytest -q -n 2 --dist loadfile -m real > $(REAL_LOG) 2>&1 & real=$$!; \
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m "not real"; rest=$$?; \
+	echo "--- the gang and queue scenarios with --scheduler-memo off ---"; \
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --scheduler-memo off $(MEMO_OFF_TESTS); memo=$$?; \
 	wait $$real; tier=$$?; \
 	echo "--- the real-Kubernetes tier (pytest -m real, its output in $(REAL_LOG)) ---"; \
 	cat $(REAL_LOG); \
-	test $$rest -eq 0 -a $$tier -eq 0
+	test $$rest -eq 0 -a $$memo -eq 0 -a $$tier -eq 0
 
 # The kubectl tests use the real kubectl; install Debian's if the machine has none. When that is
 # impossible the tests skip with a message saying so.
