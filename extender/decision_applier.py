@@ -34,6 +34,7 @@ from plugins.framework.decisions import (
     Waiting,
 )
 from plugins.model import gang as gangs
+from plugins.model.elastic import holds_minimum
 from plugins.model.gang import GangView
 from plugins.model.victims import VictimUnit
 
@@ -117,7 +118,7 @@ class DecisionApplier:
             # Beyond the gang's minimum, members without a slot are elastic: the session's
             # backfill places them. Short of it (a member made again under its name after its
             # slot went), they go to filter, which places them for the quorum.
-            elastic = gang_enabled and view.ready_num >= view.min_member
+            elastic = gang_enabled and holds_minimum(view.ready_num, view.min_member)
             if not admitted_now and parts.release.release_late(view, slotted_only=elastic):
                 unsettled = True  # looked at again until its gated members are released
             if isinstance(decision, Seen) and decision.elastic:

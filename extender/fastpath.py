@@ -2,9 +2,9 @@
 
 Gives exactly the answers of the per-node Python path (`extender/passthrough.py`; a property test
 compares them) for the common case: cache mode, candidates the cache knows, no ledger
-reservation on any candidate, requests on the column dimensions, and the plugin settings
-implemented here (nodeorder's least-requested + balanced-resource, binpack with any weights on
-column dimensions). Returns None otherwise, and the caller takes the Python path.
+reservation on any candidate, requests on the column dimensions, and score plugins whose own
+`column_scorer` takes the request (the formula lives with the plugin, in both forms). Returns
+None otherwise, and the caller takes the Python path.
 
 Why: per-node Python costs ~10 µs a node on a cold call (two plugins, several dict lookups per
 node); numpy does the same arithmetic on 5,000 nodes in well under a millisecond.
@@ -23,12 +23,9 @@ from core.cache import ROW_DIMS, ClusterCache, NodeColumns
 from core.resources import ResourceVector
 from extender.fit import insufficient, wanted_dimensions
 from extender.ledger import GangLedger
-from plugins.builtin.binpack import BinpackPlugin
-from plugins.builtin.nodeorder import NodeOrderPlugin
 from plugins.framework.node_order import Framework
 
 _INDEX = {dim: i for i, dim in enumerate(ROW_DIMS)}
-CPU, MEMORY, GPU = "cpu", "memory", "nvidia.com/gpu"
 
 
 class Rows:
@@ -130,108 +127,22 @@ def scores(
     names: Sequence[str],
     rows: Rows | None = None,
 ) -> list[int] | None:
-    """`rows`: `rows_of(cache, names)` if the caller has it already."""
-    parts = []
-    for plugin in framework.score_plugins:
-        if isinstance(plugin, NodeOrderPlugin):
-            part = _nodeorder(plugin, request)
-        elif isinstance(plugin, BinpackPlugin):
-            part = _binpack(plugin, request)
-        else:
-            return None
-        if part is None:
-            return None
-        parts.append(part)
+    """The conf's node scores (each score plugin's own `column_scorer`), scaled as
+    `Framework.normalize` does. `rows`: `rows_of(cache, names)` if the caller has it already."""
     if any(amount >= NodeColumns.LIMIT for _, amount in request.items()):
+        return None
+    scorer = framework.column_scorer(request, _INDEX)
+    if scorer is None:
         return None
     gathered = _gather(cache, ledger, names, rows)
     if gathered is None:
         return None
-    cap, used = gathered
-    total = np.zeros(len(names), np.float64)
-    for part in parts:
-        result = part(cap, used)
-        if result is None:
-            return None
-        total = total + result
+    total = scorer(*gathered)
+    if total is None:
+        return None
     # Framework.normalize, vectorised: round(10 × s / best) with halves up, negatives as 0.
     best = float(total.max()) if len(total) else 0.0
     if best <= 0.0:
         return [0] * len(total)
     scaled = np.where(total > 0.0, np.floor(total * (10 / best) + 0.5), 0.0)
     return scaled.astype(np.int64).tolist()
-
-
-def _nodeorder(plugin: NodeOrderPlugin, request: ResourceVector) -> Any:
-    least_weight = plugin.least_requested_weight
-    balanced_weight = plugin.balanced_resource_weight
-    want_cpu, want_memory, want_gpu = request.get(CPU), request.get(MEMORY), request.get(GPU)
-    with_gpu = want_gpu > 0
-    balanced_on = balanced_weight != 0 and bool(want_cpu or want_memory or want_gpu)
-    if plugin.most_requested_weight or not least_weight or not balanced_on:
-        return None  # other weightings take the Python path
-    ci, mi, gi = _INDEX[CPU], _INDEX[MEMORY], _INDEX[GPU]
-
-    def score(cap: Any, used: Any) -> Any:
-        cpu_cap, memory_cap = cap[ci], cap[mi]
-        if not ((cpu_cap > 0).all() and (memory_cap > 0).all()):
-            return None  # nodes without cpu or memory: the Python path handles the edge cases
-        cpu = used[ci] + want_cpu
-        memory = used[mi] + want_memory
-        # least-requested with kube-scheduler's integer arithmetic (non-negative int64 values)
-        weighted = np.where(cpu <= cpu_cap, (cpu_cap - cpu) * 100 // cpu_cap * 50, 0)
-        weighted = weighted + np.where(
-            memory <= memory_cap, (memory_cap - memory) * 100 // memory_cap * 50, 0
-        )
-        total = (weighted // 100 * least_weight).astype(np.float64)
-        # balanced-resource: 1 - std of the requested fractions (GPU only where the node has it)
-        cpu_fraction = np.minimum(cpu / cpu_cap, 1.0)
-        memory_fraction = np.minimum(memory / memory_cap, 1.0)
-        two = np.abs((cpu_fraction - memory_fraction) / 2)
-        if with_gpu:
-            gpu_cap = cap[gi]
-            has_gpu = gpu_cap > 0
-            gpu_fraction = np.minimum((used[gi] + want_gpu) / np.where(has_gpu, gpu_cap, 1), 1.0)
-            mean = (cpu_fraction + memory_fraction + gpu_fraction) / 3
-            three = np.sqrt(
-                (
-                    (cpu_fraction - mean) * (cpu_fraction - mean)
-                    + (memory_fraction - mean) * (memory_fraction - mean)
-                    + (gpu_fraction - mean) * (gpu_fraction - mean)
-                )
-                / 3
-            )
-            std = np.where(has_gpu, three, two)
-        else:
-            std = two
-        return total + (1 - std) * 100 // 1 * balanced_weight
-
-    return score
-
-
-def _binpack(plugin: BinpackPlugin, request: ResourceVector) -> Any:
-    terms = tuple(
-        (resource, weight, amount)
-        for resource, weight in plugin.resource_weights.items()
-        if weight > 0 and resource != "pods" and (amount := request.get(resource)) > 0
-    )
-    if any(resource not in _INDEX or weight >= 128 for resource, weight, _ in terms):
-        return None
-    weight_sum = sum(weight for _, weight, _ in terms)
-    if weight_sum == 0 or plugin.weight == 0:
-        return lambda cap, used: np.zeros(cap.shape[1], np.float64)
-    factor = float(100 * plugin.weight)
-
-    def score(cap: Any, used: Any) -> Any:
-        total = np.zeros(cap.shape[1], np.float64)
-        overfull = np.zeros(cap.shape[1], bool)
-        for resource, weight, amount in terms:
-            index = _INDEX[resource]
-            capacity = cap[index]
-            after = used[index] + amount
-            has = capacity > 0
-            overfull |= has & (after > capacity)
-            total = total + np.where(has, after * weight / np.where(has, capacity, 1), 0.0)
-        return np.where(overfull, 0.0, total / weight_sum * factor)
-
-    return score

@@ -21,6 +21,7 @@ from extender.ledger import Reservation
 from extender.protocol import BindingArgs, PodInfo
 from plugins.actions.starvation import held_for
 from plugins.model import gang as gangs
+from plugins.model.elastic import holds_minimum
 from plugins.model.filter_status import FilterStatus
 
 if TYPE_CHECKING:
@@ -137,7 +138,7 @@ class GangVerbs:
         or reserved members). A replacement the gang needs to reach its minimum is not
         elastic: the gang's own admission took its room."""
         bound, _ = self._bound_members(group.key)
-        return bound + len(self.gangs.ledger.of_group(group.key)) >= group.min_member
+        return holds_minimum(bound + len(self.gangs.ledger.of_group(group.key)), group.min_member)
 
     def _elastic_refused(self, group: PodGroupRecord, request: ResourceVector) -> str | None:
         """Why the queue refuses one more elastic member of an admitted gang, if it does: the

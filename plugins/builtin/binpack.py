@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from plugins.framework.config_types import ConfigError, int_argument
 
 if TYPE_CHECKING:  # annotations only: plugins.framework.node_order imports this module
@@ -90,19 +92,52 @@ class BinpackPlugin:
     def score(self, request: ResourceVector, node: NodeState) -> float:
         return self.node_scorer(request)(node)
 
+    def placement_weights(self) -> tuple[int, int]:
+        return max(self.weight, 0), 0
+
+    def _terms(self, request: ResourceVector) -> tuple[tuple[str, int, int], ...]:
+        # Resources the task asks for and binpack weighs. Weight-0 resources add 0 to both sums
+        # and Volcano skips their capacity check too, so they can be dropped up front.
+        return tuple(
+            (resource, weight, amount)
+            for resource, weight in self.resource_weights.items()
+            if weight > 0 and resource not in _IGNORED and (amount := request.get(resource)) > 0
+        )
+
+    def column_scorer(
+        self, request: ResourceVector, rows: Mapping[str, int]
+    ) -> Callable[[Any, Any], Any] | None:
+        """`node_scorer`'s arithmetic with numpy over the candidates' columns; None when a
+        weighed resource has no column (or a weight large enough to overflow the products)."""
+        terms = self._terms(request)
+        if any(resource not in rows or weight >= 128 for resource, weight, _ in terms):
+            return None
+        weight_sum = sum(weight for _, weight, _ in terms)
+        if weight_sum == 0 or self.weight == 0:
+            return lambda cap, used: np.zeros(cap.shape[1], np.float64)
+        factor = float(_MAX_NODE_SCORE * self.weight)
+        indexed = tuple((rows[resource], weight, amount) for resource, weight, amount in terms)
+
+        def score(cap: Any, used: Any) -> Any:
+            total = np.zeros(cap.shape[1], np.float64)
+            overfull = np.zeros(cap.shape[1], bool)
+            for index, weight, amount in indexed:
+                capacity = cap[index]
+                after = used[index] + amount
+                has = capacity > 0
+                overfull |= has & (after > capacity)
+                total = total + np.where(has, after * weight / np.where(has, capacity, 1), 0.0)
+            return np.where(overfull, 0.0, total / weight_sum * factor)
+
+        return score
+
     def node_scorer(self, request: ResourceVector) -> Callable[[NodeState], float]:
         """A per-node scoring function for `request`, with everything node-independent hoisted.
 
         The returned closure is what runs once per candidate node, so it only reads the node's
         vectors and does float arithmetic.
         """
-        # Resources the task asks for and binpack weighs. Weight-0 resources add 0 to both sums
-        # and Volcano skips their capacity check too, so they can be dropped up front.
-        terms = tuple(
-            (resource, weight, amount)
-            for resource, weight in self.resource_weights.items()
-            if weight > 0 and resource not in _IGNORED and (amount := request.get(resource)) > 0
-        )
+        terms = self._terms(request)
         weight_sum = sum(weight for _, weight, _ in terms)
         if weight_sum == 0 or self.weight == 0:
             return _zero

@@ -28,6 +28,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from plugins.framework.config_types import ConfigError, int_argument
 
 if TYPE_CHECKING:  # annotations only: plugins.framework.node_order imports this module
@@ -105,6 +107,66 @@ class NodeOrderPlugin:
 
     def score(self, request: ResourceVector, node: NodeState) -> float:
         return self.node_scorer(request)(node)
+
+    def placement_weights(self) -> tuple[int, int]:
+        return max(self.most_requested_weight, 0), max(self.least_requested_weight, 0)
+
+    def column_scorer(
+        self, request: ResourceVector, rows: Mapping[str, int]
+    ) -> Callable[[Any, Any], Any] | None:
+        """`node_scorer`'s arithmetic with numpy over the candidates' columns, for the common
+        weighting (least-requested and balanced-resource on, most-requested off) on nodes that
+        report cpu and memory; None (or a None result) leaves the rest to `node_scorer`."""
+        least_weight = self.least_requested_weight
+        balanced_weight = self.balanced_resource_weight
+        want_cpu, want_memory, want_gpu = request.get(CPU), request.get(MEMORY), request.get(GPU)
+        with_gpu = want_gpu > 0
+        balanced_on = balanced_weight != 0 and bool(want_cpu or want_memory or want_gpu)
+        if self.most_requested_weight or not least_weight or not balanced_on:
+            return None
+        if CPU not in rows or MEMORY not in rows or (with_gpu and GPU not in rows):
+            return None
+        ci, mi, gi = rows[CPU], rows[MEMORY], rows.get(GPU, 0)
+
+        def score(cap: Any, used: Any) -> Any:
+            cpu_cap, memory_cap = cap[ci], cap[mi]
+            if not ((cpu_cap > 0).all() and (memory_cap > 0).all()):
+                return None
+            cpu = used[ci] + want_cpu
+            memory = used[mi] + want_memory
+            # least-requested, with kube-scheduler's integer arithmetic as in node_scorer
+            weighted = np.where(
+                cpu <= cpu_cap, (cpu_cap - cpu) * _MAX // cpu_cap * _LEAST_CPU_WEIGHT, 0
+            )
+            weighted = weighted + np.where(
+                memory <= memory_cap,
+                (memory_cap - memory) * _MAX // memory_cap * _LEAST_MEMORY_WEIGHT,
+                0,
+            )
+            weight_sum = _LEAST_CPU_WEIGHT + _LEAST_MEMORY_WEIGHT
+            total = (weighted // weight_sum * least_weight).astype(np.float64)
+            cpu_fraction = np.minimum(cpu / cpu_cap, 1.0)
+            memory_fraction = np.minimum(memory / memory_cap, 1.0)
+            std = np.abs((cpu_fraction - memory_fraction) / 2)
+            if with_gpu:
+                gpu_cap = cap[gi]
+                has_gpu = gpu_cap > 0
+                gpu = (used[gi] + want_gpu) / np.where(has_gpu, gpu_cap, 1)
+                gpu_fraction = np.minimum(gpu, 1.0)
+                # node_scorer's operation order, so the floats are the same
+                mean = (cpu_fraction + memory_fraction + gpu_fraction) / 3
+                three = np.sqrt(
+                    (
+                        (cpu_fraction - mean) * (cpu_fraction - mean)
+                        + (memory_fraction - mean) * (memory_fraction - mean)
+                        + (gpu_fraction - mean) * (gpu_fraction - mean)
+                    )
+                    / 3
+                )
+                std = np.where(has_gpu, three, std)
+            return total + (1 - std) * _MAX // 1 * balanced_weight
+
+        return score
 
     def node_scorer(self, request: ResourceVector) -> Callable[[NodeState], float]:
         """A per-node scoring function for `request`, everything node-independent hoisted."""

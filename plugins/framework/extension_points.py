@@ -179,6 +179,23 @@ class NodeScorer(Protocol):
     def node_scorer(self, request: ResourceVector) -> Callable[[NodeState], float]: ...
 
 
+class ColumnScorer(Protocol):
+    """The same NodeOrderFn over many nodes at once: a function of the candidates' columns
+    (allocatable, requested: int64 arrays, one row per dimension, at `rows[dimension]`) giving
+    each node's score; None where this request or setting is left to `node_scorer`."""
+
+    def column_scorer(
+        self, request: ResourceVector, rows: Mapping[str, int]
+    ) -> Callable[[Any, Any], Any] | None: ...
+
+
+class PlacementWeights(Protocol):
+    """How strongly the plugin's node order favours fuller (packing) and emptier (spreading)
+    nodes, for how a whole gang is laid out (`Framework.gang_placement`)."""
+
+    def placement_weights(self) -> tuple[int, int]: ...
+
+
 class Score(Protocol):
     """A node-order plugin that scores one node at a time (no preparation)."""
 
@@ -228,6 +245,8 @@ EXTENSION_POINTS: dict[str, ExtensionPoint] = dict(
         _point("preemptable", Preemptable, "enablePreemptable", QUEUES, CLUSTER),
         _point("reclaimable", Reclaimable, "enableReclaimable", QUEUES, CLUSTER),
         _point("node_scorer", NodeScorer, "enableNodeOrder"),
+        _point("column_scorer", ColumnScorer, "enableNodeOrder"),
+        _point("placement_weights", PlacementWeights, "enableNodeOrder"),
         _point("score", Score, "enableNodeOrder"),
         _point("open_queues", OpenQueues, None),
         _point("configure", Configure, None),

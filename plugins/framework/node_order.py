@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import functools
 import operator
-from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
 
 from core.resources import ResourceVector
-from plugins.builtin.binpack import BinpackPlugin
-from plugins.builtin.nodeorder import NodeOrderPlugin
 from plugins.framework.config import SchedulerConfig
+from plugins.framework.extension_points import registers
 from plugins.framework.policy import Policy
 from plugins.framework.registry import build_policy
 from plugins.model.node_state import NodeState
@@ -96,18 +97,45 @@ class Framework:
     def gang_placement(self) -> Prefer:
         """How a whole gang is laid out when admitted (`plugins.model.placement.plan_gang`'s
         `prefer`), from the conf's node order: "spread" (emptiest nodes first) when its
-        spreading weight (nodeorder's leastrequested) outweighs its packing weight (binpack's
-        weight plus nodeorder's mostrequested), else "binpack" (fullest first; also on a tie,
-        as in the default conf, where Volcano's two scores cancel out and packing keeps room
-        whole for the next gang)."""
+        plugins' spreading weight (nodeorder's leastrequested) outweighs their packing weight
+        (binpack's weight plus nodeorder's mostrequested; each plugin's `placement_weights`),
+        else "binpack" (fullest first; also on a tie, as in the default conf, where Volcano's
+        two scores cancel out and packing keeps room whole for the next gang)."""
         pack = spread = 0
         for plugin in self.score_plugins:
-            if isinstance(plugin, BinpackPlugin):
-                pack += max(plugin.weight, 0)
-            elif isinstance(plugin, NodeOrderPlugin):
-                pack += max(plugin.most_requested_weight, 0)
-                spread += max(plugin.least_requested_weight, 0)
+            if registers(plugin, "placement_weights"):
+                packs, spreads = plugin.placement_weights()  # type: ignore[attr-defined]
+                pack, spread = pack + packs, spread + spreads
         return "spread" if spread > pack else "binpack"
+
+    def column_scorer(
+        self, request: ResourceVector, rows: Mapping[str, int]
+    ) -> Callable[[Any, Any], Any] | None:
+        """`score` over many nodes at once from their columns (allocatable, requested: int64
+        arrays, one row per dimension at `rows[dimension]`): the sum of every score plugin's
+        `column_scorer`. None, or a function returning None, when one plugin leaves this
+        request to its per-node scorer."""
+        parts = []
+        for plugin in self.score_plugins:
+            part = (
+                plugin.column_scorer(request, rows)  # type: ignore[attr-defined]
+                if registers(plugin, "column_scorer")
+                else None
+            )
+            if part is None:
+                return None
+            parts.append(part)
+
+        def total(cap: Any, used: Any) -> Any:
+            summed = np.zeros(cap.shape[1], np.float64)
+            for part in parts:
+                result = part(cap, used)
+                if result is None:
+                    return None
+                summed = summed + result
+            return summed
+
+        return total
 
     def score(self, request: ResourceVector, nodes: Sequence[NodeState]) -> list[float]:
         """Volcano's node score of `request` on each node: the sum over all score plugins."""

@@ -42,6 +42,7 @@ from plugins.framework.policy import Policy
 from plugins.framework.session import PassResult, Session
 from plugins.framework.traversal import OPEN, Traversal
 from plugins.model import gang as gangs
+from plugins.model.elastic import holds_minimum
 from plugins.model.gang import GangView
 from plugins.model.queue_inputs import queue_pass
 from plugins.model.victims import VictimUnit, victim_units_of
@@ -112,7 +113,11 @@ def _settle(ssn: Session, group: PodGroupRecord, view: GangView) -> Decision:
     if stage == ADOPT:
         return Adopted(group.key, group.queue, ADOPT)
     elastic: tuple[str, ...] = ()
-    if stage == ADMITTED and ssn.policy.has("gang") and view.ready_num >= view.min_member:
+    if (
+        stage == ADMITTED
+        and ssn.policy.has("gang")
+        and holds_minimum(view.ready_num, view.min_member)
+    ):
         # Beyond its minimum, its members without a slot are elastic: backfill places them
         # (short of it, a member made again under its name goes to filter, for the quorum).
         elastic = tuple(p.key for p in view.members if view.status[p.key] == gangs.PENDING)

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from core.records import PodRecord
 from core.resources import ResourceVector
 
-__all__ = ["elastic_resources", "surplus_members", "trim_elastic"]
+__all__ = ["elastic_count", "elastic_resources", "holds_minimum", "surplus_members", "trim_elastic"]
 
 _ZERO = ResourceVector()
 
@@ -39,6 +39,18 @@ def _by_size(pod: PodRecord) -> tuple[tuple[int, ...], str]:
     req = pod.requests
     rest = tuple(a for n, a in sorted(req.items()) if n not in ("cpu", "memory", "pods"))
     return ((-req.get("cpu"), -req.get("memory"), *(-x for x in rest)), pod.key)
+
+
+def elastic_count(held: int, min_member: int) -> int:
+    """The one elastic rule: of the `held` members a gang holds room for (bound, reserved or
+    placed), those beyond `min_member` are elastic; the rest are its minimum."""
+    return max(0, held - max(min_member, 0))
+
+
+def holds_minimum(held: int, min_member: int) -> bool:
+    """The gang holds its minimum: one more member would be elastic (placed on its own within
+    the queue's share, the first to go to reclaim or preempt)."""
+    return held >= max(min_member, 0)
 
 
 def surplus_members(
@@ -52,8 +64,8 @@ def surplus_members(
     falling below `min_member`, nor any task role below its `min_task_member` (when the job's
     per-role checks apply, `checks_tasks`): the youngest-named, smallest ones first out, as
     many as `len(placed) - min_member`. [] when the job holds no more than its minimum."""
-    extra = len(placed) - max(min_member, 0)
-    if extra <= 0:
+    extra = elastic_count(len(placed), min_member)
+    if not extra:
         return []
     per_task: dict[str, int] = {}
     for pod in placed:
@@ -83,8 +95,8 @@ def elastic_resources(
     members beyond `min_member` (`placed` are the members holding room)."""
     if min_resources is not None:
         return allocated.saturating_sub(min_resources)
-    extra = len(placed) - max(min_member, 0)
-    if extra <= 0:
+    extra = elastic_count(len(placed), min_member)
+    if not extra:
         return _ZERO
     smallest = sorted(placed, key=_by_size)[-extra:]
     total = _ZERO

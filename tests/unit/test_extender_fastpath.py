@@ -71,7 +71,7 @@ def test_vectorised_equals_python(config_text: str | None) -> None:
         cache.on_node_add(
             node(name, rng.choice((4, 16, 64)), rng.choice((8, 64, 256)), rng.choice((0, 0, 4, 8)))
         )
-    vectorised_answers = 0
+    vectorised_answers = vectorised_scores = 0
     for step in range(300):
         target = rng.choice(names)
         cache.on_pod_add(
@@ -109,11 +109,13 @@ def test_vectorised_equals_python(config_text: str | None) -> None:
             assert sorted(fast_filter[0]) == sorted(slow_filter[0])
             assert fast_filter[1] == slow_filter[1]
         if fast_scores is not None:
+            vectorised_scores += 1
             assert (candidates, fast_scores) == (slow[0], slow[1])
         # The public entry points give the same answer either way.
         assert fit_filter(cache, ledger, "ns/asker", request, candidates)[1] == slow_filter[1]
         assert prioritize(framework, cache, ledger, "ns/asker", request, candidates) == slow
     assert vectorised_answers > 200  # the fast path really ran (reservations aside)
+    assert vectorised_scores > 200  # and so did the plugins' own column scorers
 
 
 def test_fast_path_stands_aside_for_unknown_nodes_and_reservations() -> None:
