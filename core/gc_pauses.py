@@ -28,20 +28,30 @@ _PAUSE_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.
 
 
 async def freeze_on_growth(
-    size: Callable[[], int], *, growth: int = 5000, period: float = 1.0
+    size: Callable[[], int],
+    *,
+    growth: int = 5000,
+    period: float = 1.0,
+    settled_growth: int | None = None,
 ) -> None:
     """Run forever: every `period` seconds, when `size()` has grown by `growth` since the last
-    freeze, collect the young generations (so young garbage is not pinned) and freeze."""
-    frozen_at = 0
+    freeze, or by `settled_growth` (default a tenth of `growth`) and then stopped growing for a
+    period (a burst of creations is over: what it made would otherwise stay outside the freeze
+    until the next `growth`, and every full collection walk it), collect the young generations
+    (so young garbage is not pinned) and freeze."""
+    settled = growth // 10 if settled_growth is None else settled_growth
+    frozen_at = last = 0
     while True:
         await asyncio.sleep(period)
         now = size()
-        if now - frozen_at >= growth:
+        grown = now - frozen_at
+        if grown >= growth or (grown >= settled and now == last):
             gc.collect(1)
             gc.freeze()
             frozen_at = now
         elif now < frozen_at:
             frozen_at = now  # shrank: count growth from here
+        last = now
 
 
 class GcPauseTimer:

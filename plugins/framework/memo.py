@@ -99,14 +99,8 @@ class Memo:
             or basis != self._queues_basis
             or reserved != self._reserved
         ):
+            # Kept as built (nothing else holds it); each session books into its own copy.
             last = self.books.build(snapshot, reserved, policy.open_queues, set(self._changed))
-            last = QueuePass(
-                last.model.clone(),
-                last.inputs,
-                last.groups_by_queue,
-                last.phases,
-                contended=last.contended,
-            )
             self._queues, self._queues_basis, self._reserved = last, basis, reserved
         return QueuePass(
             last.model.clone(),

@@ -119,6 +119,10 @@ class QueueBooks:
         # (the ones a pass may find beyond their queue's share, see the module docstring).
         self._asking: set[str] = set()
         self._primed = False
+        # Each queue's last input and what it was built from (its record, its bound and pending
+        # amounts, its reservations): an unchanged queue none of whose groups changed keeps it.
+        self._built: dict[str, tuple[tuple[object, ...], QueueInput]] = {}
+        self._touched_queues: set[str] = set()
 
     def build(
         self,
@@ -166,23 +170,39 @@ class QueueBooks:
             if group is not None:
                 reserved[group.queue] = reserved.get(group.queue, _ZERO) + held
         groups_by_queue = {q: keys_ for q, keys_ in self._members.items() if keys_}
-        unasked = {q: ResourceVector._of(dict(v)) for q, v in self._unasked.items() if v}
-        inqueue = {q: ResourceVector._of(dict(v)) for q, v in self._inqueue.items() if v}
-        elastic = {q: ResourceVector._of(dict(v)) for q, v in self._elastic.items() if v}
+        touched_queues, self._touched_queues = self._touched_queues, set()
+        built = self._built
         inputs: dict[str, QueueInput] = {}
         for name, record in records.items():
             bound = snapshot.queue_allocated.get(name, _ZERO)
-            allocated = bound + reserved.get(name, _ZERO)
-            request = bound + snapshot.queue_pending.get(name, _ZERO) + unasked.get(name, _ZERO)
+            pending = snapshot.queue_pending.get(name, _ZERO)
+            held = reserved.get(name, _ZERO)
+            known = built.get(name)
+            if known is not None and name not in touched_queues:
+                was_record, was_bound, was_pending, was_held = known[0]
+                if (
+                    was_record is record
+                    and was_bound == bound
+                    and was_pending == pending
+                    and was_held == held
+                ):
+                    inputs[name] = known[1]
+                    continue
+            unasked = self._unasked.get(name)
+            inqueue = self._inqueue.get(name)
+            elastic = self._elastic.get(name)
             inputs[name] = queue_input(
                 name,
                 record,
-                allocated=allocated,
-                request=request,
-                inqueue=inqueue.get(name, _ZERO),
-                elastic=elastic.get(name, _ZERO),
+                allocated=bound + held,
+                request=bound + pending + (ResourceVector._of(dict(unasked)) if unasked else _ZERO),
+                inqueue=ResourceVector._of(dict(inqueue)) if inqueue else _ZERO,
+                elastic=ResourceVector._of(dict(elastic)) if elastic else _ZERO,
                 has_groups=bool(groups_by_queue.get(name)),
             )
+            built[name] = ((record, bound, pending, held), inputs[name])
+        for name in built.keys() - inputs.keys():
+            del built[name]
         return inputs, groups_by_queue
 
     def _reset(self) -> None:
@@ -194,6 +214,8 @@ class QueueBooks:
         self._elastic = {}
         self._held_before = set()
         self._asking = set()
+        self._built = {}
+        self._touched_queues = set()
 
     def _release_beyond_share(self, snapshot: Snapshot, model: ShareModel) -> None:
         """An Inqueue group that cannot be allocated at its queue's share however empty the
@@ -207,9 +229,15 @@ class QueueBooks:
                 model.release_inqueue(contribution.queue, contribution.inqueue)
 
     def _refresh(self, snapshot: Snapshot, key: str, held: ResourceVector | None) -> None:
-        old = self._contrib.pop(key, None)
+        group = snapshot.podgroups.get(key)
+        new = _contribution(snapshot, group, held) if group is not None else None
+        old = self._contrib.get(key)
+        if new is not None and new == old:
+            return  # refreshed (it holds a reservation, or was touched) but adds the same
+        self._contrib.pop(key, None)
         self._asking.discard(key)
         if old is not None:
+            self._touched_queues.add(old.queue)
             members = self._members.get(old.queue)
             if members is not None:
                 members.discard(key)
@@ -224,11 +252,10 @@ class QueueBooks:
                 _take_from(self._inqueue, old.queue, old.inqueue)
             if old.elastic is not None:
                 _take_from(self._elastic, old.queue, old.elastic)
-        group = snapshot.podgroups.get(key)
-        if group is None:
+        if new is None:
             return
-        new = _contribution(snapshot, group, held)
         self._contrib[key] = new
+        self._touched_queues.add(new.queue)
         self._members.setdefault(new.queue, set()).add(key)
         counts = self._phases.setdefault(new.queue, {})
         counts[new.phase] = counts.get(new.phase, 0) + 1

@@ -217,12 +217,12 @@ def strip_pods(vector: ResourceVector | None) -> ResourceVector:
         return ZERO
     if PODS not in vector:
         return vector
-    return ResourceVector({n: a for n, a in vector.items() if n != PODS})
+    return ResourceVector._of({n: a for n, a in vector.items() if n != PODS})
 
 
 def effective_capability(capability: ResourceVector | None) -> ResourceVector:
     """spec.capability as enforced: no `pods`, and cpu/memory <= 0 mean unbounded (dropped)."""
-    return ResourceVector(
+    return ResourceVector._of(
         {
             n: a
             for n, a in strip_pods(capability).items()
@@ -234,7 +234,9 @@ def effective_capability(capability: ResourceVector | None) -> ResourceVector:
 def min_by_dimension(vector: ResourceVector, limit: ResourceVector) -> ResourceVector:
     """Per-dimension min over `vector`'s dimensions; a dimension absent from `limit` is unbounded
     (Volcano's MinDimensionResource(limit, Infinity))."""
-    return ResourceVector({n: min(a, limit.get(n)) if n in limit else a for n, a in vector.items()})
+    return ResourceVector._of(
+        {n: min(a, limit.get(n)) if n in limit else a for n, a in vector.items()}
+    )
 
 
 def sum_vectors(vectors: Iterable[ResourceVector]) -> ResourceVector:

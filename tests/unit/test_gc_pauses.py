@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import gc
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from core.gc_pauses import GcPauseTimer, freeze_on_growth
@@ -49,7 +50,9 @@ async def test_freeze_on_growth_freezes_only_after_enough_growth() -> None:
         await grown.wait()
         await asyncio.sleep(0)  # let the tick finish what it does with the size
 
-    task = asyncio.create_task(freeze_on_growth(measure, growth=100, period=0.001))
+    task = asyncio.create_task(
+        freeze_on_growth(measure, growth=100, period=0.001, settled_growth=100)
+    )
     try:
         size = 99
         await next_tick()
@@ -72,3 +75,33 @@ async def test_freeze_on_growth_freezes_only_after_enough_growth() -> None:
         with contextlib.suppress(asyncio.CancelledError):
             await task
         gc.unfreeze()
+
+
+async def test_freeze_on_growth_freezes_a_burst_once_it_is_over(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sizes = iter([40, 80, 120, 120, 130, 130, 130])  # a burst, quiet, then a little more
+    freezes_at: list[int] = []  # the size each freeze happened at
+    seen: list[int] = []
+    done = asyncio.Event()
+
+    def measure() -> int:
+        size = next(sizes, 130)
+        seen.append(size)
+        if len(seen) > 8:
+            done.set()
+        return size
+
+    monkeypatch.setattr(gc, "freeze", lambda: freezes_at.append(seen[-1]))
+    task = asyncio.create_task(
+        freeze_on_growth(measure, growth=1000, period=0.001, settled_growth=100)
+    )
+    try:
+        await done.wait()
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    # Nothing frozen while the burst grew (40, 80, 120); frozen once 120 held for a period; the
+    # 10 after it are too few to freeze again, however quiet.
+    assert freezes_at == [120]
