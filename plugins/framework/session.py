@@ -133,6 +133,7 @@ class Session(SessionReads):
         # an answer is the same for the same question within one version.
         self.version = 0
         self._asked: dict[Hashable, tuple[int, Any]] = {}
+        self._numbers: dict[str, tuple[int, Any]] = {}
         self._queues_at_open: tuple[Any, ...] | None = None
         # Queues and jobs in order (`plugins.framework.traversal`), set by who opens it.
         self.traversal: Jobs = _NoJobs()

@@ -33,6 +33,7 @@ class SessionReads:
     log: ReadLog | None
     version: int
     _asked: dict[Hashable, tuple[int, Any]]
+    _numbers: dict[str, tuple[int, Any]]
     _queues_at_open: tuple[Any, ...] | None
 
     # ------------------------------------------------------------------ the memo's reads
@@ -85,7 +86,7 @@ class SessionReads:
             cache = epochs.clock if scope is None else epochs.queue_pods.get(scope)
             return (cache, self.victims.changes, self.facts.promised_version)
         if kind == "queue":
-            return _numbers(self.state, scope)
+            return self.numbers(scope)
         if kind == "starving":
             return self.starvation.of(scope)
         if kind == "units":  # what of a queue's units one may take (its own are its facts)
@@ -105,11 +106,21 @@ class SessionReads:
         self._asked[key] = (self.version, answer)
         return answer
 
+    def numbers(self, queue: str) -> tuple[Any, ...] | None:
+        """What a decision reading `queue` reads of it (and of the queues above it), once per
+        version of the session (every question about the queue depends on it)."""
+        known = self._numbers.get(queue)
+        if known is not None and known[0] == self.version:
+            return known[1]
+        found = _numbers(self.state, queue)
+        self._numbers[queue] = (self.version, found)
+        return found
+
     def queues_at_open(self) -> tuple[Any, ...]:
         if self._queues_at_open is None:
             state = self.state
             self._queues_at_open = tuple(
-                (name, _numbers(state, name)) for name in sorted(state.inputs)
+                (name, self.numbers(name)) for name in sorted(state.inputs)
             )
         return self._queues_at_open
 
@@ -130,7 +141,7 @@ def _basis(kinds: frozenset[str], queue: str) -> Ask:
     queue_part, cluster_part = QUEUE in kinds, CLUSTER in kinds
 
     def basis(s: SessionReads) -> Any:
-        numbers = _numbers(s.state, queue) if queue_part else None
+        numbers = s.numbers(queue) if queue_part else None
         sums = (tuple(sorted(s.state.used.items())), s.state.total) if cluster_part else None
         return (numbers, sums)
 

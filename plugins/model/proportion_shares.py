@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from core.resources import ResourceVector
 from plugins.model.job_order import queue_order_key
@@ -65,6 +66,8 @@ def _le(a: float, b: float) -> bool:
 
 
 def _to_int(x: float) -> int:
+    if x.is_integer():
+        return int(x)
     nearest = round(x)
     return int(nearest) if _close(x, nearest) else math.floor(x)
 
@@ -82,46 +85,55 @@ def water_fill(total: ResourceVector, claims: Sequence[_Claim]) -> dict[str, dic
     """Volcano's deserved loop; returns float deserved per queue name (see module docstring)."""
     remaining = {n: float(a) for n, a in total.items()}
     deserved: dict[str, dict[str, float]] = {c.name: {} for c in claims}
-    met: set[str] = set()
+    # Each claim's amounts as floats once, not once a round; the met ones leave the list.
+    unmet = [
+        (
+            c.name,
+            c.weight,
+            {n: float(a) for n, a in c.real_capability.items()},
+            {n: float(a) for n, a in c.request.items()},
+            [(n, float(a)) for n, a in c.guarantee.items()],
+        )
+        for c in claims
+    ]
     # Every round either meets a queue or moves `remaining`; the cap only guards float noise.
     for _ in range(4 * len(claims) + 8):
-        total_weight = sum(c.weight for c in claims if c.name not in met)
+        total_weight = sum(claim[1] for claim in unmet)
         if total_weight == 0:
             break
         before = dict(remaining)
         increased: dict[str, float] = {}
         decreased: dict[str, float] = {}
-        for claim in claims:
-            if claim.name in met:
-                continue
-            old = deserved[claim.name]
+        still: list[Any] = []
+        for claim in unmet:
+            name, weight, capability, request, guarantee = claim
+            old = deserved[name]
             new: dict[str, float] = {}
-            for name in old.keys() | before.keys():
-                value = old.get(name, 0.0) + before.get(name, 0.0) * claim.weight / total_weight
-                if name in claim.real_capability:  # absent = unbounded (Infinity default)
-                    value = min(value, float(claim.real_capability.get(name)))
-                new[name] = min(value, float(claim.request.get(name)))  # absent = 0 (Zero)
-            for name, floor in claim.guarantee.items():
-                new[name] = max(new.get(name, 0.0), float(floor))
-            satisfied = all(_le(a, new.get(n, 0.0)) for n, a in claim.request.items())
-            unchanged = all(
-                _close(new.get(n, 0.0), old.get(n, 0.0)) for n in new.keys() | old.keys()
-            )
-            if satisfied or unchanged:
-                met.add(claim.name)
-            for name in new.keys() | old.keys():
-                diff = new.get(name, 0.0) - old.get(name, 0.0)
+            # `new` gets every name of `old` (and of `before`), so it alone lists both.
+            for dim in old.keys() | before.keys() if old else before:
+                value = old.get(dim, 0.0) + before.get(dim, 0.0) * weight / total_weight
+                if dim in capability:  # absent = unbounded (Infinity default)
+                    value = min(value, capability[dim])
+                new[dim] = min(value, request.get(dim, 0.0))  # absent = 0 (Zero)
+            for dim, floor in guarantee:
+                new[dim] = max(new.get(dim, 0.0), floor)
+            satisfied = all(_le(a, new.get(dim, 0.0)) for dim, a in request.items())
+            if not (satisfied or all(_close(v, old.get(dim, 0.0)) for dim, v in new.items())):
+                still.append(claim)
+            for dim, value in new.items():
+                diff = value - old.get(dim, 0.0)
                 if diff > 0:
-                    increased[name] = increased.get(name, 0.0) + diff
+                    increased[dim] = increased.get(dim, 0.0) + diff
                 elif diff < 0:
-                    decreased[name] = decreased.get(name, 0.0) - diff
-            deserved[claim.name] = new
-        for name in before.keys() | increased.keys() | decreased.keys():
-            left = before.get(name, 0.0) - increased.get(name, 0.0) + decreased.get(name, 0.0)
-            remaining[name] = max(0.0, left)
+                    decreased[dim] = decreased.get(dim, 0.0) - diff
+            deserved[name] = new
+        unmet = still
+        for dim in before.keys() | increased.keys() | decreased.keys():
+            left = before.get(dim, 0.0) - increased.get(dim, 0.0) + decreased.get(dim, 0.0)
+            remaining[dim] = max(0.0, left)
         empty = all(v < _ABS_TOLERANCE for v in remaining.values())
-        still = all(_close(remaining[n], before.get(n, 0.0)) for n in remaining)
-        if empty or still:
+        stopped = all(_close(remaining[n], before.get(n, 0.0)) for n in remaining)
+        if empty or stopped:
             break
     return deserved
 
@@ -136,7 +148,8 @@ def proportion_shares(total: ResourceVector, queues: Sequence[QueueInput]) -> Pr
     for queue in queues:
         guarantee = strip_pods(queue.guarantee)
         capability = effective_capability(queue.capability)
-        real_capability = min_by_dimension(unguaranteed + guarantee, capability)
+        own = unguaranteed + guarantee if guarantee.view() else unguaranteed
+        real_capability = min_by_dimension(own, capability)
         shares[queue.name] = QueueShare(
             name=queue.name,
             real_capability=real_capability,

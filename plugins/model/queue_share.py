@@ -157,12 +157,22 @@ class QueueShare:
     best_effort: bool = False
     checks_overuse: bool = True
 
+    def copy(self) -> QueueShare:
+        """A shallow copy (a session books into its own; the vectors are immutable)."""
+        other = object.__new__(QueueShare)
+        for name in _SHARE_SLOTS:
+            object.__setattr__(other, name, getattr(self, name))
+        return other
+
     def overused(self) -> bool:
         """Volcano's Overused: deserved <= allocated in every dimension (absent = 0)."""
         return self.checks_overuse and self.deserved.less_equal(self.allocated, "zero")
 
     def update_share(self) -> None:
         self.share = 1.0 if self.best_effort else share_of(self.allocated, self.deserved)
+
+
+_SHARE_SLOTS = QueueShare.__slots__
 
 
 class VictimJudge(Protocol):
@@ -222,18 +232,20 @@ def strip_pods(vector: ResourceVector | None) -> ResourceVector:
 
 def effective_capability(capability: ResourceVector | None) -> ResourceVector:
     """spec.capability as enforced: no `pods`, and cpu/memory <= 0 mean unbounded (dropped)."""
+    stripped = strip_pods(capability)
+    amounts = stripped.view()
+    if all(a > 0 or n not in _UNBOUNDED_IF_NOT_POSITIVE for n, a in amounts.items()):
+        return stripped
     return ResourceVector._of(
-        {
-            n: a
-            for n, a in strip_pods(capability).items()
-            if not (n in _UNBOUNDED_IF_NOT_POSITIVE and a <= 0)
-        }
+        {n: a for n, a in amounts.items() if not (n in _UNBOUNDED_IF_NOT_POSITIVE and a <= 0)}
     )
 
 
 def min_by_dimension(vector: ResourceVector, limit: ResourceVector) -> ResourceVector:
     """Per-dimension min over `vector`'s dimensions; a dimension absent from `limit` is unbounded
     (Volcano's MinDimensionResource(limit, Infinity))."""
+    if not limit.view():
+        return vector
     return ResourceVector._of(
         {n: min(a, limit.get(n)) if n in limit else a for n, a in vector.items()}
     )

@@ -6,7 +6,6 @@ differs. Pure: no I/O."""
 from __future__ import annotations
 
 import copy
-import dataclasses
 from collections.abc import Iterable
 from typing import Self
 
@@ -38,7 +37,7 @@ class QueueShares:
     def clone(self) -> Self:
         """The same model, its shares copied: a session books into its own."""
         other = copy.copy(self)
-        other.shares = {name: dataclasses.replace(share) for name, share in self.shares.items()}
+        other.shares = {name: share.copy() for name, share in self.shares.items()}
         return other
 
     # -- structure (overridden by hierarchical capacity)
