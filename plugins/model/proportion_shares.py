@@ -32,6 +32,7 @@ Weights below 1 count as 1 (the admission webhook turns 0 into 1).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -72,7 +73,7 @@ def _to_int(x: float) -> int:
     return int(nearest) if _close(x, nearest) else math.floor(x)
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, frozen=True)
 class _Claim:
     name: str
     weight: int
@@ -156,23 +157,30 @@ def proportion_shares(total: ResourceVector, queues: Sequence[QueueInput]) -> Pr
             capability=capability,
             guarantee=guarantee,
             allocated=strip_pods(queue.allocated),
-            request=strip_pods(queue.request),
+            request=(request := strip_pods(queue.request)),
             inqueue=strip_pods(queue.inqueue),
             elastic=strip_pods(queue.elastic),
         )
         if queue.has_jobs:
             claims.append(
-                _Claim(
-                    queue.name,
-                    max(1, queue.weight),
-                    real_capability,
-                    strip_pods(queue.request),
-                    guarantee,
-                )
+                _Claim(queue.name, max(1, queue.weight), real_capability, request, guarantee)
             )
-    for name, amounts in water_fill(total, claims).items():
-        shares[name].deserved = ResourceVector({n: _to_int(v) for n, v in amounts.items()})
+    for name, deserved in deserved_amounts(total, tuple(claims)).items():
+        shares[name].deserved = deserved
     return ProportionShares(queues, shares)
+
+
+@functools.lru_cache(maxsize=4)
+def deserved_amounts(
+    total: ResourceVector, claims: tuple[_Claim, ...]
+) -> dict[str, ResourceVector]:
+    """The water-filled deserved amounts, floored to ints. A pure function of the claims,
+    which most passes leave as they were (a bind moves a queue's allocated, not what it
+    asks): its last answers are kept, read-only."""
+    return {
+        name: ResourceVector._of({n: _to_int(v) for n, v in amounts.items()})
+        for name, amounts in water_fill(total, claims).items()
+    }
 
 
 class ProportionShares(QueueShares):
