@@ -33,19 +33,25 @@ it at start, so a cluster without it behaves as if it existed (weight 1, reclaim
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from core.api import keys
 from core.cache import Snapshot
-from core.records import PodGroupRecord, QueueRecord
+from core.records import QueueRecord
 from core.resources import ResourceVector
-from plugins.model.elastic import elastic_resources
+from plugins.model.group_contribution import (
+    Contribution,
+    add_into,
+    contribution,
+    gated_request,
+    members_request,
+    take_from,
+)
 from plugins.model.queue_share import (
     QueueInput,
     ShareModel,
     queue_input,
-    strip_pods,
-    sum_vectors,
 )
 
 __all__ = [
@@ -59,7 +65,6 @@ __all__ = [
 ]
 
 _ZERO = ResourceVector()
-_WAITING_PHASES = ("", "Pending")
 
 # (cluster allocatable, the queues' inputs) -> the share model (the queue plugin's open).
 OpenQueues = Callable[[ResourceVector, Sequence[QueueInput]], ShareModel]
@@ -108,7 +113,7 @@ class QueueBooks:
         # per-queue sums of those, kept across passes: a pass refreshes only the groups the
         # cache says were touched (and those holding reservations), so its cost follows what
         # changed, not how many groups wait.
-        self._contrib: dict[str, _Contribution] = {}
+        self._contrib: dict[str, Contribution] = {}
         self._members: dict[str, set[str]] = {}
         self._phases: dict[str, dict[str, int]] = {}
         self._unasked: dict[str, dict[str, int]] = {}
@@ -123,6 +128,10 @@ class QueueBooks:
         # amounts, its reservations): an unchanged queue none of whose groups changed keeps it.
         self._built: dict[str, tuple[tuple[object, ...], QueueInput]] = {}
         self._touched_queues: set[str] = set()
+        # The last share model and what it was built from: every queue's input the same
+        # object, and no group whose room a release looks at changed, give the same model.
+        self._changed_groups: set[str] = set()
+        self._last: _LastBuild | None = None
 
     def build(
         self,
@@ -136,13 +145,23 @@ class QueueBooks:
         capacity). `touched`: the groups changed since the previous call (the cache's
         `take_dirty_groups()`); None recomputes everything."""
         inputs, groups_by_queue = self.inputs(snapshot, reserved_by_group, touched)
-        model = open_queues(snapshot.total_allocatable, list(inputs.values()))
-        self._release_beyond_share(snapshot, model)
-        contended = frozenset(
-            name
-            for name, source in inputs.items()
-            if not source.open or _at_share(model, name, source)
-        )
+        values = list(inputs.values())
+        total = snapshot.total_allocatable
+        changed, self._changed_groups = self._changed_groups, set()
+        last = self._last
+        if last is not None and last.same(total, open_queues, values, self._asking, changed):
+            model, contended = last.model, last.contended
+        else:
+            model = open_queues(total, values)
+            self._release_beyond_share(snapshot, model)
+            contended = frozenset(
+                name
+                for name, source in inputs.items()
+                if not source.open or _at_share(model, name, source)
+            )
+            self._last = _LastBuild(
+                total, open_queues, values, frozenset(self._asking), model, contended
+            )
         return QueuePass(model, inputs, groups_by_queue, self._phases, contended=contended)
 
     def inputs(
@@ -191,7 +210,7 @@ class QueueBooks:
             unasked = self._unasked.get(name)
             inqueue = self._inqueue.get(name)
             elastic = self._elastic.get(name)
-            inputs[name] = queue_input(
+            found = queue_input(
                 name,
                 record,
                 allocated=bound + held,
@@ -200,7 +219,10 @@ class QueueBooks:
                 elastic=ResourceVector._of(dict(elastic)) if elastic else _ZERO,
                 has_groups=bool(groups_by_queue.get(name)),
             )
-            built[name] = ((record, bound, pending, held), inputs[name])
+            if known is not None and known[1] == found:
+                found = known[1]  # the same numbers: the same input, for the model's reuse
+            inputs[name] = found
+            built[name] = ((record, bound, pending, held), found)
         for name in built.keys() - inputs.keys():
             del built[name]
         return inputs, groups_by_queue
@@ -216,6 +238,8 @@ class QueueBooks:
         self._asking = set()
         self._built = {}
         self._touched_queues = set()
+        self._changed_groups = set()
+        self._last = None
 
     def _release_beyond_share(self, snapshot: Snapshot, model: ShareModel) -> None:
         """An Inqueue group that cannot be allocated at its queue's share however empty the
@@ -230,12 +254,13 @@ class QueueBooks:
 
     def _refresh(self, snapshot: Snapshot, key: str, held: ResourceVector | None) -> None:
         group = snapshot.podgroups.get(key)
-        new = _contribution(snapshot, group, held) if group is not None else None
+        new = contribution(snapshot, group, held) if group is not None else None
         old = self._contrib.get(key)
         if new is not None and new == old:
             return  # refreshed (it holds a reservation, or was touched) but adds the same
         self._contrib.pop(key, None)
         self._asking.discard(key)
+        self._changed_groups.add(key)
         if old is not None:
             self._touched_queues.add(old.queue)
             members = self._members.get(old.queue)
@@ -247,11 +272,11 @@ class QueueBooks:
                 if not counts[old.phase]:
                     del counts[old.phase]
             if old.unasked is not None:
-                _take_from(self._unasked, old.queue, old.unasked)
+                take_from(self._unasked, old.queue, old.unasked)
             if old.inqueue is not None:
-                _take_from(self._inqueue, old.queue, old.inqueue)
+                take_from(self._inqueue, old.queue, old.inqueue)
             if old.elastic is not None:
-                _take_from(self._elastic, old.queue, old.elastic)
+                take_from(self._elastic, old.queue, old.elastic)
         if new is None:
             return
         self._contrib[key] = new
@@ -260,85 +285,42 @@ class QueueBooks:
         counts = self._phases.setdefault(new.queue, {})
         counts[new.phase] = counts.get(new.phase, 0) + 1
         if new.unasked is not None:
-            _add_into(self._unasked, new.queue, new.unasked)
+            add_into(self._unasked, new.queue, new.unasked)
         if new.inqueue is not None:
-            _add_into(self._inqueue, new.queue, new.inqueue)
+            add_into(self._inqueue, new.queue, new.inqueue)
             if new.asked:
                 self._asking.add(key)
         if new.elastic is not None:
-            _add_into(self._elastic, new.queue, new.elastic)
+            add_into(self._elastic, new.queue, new.elastic)
 
 
 @dataclasses.dataclass(slots=True, frozen=True)
-class _Contribution:
-    queue: str
-    phase: str
-    unasked: ResourceVector | None
-    inqueue: ResourceVector | None
-    elastic: ResourceVector | None = None
-    asked: bool = False  # its pods ask for all of its `inqueue` (counted in the queue's request)
+class _LastBuild:
+    total: ResourceVector
+    open_queues: OpenQueues
+    inputs: list[QueueInput]
+    asking: frozenset[str]
+    model: ShareModel
+    contended: frozenset[str]
 
-
-def _add_into(totals: dict[str, dict[str, int]], queue: str, amount: ResourceVector) -> None:
-    into = totals.setdefault(queue, {})
-    for name, value in amount.items():
-        into[name] = into.get(name, 0) + value
-
-
-def _take_from(totals: dict[str, dict[str, int]], queue: str, amount: ResourceVector) -> None:
-    into = totals.get(queue)
-    if into is None:
-        return
-    for name, value in amount.items():
-        left = into.get(name, 0) - value
-        if left:
-            into[name] = left
-        else:
-            into.pop(name, None)
-    if not into:
-        totals.pop(queue, None)
-
-
-def _contribution(
-    snapshot: Snapshot, group: PodGroupRecord, held: ResourceVector | None
-) -> _Contribution:
-    phase = group.phase or "Pending"
-    unasked = inqueue = None
-    asked = False
-    if group.min_resources is not None:
-        if group.phase in _WAITING_PHASES:
-            missing = group.min_resources.saturating_sub(members_request(snapshot, group))
-            unasked = None if missing.is_zero() else missing
-        elif group.phase == "Inqueue":
-            placed = members_request(snapshot, group, placed=True) + (held or _ZERO)
-            missing = group.min_resources.saturating_sub(placed)
-            gated = gated_request(snapshot, group)
-            if gated is not None:
-                missing = missing.saturating_sub(gated)
-            inqueue = None if missing.is_zero() else missing
-            asked = missing.saturating_sub(members_request(snapshot, group)).is_zero()
-    elastic = _elastic_of(snapshot, group, held)
-    return _Contribution(group.queue, phase, unasked, inqueue, elastic, asked)
-
-
-def _elastic_of(
-    snapshot: Snapshot, group: PodGroupRecord, held: ResourceVector | None
-) -> ResourceVector | None:
-    """What the group's placed members hold beyond what it needs to start (None: nothing)."""
-    placed = [
-        pod
-        for key in snapshot.pods_by_group.get(group.key, ())
-        if (pod := snapshot.pods.get(key)) is not None
-        and pod.node is not None
-        and not pod.terminal
-        and not pod.deleting
-    ]
-    if not placed and held is None:
-        return None
-    allocated = sum_vectors(pod.requests for pod in placed) + (held or _ZERO)
-    elastic = elastic_resources(allocated, group.min_resources, placed, group.min_member)
-    elastic = strip_pods(elastic)
-    return None if elastic.is_zero() else elastic
+    def same(
+        self,
+        total: ResourceVector,
+        open_queues: OpenQueues,
+        inputs: list[QueueInput],
+        asking: set[str],
+        changed: set[str],
+    ) -> bool:
+        """The model built from these would be this one: the same total, plugin and input
+        objects, and the groups a release looks at (`_release_beyond_share`) unchanged."""
+        return (
+            total == self.total
+            and open_queues == self.open_queues
+            and len(inputs) == len(self.inputs)
+            and all(map(operator.is_, inputs, self.inputs))
+            and asking == self.asking
+            and changed.isdisjoint(asking)
+        )
 
 
 def _at_share(model: ShareModel, name: str, source: QueueInput) -> bool:
@@ -351,29 +333,3 @@ def _at_share(model: ShareModel, name: str, source: QueueInput) -> bool:
         for dim, amount in source.request.items()
         if dim != "pods" and amount > source.allocated.get(dim)
     )
-
-
-def members_request(
-    snapshot: Snapshot, group: PodGroupRecord, *, placed: bool = False
-) -> ResourceVector:
-    """Σ requests of the group's unfinished members: bound ones (`placed`) or waiting ones."""
-    total = _ZERO
-    for key in snapshot.pods_by_group.get(group.key, ()):
-        pod = snapshot.pods.get(key)
-        if pod is None or pod.terminal or (pod.node is not None) != placed:
-            continue
-        total = total + pod.requests
-    return total
-
-
-def gated_request(snapshot: Snapshot, group: PodGroupRecord) -> ResourceVector | None:
-    """Σ requests of the group's pending members held by a scheduling gate of the user's (not
-    vulcan's own queue-allocation gate); None when there are none (the common case)."""
-    total: ResourceVector | None = None
-    for key in snapshot.pods_by_group.get(group.key, ()):
-        pod = snapshot.pods.get(key)
-        if pod is None or not pod.gates or pod.node is not None or pod.terminal:
-            continue
-        if pod.user_gated:
-            total = pod.requests if total is None else total + pod.requests
-    return total

@@ -1,0 +1,124 @@
+"""What one PodGroup adds to its queue's books (`plugins.model.queue_inputs.QueueBooks`): its
+phase, the part of its minResources no pod asks for yet, what it has not placed of an admitted
+minimum, what its placed members hold beyond it; and the per-queue sums those are added into.
+Pure: no I/O."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from core.cache import Snapshot
+from core.records import PodGroupRecord
+from core.resources import ResourceVector
+from plugins.model.elastic import elastic_resources
+from plugins.model.queue_share import strip_pods, sum_vectors
+
+__all__ = [
+    "Contribution",
+    "add_into",
+    "contribution",
+    "gated_request",
+    "members_request",
+    "take_from",
+]
+
+_ZERO = ResourceVector()
+_WAITING_PHASES = ("", "Pending")
+
+
+@dataclasses.dataclass(slots=True, frozen=True)
+class Contribution:
+    queue: str
+    phase: str
+    unasked: ResourceVector | None
+    inqueue: ResourceVector | None
+    elastic: ResourceVector | None = None
+    asked: bool = False  # its pods ask for all of its `inqueue` (counted in the queue's request)
+
+
+def add_into(totals: dict[str, dict[str, int]], queue: str, amount: ResourceVector) -> None:
+    into = totals.setdefault(queue, {})
+    for name, value in amount.items():
+        into[name] = into.get(name, 0) + value
+
+
+def take_from(totals: dict[str, dict[str, int]], queue: str, amount: ResourceVector) -> None:
+    into = totals.get(queue)
+    if into is None:
+        return
+    for name, value in amount.items():
+        left = into.get(name, 0) - value
+        if left:
+            into[name] = left
+        else:
+            into.pop(name, None)
+    if not into:
+        totals.pop(queue, None)
+
+
+def contribution(
+    snapshot: Snapshot, group: PodGroupRecord, held: ResourceVector | None
+) -> Contribution:
+    phase = group.phase or "Pending"
+    unasked = inqueue = None
+    asked = False
+    if group.min_resources is not None:
+        if group.phase in _WAITING_PHASES:
+            missing = group.min_resources.saturating_sub(members_request(snapshot, group))
+            unasked = None if missing.is_zero() else missing
+        elif group.phase == "Inqueue":
+            placed = members_request(snapshot, group, placed=True) + (held or _ZERO)
+            missing = group.min_resources.saturating_sub(placed)
+            gated = gated_request(snapshot, group)
+            if gated is not None:
+                missing = missing.saturating_sub(gated)
+            inqueue = None if missing.is_zero() else missing
+            asked = missing.saturating_sub(members_request(snapshot, group)).is_zero()
+    elastic = _elastic_of(snapshot, group, held)
+    return Contribution(group.queue, phase, unasked, inqueue, elastic, asked)
+
+
+def _elastic_of(
+    snapshot: Snapshot, group: PodGroupRecord, held: ResourceVector | None
+) -> ResourceVector | None:
+    """What the group's placed members hold beyond what it needs to start (None: nothing)."""
+    placed = [
+        pod
+        for key in snapshot.pods_by_group.get(group.key, ())
+        if (pod := snapshot.pods.get(key)) is not None
+        and pod.node is not None
+        and not pod.terminal
+        and not pod.deleting
+    ]
+    if not placed and held is None:
+        return None
+    allocated = sum_vectors(pod.requests for pod in placed) + (held or _ZERO)
+    elastic = elastic_resources(allocated, group.min_resources, placed, group.min_member)
+    elastic = strip_pods(elastic)
+    return None if elastic.is_zero() else elastic
+
+
+def members_request(
+    snapshot: Snapshot, group: PodGroupRecord, *, placed: bool = False
+) -> ResourceVector:
+    """Σ requests of the group's unfinished members: bound ones (`placed`) or waiting ones."""
+    total = _ZERO
+    for key in snapshot.pods_by_group.get(group.key, ()):
+        pod = snapshot.pods.get(key)
+        if pod is None or pod.terminal or (pod.node is not None) != placed:
+            continue
+        total = total + pod.requests
+    return total
+
+
+def gated_request(snapshot: Snapshot, group: PodGroupRecord) -> ResourceVector | None:
+    """Σ requests of the group's pending members held by a scheduling gate of the user's (not
+    vulcan's own queue-allocation gate); None when there are none (the common case)."""
+    total: ResourceVector | None = None
+    for key in snapshot.pods_by_group.get(group.key, ()):
+        pod = snapshot.pods.get(key)
+        if pod is None or not pod.gates or pod.node is not None or pod.terminal:
+            continue
+        if pod.user_gated:
+            total = pod.requests if total is None else total + pod.requests
+    return total
