@@ -156,8 +156,8 @@ def scheduled(case: GangCase) -> Finding | None:
 
 def members(case: GangCase) -> Finding | None:
     group, view = case.group, case.view
-    if group.job_owned and group.phase in ("", "Pending") and view.created == 0:
-        return None  # the job controller creates the pods once the group is enqueued
+    if group.phase in ("", "Pending") and view.created == 0:
+        return None  # enqueued on minResources first; its pods may come once it is Inqueue
     ok, _reason = gang_ready.valid(view)
     if ok:
         return None

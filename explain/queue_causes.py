@@ -62,8 +62,8 @@ def queue_limits(case: GangCase) -> Finding | None:
         need = strip_pods(group.min_resources)
         future = need + share.allocated + share.inqueue - share.elastic
         return refused(case.world, group.queue, need, future, share.real_capability, True)
-    if group.job_owned and group.phase in _WAITING and view.created == 0:
-        return None  # Volcano enqueues a Job's group on minResources alone
+    if group.phase in _WAITING and view.created == 0:
+        return None  # Volcano enqueues a group on its minResources alone
     members, need = gang_ready.pending_members(view), gang_ready.members_needed(view)
     if not members or need == 0:
         return None

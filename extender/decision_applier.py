@@ -144,7 +144,7 @@ class DecisionApplier:
         assert isinstance(decision, Enqueued)
         promise = decision.promise
         parts.admissions.reasons.pop(key, None)
-        note = "enqueued: its job creates the pods now" if group.job_owned else "enqueued"
+        note = _enqueued_note(group)
         if promise is not None:
             pods = frozenset(p for unit in promise.units for p in unit.pods)
             parts.admissions.promise(key, promise.describe(), pods)
@@ -232,3 +232,9 @@ class DecisionApplier:
             "ElasticMember",
             f"elastic member of gang {group.key} given a slot on {decision.node}{evicted}",
         )
+
+
+def _enqueued_note(group: PodGroupRecord) -> str:
+    if group.job_owned:
+        return "enqueued: its job creates the pods now"
+    return "enqueued on its minResources: its members are bound whole once they exist"

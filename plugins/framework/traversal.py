@@ -42,17 +42,11 @@ def stage_of(ssn: Session, group: PodGroupRecord, view: GangView) -> str:
         return ADOPT
     if not gang and not admitted and not gangs.finished(view):
         return ENQUEUE
-    if (
-        group.job_owned
-        and group.phase in ("Pending", "")
-        and (view.created == 0 or ssn.job_valid(view) is not None)
-    ):
-        # A vcjob's pods are created only once its PodGroup is Inqueue: Volcano's enqueue
-        # admits it on minResources alone (queue and overcommit; JobValid does not gate
-        # enqueue), and its gang is placed when the pods arrive. Some of its pods may exist
-        # already (created for an earlier group of the same name, e.g. around a restart):
-        # waiting for the rest here would wait for ever, as the job creates them only once
-        # this group is Inqueue.
+    if group.phase in ("Pending", "") and (view.created == 0 or ssn.job_valid(view) is not None):
+        # Volcano's enqueue admits a PodGroup on its minResources alone (queue and
+        # overcommit; JobValid does not gate enqueue), its pods there or not: a vcjob's, and
+        # an operator's, are created only once it is Inqueue, and waiting for them here would
+        # wait for ever. Its gang is placed whole when enough of them exist.
         return ENQUEUE
     if not admitted and not gangs.finished(view):
         return ALLOCATE

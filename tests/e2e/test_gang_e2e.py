@@ -178,6 +178,33 @@ def test_a_gang_whose_last_member_never_comes_binds_nothing(cluster: SimCluster)
     cluster.kubectl("delete", "pods", "-l", "job in (short,solo)", "--wait=false")
 
 
+def test_a_podgroup_created_before_its_pods_is_enqueued_and_its_pods_bind_whole(
+    cluster: SimCluster,
+) -> None:
+    """Volcano enqueues a PodGroup on its minResources whether or not its pods exist (an
+    operator creating the group first and the pods once it is Inqueue would wait for ever
+    otherwise); the pods, created afterwards, still bind whole."""
+    cluster.apply(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "PodGroup",
+            "metadata": {"name": "early"},
+            "spec": {"minMember": 2, "minResources": {"cpu": "2", "nvidia.com/gpu": "2"}},
+        }
+    )
+    path = "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups/early"
+    watch = GangWatch(cluster, {"early": 2})
+    watch.until(
+        "the PodGroup to be Inqueue with no pods",
+        lambda: (cluster.get(path).get("status") or {}).get("phase") == "Inqueue",
+    )
+    assert cluster.pods(selector="job=early") == []
+    cluster.apply([gpu_worker("early", i) for i in range(2)])
+    watch.until("the gang to complete", lambda: "early" in watch.done_at, timeout=60)
+    assert "early" in watch.bound_at
+    cluster.kubectl("delete", "pods", "-l", "job=early", "--wait=false")
+
+
 def group_condition(cluster: SimCluster, job: str, kind: str) -> dict[str, Any] | None:
     group = cluster.get(f"/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups/{job}")
     for condition in (group.get("status") or {}).get("conditions") or ():

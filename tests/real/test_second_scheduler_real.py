@@ -702,3 +702,43 @@ def test_preempt_never_takes_the_default_schedulers_pod(
     web = cluster.pod("web") or {}
     assert web["metadata"]["uid"] == web_uid and not web["metadata"].get("deletionTimestamp")
     cluster.kubectl("delete", "priorityclass", "case-low", "case-high", "--ignore-not-found")
+
+
+def test_a_podgroup_created_before_its_pods_is_enqueued_and_its_pods_bind_whole(
+    cluster: RealCluster,
+) -> None:
+    """Volcano's enqueue on minResources for a user's PodGroup with no pods yet; its pods,
+    created once it is Inqueue, are bound whole by the real kube-scheduler."""
+    cluster.kubectl(
+        "apply",
+        "-f",
+        "-",
+        stdin="""apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: early, namespace: default}
+spec:
+  minMember: 2
+  minResources: {cpu: "2"}
+""",
+    )
+
+    def phase_of() -> str:
+        group = cluster.get(f"{PODGROUPS}/early") or {}
+        return str((group.get("status") or {}).get("phase", ""))
+
+    wait_for("the PodGroup to be Inqueue with no pods", lambda: phase_of() == "Inqueue", 60)
+    assert cluster.pods(selector="job=early") == []
+    watch = GangWatch(cluster, {"early": 2})
+    for index in range(2):
+        manifest = pod_manifest(
+            f"early-{index}",
+            cpu="1",
+            duration="forever",
+            labels={"job": "early"},
+            annotations={"scheduling.k8s.io/group-name": "early"},
+        )
+        manifest["spec"]["schedulerName"] = "volcano"
+        cluster.apply(manifest)
+    watch.until("the gang to be bound whole", lambda: "early" in watch.bound_at, timeout=90)
+    cluster.kubectl("delete", "pods", "-l", "job=early", "--wait=false")
+    cluster.kubectl("delete", "podgroup", "early", "--wait=false")
