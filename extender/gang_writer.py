@@ -13,7 +13,7 @@ from typing import Any, Literal
 from core.api import keys
 from core.api.scheduling import CONDITION_UNSCHEDULABLE
 from core.cache import Snapshot
-from core.kube.client import PODGROUPS, PODS, QUEUES, ApiError, KubeClient
+from core.kube.client import PODGROUPS, PODS, QUEUES, VCJOBS, ApiError, KubeClient
 from core.kube.events import WARNING, EventRecorder
 from core.kube.status import StatusWriter
 from core.records import PodGroupRecord, PodRecord
@@ -66,6 +66,8 @@ class GangWriter:
         # group key -> the shape of the reason its pending members were last told
         # (FailedScheduling; `reason_shape`), and the members (key, uid) told it.
         self._told: dict[str, tuple[str, set[tuple[str, str]]]] = {}
+        # group key -> the shape of the reason the PodGroup (and its job) were last told
+        self._group_told: dict[str, str] = {}
         self._queue_statuses: dict[str, dict[str, Any]] = {}
 
     def forget(self, group_key: str, *, gone: bool = False) -> None:
@@ -75,6 +77,7 @@ class GangWriter:
         must not make it skip the new group's first phase as already stored."""
         self._statuses.pop(group_key, None)
         self._told.pop(group_key, None)
+        self._group_told.pop(group_key, None)
         if gone and self.status_writer is not None:
             namespace, _, name = group_key.partition("/")
             self.status_writer.forget(PODGROUPS, namespace, name)
@@ -108,6 +111,7 @@ class GangWriter:
             previous_conditions=(previous or {}).get("conditions") or (),
         )
         self._tell_members(group, view, admitted, reason, status)
+        self._tell_group(group, admitted, reason)
         if previous is not None and not status_changed(previous, status):
             return
         self._statuses[group.key] = status
@@ -123,6 +127,24 @@ class GangWriter:
                 subresource=False,
                 urgent=phase_changed,
             )
+
+    def _tell_group(self, group: PodGroupRecord, admitted: bool, reason: str | None) -> None:
+        """A waiting group's reason as a Warning `Unschedulable` event on the PodGroup, and on
+        its Volcano Job, once per change of the reason other than in its numbers (`kubectl
+        describe pg` and `kubectl describe vcjob` say why it waits, not only `vulcan
+        explain`)."""
+        if admitted or not reason or self.recorder is None:
+            self._group_told.pop(group.key, None)
+            return
+        shape = reason_shape(reason)
+        if self._group_told.get(group.key) == shape:
+            return
+        self._group_told[group.key] = shape
+        self.group_event(group, WARNING, CONDITION_UNSCHEDULABLE, reason)
+        owner = group.owner
+        if group.job_owned and owner is not None:
+            ref = VCJOBS.reference(owner.name, group.namespace, owner.uid)
+            self.recorder.record(ref, WARNING, CONDITION_UNSCHEDULABLE, reason)
 
     def _tell_members(
         self,

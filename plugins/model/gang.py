@@ -61,6 +61,7 @@ __all__ = [
     "GangView",
     "checks_task_minimums",
     "counts_for_quorum",
+    "enqueued_before_members",
     "gang_view",
     "is_best_effort",
     "quorum_shortfall",
@@ -280,6 +281,14 @@ def partly_placed(view: GangView) -> bool:
     member was deleted, a task restarted) and waits for their replacements."""
     live = any(p.node is not None and not p.deleting and not p.terminal for p in view.members)
     return live and not whole(view)
+
+
+def enqueued_before_members(group: PodGroupRecord) -> bool:
+    """Whether the group is enqueued before its members all exist: a Volcano Job's (its
+    controller creates the pods once the group is Inqueue) or one that declares minResources
+    (what its queue books for it). Volcano would enqueue a group with neither on nothing; it
+    waits for its members here, so no queue holds a group whose cost is unknown."""
+    return group.job_owned or group.min_resources is not None
 
 
 def finished(view: GangView) -> bool:

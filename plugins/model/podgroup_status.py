@@ -99,10 +99,12 @@ def gang_condition(
     pending_reasons: Mapping[str, int] | None = None,
 ) -> dict[str, str] | None:
     """The condition the gang plugin sets this pass (without time and transition ID), or None
-    when it sets none: a group without members, or one that is not ready only because it has no
-    pending members left while enough are still scheduled (e.g. members terminating for a
-    restart: Volcano leaves its conditions alone then)."""
-    if view.created == 0:
+    when it sets none: a group without members that nothing refused (an enqueued job's group
+    waiting for its pods), or one that is not ready only because it has no pending members
+    left while enough are still scheduled (e.g. members terminating for a restart: Volcano
+    leaves its conditions alone then). A group refused before it has members (its enqueue)
+    says why, as Volcano's gang plugin does for every job that is not ready."""
+    if view.created == 0 and not unschedulable_reason:
         return None
     if ready(view):
         return {

@@ -243,6 +243,46 @@ def test_a_closed_queue_admits_nothing_and_a_capability_is_never_exceeded(
     assert "queue shut is Closed" in group_message(cluster, "s-0")
 
 
+def test_a_podgroup_refused_for_its_queues_capability_says_why_to_kubectl(
+    cluster: SimCluster,
+) -> None:
+    """Not only `vulcan explain`: `kubectl describe podgroup` shows the Unschedulable condition
+    and `kubectl get events` the event, both naming the queue, the resource and the numbers."""
+    cluster.apply(
+        {
+            "apiVersion": "scheduling.volcano.sh/v1beta1",
+            "kind": "Queue",
+            "metadata": {"name": "tiny"},
+            "spec": {"weight": 1, "capability": {"cpu": "2"}},
+        }
+    )
+    job(cluster, "big-0", "tiny", 1, 4, pods_too=False)
+    expected = "queue tiny cannot hold minResources: cpu need 4, realCapability 2"
+
+    def described() -> str | None:
+        text = cluster.kubectl("describe", "podgroup", "big-0")
+        return text if "Unschedulable" in text and expected in text else None
+
+    text = wait_for("kubectl describe to say why", described, 60)
+    assert "1/0 tasks in gang unschedulable" in text  # Volcano's message for a group with no pods
+
+    def evented() -> str | None:
+        events = cluster.kubectl(
+            "get",
+            "events",
+            "--field-selector",
+            "involvedObject.kind=PodGroup,involvedObject.name=big-0",
+            "-o",
+            "custom-columns=TYPE:.type,REASON:.reason,MESSAGE:.message",
+        )
+        return events if expected in events else None
+
+    events = wait_for("kubectl get events to say why", evented, 60)
+    assert "Warning" in events and "Unschedulable" in events
+    cluster.kubectl("delete", "podgroup", "big-0")
+    cluster.kubectl("delete", "queue", "tiny", "--wait=false")
+
+
 def test_a_stuck_head_of_line_gang_does_not_stop_another_queue(cluster: SimCluster) -> None:
     job(cluster, "huge", "research", 20, 4)  # 80 cpu: can never fit in 64
     for index in range(3):

@@ -147,11 +147,7 @@ async def test_two_gangs_on_four_gpus_one_is_admitted_whole(client: KubeClient) 
         await cache.stop()
 
 
-async def test_a_gang_whose_last_member_is_missing_is_enqueued_but_not_placed(
-    client: KubeClient,
-) -> None:
-    # Volcano's enqueue admits the group on its minResources (none here) whatever its pods;
-    # allocate then waits for the missing member, and no room is reserved meanwhile.
+async def test_a_gang_whose_last_member_is_missing_is_not_admitted(client: KubeClient) -> None:
     for name in ("gpu-0", "gpu-1"):
         await add_gpu_node(client, name)
     await client.create(
@@ -162,8 +158,6 @@ async def test_a_gang_whose_last_member_is_missing_is_enqueued_but_not_placed(
     cache, gangs = await started(client, gang_metrics=GangMetrics(registry))
     try:
         await until(lambda: len(cache.pods) == 2 and len(cache.podgroups) == 1)
-        gangs.schedule_pass()
-        await until(lambda: cache.podgroups["default/job"].phase == "Inqueue")
         gangs.schedule_pass()
         assert gangs.admitted == set() and len(gangs.ledger) == 0  # capacity stays free
         _, _, unresolvable = member_filter(gangs, pod_info(created[0]), ["gpu-0", "gpu-1"])

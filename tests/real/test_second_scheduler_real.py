@@ -742,3 +742,53 @@ spec:
     watch.until("the gang to be bound whole", lambda: "early" in watch.bound_at, timeout=90)
     cluster.kubectl("delete", "pods", "-l", "job=early", "--wait=false")
     cluster.kubectl("delete", "podgroup", "early", "--wait=false")
+
+
+def test_a_podgroup_refused_for_its_queues_capability_says_why_to_kubectl(
+    cluster: RealCluster,
+) -> None:
+    """`kubectl describe podgroup` and `kubectl get events` name the queue, the resource and
+    the numbers of a refusal, on a real API server."""
+    cluster.kubectl(
+        "apply",
+        "-f",
+        "-",
+        stdin="""apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: tiny}
+spec: {weight: 1, capability: {cpu: "2"}}
+---
+apiVersion: scheduling.volcano.sh/v1beta1
+kind: PodGroup
+metadata: {name: big, namespace: default}
+spec: {minMember: 1, queue: tiny, minResources: {cpu: "4"}}
+""",
+    )
+    expected = "queue tiny cannot hold minResources: cpu need 4, realCapability 2"
+    wait_for(
+        "kubectl describe to say why",
+        lambda: expected in cluster.kubectl("describe", "podgroup", "big"),
+        60,
+    )
+    events = wait_for(
+        "kubectl get events to say why",
+        lambda: (
+            text
+            if expected
+            in (
+                text := cluster.kubectl(
+                    "get",
+                    "events",
+                    "--field-selector",
+                    "involvedObject.kind=PodGroup,involvedObject.name=big",
+                    "-o",
+                    "custom-columns=TYPE:.type,REASON:.reason,MESSAGE:.message",
+                )
+            )
+            else None
+        ),
+        60,
+    )
+    assert "Warning" in events and "Unschedulable" in events
+    cluster.kubectl("delete", "podgroup", "big")
+    cluster.kubectl("delete", "queue", "tiny", "--wait=false")

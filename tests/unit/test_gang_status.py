@@ -10,6 +10,7 @@ from core.records import NodeRecord, PodGroupRecord, PodRecord
 from plugins.model.gang import GangView, gang_view
 from plugins.model.podgroup_status import (
     fit_error,
+    gang_condition,
     podgroup_phase,
     podgroup_status,
     status_changed,
@@ -298,3 +299,18 @@ def test_status_changed_ignores_times_and_ids() -> None:
     assert not status_changed({"phase": "Inqueue"}, status(view(4, {}), admitted=True))
     # A PodGroup with no status yet gets its first phase written.
     assert status_changed(None, status(view(4, {})))
+
+
+def test_a_group_refused_before_it_has_members_says_why() -> None:
+    """Volcano's gang plugin sets Unschedulable on every job that is not ready, its tasks
+    there or not: a group refused at enqueue before its pods exist carries the reason; one
+    enqueued and waiting for its job's pods carries none."""
+    empty = view(2, {})
+    reason = "gang ns/pg: waiting for admission: queue q cannot hold minResources: cpu need 4"
+    condition = gang_condition(empty, unschedulable_reason=reason)
+    assert condition is not None and condition["type"] == "Unschedulable"
+    assert condition["message"] == (
+        "2/0 tasks in gang unschedulable: pod group is not ready, 2 minAvailable. "
+        f"Origin reason is: {reason}"
+    )
+    assert gang_condition(empty) is None

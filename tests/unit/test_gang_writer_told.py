@@ -71,4 +71,46 @@ def test_members_made_again_are_told_the_same_reason() -> None:
         member.uid = f"new-{member.name}"
     writer.podgroup_status(GROUP, again, False, SHARE.format(9, 14))
     writer.podgroup_status(GROUP, again, False, SHARE.format(10, 14))
-    assert [name for name, _, _ in recorder.notes] == ["pending-0", "pending-1"] * 2
+    members = [name for name, _, _ in recorder.notes if name != "pg"]
+    assert members == ["pending-0", "pending-1"] * 2
+
+
+def test_the_podgroup_and_its_job_are_told_once_per_kind_of_reason() -> None:
+    """`kubectl describe pg` / `describe vcjob` say why a group waits: one Warning
+    Unschedulable event per change of reason (not of its numbers), on the group and on the
+    Volcano Job owning it; none while it is admitted."""
+    owned = PodGroupRecord(
+        {
+            "metadata": {
+                "name": "pg",
+                "namespace": "ns",
+                "ownerReferences": [
+                    {
+                        "apiVersion": "batch.volcano.sh/v1alpha1",
+                        "kind": "Job",
+                        "name": "train",
+                        "uid": "job-uid",
+                        "controller": True,
+                    }
+                ],
+            },
+            "spec": {"minMember": 2},
+        }
+    )
+    writer = GangWriter(None)
+    recorder = Recorder()
+    writer.recorder = recorder  # type: ignore[assignment]
+    empty = view(2, {})  # no pods yet: refused at enqueue
+    capability = "gang ns/pg: waiting for admission: queue q cannot hold minResources: cpu need 4"
+    for reason in (SHARE.format(8, 14), SHARE.format(9, 14), capability):
+        writer.podgroup_status(owned, empty, False, reason)
+    writer.podgroup_status(owned, empty, True, None)  # admitted: nothing to say
+    writer.podgroup_status(owned, empty, False, capability)  # waiting again: said again
+    told_group = [(reason, note) for name, reason, note in recorder.notes if name == "pg"]
+    told_job = [(reason, note) for name, reason, note in recorder.notes if name == "train"]
+    expected = [
+        ("Unschedulable", SHARE.format(8, 14)),
+        ("Unschedulable", capability),
+        ("Unschedulable", capability),
+    ]
+    assert told_group == expected and told_job == expected
