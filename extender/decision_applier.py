@@ -103,6 +103,9 @@ class DecisionApplier:
             view = self._view(snapshot, key) or view
         elif reason is not None:
             parts.admissions.refuse(key, reason)
+        dequeue = isinstance(decision, Waiting) and decision.dequeue
+        if dequeue:
+            parts.admissions.settle_promise(key)
         unsettled = False
         if key in parts.admissions:
             # Pipelined: admitted onto room its victims still hold (Volcano's Pipelined tasks:
@@ -125,7 +128,8 @@ class DecisionApplier:
                 # Elastic members still waiting for a node: kube-scheduler may have parked
                 # them on its own fit check (and a job's pods wait behind the gate).
                 parts.elastic.wait(key, decision.elastic)
-        parts.writer.podgroup_status(group, view, admitted_now or key in parts.admissions, reason)
+        admitted = admitted_now or key in parts.admissions
+        parts.writer.podgroup_status(group, view, admitted, reason, dequeue=dequeue)
         if parts.metrics is not None:
             parts.metrics.observe(group, view, admitted_now)
         return unsettled

@@ -98,14 +98,22 @@ class GangWriter:
     # ------------------------------------------------------------------ status
 
     def podgroup_status(
-        self, group: PodGroupRecord, view: gangs.GangView, admitted: bool, reason: str | None
+        self,
+        group: PodGroupRecord,
+        view: gangs.GangView,
+        admitted: bool,
+        reason: str | None,
+        *,
+        dequeue: bool = False,
     ) -> None:
+        """Write the status a pass computes; `dequeue`: an Inqueue group goes back to
+        Pending (its queue's room is given back)."""
         previous = self._statuses.get(group.key)
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         status = podgroup_status(
             view,
             admitted=admitted,
-            previous_phase=(previous or {}).get("phase") or group.phase,
+            previous_phase="Pending" if dequeue else (previous or {}).get("phase") or group.phase,
             unschedulable_reason=reason,
             now=now,
             previous_conditions=(previous or {}).get("conditions") or (),

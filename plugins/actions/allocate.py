@@ -9,7 +9,8 @@ later gangs wait; in a backfill phase they are allocated as usual, judged withou
 minResources of the queue's gangs that wait only for its share in the queue's `inqueue`.
 
 Before placing, a gang backing off after a gang timeout waits, and so does one whose member
-lacks the bind entry's marker (kube-scheduler would bind it past the barrier)."""
+lacks the bind entry's marker (kube-scheduler would bind it past the barrier), and one that needs
+members kube-scheduler never sends to vulcan (`plugins.model.unserved`; Inqueue, it is dequeued)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from plugins.model.demand import still_asks
 from plugins.model.gang import GangView
 from plugins.model.job_input import job_input
 from plugins.model.queue_share import sum_vectors
+from plugins.model.unserved import unserved_refusal
 
 if TYPE_CHECKING:
     from plugins.framework.session import Session
@@ -38,6 +40,12 @@ NAME = "allocate"
 def allocate_job(ssn: Session, group: PodGroupRecord, view: GangView) -> Decision:
     """Volcano's allocate for one gang (the module docstring)."""
     key, queue = group.key, group.queue
+    unserved = unserved_refusal(view, ssn.settings.served)
+    if unserved is not None:
+        # Enqueued before its pods existed, it gives its queue's room back.
+        reason = f"gang {key}: {unserved}"
+        dequeue = group.phase == "Inqueue"
+        return Waiting(key, queue, ALLOCATE, NAME, reason=reason, dequeue=dequeue)
     waiting = ssn.backoff(key) or unmarked_member(ssn, group)
     if waiting is not None:
         return Waiting(key, queue, ALLOCATE, NAME, reason=waiting)
@@ -105,7 +113,7 @@ class Allocate:
 
         def decide(group: PodGroupRecord, view: GangView) -> Decision:
             if enqueues and ssn.traversal.stage(group.key) == ENQUEUE:
-                return enqueue.enqueue_job(ssn, group, NAME)
+                return enqueue.enqueue_job(ssn, group, view, NAME)
             return allocate_job(ssn, group, view)
 
         stages = (ALLOCATE, ENQUEUE) if enqueues else (ALLOCATE,)

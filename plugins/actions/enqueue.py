@@ -15,6 +15,7 @@ from plugins.actions.promise import enqueue_by_eviction, held_by_peers
 from plugins.framework.decisions import ENQUEUE, Decision, Enqueued, Waiting
 from plugins.model.gang import GangView
 from plugins.model.job_input import job_input
+from plugins.model.unserved import unserved_refusal
 
 if TYPE_CHECKING:
     from plugins.framework.session import Session
@@ -24,9 +25,12 @@ __all__ = ["NAME", "Enqueue", "enqueue_job"]
 NAME = "enqueue"
 
 
-def enqueue_job(ssn: Session, group: PodGroupRecord, action: str) -> Decision:
+def enqueue_job(ssn: Session, group: PodGroupRecord, view: GangView, action: str) -> Decision:
     """Volcano's enqueue for one job (the module docstring)."""
     key, queue = group.key, group.queue
+    unserved = unserved_refusal(view, ssn.settings.served)
+    if unserved is not None:
+        return Waiting(key, queue, ENQUEUE, action, reason=f"gang {key}: {unserved}")
     job = job_input(ssn.snapshot, group)
     refusal = ssn.enqueue_refusal(job)
     if refusal is None:
@@ -47,6 +51,6 @@ class Enqueue:
 
     def execute(self, ssn: Session) -> None:
         def decide(group: PodGroupRecord, view: GangView) -> Decision:
-            return enqueue_job(ssn, group, NAME)
+            return enqueue_job(ssn, group, view, NAME)
 
         ssn.traversal.run(NAME, (ENQUEUE,), decide)

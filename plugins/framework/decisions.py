@@ -7,7 +7,8 @@ changes nothing by itself: the extender applies it (reservations, evictions, sta
                evicting `promise`
     Admitted   a whole-gang placement (`slots`), maybe after `evictions`
     Waiting    not now, and why (`reason`); `share` is what it asks when it waits only for its
-               queue's share, `held` when it was held for its queue's starving gang
+               queue's share, `held` when it was held for its queue's starving gang,
+               `dequeue` when an Inqueue group goes back to Pending (members vulcan never sees)
     Grown      one elastic member given a slot (maybe after evictions)
 """
 
@@ -134,9 +135,10 @@ class Waiting(Decision):
     reason: str = ""
     share: ResourceVector | None = None  # waits only for its queue's share, asking this
     held: bool = False  # held for its queue's starving gang
+    dequeue: bool = False  # an Inqueue group goes back to Pending: nothing can use its room
 
     def summary(self) -> tuple[Any, ...]:
-        return (*Decision.summary(self), self.reason, self.share, self.held)
+        return (*Decision.summary(self), self.reason, self.share, self.held, self.dequeue)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from core.records import PodRecord
 from core.resources import ResourceVector
+from core.served import ServedPods
 
 if TYPE_CHECKING:  # annotations only: core.cache pulls in the informers and asyncio
     from core.cache import Snapshot
@@ -70,7 +71,7 @@ class Settings:
     member without it would be bound past the barrier), the queue of a pod outside any group,
     and how a gang is laid out (`prefer`)."""
 
-    served: Callable[[PodRecord], bool] = lambda pod: True
+    served: ServedPods = field(default_factory=ServedPods.every)
     bind_marker: str | None = None
     queue_of: Callable[[PodRecord], str | None] = lambda pod: None
     prefer: str = "binpack"

@@ -261,11 +261,14 @@ def test_a_member_larger_than_any_node_cannot_fit_this_cluster(cluster: SimClust
 
 
 def test_held_binds_wait_for_a_member_that_cannot_come(cluster: SimCluster) -> None:
-    """Two members are placed and hold their binds; the third names a scheduler that does not
-    run, so kube-scheduler never places it: the hold waits for it until the gang timeout."""
+    """Two members are placed and hold their binds; the third mounts a claim that does not
+    exist, so kube-scheduler refuses it before it asks vulcan: the hold waits for it until the
+    gang timeout."""
     docs = gang("late", 3)
     docs[0]["metadata"]["annotations"]["vulcan.sh/gang-timeout"] = "60s"
-    docs[3]["spec"]["schedulerName"] = "no-such-scheduler"
+    docs[3]["spec"]["volumes"] = [
+        {"name": "data", "persistentVolumeClaim": {"claimName": "no-such-claim"}}
+    ]
     cluster.apply(docs)
     view = wait_for(
         "two binds held",
@@ -286,9 +289,7 @@ def test_held_binds_wait_for_a_member_that_cannot_come(cluster: SimCluster) -> N
     line = first_line(cluster, "podgroup", "late")
     assert line.startswith(
         "podgroup default/late is Inqueue: 2 of 3 members hold their binds, waiting for the rest "
-        "of the gang: default/late-2 cannot be placed: its schedulerName is no-such-scheduler "
-        "while the rest of its gang's is volcano: no scheduler that places the gang "
-        "will try it; the hold times out in "
+        "of the gang: default/late-2 cannot be placed: "
     ), line
     line = first_line(cluster, "pod", "late-0", extender=False)
     assert "members hold their binds, waiting for the rest of the gang: default/late-2" in line

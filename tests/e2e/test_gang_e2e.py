@@ -55,6 +55,11 @@ def gang(
     )
 
 
+# A volume whose claim does not exist: kube-scheduler's VolumeBinding keeps the pod off every
+# node before it calls an extender, and vulcan, which does not read claims, cannot know.
+MISSING_CLAIM = [{"name": "data", "persistentVolumeClaim": {"claimName": "no-such-claim"}}]
+
+
 def gpu_worker(
     job: str, index: int, duration: str = "0.5s", task: str = "worker", **spec: Any
 ) -> dict[str, Any]:
@@ -229,16 +234,17 @@ def test_workers_alone_do_not_start_a_gang_that_needs_its_master(cluster: SimClu
 def test_a_gang_with_an_unplaceable_member_times_out_whole_and_completes_later(
     cluster: SimCluster,
 ) -> None:
-    """One member names a scheduler that does not run (a typo in schedulerName): kube-scheduler
-    never places it, and vulcan cannot know (a member that no node accepts, e.g. a nodeSelector
-    no node matches, is not admitted at all: tests/e2e/test_placement_rules_e2e.py). The other
-    members' held binds time out together (nothing is bound), the reservation is released and
-    the gang backs off; once the member is created again right, the gang is admitted and runs."""
+    """One member mounts a claim that does not exist: kube-scheduler refuses it before it asks
+    the extender, and vulcan cannot know (a member that no node accepts, e.g. a nodeSelector
+    no node matches, is not admitted at all: tests/e2e/test_placement_rules_e2e.py; one of a
+    scheduler vulcan does not serve neither: tests/e2e/test_jobs_e2e.py). The other members'
+    held binds time out together (nothing is bound), the reservation is released and the gang
+    backs off; once the member is created again right, the gang is admitted and runs."""
     # The gang timeout must outlast kube-scheduler's longest pod backoff (podMaxBackoffSeconds,
     # 10 s): members retried after failed binds come back up to that far apart.
     gang(cluster, "late", 3, 3, annotations={"vulcan.sh/gang-timeout": "11s"})
     members = [gpu_worker("late", i) for i in range(2)]
-    members.append(gpu_worker("late", 2, schedulerName="no-such-scheduler"))
+    members.append(gpu_worker("late", 2, volumes=MISSING_CLAIM))
     cluster.apply(members)
     watch = GangWatch(cluster, {"late": 3})
 
@@ -315,13 +321,13 @@ def test_a_high_priority_gang_preempts_a_running_gang_as_a_whole(cluster: SimClu
 def test_an_extender_crash_while_binds_are_held_leaves_no_partial_gang(
     cluster: SimCluster,
 ) -> None:
-    """The extender dies (SIGKILL) holding two of a gang's three binds (the third member names
-    a scheduler that does not run): kube-scheduler's requests are cut, nothing is bound; the
+    """The extender dies (SIGKILL) holding two of a gang's three binds (the third member mounts
+    a claim that does not exist): kube-scheduler's requests are cut, nothing is bound; the
     restarted extender rebuilds from the API server and the gang completes once its last
     member can be placed."""
     gang(cluster, "crash", 3, 3, annotations={"vulcan.sh/gang-timeout": "30s"})
     members = [gpu_worker("crash", i) for i in range(2)]
-    members.append(gpu_worker("crash", 2, schedulerName="no-such-scheduler"))
+    members.append(gpu_worker("crash", 2, volumes=MISSING_CLAIM))
     cluster.apply(members)
     watch = GangWatch(cluster, {"crash": 3})
     watch.until(

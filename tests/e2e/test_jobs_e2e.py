@@ -15,7 +15,10 @@ import pytest
 import yaml
 
 from tests.e2e.conftest import SimCluster, start_cluster, wait_for
+from tests.e2e.test_explain_e2e import explain
 from tests.helpers import volcano_fixture
+
+JOBS = "/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs"
 
 
 @pytest.fixture(scope="module")
@@ -269,3 +272,104 @@ def test_two_four_gpu_jobs_on_four_gpus_run_one_after_the_other_never_half_place
 
     wait_for("both jobs to complete", both_done, 120)
     assert bound == {"tf-a": 4, "tf-b": 4}
+
+
+TYPO_JOBS = """apiVersion: scheduling.volcano.sh/v1beta1
+kind: Queue
+metadata: {name: capped-typo}
+spec: {weight: 1, capability: {cpu: "8"}}
+---
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: typo, namespace: default}
+spec:
+  schedulerName: volcno
+  queue: capped-typo
+  minAvailable: 4
+  tasks:
+  - name: w
+    replicas: 4
+    template:
+      spec:
+        restartPolicy: Never
+        containers:
+        - {name: c, image: busybox, resources: {requests: {cpu: 1500m}}}
+"""
+
+VALID_JOB = """apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: valid, namespace: default}
+spec:
+  queue: capped-typo
+  minAvailable: 4
+  tasks:
+  - name: w
+    replicas: 4
+    template:
+      spec:
+        restartPolicy: Never
+        containers:
+        - {name: c, image: busybox, resources: {requests: {cpu: "1"}}}
+"""
+
+
+def typo_scheduler_name_scenario(cluster: Any) -> str:
+    """A Volcano Job whose pods name a scheduler nobody runs (`volcno`) holds nothing of its
+    queue (capability 8 cpu; it asks 6, the valid job 4): its PodGroup goes back to Pending
+    once its pods exist, saying why in a condition and in events on the PodGroup and the Job,
+    and the valid job of the same queue runs. Shared by the embedded and the real tier."""
+    cluster.kubectl("apply", "-f", "-", stdin=TYPO_JOBS)
+    expected = 'pods use schedulerName "volcno", which no vulcan scheduler serves'
+
+    def typo_group() -> dict[str, Any] | None:
+        groups = cluster.get("/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups")
+        for found in (groups or {}).get("items") or ():
+            owners = found["metadata"].get("ownerReferences") or ()
+            if any(o.get("name") == "typo" for o in owners):
+                conditions = (found.get("status") or {}).get("conditions") or ()
+                if any(expected in (c.get("message") or "") for c in conditions):
+                    return found
+        return None
+
+    group = wait_for("the typo job's PodGroup to say why", typo_group, 60)
+    name = group["metadata"]["name"]
+    wait_for(
+        "the typo job's PodGroup to give its room back (Pending)",
+        lambda: (typo_group() or {}).get("status", {}).get("phase") == "Pending",
+        30,
+    )
+    for kind, involved in (("PodGroup", name), ("Job", "typo")):
+        wait_for(
+            f"a Warning event on the {kind} naming the scheduler",
+            lambda kind=kind, involved=involved: (
+                expected
+                in cluster.kubectl(
+                    "get",
+                    "events",
+                    "--field-selector",
+                    f"involvedObject.kind={kind},involvedObject.name={involved}",
+                    "-o",
+                    "custom-columns=TYPE:.type,REASON:.reason,MESSAGE:.message",
+                )
+            ),
+            30,
+        )
+    cluster.kubectl("apply", "-f", "-", stdin=VALID_JOB)
+
+    def valid_ran() -> bool:
+        state = ((cluster.get(f"{JOBS}/valid") or {}).get("status") or {}).get("state") or {}
+        return state.get("phase") in ("Running", "Completed")
+
+    wait_for("the valid job of the same queue to run", valid_ran, 90)
+    assert (typo_group() or {}).get("status", {}).get("phase") == "Pending"
+    return name
+
+
+def test_a_job_naming_a_scheduler_nobody_runs_holds_no_room_and_says_why(
+    cluster: SimCluster,
+) -> None:
+    name = typo_scheduler_name_scenario(cluster)
+    for extender in (True, False):  # `vulcan explain` says the same, with the extender or not
+        told = explain(cluster, "podgroup", name, extender=extender).splitlines()[0]
+        assert told.startswith(f"podgroup default/{name} is Pending: "), told
+        assert 'pods use schedulerName "volcno", which no vulcan scheduler serves' in told, told

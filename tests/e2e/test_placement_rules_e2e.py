@@ -72,11 +72,15 @@ def bound_nodes(cluster: SimCluster, job: str, count: int) -> list[str]:
     return wait_for(f"the {count} pods of {job} to be bound", probe, timeout=60)
 
 
-def group_condition(cluster: SimCluster, name: str, kind: str) -> dict[str, Any] | None:
+def group_condition(
+    cluster: SimCluster, name: str, kind: str, saying: str = ""
+) -> dict[str, Any] | None:
+    """The PodGroup's condition of type `kind`, once its message says `saying` (a group
+    waiting for its members says so first)."""
     path = f"/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups/{name}"
     for condition in ((cluster.get(path) or {}).get("status") or {}).get("conditions") or ():
         if condition.get("type") == kind and condition.get("status") == "True":
-            return condition
+            return condition if saying in (condition.get("message") or "") else None
     return None
 
 
@@ -99,7 +103,9 @@ def test_a_gpu_gang_tolerating_the_taint_of_every_gpu_node_runs(cluster: SimClus
         cluster.apply([member("gpu-no", i, gpu=True) for i in range(2)])
         condition = wait_for(
             "the intolerant gang's Unschedulable condition",
-            lambda: group_condition(cluster, "gpu-no", "Unschedulable"),
+            lambda: group_condition(
+                cluster, "gpu-no", "Unschedulable", "untolerated taint {nvidia.com/gpu: present}"
+            ),
         )
         assert "untolerated taint {nvidia.com/gpu: present}" in condition["message"]
         assert all(not p["spec"].get("nodeName") for p in cluster.pods(selector="job=gpu-no"))
@@ -189,7 +195,7 @@ def test_a_gated_gang_does_not_block_its_queue_and_runs_once_ungated(cluster: Si
     cluster.apply([member("held", i, schedulingGates=gate) for i in range(2)])
     condition = wait_for(
         "the gated gang to say it waits for its gated members",
-        lambda: group_condition(cluster, "held", "Unschedulable"),
+        lambda: group_condition(cluster, "held", "Unschedulable", "2 SchedulingGated"),
     )
     assert "2 SchedulingGated" in condition["message"]
     cluster.apply([member("free", i) for i in range(2)])

@@ -111,6 +111,13 @@ async def cluster(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterat
             "--port", "0",
             "--bind-address", "127.0.0.1",
             f"--bind-marker={BINDING_MARKER}",
+            # Whom it serves, as each install tells it: the marked pods, or those of the
+            # profile that calls it (default-scheduler here).
+            *(
+                [f"--filter-marker={SCHEDULING_MARKER}"]
+                if mode == "cluster-scheduler"
+                else ["--served-scheduler-name=default-scheduler"]
+            ),
             stderr=subprocess.DEVNULL,
         )  # fmt: skip
         processes.append(extender)

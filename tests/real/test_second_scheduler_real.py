@@ -18,6 +18,7 @@ import pytest
 
 from tests.e2e.conftest import pod_manifest, wait_for
 from tests.e2e.test_gang_e2e import GangWatch
+from tests.e2e.test_jobs_e2e import typo_scheduler_name_scenario
 from tests.real.conftest import RealCluster
 from tests.real.grouping import controllers_paused, refused_waiting
 
@@ -304,9 +305,10 @@ def events_of(cluster: RealCluster, name: str) -> list[tuple[str, str, str]]:
 def test_held_binds_of_a_gang_that_cannot_complete_time_out_together(
     cluster: RealCluster,
 ) -> None:
-    """The extender runs with --gang-timeout=11s: two members' binds are held while no scheduler
-    will ever place the third (its schedulerName names none that runs), then all are released
-    unbound; once the member is made again right, the gang is admitted again and completes."""
+    """The extender runs with --gang-timeout=11s: two members' binds are held while
+    kube-scheduler never asks about the third (it mounts a claim that does not exist), then all
+    are released unbound; once the member is made again right, the gang is admitted again and
+    completes."""
     manifest = MANIFESTS / "unplaceable-member.yaml"
     cluster.apply_yaml(manifest)
     watch = GangWatch(cluster, {"late": 3})
@@ -323,7 +325,9 @@ def test_held_binds_of_a_gang_that_cannot_complete_time_out_together(
     assert any(r == "GangTimedOut" for r, _, _ in events_of(cluster, "late-worker-0"))
     assert not any(p["spec"].get("nodeName") for p in cluster.pods(selector="job=late"))
     cluster.kubectl("delete", "pod", "late-worker-2", "--grace-period=0", "--force")
-    fixed = manifest.read_text().replace("no-such-scheduler", "volcano")
+    missing = "  volumes: [{name: data, persistentVolumeClaim: {claimName: no-such-claim}}]\n"
+    fixed = manifest.read_text().replace(missing, "")
+    assert fixed != manifest.read_text()
     cluster.kubectl("apply", "-f", "-", stdin=fixed)
     watch.until("the gang to complete", lambda: "late" in watch.done_at, timeout=90)
 
@@ -792,3 +796,11 @@ spec: {minMember: 1, queue: tiny, minResources: {cpu: "4"}}
     assert "Warning" in events and "Unschedulable" in events
     cluster.kubectl("delete", "podgroup", "big")
     cluster.kubectl("delete", "queue", "tiny", "--wait=false")
+
+
+def test_a_job_naming_a_scheduler_nobody_runs_holds_no_room_and_says_why(
+    cluster: RealCluster,
+) -> None:
+    """The embedded tier's scenario on a real control plane: the real kube-scheduler never
+    asks vulcan about `volcno`'s pods."""
+    typo_scheduler_name_scenario(cluster)

@@ -123,13 +123,13 @@ def test_enqueue_votes_then_books_what_it_admitted() -> None:
     snap = cluster([], [a, b], [])
     ssn = session(DEFAULT, snap)
     ssn.state = PassState(total={"cpu": 10_000}, used={})
-    first = enqueue_job(ssn, a, "enqueue")
+    first = enqueue_job(ssn, a, _view(snap, a), "enqueue")
     assert isinstance(first, Enqueued)
     ssn.take(first, a)
     assert ssn.state.used == {"cpu": 8000}  # overcommit's JobEnqueued
     refusal = ssn.enqueue_refusal(job_input(snap, b))  # 8 + 8 > 10 x 1.2
     assert refusal is not None and "cpu" in refusal.reason and refusal.plugin == "overcommit"
-    second = enqueue_job(ssn, b, "enqueue")
+    second = enqueue_job(ssn, b, _view(snap, b), "enqueue")
     assert isinstance(second, Waiting) and "cpu" in second.reason
     ssn.take(second, b)
     assert ssn.state.used == {"cpu": 8000}  # a refused job books nothing
