@@ -37,6 +37,7 @@ from explain.texts import (
 from explain.world import World
 from plugins.model import gang as gangs
 from plugins.model import gang_ready
+from plugins.model.unserved import NOT_SENT
 
 if TYPE_CHECKING:
     from explain.collect import Collected
@@ -189,6 +190,21 @@ def members(case: GangCase) -> Finding | None:
         if view.valid_num > 0 and not tasks:
             unblock.append(f"or lower the PodGroup's spec.minMember to {view.valid_num}")
     return Finding("gang-members", text, unblock)
+
+
+def unserved(case: GangCase) -> Finding | None:
+    """The extender's verdict that the gang needs pods vulcan is never asked about: no room
+    would help, so it comes before the queue's and the nodes' causes."""
+    reason = (case.gang or {}).get("reason") or origin_reason(unschedulable_message(case.raw))
+    if not reason or NOT_SENT not in reason:
+        return None
+    text = reason.removeprefix(f"gang {case.group.key}: ")
+    owner = "the Volcano Job's spec.schedulerName" if case.group.job_owned else "the pods"
+    return Finding(
+        "unserved",
+        text,
+        [f"make {owner} name a scheduler vulcan serves (or its filter entry's marker)"],
+    )
 
 
 def backoff(case: GangCase) -> Finding | None:
@@ -368,6 +384,7 @@ CHECKS: tuple[Callable[[GangCase], Finding | None], ...] = (
     cannot_fit,
     promised,
     members,
+    unserved,
     backoff,
     queue_limits,
     held_binds,

@@ -9,7 +9,9 @@ from __future__ import annotations
 from core.served import ServedPods
 from plugins.model.gang import PENDING, VALID_STATUSES, GangView
 
-__all__ = ["unserved_refusal"]
+__all__ = ["NOT_SENT", "unserved_refusal"]
+
+NOT_SENT = "pods are never sent to vulcan"  # in every such refusal (explain looks for it)
 
 
 def unserved_refusal(view: GangView, served: ServedPods) -> str | None:
@@ -25,7 +27,7 @@ def unserved_refusal(view: GangView, served: ServedPods) -> str | None:
     counted = sum(1 for pod in view.members if view.status.get(pod.key) in VALID_STATUSES)
     if counted - len(unserved) >= view.min_member:
         return None
-    count = f"{len(unserved)} of its {len(view.members)} pods are never sent to vulcan"
+    count = f"{len(unserved)} of its {len(view.members)} {NOT_SENT}"
     if served.marker is not None:
         return (
             f"pods do not carry {served.marker}, so kube-scheduler does not send them to "

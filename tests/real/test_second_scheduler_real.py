@@ -804,3 +804,4 @@ def test_a_job_naming_a_scheduler_nobody_runs_holds_no_room_and_says_why(
     """The embedded tier's scenario on a real control plane: the real kube-scheduler never
     asks vulcan about `volcno`'s pods."""
     typo_scheduler_name_scenario(cluster)
+    cluster.kubectl("delete", "job.batch.volcano.sh", "typo", "valid", "--wait=false")
