@@ -241,4 +241,4 @@ class DecisionApplier:
 def _enqueued_note(group: PodGroupRecord) -> str:
     if group.job_owned:
         return "enqueued: its job creates the pods now"
-    return "enqueued on its minResources: its members are bound whole once they exist"
+    return "enqueued"

@@ -285,10 +285,11 @@ def partly_placed(view: GangView) -> bool:
 
 def enqueued_before_members(group: PodGroupRecord) -> bool:
     """Whether the group is enqueued before its members all exist: a Volcano Job's (its
-    controller creates the pods once the group is Inqueue) or one that declares minResources
-    (what its queue books for it). Volcano would enqueue a group with neither on nothing; it
-    waits for its members here, so no queue holds a group whose cost is unknown."""
-    return group.job_owned or group.min_resources is not None
+    controller creates the pods once the group is Inqueue). Volcano enqueues any PodGroup so;
+    a user's group waits for its members here: enqueued before its pods (which usually follow
+    at once), it would hold its queue's `inqueue` while it waits for the queue's share, and the
+    gangs behind it would stall."""
+    return group.job_owned
 
 
 def finished(view: GangView) -> bool:

@@ -256,15 +256,16 @@ def test_a_podgroup_refused_for_its_queues_capability_says_why_to_kubectl(
             "spec": {"weight": 1, "capability": {"cpu": "2"}},
         }
     )
-    job(cluster, "big-0", "tiny", 1, 4, pods_too=False)
+    job(cluster, "big-0", "tiny", 1, 4)
     expected = "queue tiny cannot hold minResources: cpu need 4, realCapability 2"
 
     def described() -> str | None:
         text = cluster.kubectl("describe", "podgroup", "big-0")
-        return text if "Unschedulable" in text and expected in text else None
+        status = text.split("Events:")[0]  # the condition, not only the event
+        return text if "Unschedulable" in status and expected in status else None
 
     text = wait_for("kubectl describe to say why", described, 60)
-    assert "1/0 tasks in gang unschedulable" in text  # Volcano's message for a group with no pods
+    assert "1/1 tasks in gang unschedulable" in text, text
 
     def evented() -> str | None:
         events = cluster.kubectl(
@@ -279,6 +280,7 @@ def test_a_podgroup_refused_for_its_queues_capability_says_why_to_kubectl(
 
     events = wait_for("kubectl get events to say why", evented, 60)
     assert "Warning" in events and "Unschedulable" in events
+    cluster.kubectl("delete", "pods", "-l", "job=big-0", "--wait=false")
     cluster.kubectl("delete", "podgroup", "big-0")
     cluster.kubectl("delete", "queue", "tiny", "--wait=false")
 

@@ -708,11 +708,11 @@ def test_preempt_never_takes_the_default_schedulers_pod(
     cluster.kubectl("delete", "priorityclass", "case-low", "case-high", "--ignore-not-found")
 
 
-def test_a_podgroup_created_before_its_pods_is_enqueued_and_its_pods_bind_whole(
+def test_a_podgroup_created_before_its_pods_waits_for_them_and_they_bind_whole(
     cluster: RealCluster,
 ) -> None:
-    """Volcano's enqueue on minResources for a user's PodGroup with no pods yet; its pods,
-    created once it is Inqueue, are bound whole by the real kube-scheduler."""
+    """A user's PodGroup with no pods yet waits, saying so in its condition; its pods, created
+    afterwards, are bound whole by the real kube-scheduler."""
     cluster.kubectl(
         "apply",
         "-f",
@@ -726,12 +726,15 @@ spec:
 """,
     )
 
-    def phase_of() -> str:
+    def says_it_waits() -> bool:
         group = cluster.get(f"{PODGROUPS}/early") or {}
-        return str((group.get("status") or {}).get("phase", ""))
+        status = group.get("status") or {}
+        return status.get("phase", "Pending") == "Pending" and any(
+            "0/2 members created" in (c.get("message") or "")
+            for c in status.get("conditions") or ()
+        )
 
-    wait_for("the PodGroup to be Inqueue with no pods", lambda: phase_of() == "Inqueue", 60)
-    assert cluster.pods(selector="job=early") == []
+    wait_for("the PodGroup to say it waits for its members", says_it_waits, 60)
     watch = GangWatch(cluster, {"early": 2})
     for index in range(2):
         manifest = pod_manifest(
@@ -766,12 +769,25 @@ apiVersion: scheduling.volcano.sh/v1beta1
 kind: PodGroup
 metadata: {name: big, namespace: default}
 spec: {minMember: 1, queue: tiny, minResources: {cpu: "4"}}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: big-0
+  namespace: default
+  labels: {job: big}
+  annotations: {scheduling.k8s.io/group-name: big}
+spec:
+  schedulerName: volcano
+  restartPolicy: Never
+  containers:
+  - {name: c, image: busybox, resources: {requests: {cpu: "4"}}}
 """,
     )
     expected = "queue tiny cannot hold minResources: cpu need 4, realCapability 2"
     wait_for(
-        "kubectl describe to say why",
-        lambda: expected in cluster.kubectl("describe", "podgroup", "big"),
+        "kubectl describe to say why (the condition, not only the event)",
+        lambda: expected in cluster.kubectl("describe", "podgroup", "big").split("Events:")[0],
         60,
     )
     events = wait_for(
@@ -794,6 +810,7 @@ spec: {minMember: 1, queue: tiny, minResources: {cpu: "4"}}
         60,
     )
     assert "Warning" in events and "Unschedulable" in events
+    cluster.kubectl("delete", "pod", "big-0", "--wait=false")
     cluster.kubectl("delete", "podgroup", "big")
     cluster.kubectl("delete", "queue", "tiny", "--wait=false")
 
