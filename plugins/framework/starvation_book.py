@@ -47,6 +47,10 @@ class Starvation:
                 k: v for k, v in left.waiters.items() if self._queue_of(k) == queue
             }
 
+    def visited(self, queue: str) -> bool:
+        """Whether this session elects the queue's starving gang again (see `visit`)."""
+        return queue in self._visited
+
     def of(self, queue: str) -> tuple[str, float, ResourceVector | None] | None:
         """The queue's starving gang, since when the queue has had one (-1: unknown, now), and
         what the queue's gangs that wait for its share ask together; None when it has none."""

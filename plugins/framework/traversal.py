@@ -117,7 +117,14 @@ class Traversal:
         not stand: the others' effects are replayed in their place."""
         ssn, memo = self.ssn, self.memo
         for queue in self.queues:
-            if memo is not None and memo.queue_stands(ssn, queue, phase):
+            # A queue whose starving gang an earlier phase began to elect again is walked
+            # (its kept decisions replayed): skipping it would leave the election to half of
+            # its gangs.
+            if (
+                memo is not None
+                and not ssn.starvation.visited(queue)
+                and memo.queue_stands(ssn, queue, phase)
+            ):
                 continue
             ssn.starvation.visit(queue)
             for key in self.jobs_of(queue):

@@ -252,6 +252,8 @@ def test_the_memo_decides_as_a_pass_without_it(
         fresh = _table(without.decisions)
         differing = {k: (table.get(k), fresh.get(k)) for k in table.keys() | fresh.keys()}
         assert table == fresh, {k: v for k, v in differing.items() if v[0] != v[1]}
+        # The queues' starvation as the session leaves it (backfill and the next pass read it).
+        assert with_memo.starving == without.starving
         world.starving = dict(without.starving)
         world.apply(without.decisions)
         world.change()
