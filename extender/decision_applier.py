@@ -148,7 +148,7 @@ class DecisionApplier:
         assert isinstance(decision, Enqueued)
         promise = decision.promise
         parts.admissions.reasons.pop(key, None)
-        note = _enqueued_note(group)
+        note = "enqueued: its job creates the pods now" if group.job_owned else "enqueued"
         if promise is not None:
             pods = frozenset(p for unit in promise.units for p in unit.pods)
             parts.admissions.promise(key, promise.describe(), pods)
@@ -236,9 +236,3 @@ class DecisionApplier:
             "ElasticMember",
             f"elastic member of gang {group.key} given a slot on {decision.node}{evicted}",
         )
-
-
-def _enqueued_note(group: PodGroupRecord) -> str:
-    if group.job_owned:
-        return "enqueued: its job creates the pods now"
-    return "enqueued"
