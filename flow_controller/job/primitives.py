@@ -17,7 +17,7 @@ from flow_controller.job.owned import PluginObjects
 from flow_controller.job.partitions import in_partition
 from flow_controller.job.plugin_registry import build_plugins
 from flow_controller.job.plugins import JobContext, Plugin, PluginFailed
-from flow_controller.job.state import FINISHED, KILL, Step
+from flow_controller.job.state import FINISHED, KILL, SYNC_JOB, Step, plan_action
 from flow_controller.job.status import Tally, job_status, task_ready
 from flow_controller.job.writer import JobWriter
 
@@ -204,7 +204,10 @@ class JobPrimitives:
         if isinstance(target, tuple):
             pods = [p for p in pods if in_partition(p, *target)]
             if not pods:
-                return  # no such partition: Volcano skips the kill, status untouched
+                # No such partition: Volcano skips the kill (no restart, no retry); the job is
+                # synced instead, so its counts include the pod whose event asked for it.
+                await self.sync(job, spec, plan_action(phase, SYNC_JOB))
+                return
         elif target is not None:
             pods = [p for p in pods if target in (p.task, p.name)]
         tally = Tally()

@@ -28,7 +28,7 @@ from plugins.framework.extension_points import (
 from plugins.model.capacity_shares import capacity_shares
 from plugins.model.job_order import JobInput
 from plugins.model.proportion_shares import proportion_shares
-from plugins.model.queue_share import QueueInput, ShareModel
+from plugins.model.queue_share import QueueInput, ShareModel, allocated_from_inqueue
 from plugins.model.victims import VictimUnit, victim_order_key
 
 
@@ -49,6 +49,8 @@ class _SharePlugin(SessionPlugin):
 
     def job_allocated(self, job: JobInput, held: ResourceVector, state: PassState) -> None:
         self.task_allocated(job.queue, held, state)
+        if state.model is not None:
+            allocated_from_inqueue(state.model, job.queue, job.inqueue, held)
 
     def task_allocated(self, queue: str, request: ResourceVector, state: PassState) -> None:
         """Volcano's Allocate event handler: what was placed counts as the queue's (the

@@ -108,6 +108,7 @@ class Memo:
             last.groups_by_queue,
             last.phases,
             contended=last.contended,
+            counted_inqueue=last.counted_inqueue,
         )
 
     def victims(self, given: PassInput) -> Callable[[str], list[VictimUnit]]:
@@ -146,6 +147,7 @@ class Memo:
             pristine.groups_by_queue,
             pristine.phases,
             contended=pristine.contended,
+            counted_inqueue=pristine.counted_inqueue,
         )
         state = dataclasses.replace(
             last.state, model=queues.model, used=dict(self._open_used), now=given.now

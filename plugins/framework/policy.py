@@ -47,7 +47,7 @@ from plugins.framework.extension_points import (
 from plugins.model.gang import GangView
 from plugins.model.job_order import JobInput, parse_time
 from plugins.model.proportion_shares import proportion_shares
-from plugins.model.queue_share import QueueInput, ShareModel
+from plugins.model.queue_share import QueueInput, ShareModel, allocated_from_inqueue
 from plugins.model.victims import VictimUnit
 
 __all__ = ["QUEUE_PLUGINS", "Policy"]
@@ -217,7 +217,7 @@ class Policy:
     def job_allocated(self, job: JobInput, held: ResourceVector, state: PassState) -> None:
         for entry in self._hooks["job_allocated"]:
             entry.plugin.job_allocated(job, held, state)
-        self._book_without_plugin(job.queue, held, state)
+        self._book_without_plugin(job.queue, held, state, job)
 
     def task_allocated(self, queue: str, request: ResourceVector, state: PassState) -> None:
         for entry in self._hooks["task_allocated"]:
@@ -230,10 +230,14 @@ class Policy:
         if self.queue_plugin is None and state.model is not None:
             state.model.on_released(queue, request)
 
-    def _book_without_plugin(self, queue: str, amount: ResourceVector, state: PassState) -> None:
+    def _book_without_plugin(
+        self, queue: str, amount: ResourceVector, state: PassState, job: JobInput | None = None
+    ) -> None:
         """Without a queue plugin the numbers are still reported: the session books them."""
         if self.queue_plugin is None and state.model is not None:
             state.model.on_allocated(queue, amount)
+            if job is not None:
+                allocated_from_inqueue(state.model, queue, job.inqueue, amount)
 
     # ------------------------------------------------------------------ the gang
 

@@ -124,6 +124,7 @@ class Session(SessionReads):
             given.facts.starving, lambda key: g.queue if (g := podgroups.get(key)) else None
         )
         self.admitted_now: set[str] = set()
+        self.enqueued_now: dict[str, ResourceVector | None] = {}  # -> its minResources
         # gang -> its elastic members waiting for a slot (the facts', and those seen now).
         self.elastic_waiting: dict[str, frozenset[str]] = dict(given.facts.elastic_waiting)
         self.promised: dict[str, frozenset[str]] = {}
@@ -266,6 +267,20 @@ class Session(SessionReads):
         self.policy.task_deallocated(queue, request, self.state)
         self.version += 1
 
+    def _counted_inqueue(self, group: PodGroupRecord) -> ResourceVector | None:
+        """What the queue's `inqueue` counts for `group` now: what job_enqueued booked this
+        session, else for an Inqueue group what its books counted at open."""
+        if group.key in self.enqueued_now:
+            return self.enqueued_now[group.key]
+        return self.queues.counted_inqueue(group.key) if group.phase == "Inqueue" else None
+
+    def _release_inqueue(self, group: PodGroupRecord) -> None:
+        """A group goes back to Pending: what its queue's `inqueue` counted for it goes."""
+        counted = self._counted_inqueue(group)
+        if counted is not None and self.state.model is not None:
+            self.state.model.release_inqueue(group.queue, counted)
+            self.version += 1
+
     # ------------------------------------------------------------------ room and victims
 
     def victims_for(
@@ -312,6 +327,8 @@ class Session(SessionReads):
         queue, key = decision.queue, decision.key
         if isinstance(decision, Waiting):
             enqueued = group.phase == "Inqueue"
+            if decision.dequeue:
+                self._release_inqueue(group)
             share = decision.share
             self.starvation.note(queue, key, share if enqueued else None, held=decision.held)
             if share is not None:
@@ -325,8 +342,11 @@ class Session(SessionReads):
                 self.evict(decision.evictions.units)
             self.admitted_now.add(key)
             # Volcano's Allocate event handlers: the queue's numbers, overcommit's.
-            self.job_allocated(job_input(self.snapshot, group), decision.held)
+            job = job_input(self.snapshot, group)
+            job.inqueue = self._counted_inqueue(group)
+            self.job_allocated(job, decision.held)
         elif isinstance(decision, Enqueued):
+            self.enqueued_now[key] = group.min_resources
             self.job_enqueued(job_input(self.snapshot, group))
             if decision.promise is not None:
                 self.promise(key, decision.promise.units)

@@ -44,6 +44,9 @@ class JobInput:
     uid: str
     sla_waiting_seconds: float | None = None  # volcano.sh/sla-waiting-time (or global), seconds
     min_resources: ResourceVector | None = None  # PodGroup spec.minResources (enqueue votes)
+    # What its queue's `inqueue` counts for it in this session (its admitted minimum not placed
+    # yet): allocated, it leaves `inqueue` as it enters `allocated` (counted once).
+    inqueue: ResourceVector | None = None
 
 
 def parse_time(text: str) -> float:

@@ -98,6 +98,8 @@ class QueuePass:
     """Pods filter let through since the pass (counted once in the model's allocated)."""
     contended: frozenset[str] = frozenset()
     """Queues that may refuse a pod now: not Open, or holding their deserved share or more."""
+    counted_inqueue: Callable[[str], ResourceVector | None] = lambda _key: None
+    """What the model's `inqueue` counts for a PodGroup (None: nothing)."""
 
     def queue_known(self, name: str) -> bool:
         return name in self.inputs
@@ -123,6 +125,7 @@ class QueueBooks:
         # Inqueue groups whose minResources count in `inqueue` and are asked by their pods
         # (the ones a pass may find beyond their queue's share, see the module docstring).
         self._asking: set[str] = set()
+        self._released: frozenset[str] = frozenset()  # of those, the last model's released
         self._primed = False
         # Each queue's last input and what it was built from (its record, its bound and pending
         # amounts, its reservations): an unchanged queue none of whose groups changed keeps it.
@@ -153,7 +156,7 @@ class QueueBooks:
             model, contended = last.model, last.contended
         else:
             model = open_queues(total, values)
-            self._release_beyond_share(snapshot, model)
+            self._released = self._release_beyond_share(snapshot, model)
             contended = frozenset(
                 name
                 for name, source in inputs.items()
@@ -162,7 +165,14 @@ class QueueBooks:
             self._last = _LastBuild(
                 total, open_queues, values, frozenset(self._asking), model, contended
             )
-        return QueuePass(model, inputs, groups_by_queue, self._phases, contended=contended)
+        return QueuePass(
+            model,
+            inputs,
+            groups_by_queue,
+            self._phases,
+            contended=contended,
+            counted_inqueue=self.counted_inqueue,
+        )
 
     def inputs(
         self,
@@ -236,14 +246,24 @@ class QueueBooks:
         self._elastic = {}
         self._held_before = set()
         self._asking = set()
+        self._released = frozenset()
         self._built = {}
         self._touched_queues = set()
         self._changed_groups = set()
         self._last = None
 
-    def _release_beyond_share(self, snapshot: Snapshot, model: ShareModel) -> None:
+    def counted_inqueue(self, key: str) -> ResourceVector | None:
+        """What the last built model's `inqueue` counts for PodGroup `key` (None: nothing)."""
+        found = self._contrib.get(key)
+        if found is None or key in self._released:
+            return None
+        return found.inqueue
+
+    def _release_beyond_share(self, snapshot: Snapshot, model: ShareModel) -> frozenset[str]:
         """An Inqueue group that cannot be allocated at its queue's share however empty the
-        queue were does not hold the queue's room (module docstring): its `inqueue` goes."""
+        queue were does not hold the queue's room (module docstring): its `inqueue` goes.
+        Returns the groups released."""
+        released = set()
         for key in self._asking:
             contribution = self._contrib[key]
             group = snapshot.podgroups.get(key)
@@ -251,6 +271,8 @@ class QueueBooks:
                 continue
             if model.beyond_limit(contribution.queue, group.min_resources):
                 model.release_inqueue(contribution.queue, contribution.inqueue)
+                released.add(key)
+        return frozenset(released)
 
     def _refresh(self, snapshot: Snapshot, key: str, held: ResourceVector | None) -> None:
         group = snapshot.podgroups.get(key)

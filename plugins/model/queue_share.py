@@ -47,6 +47,7 @@ __all__ = [
     "QueueShare",
     "ShareModel",
     "VictimJudge",
+    "allocated_from_inqueue",
     "effective_capability",
     "fmt",
     "freed_dims",
@@ -256,6 +257,15 @@ def sum_vectors(vectors: Iterable[ResourceVector]) -> ResourceVector:
     for vector in vectors:
         total += vector
     return total
+
+
+def allocated_from_inqueue(
+    model: ShareModel, queue: str, inqueue: ResourceVector | None, held: ResourceVector
+) -> None:
+    """A job whose admitted minimum its queue's `inqueue` counted (`inqueue`) was allocated
+    `held`: what it holds of that leaves `inqueue`, so its room is counted once (allocated)."""
+    if inqueue is not None:
+        model.release_inqueue(queue, inqueue.saturating_sub(inqueue.saturating_sub(held)))
 
 
 def requested_dims(request: ResourceVector) -> list[str]:

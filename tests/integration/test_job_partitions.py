@@ -100,7 +100,8 @@ async def test_partitions_label_pods_shape_the_podgroup_and_restart_alone() -> N
 
 
 async def test_restart_partition_for_a_task_without_partitions_kills_nothing() -> None:
-    """Volcano skips a partition kill it finds no partition for: the status is untouched."""
+    """Volcano skips a partition kill it finds no partition for: nothing restarts, the job is
+    only synced (its counts include the failed pod)."""
     async with running([JOB]) as (client, _):
         body = partitioned_job()
         body["spec"]["tasks"][1]["policies"] = [
