@@ -3,8 +3,10 @@
 It starts `vulcan sim up --with-extender --with-controllers` (4 hollow nodes x 32 cpu, a short
 pod eviction timeout so a failed node's pods are evicted within the soak), submits the workload
 of `bench.soak_workload` for `--duration` from `--seed`, watches the API server and checks the
-invariants of `bench.soak_checker` continuously, then accounts for every submitted object and
-prints what happened and every violation. Exits 1 on any violation. The last line:
+invariants of `bench.soak_checker` continuously (and, from the extender's /debug/invariants,
+each queue accounting invariant a scheduling pass broke: `inqueue-over-capability`,
+`allocated-over-capability`, `victim-promised-twice`), then accounts for every submitted object
+and prints what happened and every violation. Exits 1 on any violation. The last line:
 
     soak_seconds=<S> gangs_completed=<N> evictions=<E> violations=<V> worst_partial_s=<W>
 
@@ -195,14 +197,16 @@ async def soak(args: argparse.Namespace, out=sys.stdout) -> int:
 
 async def _tick(checker: Checker, out, sim: SimCluster, check_memo: bool = False) -> None:
     """Re-evaluates the cross-kind invariants; says each new violation as soon as it is seen,
-    a gang's with what the extender thinks of it at that moment (its debug view). With
-    `check_memo`, each difference the extender's memo check found is a violation too."""
+    a gang's with what the extender thinks of it at that moment (its debug view). Each queue
+    accounting invariant a scheduling pass broke is a violation of its kind; with `check_memo`,
+    so is each difference the extender's memo check found."""
     told = 0
-    memo_seen = 0
+    memo_seen = breaches_seen = 0
     while True:
         await asyncio.sleep(TICK)
         now = time.monotonic()
         checker.tick(now)
+        breaches_seen = await _breaches(checker, sim, breaches_seen, now)
         if check_memo:
             memo_seen = await _memo_divergences(checker, sim, memo_seen, now)
         while told < len(checker.violations):
@@ -228,6 +232,22 @@ async def _memo_divergences(checker: Checker, sim: SimCluster, seen: int, now: f
     for found in recent[max(0, len(recent) - (count - seen)) :] if count > seen else []:
         detail = f"with the memo {found.get('withMemo')}, without it {found.get('without')}"
         checker.record(Violation(MEMO_DIVERGENCE, str(found.get("group")), now, now, detail, now))
+    return max(seen, count)
+
+
+async def _breaches(checker: Checker, sim: SimCluster, seen: int, now: float) -> int:
+    """Each accounting invariant a scheduling pass broke since `seen` (the extender's
+    /debug/invariants: `inqueue-over-capability`, `allocated-over-capability`,
+    `victim-promised-twice`), recorded as a violation of its kind; the count seen now."""
+    books = await sim.extender_debug("/debug/invariants")
+    if not books:
+        return seen
+    count = int(books.get("breaches") or 0)
+    recent = list(books.get("recent") or [])
+    for found in recent[max(0, len(recent) - (count - seen)) :] if count > seen else []:
+        detail = f"booking of {found.get('job')}: {found.get('detail')}"
+        kind, subject = str(found.get("kind")), str(found.get("subject"))
+        checker.record(Violation(kind, subject, now, now, detail, now))
     return max(seen, count)
 
 

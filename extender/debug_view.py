@@ -4,6 +4,8 @@
     GET /debug/queues                     every queue as the last scheduling pass computed it
     GET /debug/memo                       the scheduling memo's mode and, with
                                           --scheduler-memo=check, its divergences
+    GET /debug/invariants                 the accounting invariants passes broke (any is a
+                                          bug): {"breaches": n, "recent": [...]}
 
 Why: the answer to "why is my job still pending?" is partly in this process only (the gang
 ledger, the held binds and their timers, the backoff after a timeout, the deserved shares of
@@ -202,4 +204,11 @@ def add_debug_routes(app: web.Application, gangs: GangScheduler) -> None:
 
     app.router.add_get("/debug/gangs/{namespace}/{name}", gang)
     app.router.add_get("/debug/queues", queues)
+
+    async def invariants(request: web.Request) -> web.Response:
+        runner = gangs.runner
+        recent = [b.describe() for b in runner.breaches]
+        return _answer({"breaches": runner.breach_count, "recent": recent})
+
     app.router.add_get("/debug/memo", memo)
+    app.router.add_get("/debug/invariants", invariants)

@@ -99,6 +99,7 @@ class Extender:
             observe_pass=metrics.schedule_pass_duration.observe,
         )
         gangs.runner.counter = metrics.memo_divergences
+        gangs.runner.breach_counter = metrics.accounting_breaches
         metrics.registry.register(QueueCollector(lambda: gangs.queue_pass))
         warning = check_timeouts(args.gang_timeout, args.scheduler_bind_timeout)
         if warning:

@@ -171,6 +171,14 @@ class ExtenderMetrics:
             "(--scheduler-memo=check; any is a bug).",
             registry=self.registry,
         )
+        self.accounting_breaches = Counter(
+            "vulcan_accounting_breaches",
+            "Bookings of a scheduling pass that broke a queue accounting invariant "
+            "(inqueue-over-capability, allocated-over-capability, victim-promised-twice; any "
+            "is a bug).",
+            ["kind"],
+            registry=self.registry,
+        )
         # Installed by the process (gc callbacks are process-wide), not by every server.
         self.gc_pauses = GcPauseTimer(self.registry)
 

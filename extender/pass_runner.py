@@ -2,7 +2,9 @@
 `--scheduler-memo` says: `on` (a pass costs what changed), `off` (everything decided afresh
 every pass), or `check` (both, every pass, compared: a difference is a memo bug, logged, counted
 in `vulcan_scheduler_memo_divergences_total`, kept for the debug view, and the pass without the
-memo is the one applied, the memo starting over)."""
+memo is the one applied, the memo starting over). The accounting invariants a pass's bookings
+broke (`plugins.framework.books_check`: any is a bug) are logged, counted in
+`vulcan_accounting_breaches_total` and kept for the debug view too."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from typing import Any
 
 from prometheus_client import Counter
 
+from plugins.framework.books_check import Breach
 from plugins.framework.decisions import Decision, Grown
 from plugins.framework.memo import Memo
 from plugins.framework.pass_input import PassInput
@@ -50,6 +53,9 @@ class PassRunner:
     divergences: deque[Divergence] = field(default_factory=lambda: deque(maxlen=100))
     divergence_count: int = 0
     counter: Counter | None = None
+    breaches: deque[Breach] = field(default_factory=lambda: deque(maxlen=100))
+    breach_count: int = 0
+    breach_counter: Counter | None = None
 
     def forget(self) -> None:
         """A new conf: nothing the memo kept holds."""
@@ -58,6 +64,20 @@ class PassRunner:
     def run(self, given: PassInput, policy: Policy, changed: set[str]) -> PassResult:
         """The pass's result: its decisions to apply (with the memo: only those taken, not
         those kept)."""
+        result = self._run(given, policy, changed)
+        if result.breaches:
+            self._breached(result.breaches)
+        return result
+
+    def _breached(self, found: list[Breach]) -> None:
+        self.breach_count += len(found)
+        for breach in found:
+            self.breaches.append(breach)
+            if self.breach_counter is not None:
+                self.breach_counter.labels(kind=breach.kind).inc()
+            log.error("scheduling invariant broken: %s", breach.describe())
+
+    def _run(self, given: PassInput, policy: Policy, changed: set[str]) -> PassResult:
         if self.mode == "off":
             return run_pass(given, policy)
         if self.mode == "on":

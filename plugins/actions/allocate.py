@@ -10,7 +10,9 @@ minResources of the queue's gangs that wait only for its share in the queue's `i
 
 Before placing, a gang backing off after a gang timeout waits, and so does one whose member
 lacks the bind entry's marker (kube-scheduler would bind it past the barrier), and one that needs
-members kube-scheduler never sends to vulcan (`plugins.model.unserved`; Inqueue, it is dequeued)."""
+members kube-scheduler never sends to vulcan (`plugins.model.unserved`; Inqueue, it is dequeued).
+An Inqueue gang whose minimum its queue's share can no longer hold is dequeued too: its room
+goes back to the queue, and the enqueue votes refuse it until the share can hold it."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING
 from core.api import markers
 from core.records import PodGroupRecord
 from plugins.actions import enqueue
-from plugins.actions.starvation import hold_reason, holds, waits_for_share
+from plugins.actions.starvation import hold_reason, holds, waits_for_room, waits_for_share
 from plugins.actions.whole_gang import allocate_gang
 from plugins.framework.decisions import ALLOCATE, ENQUEUE, Admitted, Decision, Waiting
 from plugins.model import gang as gangs
@@ -46,6 +48,13 @@ def allocate_job(ssn: Session, group: PodGroupRecord, view: GangView) -> Decisio
         reason = f"gang {key}: {unserved}"
         dequeue = group.phase == "Inqueue"
         return Waiting(key, queue, ALLOCATE, NAME, reason=reason, dequeue=dequeue)
+    if key in ssn.queues.released and group.min_resources is not None:
+        # Its queue's share fell below its minimum since it was enqueued: it could not be
+        # allocated, and Inqueue it would hold the room the queue's other work could use (the
+        # session opened without it in the queue's `inqueue`).
+        beyond = ssn.beyond_limit(queue, group.min_resources)
+        reason = f"gang {key}: waiting for admission: {beyond}; back to Pending"
+        return Waiting(key, queue, ALLOCATE, NAME, reason=reason, dequeue=True)
     waiting = ssn.backoff(key) or unmarked_member(ssn, group)
     if waiting is not None:
         return Waiting(key, queue, ALLOCATE, NAME, reason=waiting)
@@ -73,12 +82,13 @@ def allocate_job(ssn: Session, group: PodGroupRecord, view: GangView) -> Decisio
         admission = allocate_gang(ssn, group, view, job)
     plan = admission.plan
     if plan is None or admission.reason is not None:
-        # A gang its queue has not enqueued (refused by the enqueue votes) is no starving gang:
-        # holding the queue keeps its enqueued gangs (and their `inqueue`) waiting, so the
-        # hold could not give it its room. It waits at enqueue as in Volcano.
+        # Waiting only for its queue's share (enqueued), or refused at enqueue only by what
+        # its queue holds now: it may be the queue's starving gang (`starvation`).
         share = None
         if not admission.at_enqueue and waits_for_share(ssn, group, view):
             share = still_asks(group, view)
+        elif admission.at_enqueue and waits_for_room(ssn, group, admission.refused_by):
+            share = group.min_resources  # (not counted in `inqueue`: nothing to lift)
         return Waiting(key, queue, ALLOCATE, NAME, reason=admission.reason or "", share=share)
     requests = {pod.key: pod.requests for pod in view.members}
     held = sum_vectors(requests[pod_key] for pod_key in plan.slots)

@@ -16,9 +16,8 @@ gangs' elastic members do not grow, so the queue drains for it (its running work
 taken back by reclaim); it then runs whole and the others follow. A gang whose minimum exceeds
 what the queue may hold now is never the target (it could not use the room; the others use it
 meanwhile, as the enqueue votes let them), nor one refused for any other reason (not
-valid yet, no room on the nodes, backing off, not enqueued yet: a gang the enqueue votes refuse
-waits for the queue's `inqueue`, which a hold keeps as it is), so the queue is held only while
-holding it helps.
+valid yet, no room on the nodes, backing off, refused at enqueue by another vote than its
+queue's), so the queue is held only while holding it helps.
 
 The hold is not for ever: the queue's work may outlast it (long-running pods, higher-priority
 gangs that keep coming first). Hold phases of `HOLD_SECONDS` alternate with backfill phases of
@@ -39,6 +38,13 @@ come once its first task finished counts as elastic too, and must run for the jo
 A gang partly placed (members lost to a node failure, a deletion, a restarted task, its others
 still running) is not held either: only its missing members make it whole again.
 
+A gang not enqueued yet may starve too (`waits_for_room`): refused at enqueue only by what its
+queue holds now (allocated and the `inqueue` of its enqueued gangs) while its minimum alone fits
+what the queue may hold: a big job behind a stream of small ones, or one whose share fell
+after it was enqueued (dequeued, `plugins.actions.allocate`). In a hold phase its queue's later
+jobs are not enqueued either (`held_at_enqueue`, the last session's election: this one's is
+made as it goes), so the queue's room only frees for it.
+
 Pure functions: no I/O.
 """
 
@@ -54,7 +60,16 @@ from plugins.model.gang import GangView
 if TYPE_CHECKING:
     from plugins.framework.session import Session
 
-__all__ = ["HOLD_SECONDS", "Starvation", "held_for", "hold_reason", "holds", "waits_for_share"]
+__all__ = [
+    "HOLD_SECONDS",
+    "Starvation",
+    "held_at_enqueue",
+    "held_for",
+    "hold_reason",
+    "holds",
+    "waits_for_room",
+    "waits_for_share",
+]
 
 
 def waits_for_share(ssn: Session, group: PodGroupRecord, view: GangView) -> bool:
@@ -70,7 +85,31 @@ def waits_for_share(ssn: Session, group: PodGroupRecord, view: GangView) -> bool
     if demand.is_zero() or ssn.allocatable(group.queue, demand) is None:
         return False
     minimum = group.min_resources if group.min_resources is not None else demand
-    return not ssn.beyond_limit(group.queue, minimum)
+    return ssn.beyond_limit(group.queue, minimum) is None
+
+
+def waits_for_room(ssn: Session, group: PodGroupRecord, refused_by: str) -> bool:
+    """Whether the gang, refused at enqueue by plugin `refused_by`, waits only for its queue's
+    room: the queue's plugin refused it while its minimum alone fits what the queue may hold."""
+    if ssn.state.model is None or group.min_resources is None:
+        return False
+    if refused_by != ssn.policy.queue_model:
+        return False
+    return ssn.fits_alone(group.queue, group.min_resources)
+
+
+def held_at_enqueue(ssn: Session, key: str, queue: str) -> str | None:
+    """The starving gang `queue` is held for at enqueue now (a hold phase) when it is not gang
+    `key`: this session's, else the one the last session left."""
+    ssn.read(("standing", queue))
+    found = ssn.starvation.standing(queue)
+    if found is None:
+        return None
+    ssn.clock_read()  # hold and backfill phases follow the time
+    target, since = found
+    if target == key or ssn.group(target) is None:
+        return None
+    return target if holds(since if since >= 0 else ssn.now, ssn.now) else None
 
 
 def held_for(target: str, queue: str) -> str:

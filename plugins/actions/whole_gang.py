@@ -46,13 +46,14 @@ _ZERO = ResourceVector()
 class Admission:
     """The answer for one gang: a placement (`plan`, ok) reached on the idle room, on the room
     being freed, or after `evictions`; or why not (`reason`); `at_enqueue`: refused by the
-    enqueue votes (a gang its queue has not enqueued yet)."""
+    enqueue votes (a gang its queue has not enqueued yet), by `refused_by`."""
 
     plan: Plan | None = None
     evictions: Evictions | None = None
     reason: str | None = None
     demand: ResourceVector = _ZERO
     at_enqueue: bool = False
+    refused_by: str = ""  # the plugin whose vote refused it at enqueue
 
 
 def allocate_gang(ssn: Session, group: PodGroupRecord, view: GangView, job: JobInput) -> Admission:
@@ -76,7 +77,9 @@ def allocate_gang(ssn: Session, group: PodGroupRecord, view: GangView, job: JobI
         promise = enqueue_by_eviction(ssn, job)
         if promise is None:
             return Admission(
-                reason=f"gang {key}: waiting for admission: {refused}", at_enqueue=True
+                reason=f"gang {key}: waiting for admission: {refused}",
+                at_enqueue=True,
+                refused_by=refusal.plugin,
             )
     # From here on the answer depends on the rest of the cluster.
     per_task = gang_ready.missing_task_members(view)

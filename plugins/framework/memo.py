@@ -109,6 +109,7 @@ class Memo:
             last.phases,
             contended=last.contended,
             counted_inqueue=last.counted_inqueue,
+            released=last.released,
         )
 
     def victims(self, given: PassInput) -> Callable[[str], list[VictimUnit]]:
@@ -148,6 +149,7 @@ class Memo:
             pristine.phases,
             contended=pristine.contended,
             counted_inqueue=pristine.counted_inqueue,
+            released=pristine.released,
         )
         state = dataclasses.replace(
             last.state, model=queues.model, used=dict(self._open_used), now=given.now

@@ -125,6 +125,10 @@ class VictimPool:
                 found.append(unit)
         return found
 
+    def promised_to(self, pod: str) -> str | None:
+        """The job `pod` is promised to, if any."""
+        return self._promised_to.get(pod)
+
     def take(self, units: Iterable[VictimUnit], job: str | None = None) -> None:
         """`units` go (evicted) or are promised to `job`: no other job may count on them."""
         for unit in effective_units(units):

@@ -6,10 +6,11 @@ share model, the cluster's sums), the room and victims the session's decisions t
 decisions, in the order taken. What one action takes the next sees here, never through the
 extender, which applies the decisions after the session closes.
 
-Every question to the policy goes through the session (`allocatable`, `enqueue_refusal`, ...),
-which logs it with its answer for the memo when a decision is being read
-(`plugins.framework.reads`): the policy code declares its inputs by asking, and knows nothing
-of caching. Pure: no I/O.
+Every question to the policy goes through the session (`allocatable`, `enqueue_refusal`, ...:
+`plugins.framework.session_answers`), which logs it with its answer for the memo when a decision
+is being read (`plugins.framework.reads`): the policy code declares its inputs by asking, and
+knows nothing of caching. Each booking is checked against the queues' accounting invariants
+(`plugins.framework.books_check`). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -21,6 +22,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from core.records import PodGroupRecord
 from core.resources import ResourceVector
+from plugins.framework.books_check import (
+    VICTIM_PROMISED_TWICE,
+    Breach,
+    booking_breaches,
+    books_before,
+)
 from plugins.framework.decisions import (
     Admitted,
     Adopted,
@@ -31,17 +38,14 @@ from plugins.framework.decisions import (
     Waiting,
 )
 from plugins.framework.extension_points import (
-    QUEUE,
     PassState,
-    Preemptor,
-    Refusal,
 )
-from plugins.framework.inputs import QUEUES, ROOM, TOTAL
+from plugins.framework.inputs import ROOM
 from plugins.framework.pass_input import PassInput, QueueWait
 from plugins.framework.policy import Policy
 from plugins.framework.reads import ReadLog
 from plugins.framework.room import Room, VictimPool
-from plugins.framework.session_reads import SessionReads
+from plugins.framework.session_answers import PolicyAnswers
 from plugins.framework.starvation_book import Starvation, inqueue_lifted
 from plugins.model.gang import GangView
 from plugins.model.job_input import job_input
@@ -85,16 +89,18 @@ class _NoJobs:
 class PassResult:
     """What a closed session hands the extender: its decisions in the order taken, the queues
     as it closed them (status, metrics, the filter's queue checks until the next pass), the
-    queues' starvation, and the pods promised to jobs enqueued on a promise of eviction."""
+    queues' starvation, the pods promised to jobs enqueued on a promise of eviction, and the
+    accounting invariants its bookings broke (any is a bug)."""
 
     decisions: list[Decision]
     queues: QueuePass
     state: PassState
     starving: dict[str, QueueWait]
     promised: dict[str, frozenset[str]] = field(default_factory=dict)
+    breaches: list[Breach] = field(default_factory=list)
 
 
-class Session(SessionReads):
+class Session(PolicyAnswers):
     def __init__(
         self,
         given: PassInput,
@@ -129,6 +135,7 @@ class Session(SessionReads):
         self.elastic_waiting: dict[str, frozenset[str]] = dict(given.facts.elastic_waiting)
         self.promised: dict[str, frozenset[str]] = {}
         self.decisions: list[Decision] = []
+        self.breaches: list[Breach] = []  # invariants its bookings broke (`books_check`)
         self.log: ReadLog | None = None  # the reads of the decision being taken (the memo's)
         # Moves whenever the numbers the plugins read change (a booking, a lifted `inqueue`):
         # an answer is the same for the same question within one version.
@@ -157,83 +164,6 @@ class Session(SessionReads):
         reason, until = found
         self._due(until)
         return reason
-
-    # ------------------------------------------------------------------ the policy's answers
-
-    def job_order_key(self, job: JobInput) -> tuple[Any, ...]:
-        return self.policy.job_order_key(job, self.state)
-
-    def queue_order(self, names: Iterable[str]) -> list[str]:
-        return self.policy.queue_order(self.state, names)
-
-    def job_valid(self, view: GangView) -> str | None:
-        return self.policy.job_valid(view)  # the gang's own: its version covers it
-
-    def job_ready(self, view: GangView) -> bool:
-        return self.policy.job_ready(view)
-
-    def enqueue_refusal(self, job: JobInput) -> Refusal | None:
-        if self.policy.clock_dependent:
-            self.clock_read()
-        return self._answer(
-            ("enqueue", self.policy.enqueue_key(job)),
-            lambda s: s.policy.enqueue_refusal(job, s.state),
-            self.policy.inputs("job_enqueueable"),
-            job.queue,
-        )
-
-    def allocatable(self, queue: str, request: ResourceVector) -> str | None:
-        return self._answer(
-            ("allocatable", queue, request),
-            lambda s: s.policy.allocatable(queue, request, s.state),
-            self.policy.inputs("allocatable"),
-            queue,
-        )
-
-    def preemptive(self, queue: str, request: ResourceVector) -> bool:
-        return self._answer(
-            ("preemptive", queue, request),
-            lambda s: s.policy.preemptive(queue, request, s.state),
-            self.policy.inputs("preemptive"),
-            queue,
-        )
-
-    def overused(self, queue: str) -> bool:
-        return self._answer(
-            ("overused", queue),
-            lambda s: s.policy.overused(queue, s.state),
-            self.policy.inputs("overused"),
-            queue,
-        )
-
-    def beyond_limit(self, queue: str, minimum: ResourceVector) -> bool:
-        model = self.state.model
-        if model is None:
-            return False
-        return self._answer(
-            ("beyond", queue, minimum),
-            lambda s: s.state.model is not None and s.state.model.beyond_limit(queue, minimum),
-            frozenset({QUEUE}),  # the model's own: the queue's numbers alone
-            queue,
-        )
-
-    def preemptable(self, preemptor: Preemptor, units: Sequence[VictimUnit]) -> list[VictimUnit]:
-        if not units:
-            return []
-        self.read(QUEUES)
-        self.read(TOTAL)
-        return self.policy.preemptable(preemptor, units, self.state)
-
-    def reclaimable(self, preemptor: Preemptor, units: Sequence[VictimUnit]) -> list[VictimUnit]:
-        if not units:
-            return []
-        self.read(QUEUES)
-        self.read(TOTAL)
-        return self.policy.reclaimable(preemptor, units, self.state)
-
-    def queue_read(self, queue: str) -> None:
-        """A decision reads the queue's numbers themselves (not through a question)."""
-        self.read(("queue", queue))
 
     # ------------------------------------------------------------------ bookings
 
@@ -309,6 +239,11 @@ class Session(SessionReads):
 
     def promise(self, key: str, units: Iterable[VictimUnit]) -> None:
         units = list(units)
+        for pod in sorted({p for unit in units for p in unit.pods}):
+            other = self.victims.promised_to(pod)
+            if other is not None and other != key:
+                detail = f"promised to {key} while promised to {other}"
+                self.breaches.append(Breach(VICTIM_PROMISED_TWICE, pod, key, detail))
         self.victims.take(units, job=key)
         self.promised[key] = frozenset(p for unit in units for p in unit.pods)
 
@@ -330,7 +265,13 @@ class Session(SessionReads):
             if decision.dequeue:
                 self._release_inqueue(group)
             share = decision.share
-            self.starvation.note(queue, key, share if enqueued else None, held=decision.held)
+            self.starvation.note(
+                queue,
+                key,
+                share if enqueued else None,
+                held=decision.held,
+                starving=share is not None,
+            )
             if share is not None:
                 self.starvation.starve(queue, key, self.now)
             return
@@ -344,10 +285,16 @@ class Session(SessionReads):
             # Volcano's Allocate event handlers: the queue's numbers, overcommit's.
             job = job_input(self.snapshot, group)
             job.inqueue = self._counted_inqueue(group)
+            before = books_before(self.state.model, queue)
             self.job_allocated(job, decision.held)
+            if not replayed:
+                self.breaches += booking_breaches(self.state.model, before, key)
         elif isinstance(decision, Enqueued):
             self.enqueued_now[key] = group.min_resources
+            before = books_before(self.state.model, queue)
             self.job_enqueued(job_input(self.snapshot, group))
+            if not replayed:
+                self.breaches += booking_breaches(self.state.model, before, key)
             if decision.promise is not None:
                 self.promise(key, decision.promise.units)
             if not self.policy.has("gang"):
@@ -361,7 +308,10 @@ class Session(SessionReads):
             self.room.take({decision.pod: decision.node}, {decision.pod: decision.request})
             if decision.evictions is not None:
                 self.evict(decision.evictions.units)
+            before = books_before(self.state.model, queue)
             self.task_allocated(queue, decision.request)
+            if not replayed:
+                self.breaches += booking_breaches(self.state.model, before, key)
 
     def close(self) -> PassResult:
         return PassResult(
@@ -370,6 +320,7 @@ class Session(SessionReads):
             self.state,
             self.starvation.close(),
             self.promised,
+            self.breaches,
         )
 
     def group(self, key: str) -> PodGroupRecord | None:

@@ -20,8 +20,9 @@ it without `proportion`, else `proportion`, Volcano's default). What each queue 
   (its deserved share, for proportion): such a gang cannot be placed whatever its queue's other
   work does, and holding the queue's room for it refused every other gang of the queue for as
   long as the other queues' demand kept its share down (issue 31's soak; Volcano's own open
-  issues 4617 and 5006). It holds the room again once its share could take it, so the queue's
-  work drains for it and it is not starved.
+  issues 4617 and 5006). The session's allocate action dequeues it (back to Pending) in the
+  same pass, so the queues' books and the PodGroups' phases agree (`QueuePass.released`); the
+  enqueue votes then refuse it until its queue's share can hold its minimum.
 - `elastic`: for each group, what its placed members (bound, or holding a reservation) hold
   beyond what it needs to start (`plugins.model.elastic.elastic_resources`): enqueue subtracts it,
   as Volcano's proportion and capacity do, since reclaim and preempt take it back first.
@@ -100,6 +101,9 @@ class QueuePass:
     """Queues that may refuse a pod now: not Open, or holding their deserved share or more."""
     counted_inqueue: Callable[[str], ResourceVector | None] = lambda _key: None
     """What the model's `inqueue` counts for a PodGroup (None: nothing)."""
+    released: frozenset[str] = frozenset()
+    """Inqueue groups whose minResources alone exceed their queue's share now: not counted in
+    its `inqueue` (the module docstring), to be dequeued."""
 
     def queue_known(self, name: str) -> bool:
         return name in self.inputs
@@ -172,6 +176,7 @@ class QueueBooks:
             self._phases,
             contended=contended,
             counted_inqueue=self.counted_inqueue,
+            released=self._released,
         )
 
     def inputs(

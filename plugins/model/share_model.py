@@ -93,20 +93,43 @@ class QueueShares:
                         part += f", elastic {fmt(d, share.elastic.get(d))}"
                     parts.append(part)
                 return f"{self._who(queue, name)} cannot hold minResources: " + "; ".join(parts)
+        # Beyond Volcano: a job whose minimum alone exceeds what allocate lets its queue hold
+        # now could not be allocated, and enqueued it would only hold the queue's room.
+        return self.beyond_limit(queue, min_resources)
+
+    def beyond_limit(self, queue: str, min_resources: ResourceVector) -> str | None:
+        """Why `min_resources` alone exceed what allocate lets the queue (or, hierarchical
+        capacity, an ancestor) hold now (`_limit`: its deserved share, for proportion), if
+        they do: a gang needing that much cannot be allocated whatever the queue's other work
+        does."""
+        if queue not in self.shares:
+            return None
+        need = strip_pods(min_resources)
+        for name in self.chain(queue):
+            limit = self._limit(self.shares[name])
+            short = [d for d in requested_dims(need) if need.get(d) > limit.get(d)]
+            if short:
+                parts = [
+                    f"{d} need {fmt(d, need.get(d))}, {self._limit_name} {fmt(d, limit.get(d))}"
+                    for d in short
+                ]
+                return (
+                    f"{self._who(queue, name)} cannot hold minResources within its "
+                    f"{self._limit_what}: " + "; ".join(parts)
+                )
         return None
 
-    def beyond_limit(self, queue: str, min_resources: ResourceVector) -> bool:
-        """Whether `min_resources` alone exceed what allocate lets the queue (or, hierarchical
-        capacity, an ancestor) hold now (`_limit`: its deserved share, for proportion): a gang
-        needing that much cannot be allocated whatever the queue's other work does."""
-        if queue not in self.shares:
+    def fits_alone(self, queue: str, min_resources: ResourceVector) -> bool:
+        """Whether enqueue would take `min_resources` were the queue (and its ancestors)
+        holding nothing: open, within realCapability and within `beyond_limit`."""
+        if self._reject(queue) is not None:
             return False
         need = strip_pods(min_resources)
-        return any(
-            need.get(d) > self._limit(self.shares[name]).get(d)
-            for name in self.chain(queue)
-            for d in requested_dims(need)
-        )
+        for name in self.chain(queue):
+            real = self.shares[name].real_capability
+            if any(need.get(d) > real.get(d) for d in requested_dims(need)):
+                return False
+        return self.beyond_limit(queue, min_resources) is None
 
     def release_inqueue(self, queue: str, amount: ResourceVector) -> None:
         """Take `amount` out of the queue's (and its ancestors') `inqueue`; floored at 0."""

@@ -17,6 +17,7 @@ from extender.debug_view import add_debug_routes, gang_view, queues_view
 from extender.flags import add_extender_flags
 from extender.gang_verbs import GangVerbs
 from extender.protocol import BindingArgs
+from plugins.framework.books_check import VICTIM_PROMISED_TWICE, Breach
 from tests.helpers import until
 from tests.integration.test_gang_scheduler import add_gpu_node, started, worker
 
@@ -97,6 +98,22 @@ async def test_the_views_of_a_holding_gang_a_refused_gang_and_the_queues(
             assert response.status == 200 and (await response.json())["waiting"] == ["default"]
             missing = await http.get("/debug/gangs/default/nothing")
             assert missing.status == 404 and "error" in await missing.json()
+            # The passes broke no accounting invariant; one they would, the view tells.
+            response = await http.get("/debug/invariants")
+            assert await response.json() == {"breaches": 0, "recent": []}
+            gangs.runner._breached([Breach(VICTIM_PROMISED_TWICE, "default/x", "default/b", "d")])
+            response = await http.get("/debug/invariants")
+            assert await response.json() == {
+                "breaches": 1,
+                "recent": [
+                    {
+                        "kind": "victim-promised-twice",
+                        "subject": "default/x",
+                        "job": "default/b",
+                        "detail": "d",
+                    }
+                ],
+            }
         gangs.barrier.release("default/job", "test over")
         with pytest.raises(Exception, match="test over"):
             await bind

@@ -7,16 +7,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.records import PodGroupRecord
+from core.cache import ClusterCache
+from core.records import PodGroupRecord, QueueRecord
+from plugins.framework.decisions import Waiting
 from plugins.framework.memo import Memo
 from tests.session_harness import ok, reason, run
+from tests.unit.test_gang_placement import node
 from tests.unit.test_run_pass import cluster, member, session_of
 
 
-def _group(name: str, phase: str, cpu: str) -> PodGroupRecord:
+def _group(name: str, phase: str, cpu: str, queue: str = "q") -> PodGroupRecord:
     body: dict[str, Any] = {
         "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"},
-        "spec": {"queue": "q", "minMember": 1, "minResources": {"cpu": cpu}},
+        "spec": {"queue": queue, "minMember": 1, "minResources": {"cpu": cpu}},
         "status": {"phase": phase},
     }
     return PodGroupRecord(body)
@@ -56,3 +59,40 @@ def test_a_second_inqueue_gang_counted_once_too() -> None:
     assert all(ok(d) for d in result.decisions), [reason(d) for d in result.decisions]
     share = result.queues.model.shares["q"]
     assert (share.allocated.cpu, share.inqueue.cpu) == (6_000, 0)
+
+
+def _two_queues() -> Any:
+    """8 cpu between queues q and b (weight 1 each; b asks 8): q deserves 4. In q, `big`
+    (Inqueue, minResources 6, its two pods there) and `small` (2 cpu, created after it)."""
+    cache = ClusterCache()
+    for name in ("n1", "n2"):
+        cache.on_node_add(node(name, cpu="4"))
+    for name in ("q", "b"):
+        cache.on_queue_add(QueueRecord({"metadata": {"name": name}, "spec": {"weight": 1}}))
+    big = _group("big", "Inqueue", "6")
+    small = _group("small", "Pending", "2")
+    other = _group("other", "Pending", "8", queue="b")
+    for group in (big, small, other):
+        cache.on_podgroup_add(group)
+    for pod in (
+        member("big-0", "big", "3"),
+        member("big-1", "big", "3"),
+        member("small-0", "small", "2"),
+        member("other-0", "other", "8"),
+    ):
+        cache.on_pod_add(pod)
+    return cache.snapshot()
+
+
+def test_an_inqueue_gang_its_share_cannot_hold_goes_back_to_pending() -> None:
+    """Its room is not the queue's `inqueue` from the session's open (the gang after it is
+    enqueued on it in the same pass), and it is dequeued with the reason."""
+    for memo in (None, Memo()):
+        result = run(session_of("enqueue, allocate"), _two_queues(), memo=memo)
+        decisions = {d.key: d for d in result.decisions}
+        big = decisions["ns/big"]
+        assert isinstance(big, Waiting) and big.dequeue, big
+        assert "cannot hold minResources within its share: cpu need 6, deserves 4" in big.reason
+        assert "back to Pending" in big.reason
+        assert ok(decisions["ns/small"]), reason(decisions["ns/small"])
+        assert result.queues.model.shares["q"].inqueue.is_zero()

@@ -114,7 +114,8 @@ def test_reservations_count_as_allocated_and_waiting_groups_ask_their_min_resour
 
 
 def test_default_exists_implicitly_and_unknown_queues_are_refused() -> None:
-    snap = snapshot([group("g", "default"), group("lost", "nowhere")], [])
+    # (g asks 1 cpu, so default deserves it: enqueue also compares a minimum with the share.)
+    snap = snapshot([group("g", "default", min_cpu=1), group("lost", "nowhere")], [])
     built = built_queues(snap, {})
     assert "default" in built.inputs and built.inputs["default"].open
     assert built.model.enqueueable("default", cpu(1)) is None

@@ -230,12 +230,26 @@ def test_enqueueable_subtracts_elastic_and_names_memory() -> None:
     )
 
 
-def test_enqueueable_uses_real_capability_not_deserved() -> None:
-    # research deserves 10 cpu (weights 1:3) but may admit up to its realCapability (40).
-    model = proportion_shares(TOTAL, [research(), QueueInput("b", 3, request=HUGE)])
+def test_enqueueable_counts_inqueue_against_real_capability_not_deserved() -> None:
+    # research deserves 10 cpu (weights 1:3) but may hold up to its realCapability (40)
+    # allocated and enqueued: 6 allocated + 28 inqueue + 6 = 40.
+    model = proportion_shares(
+        TOTAL, [research(allocated=res(6), inqueue=res(28)), QueueInput("b", 3, request=HUGE)]
+    )
     assert model.shares["research"].deserved.cpu == 10_000
-    assert model.enqueueable("research", res(40)) is None
-    assert model.enqueueable("research", res(41)) is not None
+    assert model.enqueueable("research", res(6)) is None
+    refused = model.enqueueable("research", res(7))
+    assert refused is not None and "realCapability 40" in refused
+
+
+def test_enqueueable_refuses_a_minimum_beyond_the_share() -> None:
+    """Beyond Volcano: a minimum the queue's deserved share cannot hold is refused at enqueue
+    (allocate could never place it, and Inqueue it would hold the queue's room)."""
+    model = proportion_shares(TOTAL, [research(), QueueInput("b", 3, request=HUGE)])
+    assert model.enqueueable("research", res(10)) is None
+    assert model.enqueueable("research", res(11)) == (
+        "queue research cannot hold minResources within its share: cpu need 11, deserves 10"
+    )
 
 
 def test_beyond_limit_compares_the_minimum_alone_with_deserved() -> None:
@@ -244,13 +258,13 @@ def test_beyond_limit_compares_the_minimum_alone_with_deserved() -> None:
     model = proportion_shares(
         TOTAL, [research(allocated=res(6), inqueue=res(11)), QueueInput("b", 3, request=HUGE)]
     )
-    assert not model.beyond_limit("research", res(10, pods=100))
-    assert model.beyond_limit("research", res(11))
-    assert not model.beyond_limit("nope", res(11))
+    assert model.beyond_limit("research", res(10, pods=100)) is None
+    assert model.beyond_limit("research", res(11)) is not None
+    assert model.beyond_limit("nope", res(11)) is None
     # Released from inqueue (floored at 0): later enqueues no longer count it.
     model.release_inqueue("research", res(11, pods=3))
     assert model.shares["research"].inqueue.is_zero()
-    assert model.enqueueable("research", res(30)) is None
+    assert model.enqueueable("research", res(10)) is None
 
 
 def test_allocatable_reason_is_exact() -> None:
