@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from core.api import markers
 from core.records import PodGroupRecord
 from plugins.actions import enqueue
+from plugins.actions.promise import void_promise_refusal
 from plugins.actions.starvation import hold_reason, holds, waits_for_room, waits_for_share
 from plugins.actions.whole_gang import allocate_gang
 from plugins.framework.decisions import ALLOCATE, ENQUEUE, Admitted, Decision, Waiting
@@ -89,6 +90,14 @@ def allocate_job(ssn: Session, group: PodGroupRecord, view: GangView) -> Decisio
             share = still_asks(group, view)
         elif admission.at_enqueue and waits_for_room(ssn, group, admission.refused_by):
             share = group.min_resources  # (not counted in `inqueue`: nothing to lift)
+        if group.phase == "Inqueue":
+            void = void_promise_refusal(ssn, job, ssn.counted_inqueue(group))
+            if void is not None:
+                reason = (
+                    f"gang {key}: waiting for admission: the work it was enqueued to evict is "
+                    f"gone, and {void}; back to Pending"
+                )
+                return Waiting(key, queue, ALLOCATE, NAME, reason=reason, dequeue=True)
         return Waiting(key, queue, ALLOCATE, NAME, reason=admission.reason or "", share=share)
     requests = {pod.key: pod.requests for pod in view.members}
     held = sum_vectors(requests[pod_key] for pod_key in plan.slots)

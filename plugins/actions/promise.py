@@ -17,7 +17,10 @@ no longer over their share) is not admitted, and since preemption needs strictly
 two such jobs can never evict each other's work.
 
 A unit promised to a job is that job's until the promise is settled (its job placed, or the
-promise dropped): no other job is enqueued on it (`plugins.framework.room.VictimPool`).
+promise dropped): no other job is enqueued on it (`plugins.framework.room.VictimPool`). A
+promise whose work is gone (finished, deleted, lost with its node) before its job was placed
+is judged again (`void_promise_refusal`): the job stays enqueued only while the enqueue votes
+would still take it, else it goes back to Pending (its room is no longer the queue's to hold).
 
 Pure: the trial releases the units in the session's share model and overcommit sums and puts
 them back before it returns.
@@ -40,7 +43,7 @@ from plugins.model.victims import VictimUnit, effective_units, victim_order_key
 if TYPE_CHECKING:
     from plugins.framework.session import Session
 
-__all__ = ["enqueue_by_eviction", "held_by_peers"]
+__all__ = ["enqueue_by_eviction", "held_by_peers", "void_promise_refusal"]
 
 _ZERO = ResourceVector()
 
@@ -77,6 +80,21 @@ def enqueue_by_eviction(ssn: Session, job: JobInput) -> Promise | None:
             if _passes_without(ssn, job, effective_units(taken)):
                 return Promise(action, tuple(effective_units(taken)))
     return None
+
+
+def void_promise_refusal(ssn: Session, job: JobInput, inqueue: ResourceVector | None) -> str | None:
+    """Why an enqueued job whose promise of eviction is void (some promised pod is gone) would
+    not be enqueued now (the votes without its own `inqueue`), if so; None otherwise."""
+    pods = ssn.facts.promised.get(job.key)
+    if not pods:
+        return None
+    ssn.read(("victims", None))  # what became of the promised pods
+    found = ssn.snapshot.pods
+    if all((p := found.get(k)) is not None and not p.terminal and not p.deleting for k in pods):
+        return None
+    with ssn.lifted(job.queue, inqueue):
+        refusal = ssn.enqueue_refusal(job)
+    return refusal.reason if refusal is not None else None
 
 
 def _passes_without(ssn: Session, job: JobInput, gone: list[VictimUnit]) -> bool:

@@ -197,7 +197,7 @@ class Session(PolicyAnswers):
         self.policy.task_deallocated(queue, request, self.state)
         self.version += 1
 
-    def _counted_inqueue(self, group: PodGroupRecord) -> ResourceVector | None:
+    def counted_inqueue(self, group: PodGroupRecord) -> ResourceVector | None:
         """What the queue's `inqueue` counts for `group` now: what job_enqueued booked this
         session, else for an Inqueue group what its books counted at open."""
         if group.key in self.enqueued_now:
@@ -206,7 +206,7 @@ class Session(PolicyAnswers):
 
     def _release_inqueue(self, group: PodGroupRecord) -> None:
         """A group goes back to Pending: what its queue's `inqueue` counted for it goes."""
-        counted = self._counted_inqueue(group)
+        counted = self.counted_inqueue(group)
         if counted is not None and self.state.model is not None:
             self.state.model.release_inqueue(group.queue, counted)
             self.version += 1
@@ -284,7 +284,7 @@ class Session(PolicyAnswers):
             self.admitted_now.add(key)
             # Volcano's Allocate event handlers: the queue's numbers, overcommit's.
             job = job_input(self.snapshot, group)
-            job.inqueue = self._counted_inqueue(group)
+            job.inqueue = self.counted_inqueue(group)
             before = books_before(self.state.model, queue)
             self.job_allocated(job, decision.held)
             if not replayed:

@@ -96,3 +96,40 @@ def test_an_inqueue_gang_its_share_cannot_hold_goes_back_to_pending() -> None:
         assert "back to Pending" in big.reason
         assert ok(decisions["ns/small"]), reason(decisions["ns/small"])
         assert result.queues.model.shares["q"].inqueue.is_zero()
+
+
+def _promised_job(victim_exists: bool) -> Any:
+    """Queue q (capability 8 of 8 cpu) runs `other` (4 cpu, same priority: no victim) and has
+    `job` (minResources 8) enqueued on the promise of evicting `ns/low-0`."""
+    job = _group("job", "Inqueue", "8")
+    other = _group("other", "Running", "4")
+    pods = [member("job-0", "job", "4"), member("job-1", "job", "4")]
+    running = member("other-0", "other", "4")
+    running.node, running.phase = "n1", "Running"
+    pods.append(running)
+    groups = [job, other]
+    if victim_exists:
+        low = member("low-0", "low", "4")
+        low.node, low.phase = "n2", "Running"
+        groups.append(_group("low", "Running", "4"))
+        pods.append(low)
+    return cluster(groups, pods, capability="8")
+
+
+def test_a_job_whose_promised_victims_are_gone_is_judged_again() -> None:
+    """Its victim gone and the room taken, the enqueue votes would not take it now: it goes
+    back to Pending, its room no longer the queue's to hold. While the victim is there it
+    stays enqueued."""
+    promised = {"ns/job": ["ns/low-0"]}
+    result = run(session_of("enqueue, allocate"), _promised_job(False), promised=promised)
+    job = {d.key: d for d in result.decisions}["ns/job"]
+    assert isinstance(job, Waiting) and job.dequeue, job
+    assert job.reason.startswith(
+        "gang ns/job: waiting for admission: the work it was enqueued to evict is gone, and "
+        "queue q cannot hold minResources: cpu need 8, realCapability 8, allocated 4, inqueue 0"
+    )
+    assert result.queues.model.shares["q"].inqueue.is_zero()
+
+    result = run(session_of("enqueue, allocate"), _promised_job(True), promised=promised)
+    job = {d.key: d for d in result.decisions}["ns/job"]
+    assert isinstance(job, Waiting) and not job.dequeue, job
