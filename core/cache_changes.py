@@ -74,3 +74,14 @@ def _same_queue(old: QueueRecord, new: QueueRecord) -> bool:
         and old.state == new.state
         and old.closed_by_parent == new.closed_by_parent
     )
+
+
+def plain_change(pod: PodRecord | None, old: PodRecord | None) -> bool:
+    """A change of a pod in no group that frees no room: new, bound, or changed in place.
+    A deletion, or a bound pod leaving its node, finishing or terminating, frees room a
+    waiting gang may fit in, and is no plain change."""
+    if pod is None or pod.group is not None or (old is not None and old.group is not None):
+        return False
+    if old is None or old.node is None or old.terminal:
+        return True
+    return pod.node == old.node and not pod.terminal and pod.deleting == old.deleting

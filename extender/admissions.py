@@ -5,7 +5,7 @@ since the last pass (the memo's). One owner: everything else asks it."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 
 __all__ = ["Admissions"]
 
@@ -19,6 +19,7 @@ class Admissions:
         self.promises_version = 0
         self._generations: dict[str, str] = {}  # gang -> the PodGroup UID decisions were for
         self._touched: set[str] = set()
+        self.admit_listeners: list[Callable[[str], None]] = []  # called once per admission
 
     # ------------------------------------------------------------------ admitted
 
@@ -40,6 +41,8 @@ class Admissions:
         if key not in self._admitted:
             self._admitted.add(key)
             self._touched.add(key)
+            for listener in self.admit_listeners:
+                listener(key)
         self.reasons.pop(key, None)
         self.settle_promise(key)
 

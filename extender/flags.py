@@ -101,6 +101,17 @@ def add_extender_flags(parser: argparse.ArgumentParser) -> None:
         help="how long a gang that timed out waits before it may be admitted again (10s)",
     )
     parser.add_argument(
+        "--member-reach-timeout",
+        type=parse_duration,
+        default=30.0,
+        help="how long an admitted gang's members may take to reach the extender's filter: "
+        "kube-scheduler refuses a pod before it asks the extender when its own checks fail "
+        "(e.g. an unbound PersistentVolumeClaim), and a gang none of whose members comes then "
+        "loses its admission and its reserved room, with a Warning event, and backs off from "
+        "--gang-backoff, doubling (default 30s, 3x kube-scheduler's podMaxBackoffSeconds; 0: "
+        "never)",
+    )
+    parser.add_argument(
         "--bind-marker",
         type=bind_marker,
         default="",

@@ -67,6 +67,7 @@ class GangVerbs:
                 self.gangs.poke()  # not judged yet (the pass will have seen every later change)
             reason = self.gangs.reasons.get(key) or f"gang {key}: waiting for admission"
             return FilterStatus.unresolvable(reason, GANG)
+        self.gangs.reach.reached(key)
         if not self.gangs.gang_enabled:
             return None  # enqueued; without the gang plugin each member is placed on its own
         reservation = self.gangs.ledger.reservation_of(pod.key)

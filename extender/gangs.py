@@ -28,7 +28,9 @@ from collections.abc import Callable, Collection, Coroutine
 from typing import Any
 
 from core.cache import ClusterCache, Snapshot
+from core.cache_changes import plain_change
 from core.kube.client import KubeClient
+from core.kube.events import WARNING
 from core.records import PodGroupRecord, PodRecord
 from core.served import ServedPods
 from extender.admissions import Admissions
@@ -49,6 +51,7 @@ from extender.protocol import BindingArgs
 from extender.queue_gate import QueueGate
 from extender.slots import SlotWatch
 from extender.starving_queues import StarvingQueues
+from extender.unreached import NOT_REACHED, ReachWatch
 from plugins.framework.config import default_config
 from plugins.framework.node_order import Framework
 from plugins.framework.pass_input import ExtenderFacts, PassInput, Settings
@@ -138,6 +141,8 @@ class GangScheduler:
         # group -> its bound members counted once per group version (`GangVerbs.bind`).
         self.bound_counts: dict[str, tuple[Any, int, dict[str, int]]] = {}
         self.backoffs = BackoffWords(self.barrier)
+        self.reach = ReachWatch(options.member_reach_timeout, options.backoff, clock=clock)
+        self.admissions.admit_listeners.append(self.reach.admitted)
         self._wake = asyncio.Event()
         self._plain_change = False
         self._plain_timer: asyncio.TimerHandle | None = None
@@ -230,7 +235,7 @@ class GangScheduler:
         """A member bound (or gone, or finished) gives up its reservation the moment the cache
         counts it on its node (kept until the next pass, its room was counted twice). A member
         lost by a committed gang may return it to all-or-nothing (`QuorumWatch`)."""
-        self._plain_change = self.options.pacing.plain_pod_delay > 0 and _plain_change(pod, old)
+        self._plain_change = self.options.pacing.plain_pod_delay > 0 and plain_change(pod, old)
         self.quorum.pod_changed(pod_key, pod, old)
         if (pod is None or pod.node is not None or pod.terminal) and self.ledger.reservation_of(
             pod_key
@@ -277,6 +282,11 @@ class GangScheduler:
         # The pass never awaits, so no event can change the cache under it: read it in place.
         snapshot = self.cache.live_view()
         self._release_bound(snapshot)
+        for key, why in self.reach.expired(self.admissions.keys, self.ledger, self.slots):
+            self.forget_group(key, why, NOT_REACHED)
+            self.touch(key)
+            if (group := snapshot.podgroups.get(key)) is not None:
+                self.writer.group_event(group, WARNING, "MembersNotReached", why)
         self.release.release_due(set(self.admissions.keys))
         changed = self.cache.take_dirty_groups() | self.admissions.take_touched()
         for key in changed:
@@ -309,7 +319,7 @@ class GangScheduler:
             admitted=self.admissions.keys,
             ledger=self.ledger,
             releasing=self.evictor.releasing,
-            backoff=self.backoffs.now(),
+            backoff={**self.backoffs.now(), **self.reach.backoffs()},
             promised=self.admissions.promised(),
             promised_version=self.admissions.promises_version,
             starving=self.starving.queues,
@@ -368,8 +378,10 @@ class GangScheduler:
         for pod_key in self.ledger.of_group(key):
             self.ledger.release(pod_key)
         self.barrier.release(key, why, result)
-        self.writer.forget(key, gone=result in ("podgroup_deleted", "podgroup_recreated"))
+        gone = result in ("podgroup_deleted", "podgroup_recreated")
+        self.writer.forget(key, gone=gone)
         self.backoffs.forget(key)
+        self.reach.forget(key, deleted=gone)
 
     def _hold_ended(self, key: str, why: str, result: str) -> None:
         self.forget_group(key, why, result)
@@ -384,14 +396,3 @@ class GangScheduler:
     def _tasks_done(self, task: asyncio.Task[Any]) -> None:
         with contextlib.suppress(ValueError):
             self._tasks.remove(task)
-
-
-def _plain_change(pod: PodRecord | None, old: PodRecord | None) -> bool:
-    """A change of a pod in no group that frees no room: new, bound, or changed in place.
-    A deletion, or a bound pod leaving its node, finishing or terminating, frees room a
-    waiting gang may fit in, and is no plain change."""
-    if pod is None or pod.group is not None or (old is not None and old.group is not None):
-        return False
-    if old is None or old.node is None or old.terminal:
-        return True
-    return pod.node == old.node and not pod.terminal and pod.deleting == old.deleting

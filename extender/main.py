@@ -80,6 +80,7 @@ class Extender:
             options=GangOptions(
                 gang_timeout=args.gang_timeout,
                 backoff=args.gang_backoff,
+                member_reach_timeout=args.member_reach_timeout,
                 pipelined_wait=args.pipelined_wait,
                 events=EventRate(args.event_qps, args.event_burst),
                 pacing=PassPacing(

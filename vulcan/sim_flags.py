@@ -69,6 +69,13 @@ def add_up_flags(parser: argparse.ArgumentParser) -> None:
         default=10.0,
         help="the extender's --gang-backoff: how long a gang that timed out waits (10s)",
     )
+    parser.add_argument(
+        "--member-reach-timeout",
+        type=parse_duration,
+        default=30.0,
+        help="the extender's --member-reach-timeout: how long an admitted gang's members may "
+        "take to reach its filter before the gang loses its admission (30s)",
+    )
     parser.add_argument("--port", type=int, default=0, help="API server port (0: any free)")
     parser.add_argument("--extender-port", type=int, default=0, help="extender port (0: any)")
     parser.add_argument(

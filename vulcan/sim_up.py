@@ -261,6 +261,8 @@ class Cluster:
                     *(["--config", args.extender_config] if args.extender_config else []),
                     "--gang-backoff",
                     str(args.gang_backoff),
+                    "--member-reach-timeout",
+                    str(args.member_reach_timeout),
                     "--scheduler-memo",
                     args.scheduler_memo,
                     # The bind entry of the configuration written below (sim_config) waits this

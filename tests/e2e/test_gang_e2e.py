@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import SimCluster, metric, phase, pod_manifest, start_cluster
+from tests.e2e.conftest import SimCluster, metric, phase, pod_manifest, start_cluster, wait_for
 
 PARTIAL_LIMIT = 10.0  # seconds a gang may be seen partially bound (Bindings land one by one)
 
@@ -30,6 +30,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]:
         "1s",
         "--gang-backoff",
         "1s",
+        "--member-reach-timeout",
+        "5s",
     )
 
 
@@ -284,6 +286,46 @@ def test_a_gang_with_an_unplaceable_member_times_out_whole_and_completes_later(
     assert metric(metrics, "vulcan_extender_binds_total", result="gang_timeout") >= 2
     answered = metric(metrics, "vulcan_extender_requests_total", verb="bind")
     assert answered == metric(metrics, "vulcan_extender_binds_total"), metrics
+
+
+def unreached_gang_scenario(cluster: SimCluster, timeout: float) -> None:
+    """Every member of gang `stuck` mounts a claim that does not exist: kube-scheduler never
+    asks vulcan about them. Admitted first, it holds all four GPUs; `next` waits for them. Once
+    the extender's --member-reach-timeout (`timeout`) has passed, `stuck` loses its admission
+    and its room, says why in a Warning event, and `next` runs whole. Shared by the embedded
+    and the real tier."""
+    gang(cluster, "stuck", 4, 4)
+    cluster.apply([gpu_worker("stuck", i, volumes=MISSING_CLAIM) for i in range(4)])
+    wait_for(
+        "the stuck gang to be admitted",
+        lambda: any(e["reason"] == "Admitted" for e in cluster.events("stuck")),
+        30,
+    )
+    gang(cluster, "next", 4, 4)
+    cluster.apply([gpu_worker("next", i) for i in range(4)])
+    watch = GangWatch(cluster, {"stuck": 4, "next": 4})
+    started = time.monotonic()
+
+    def told() -> list[str]:
+        return [
+            e["note"]
+            for e in cluster.events("stuck")
+            if e["reason"] == "MembersNotReached" and e["type"] == "Warning"
+        ]
+
+    watch.until("the stuck gang to lose its admission", lambda: bool(told()), timeout=timeout + 30)
+    assert time.monotonic() - started < timeout + 30
+    assert f"none of its members reached vulcan's filter within {timeout:g}s" in told()[0]
+    watch.until("the next gang to complete", lambda: "next" in watch.done_at, timeout=60)
+    assert not any(p["spec"].get("nodeName") for p in cluster.pods(selector="job=stuck"))
+    cluster.kubectl("delete", "pods", "-l", "job=stuck", "--wait=false")
+    cluster.kubectl("delete", "podgroup", "stuck", "next", "--wait=false")
+
+
+def test_a_gang_whose_members_never_reach_vulcan_gives_its_room_back(
+    cluster: SimCluster,
+) -> None:
+    unreached_gang_scenario(cluster, 5.0)
 
 
 def test_a_high_priority_gang_preempts_a_running_gang_as_a_whole(cluster: SimCluster) -> None:

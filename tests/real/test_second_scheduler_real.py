@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import pod_manifest, wait_for
-from tests.e2e.test_gang_e2e import GangWatch
+from tests.e2e.test_gang_e2e import GangWatch, unreached_gang_scenario
 from tests.e2e.test_jobs_e2e import typo_scheduler_name_scenario
 from tests.real.conftest import RealCluster
 from tests.real.grouping import controllers_paused, refused_waiting
@@ -26,8 +26,9 @@ pytestmark = pytest.mark.real
 
 INSTALL_MODE = "second-scheduler"
 NODE_PROFILES = ["count=4,cpu=8,memory=32Gi,nvidia.com/gpu=1"]
-# A short gang timeout (kube-scheduler's podMaxBackoffSeconds is 10 s) for the held-binds test.
-EXTENDER_FLAGS = ("--gang-backoff=1s", "--gang-timeout=11s")
+# A short gang timeout (kube-scheduler's podMaxBackoffSeconds is 10 s) for the held-binds test,
+# and a short wait for members that never reach the extender.
+EXTENDER_FLAGS = ("--gang-backoff=1s", "--gang-timeout=11s", "--member-reach-timeout=15s")
 POD_DURATION = "2s"
 MANIFESTS = Path(__file__).parent / "manifests"
 JOBS = "/apis/batch.volcano.sh/v1alpha1/namespaces/default/jobs"
@@ -822,3 +823,11 @@ def test_a_job_naming_a_scheduler_nobody_runs_holds_no_room_and_says_why(
     asks vulcan about `volcno`'s pods."""
     typo_scheduler_name_scenario(cluster)
     cluster.kubectl("delete", "job.batch.volcano.sh", "typo", "valid", "--wait=false")
+
+
+def test_a_gang_whose_members_never_reach_vulcan_gives_its_room_back(
+    cluster: RealCluster,
+) -> None:
+    """The embedded tier's scenario with the real kube-scheduler, whose VolumeBinding refuses
+    the members (their claim does not exist) before it calls the extender."""
+    unreached_gang_scenario(cluster, 15.0)
