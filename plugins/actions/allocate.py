@@ -22,7 +22,13 @@ from core.api import markers
 from core.records import PodGroupRecord
 from plugins.actions import enqueue
 from plugins.actions.promise import void_promise_refusal
-from plugins.actions.starvation import hold_reason, holds, waits_for_room, waits_for_share
+from plugins.actions.starvation import (
+    hold_reason,
+    holds,
+    phase_ends,
+    waits_for_room,
+    waits_for_share,
+)
 from plugins.actions.whole_gang import allocate_gang
 from plugins.framework.decisions import ALLOCATE, ENQUEUE, Admitted, Decision, Waiting
 from plugins.model import gang as gangs
@@ -49,11 +55,13 @@ def allocate_job(ssn: Session, group: PodGroupRecord, view: GangView) -> Decisio
         reason = f"gang {key}: {unserved}"
         dequeue = group.phase == "Inqueue"
         return Waiting(key, queue, ALLOCATE, NAME, reason=reason, dequeue=dequeue)
+    beyond = None
     if key in ssn.queues.released and group.min_resources is not None:
+        beyond = ssn.beyond_limit(queue, group.min_resources)
+    if beyond is not None:
         # Its queue's share fell below its minimum since it was enqueued: it could not be
         # allocated, and Inqueue it would hold the room the queue's other work could use (the
         # session opened without it in the queue's `inqueue`).
-        beyond = ssn.beyond_limit(queue, group.min_resources)
         reason = f"gang {key}: waiting for admission: {beyond}; back to Pending"
         return Waiting(key, queue, ALLOCATE, NAME, reason=reason, dequeue=True)
     waiting = ssn.backoff(key) or unmarked_member(ssn, group)
@@ -62,18 +70,22 @@ def allocate_job(ssn: Session, group: PodGroupRecord, view: GangView) -> Decisio
     ssn.read(("starving", queue))  # a gang its queue drains for (elected in order)
     starving = ssn.starvation.of(queue)
     target = starving[0] if starving is not None else None
-    if starving is not None:
-        ssn.clock_read()  # hold and backfill phases follow the time
     now = ssn.now
-    if starving is not None and target != key and not gangs.partly_placed(view):
-        # (A gang partly placed goes ahead: its running members hold their room whatever the
-        # hold does, and only its missing ones make it whole again.)
-        since = starving[1] if starving[1] >= 0 else now
-        if holds(since, now):
-            # Its queue drains for a starving gang: the later gangs wait (a hold phase).
-            why = hold_reason(ssn, group, view, starving[0])
-            reason = f"gang {key}: waiting for admission: {why}"
-            return Waiting(key, queue, ALLOCATE, NAME, reason=reason, held=True)
+    since = starving[1] if starving is not None and starving[1] >= 0 else now
+    if starving is not None:
+        ssn.due(phase_ends(since, now))  # hold and backfill phases follow the time
+    # Its queue drains for a starving gang: the later gangs wait (a hold phase). A gang partly
+    # placed goes ahead: its running members hold their room whatever the hold does, and only
+    # its missing ones make it whole again.
+    if (
+        starving is not None
+        and target != key
+        and not gangs.partly_placed(view)
+        and holds(since, now)
+    ):
+        why = hold_reason(ssn, group, view, starving[0])
+        reason = f"gang {key}: waiting for admission: {why}"
+        return Waiting(key, queue, ALLOCATE, NAME, reason=reason, held=True)
     job = job_input(ssn.snapshot, group)
     # A backfill phase: a gang with its pods is judged beside the minResources of the queue's
     # gangs that wait for its share (not flooding enqueue with pod-less jobs, which keep

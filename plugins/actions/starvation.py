@@ -53,9 +53,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from core.records import PodGroupRecord
-from plugins.framework.starvation_book import HOLD_SECONDS, Starvation, holds
+from plugins.framework.starvation_book import HOLD_SECONDS, Starvation, holds, phase_ends
 from plugins.model.demand import still_asks
 from plugins.model.gang import GangView
+from plugins.model.job_input import job_input
 
 if TYPE_CHECKING:
     from plugins.framework.session import Session
@@ -67,6 +68,7 @@ __all__ = [
     "held_for",
     "hold_reason",
     "holds",
+    "phase_ends",
     "waits_for_room",
     "waits_for_share",
 ]
@@ -105,11 +107,12 @@ def held_at_enqueue(ssn: Session, key: str, queue: str) -> str | None:
     found = ssn.starvation.standing(queue)
     if found is None:
         return None
-    ssn.clock_read()  # hold and backfill phases follow the time
     target, since = found
     if target == key or ssn.group(target) is None:
         return None
-    return target if holds(since if since >= 0 else ssn.now, ssn.now) else None
+    since = since if since >= 0 else ssn.now
+    ssn.due(phase_ends(since, ssn.now))  # hold and backfill phases follow the time
+    return target if holds(since, ssn.now) else None
 
 
 def held_for(target: str, queue: str) -> str:
@@ -122,6 +125,11 @@ def held_for(target: str, queue: str) -> str:
 
 def hold_reason(ssn: Session, group: PodGroupRecord, view: GangView, target: str) -> str:
     """Why a gang of a queue that drains for `target` waits: its queue's own refusal when the
-    queue could not take it anyway (the usual words), else that it waits for `target`."""
+    queue could not take it anyway (the usual words: the enqueue votes' for a gang not enqueued
+    yet, else Allocatable's), else that it waits for `target`."""
+    if group.phase != "Inqueue":
+        refusal = ssn.enqueue_refusal(job_input(ssn.snapshot, group))
+        if refusal is not None:
+            return refusal.reason
     refused = ssn.allocatable(group.queue, still_asks(group, view))
     return refused or held_for(target, group.queue)

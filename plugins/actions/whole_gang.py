@@ -81,6 +81,22 @@ def allocate_gang(ssn: Session, group: PodGroupRecord, view: GangView, job: JobI
                 at_enqueue=True,
                 refused_by=refusal.plugin,
             )
+    else:
+        # Its pods beyond what its queue's books count for it (its minResources in `inqueue`,
+        # none before it is enqueued) must fit too: allocated + inqueue never pass
+        # realCapability (issue 48). Room evictions would free may make it fit.
+        counted = ssn.counted_inqueue(group)
+        extra = demand.saturating_sub(counted) if counted is not None else demand
+        room = ssn.room_refusal(group.queue, extra) if not extra.is_zero() else None
+        if room is not None:
+            promise = enqueue_by_eviction(ssn, dataclasses.replace(job, min_resources=extra))
+            if promise is None:
+                return Admission(
+                    reason=f"gang {key}: waiting for admission: {room}",
+                    at_enqueue=group.phase != "Inqueue",
+                    refused_by=ssn.policy.queue_model,
+                )
+            refused = room
     # From here on the answer depends on the rest of the cluster.
     per_task = gang_ready.missing_task_members(view)
     topology = _topology(ssn, group, view)

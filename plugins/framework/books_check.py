@@ -9,16 +9,26 @@ victim unit is promised to one job at a time. The votes and Allocatable are what
 - `allocated-over-capability`: allocated > capability after an allocation.
 - `victim-promised-twice`: a pod promised to a job while promised to another.
 
-A queue over its bounds because the cluster shrank under it (a node went) is no booking's
+What a booking evicts (or, enqueued on a promise of eviction, was promised) frees its room
+before the booking uses it: that room is the booking's. A queue over its bounds because the
+cluster shrank under it (a node went) is no booking's
 doing: only a dimension a booking grew, and that is over its bound after it, counts (the
 votes refuse any growth there). Pure: no I/O."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from core.resources import ResourceVector
-from plugins.model.queue_share import ShareModel, effective_capability, fmt, requested_dims
+from plugins.model.queue_share import (
+    ShareModel,
+    effective_capability,
+    fmt,
+    requested_dims,
+    strip_pods,
+)
+from plugins.model.victims import VictimUnit
 
 __all__ = [
     "ALLOCATED_OVER_CAPABILITY",
@@ -66,12 +76,28 @@ def books_before(model: ShareModel | None, queue: str) -> Books:
     return out
 
 
-def booking_breaches(model: ShareModel | None, before: Books, job: str) -> list[Breach]:
-    """What the booking of `job` broke, comparing the queues after it with `before`."""
+def booking_breaches(
+    model: ShareModel | None,
+    before: Books,
+    job: str,
+    booked: str = "",
+    evicting: Iterable[VictimUnit] = (),
+) -> list[Breach]:
+    """What the booking of `job` broke, comparing the queues after it with `before`; `booked`
+    says what the booking was (for the detail). The room of the units the booking evicts (or
+    was promised) is its own: they go before it is used."""
     if model is None:
         return []
     found = []
     after = {name: books_before(model, name)[name] for name in before if name in model.shares}
+    for unit in evicting:
+        freed = strip_pods(unit.freed)
+        for name in model.chain(unit.queue):
+            if name in after:
+                held, allocated = after[name]
+                # (An elastic member leaves `allocated` and `elastic` alike.)
+                held = held if unit.elastic else held.saturating_sub(freed)
+                after[name] = (held, allocated.saturating_sub(freed))
     for name, (held, allocated) in after.items():
         share = model.shares[name]
         was_held, was_allocated = before[name]
@@ -84,7 +110,7 @@ def booking_breaches(model: ShareModel | None, before: Books, job: str) -> list[
                 f"realCapability {fmt(d, share.real_capability.get(d))}"
                 for d in over
             )
-            found.append(Breach(INQUEUE_OVER_CAPABILITY, name, job, detail))
+            found.append(Breach(INQUEUE_OVER_CAPABILITY, name, job, _told(detail, booked)))
         capability = effective_capability(share.capability)
         bounded = [
             d
@@ -99,5 +125,9 @@ def booking_breaches(model: ShareModel | None, before: Books, job: str) -> list[
                 f"{fmt(d, capability.get(d))}"
                 for d in bounded
             )
-            found.append(Breach(ALLOCATED_OVER_CAPABILITY, name, job, detail))
+            found.append(Breach(ALLOCATED_OVER_CAPABILITY, name, job, _told(detail, booked)))
     return found
+
+
+def _told(detail: str, booked: str) -> str:
+    return f"{detail} ({booked})" if booked else detail

@@ -15,7 +15,7 @@ knows nothing of caching. Each booking is checked against the queues' accounting
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -47,6 +47,7 @@ from plugins.framework.reads import ReadLog
 from plugins.framework.room import Room, VictimPool
 from plugins.framework.session_answers import PolicyAnswers
 from plugins.framework.starvation_book import Starvation, inqueue_lifted
+from plugins.model.elastic import elastic_added
 from plugins.model.gang import GangView
 from plugins.model.job_input import job_input
 from plugins.model.job_order import JobInput
@@ -162,7 +163,7 @@ class Session(PolicyAnswers):
         if found is None:
             return None
         reason, until = found
-        self._due(until)
+        self.due(until)
         return reason
 
     # ------------------------------------------------------------------ bookings
@@ -203,6 +204,25 @@ class Session(PolicyAnswers):
         if group.key in self.enqueued_now:
             return self.enqueued_now[group.key]
         return self.queues.counted_inqueue(group.key) if group.phase == "Inqueue" else None
+
+    def _book_elastic(self, group: PodGroupRecord, slots: Mapping[str, str]) -> None:
+        """The members a gang was allocated beyond what it needs to start count in its
+        queue's `elastic` too, as the next session's books count them."""
+        if self.state.model is None:
+            return
+        pods = self.snapshot.pods
+        placed = [
+            pod
+            for key in self.snapshot.pods_by_group.get(group.key, ())
+            if (pod := pods.get(key)) is not None
+            and pod.node is not None
+            and not pod.terminal
+            and not pod.deleting
+        ]
+        new = [pods[key] for key in slots if key in pods]
+        added = elastic_added(placed, new, group.min_resources, group.min_member)
+        if not added.is_zero():
+            self.state.model.on_elastic(group.queue, added)
 
     def _release_inqueue(self, group: PodGroupRecord) -> None:
         """A group goes back to Pending: what its queue's `inqueue` counted for it goes."""
@@ -287,14 +307,19 @@ class Session(PolicyAnswers):
             job.inqueue = self.counted_inqueue(group)
             before = books_before(self.state.model, queue)
             self.job_allocated(job, decision.held)
+            self._book_elastic(group, decision.slots)
             if not replayed:
-                self.breaches += booking_breaches(self.state.model, before, key)
+                booked = f"allocated {decision.held}, {group.phase} counted {job.inqueue}"
+                evicting = decision.evictions.units if decision.evictions is not None else ()
+                self.breaches += booking_breaches(self.state.model, before, key, booked, evicting)
         elif isinstance(decision, Enqueued):
             self.enqueued_now[key] = group.min_resources
             before = books_before(self.state.model, queue)
             self.job_enqueued(job_input(self.snapshot, group))
             if not replayed:
-                self.breaches += booking_breaches(self.state.model, before, key)
+                booked = f"enqueued {group.min_resources}"
+                promised = decision.promise.units if decision.promise is not None else ()
+                self.breaches += booking_breaches(self.state.model, before, key, booked, promised)
             if decision.promise is not None:
                 self.promise(key, decision.promise.units)
             if not self.policy.has("gang"):
@@ -310,8 +335,12 @@ class Session(PolicyAnswers):
                 self.evict(decision.evictions.units)
             before = books_before(self.state.model, queue)
             self.task_allocated(queue, decision.request)
+            if self.state.model is not None:
+                self.state.model.on_elastic(queue, decision.request)
             if not replayed:
-                self.breaches += booking_breaches(self.state.model, before, key)
+                booked = f"grew {decision.pod} {decision.request}"
+                evicting = decision.evictions.units if decision.evictions is not None else ()
+                self.breaches += booking_breaches(self.state.model, before, key, booked, evicting)
 
     def close(self) -> PassResult:
         return PassResult(

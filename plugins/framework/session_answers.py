@@ -71,11 +71,21 @@ class PolicyAnswers(SessionReads):
 
     def beyond_limit(self, queue: str, minimum: ResourceVector) -> str | None:
         model = self.state.model
-        if model is None:
+        if model is None or self.policy.queue_plugin is None:
             return None
         return self._answer(
             ("beyond", queue, minimum),
             lambda s: s.state.model.beyond_limit(queue, minimum) if s.state.model else None,
+            frozenset({QUEUE}),  # the model's own: the queue's numbers alone
+            queue,
+        )
+
+    def room_refusal(self, queue: str, request: ResourceVector) -> str | None:
+        if self.policy.queue_plugin is None:
+            return None  # no queue plugin in the conf: the queues refuse nothing
+        return self._answer(
+            ("room", queue, request),
+            lambda s: s.state.model.room_refusal(queue, request) if s.state.model else None,
             frozenset({QUEUE}),  # the model's own: the queue's numbers alone
             queue,
         )

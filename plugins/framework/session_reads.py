@@ -61,7 +61,8 @@ class SessionReads:
         if self.log is not None:
             self.log.input(key, self.input_value(key))
 
-    def _due(self, at: float) -> None:
+    def due(self, at: float) -> None:
+        """A decision reads the time, and its answer stands until `at`: taken again then."""
         if self.log is not None:
             self.log.due(at)
 

@@ -12,7 +12,7 @@ from core.resources import ResourceVector
 from plugins.framework.pass_input import QueueWait
 from plugins.model.queue_share import ShareModel, sum_vectors
 
-__all__ = ["HOLD_SECONDS", "Starvation", "holds", "inqueue_lifted"]
+__all__ = ["HOLD_SECONDS", "Starvation", "holds", "inqueue_lifted", "phase_ends"]
 
 HOLD_SECONDS = 20.0
 
@@ -124,6 +124,11 @@ class Starvation:
                     self._since.get(queue, -1.0), dict(self._waiters.get(queue, {})), target
                 )
         return out
+
+
+def phase_ends(since: float, now: float, hold: float = HOLD_SECONDS) -> float:
+    """When the hold or backfill phase a queue starving since `since` is in at `now` ends."""
+    return since + hold * (int(max(0.0, now - since) // hold) + 1)
 
 
 def holds(since: float, now: float, hold: float = HOLD_SECONDS) -> bool:

@@ -28,7 +28,14 @@ from collections.abc import Callable, Mapping, Sequence
 from core.records import PodRecord
 from core.resources import ResourceVector
 
-__all__ = ["elastic_count", "elastic_resources", "holds_minimum", "surplus_members", "trim_elastic"]
+__all__ = [
+    "elastic_added",
+    "elastic_count",
+    "elastic_resources",
+    "holds_minimum",
+    "surplus_members",
+    "trim_elastic",
+]
 
 _ZERO = ResourceVector()
 
@@ -103,6 +110,24 @@ def elastic_resources(
     for pod in smallest:
         total = total + pod.requests
     return total
+
+
+def elastic_added(
+    placed: Sequence[PodRecord],
+    new: Sequence[PodRecord],
+    min_resources: ResourceVector | None,
+    min_member: int,
+) -> ResourceVector:
+    """What placing `new` members of a gang whose `placed` members hold room adds to its
+    elastic resources (its members beyond what it needs to start)."""
+    held = _ZERO
+    for pod in placed:
+        held = held + pod.requests
+    before = elastic_resources(held, min_resources, placed, min_member)
+    for pod in new:
+        held = held + pod.requests
+    after = elastic_resources(held, min_resources, [*placed, *new], min_member)
+    return after.saturating_sub(before)
 
 
 def trim_elastic(

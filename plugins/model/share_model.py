@@ -73,7 +73,21 @@ class QueueShares:
         reason = self._reject(queue)
         if reason is not None or min_resources is None:
             return reason
-        need = strip_pods(min_resources)
+        reason = self._room_refusal(queue, strip_pods(min_resources), "minResources")
+        if reason is not None:
+            return reason
+        # Beyond Volcano: a job whose minimum alone exceeds what allocate lets its queue hold
+        # now could not be allocated, and enqueued it would only hold the queue's room.
+        return self.beyond_limit(queue, min_resources)
+
+    def room_refusal(self, queue: str, request: ResourceVector) -> str | None:
+        """Why the queue cannot take `request` beside what it holds and has enqueued (the
+        enqueue rule for a gang's pods beyond what its books count for it), if so."""
+        return self._reject(queue) or self._room_refusal(
+            queue, strip_pods(request), "this gang's pods"
+        )
+
+    def _room_refusal(self, queue: str, need: ResourceVector, what: str) -> str | None:
         for name in self.chain(queue):
             share = self.shares[name]
             future = need + share.allocated + share.inqueue - share.elastic
@@ -92,10 +106,8 @@ class QueueShares:
                     if share.elastic.get(d):
                         part += f", elastic {fmt(d, share.elastic.get(d))}"
                     parts.append(part)
-                return f"{self._who(queue, name)} cannot hold minResources: " + "; ".join(parts)
-        # Beyond Volcano: a job whose minimum alone exceeds what allocate lets its queue hold
-        # now could not be allocated, and enqueued it would only hold the queue's room.
-        return self.beyond_limit(queue, min_resources)
+                return f"{self._who(queue, name)} cannot hold {what}: " + "; ".join(parts)
+        return None
 
     def beyond_limit(self, queue: str, min_resources: ResourceVector) -> str | None:
         """Why `min_resources` alone exceed what allocate lets the queue (or, hierarchical
@@ -183,6 +195,16 @@ class QueueShares:
             share = self.shares[name]
             share.allocated = share.allocated + need
             share.update_share()
+
+    def on_elastic(self, queue: str, request: ResourceVector) -> None:
+        """A member beyond its gang's minimum was placed (booked by `on_allocated`): its
+        request counts in the queue's `elastic` too, as the next session's books count it."""
+        if queue not in self.shares:
+            return
+        need = strip_pods(request)
+        for name in self.chain(queue):
+            share = self.shares[name]
+            share.elastic = share.elastic + need
 
     def on_released(self, queue: str, request: ResourceVector) -> None:
         """A pod of `queue` gave its resources back (evicted, finished); floored at 0."""
