@@ -13,7 +13,7 @@ from plugins.framework.decisions import Waiting
 from plugins.framework.memo import Memo
 from tests.session_harness import ok, reason, run
 from tests.unit.test_gang_placement import node
-from tests.unit.test_run_pass import cluster, member, session_of
+from tests.unit.test_run_pass import cluster, member, podgroup, session_of
 
 
 def _group(name: str, phase: str, cpu: str, queue: str = "q") -> PodGroupRecord:
@@ -133,3 +133,36 @@ def test_a_job_whose_promised_victims_are_gone_is_judged_again() -> None:
     result = run(session_of("enqueue, allocate"), _promised_job(True), promised=promised)
     job = {d.key: d for d in result.decisions}["ns/job"]
     assert isinstance(job, Waiting) and not job.dequeue, job
+
+
+def test_a_gangs_pods_beyond_its_minimum_must_fit_beside_what_is_enqueued() -> None:
+    """Queue q (capability 6) has a Volcano Job enqueued for 4 (its pods not made yet: its
+    `inqueue`). `small` declares minResources 1 but its pod asks 3: the vote passes (1 + 4 <=
+    6) and its share would take it, but placed it would leave allocated 3 + inqueue 4 > 6."""
+    job_owned = podgroup("job", job=True, minMember=1, minResources={"cpu": "4"})
+    job_owned.phase = "Inqueue"
+    small = _group("small", "Pending", "1")
+    snap = cluster([job_owned, small], [member("small-0", "small", "3")], capability="6")
+    result = run(session_of("enqueue, allocate"), snap)
+    decision = {d.key: d for d in result.decisions}["ns/small"]
+    assert isinstance(decision, Waiting), decision
+    assert "queue q cannot hold this gang's pods: cpu need 3, realCapability 6" in decision.reason
+    assert result.breaches == []
+
+
+def test_members_beyond_a_gangs_minimum_count_as_elastic_in_the_pass() -> None:
+    """`el` (minMember 1, minResources 2) has two 2-cpu pods: both placed, the second is
+    elastic: the queue's allocated grows by 4 and its elastic by 2, as the next pass counts."""
+    el = PodGroupRecord(
+        {
+            "metadata": {"name": "el", "namespace": "ns", "uid": "uid-el"},
+            "spec": {"queue": "q", "minMember": 1, "minResources": {"cpu": "2"}},
+            "status": {"phase": "Pending"},
+        }
+    )
+    snap = cluster([el], [member("el-0", "el", "2"), member("el-1", "el", "2")], capability="8")
+    result = run(session_of("enqueue, allocate"), snap)
+    [decision] = result.decisions
+    assert ok(decision) and len(decision.slots) == 2
+    share = result.queues.model.shares["q"]
+    assert (share.allocated.cpu, share.elastic.cpu) == (4_000, 2_000)
