@@ -25,8 +25,6 @@ from plugins.actions.promise import void_promise_refusal
 from plugins.actions.starvation import (
     hold_reason,
     holds,
-    phase_ends,
-    waits_for_room,
     waits_for_share,
 )
 from plugins.actions.whole_gang import allocate_gang
@@ -73,7 +71,7 @@ def allocate_job(ssn: Session, group: PodGroupRecord, view: GangView) -> Decisio
     now = ssn.now
     since = starving[1] if starving is not None and starving[1] >= 0 else now
     if starving is not None:
-        ssn.due(phase_ends(since, now))  # hold and backfill phases follow the time
+        ssn.clock_read()  # hold and backfill phases follow the time
     # Its queue drains for a starving gang: the later gangs wait (a hold phase). A gang partly
     # placed goes ahead: its running members hold their room whatever the hold does, and only
     # its missing ones make it whole again.
@@ -95,13 +93,12 @@ def allocate_job(ssn: Session, group: PodGroupRecord, view: GangView) -> Decisio
         admission = allocate_gang(ssn, group, view, job)
     plan = admission.plan
     if plan is None or admission.reason is not None:
-        # Waiting only for its queue's share (enqueued), or refused at enqueue only by what
-        # its queue holds now: it may be the queue's starving gang (`starvation`).
+        # A gang its queue has not enqueued (refused by the enqueue votes) is no starving gang:
+        # holding the queue keeps its enqueued gangs (and their `inqueue`) waiting, so the
+        # hold could not give it its room. It waits at enqueue as in Volcano.
         share = None
         if not admission.at_enqueue and waits_for_share(ssn, group, view):
             share = still_asks(group, view)
-        elif admission.at_enqueue and waits_for_room(ssn, group, admission.refused_by):
-            share = group.min_resources  # (not counted in `inqueue`: nothing to lift)
         if group.phase == "Inqueue":
             void = void_promise_refusal(ssn, job, ssn.counted_inqueue(group))
             if void is not None:

@@ -3,9 +3,7 @@ are made once its PodGroup is Inqueue) and, without the conf's `gang` plugin, ev
 members are then placed one by one) is enqueued when the session's JobEnqueueable votes let it
 (overcommit, proportion/capacity, sla), booked with JobEnqueued. Beyond Volcano, a job the
 votes refuse is enqueued when evicting work it may take would make them pass
-(`plugins.actions.promise`); those units are then promised to it. Nothing is reserved. A queue
-draining for its starving gang enqueues no other job in a hold phase
-(`plugins.actions.starvation`)."""
+(`plugins.actions.promise`); those units are then promised to it. Nothing is reserved."""
 
 from __future__ import annotations
 
@@ -14,7 +12,6 @@ from typing import TYPE_CHECKING
 from core.records import PodGroupRecord
 from plugins.actions import preempt
 from plugins.actions.promise import enqueue_by_eviction, held_by_peers
-from plugins.actions.starvation import held_at_enqueue, held_for, waits_for_room
 from plugins.framework.decisions import ENQUEUE, Decision, Enqueued, Waiting
 from plugins.model.gang import GangView
 from plugins.model.job_input import job_input
@@ -34,11 +31,6 @@ def enqueue_job(ssn: Session, group: PodGroupRecord, view: GangView, action: str
     unserved = unserved_refusal(view, ssn.settings.served)
     if unserved is not None:
         return Waiting(key, queue, ENQUEUE, action, reason=f"gang {key}: {unserved}")
-    target = held_at_enqueue(ssn, key, queue)
-    if target is not None:
-        # Its queue drains for a starving gang: no later job takes the room it frees.
-        reason = f"gang {key}: waiting for admission: {held_for(target, queue)}"
-        return Waiting(key, queue, ENQUEUE, action, reason=reason, held=True)
     job = job_input(ssn.snapshot, group)
     refusal = ssn.enqueue_refusal(job)
     if refusal is None:
@@ -48,14 +40,12 @@ def enqueue_job(ssn: Session, group: PodGroupRecord, view: GangView, action: str
         refused = refusal.reason
         if preempt.NAME in ssn.policy.actions:
             refused += held_by_peers(queue, job.priority, ssn.victims_for(key, queue))
-        room = group.min_resources if waits_for_room(ssn, group, refusal.plugin) else None
         return Waiting(
             key,
             queue,
             ENQUEUE,
             action,
             reason=f"gang {key}: waiting for admission: {refused}",
-            share=room,
         )
     return Enqueued(key, queue, ENQUEUE, action, promise=promise, refused=refusal.reason)
 

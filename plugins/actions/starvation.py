@@ -16,8 +16,9 @@ gangs' elastic members do not grow, so the queue drains for it (its running work
 taken back by reclaim); it then runs whole and the others follow. A gang whose minimum exceeds
 what the queue may hold now is never the target (it could not use the room; the others use it
 meanwhile, as the enqueue votes let them), nor one refused for any other reason (not
-valid yet, no room on the nodes, backing off, refused at enqueue by another vote than its
-queue's), so the queue is held only while holding it helps.
+valid yet, no room on the nodes, backing off, not enqueued yet: a gang the enqueue votes refuse
+waits for the queue's `inqueue`, which a hold keeps as it is), so the queue is held only while
+holding it helps.
 
 The hold is not for ever: the queue's work may outlast it (long-running pods, higher-priority
 gangs that keep coming first). Hold phases of `HOLD_SECONDS` alternate with backfill phases of
@@ -38,12 +39,9 @@ come once its first task finished counts as elastic too, and must run for the jo
 A gang partly placed (members lost to a node failure, a deletion, a restarted task, its others
 still running) is not held either: only its missing members make it whole again.
 
-A gang not enqueued yet may starve too (`waits_for_room`): refused at enqueue only by what its
-queue holds now (allocated and the `inqueue` of its enqueued gangs) while its minimum alone fits
-what the queue may hold: a big job behind a stream of small ones, or one whose share fell
-after it was enqueued (dequeued, `plugins.actions.allocate`). In a hold phase its queue's later
-jobs are not enqueued either (`held_at_enqueue`, the last session's election: this one's is
-made as it goes), so the queue's room only frees for it.
+A gang dequeued because its share fell below its minimum (`plugins.actions.allocate`) waits at
+enqueue as in Volcano, without this protection: left for a later change (electing gangs that
+enqueue refuses made every full queue starve and re-decided its backlog every pass).
 
 Pure functions: no I/O.
 """
@@ -53,7 +51,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from core.records import PodGroupRecord
-from plugins.framework.starvation_book import HOLD_SECONDS, Starvation, holds, phase_ends
+from plugins.framework.starvation_book import HOLD_SECONDS, Starvation, holds
 from plugins.model.demand import still_asks
 from plugins.model.gang import GangView
 from plugins.model.job_input import job_input
@@ -64,12 +62,9 @@ if TYPE_CHECKING:
 __all__ = [
     "HOLD_SECONDS",
     "Starvation",
-    "held_at_enqueue",
     "held_for",
     "hold_reason",
     "holds",
-    "phase_ends",
-    "waits_for_room",
     "waits_for_share",
 ]
 
@@ -90,31 +85,6 @@ def waits_for_share(ssn: Session, group: PodGroupRecord, view: GangView) -> bool
     return ssn.beyond_limit(group.queue, minimum) is None
 
 
-def waits_for_room(ssn: Session, group: PodGroupRecord, refused_by: str) -> bool:
-    """Whether the gang, refused at enqueue by plugin `refused_by`, waits only for its queue's
-    room: the queue's plugin refused it while its minimum alone fits what the queue may hold."""
-    if ssn.state.model is None or group.min_resources is None:
-        return False
-    if refused_by != ssn.policy.queue_model:
-        return False
-    return ssn.fits_alone(group.queue, group.min_resources)
-
-
-def held_at_enqueue(ssn: Session, key: str, queue: str) -> str | None:
-    """The starving gang `queue` is held for at enqueue now (a hold phase) when it is not gang
-    `key`: this session's, else the one the last session left."""
-    ssn.read(("standing", queue))
-    found = ssn.starvation.standing(queue)
-    if found is None:
-        return None
-    target, since = found
-    if target == key or ssn.group(target) is None:
-        return None
-    since = since if since >= 0 else ssn.now
-    ssn.due(phase_ends(since, ssn.now))  # hold and backfill phases follow the time
-    return target if holds(since, ssn.now) else None
-
-
 def held_for(target: str, queue: str) -> str:
     """Why a gang (or an elastic member) of `queue` waits while `target` starves."""
     return (
@@ -125,10 +95,14 @@ def held_for(target: str, queue: str) -> str:
 
 def hold_reason(ssn: Session, group: PodGroupRecord, view: GangView, target: str) -> str:
     """Why a gang of a queue that drains for `target` waits: its queue's own refusal when the
-    queue could not take it anyway (the usual words: the enqueue votes' for a gang not enqueued
-    yet, else Allocatable's), else that it waits for `target`."""
+    queue could not take it anyway, drained of its enqueued work too (the usual words: the
+    enqueue votes' for a gang not enqueued yet, else Allocatable's), else that it waits for
+    `target`."""
+    model = ssn.state.model
     if group.phase != "Inqueue":
-        refusal = ssn.enqueue_refusal(job_input(ssn.snapshot, group))
+        share = model.shares.get(group.queue) if model is not None else None
+        with ssn.lifted(group.queue, share.inqueue if share is not None else None):
+            refusal = ssn.enqueue_refusal(job_input(ssn.snapshot, group))
         if refusal is not None:
             return refusal.reason
     refused = ssn.allocatable(group.queue, still_asks(group, view))

@@ -46,14 +46,13 @@ _ZERO = ResourceVector()
 class Admission:
     """The answer for one gang: a placement (`plan`, ok) reached on the idle room, on the room
     being freed, or after `evictions`; or why not (`reason`); `at_enqueue`: refused by the
-    enqueue votes (a gang its queue has not enqueued yet), by `refused_by`."""
+    enqueue votes (a gang its queue has not enqueued yet)."""
 
     plan: Plan | None = None
     evictions: Evictions | None = None
     reason: str | None = None
     demand: ResourceVector = _ZERO
     at_enqueue: bool = False
-    refused_by: str = ""  # the plugin whose vote refused it at enqueue
 
 
 def allocate_gang(ssn: Session, group: PodGroupRecord, view: GangView, job: JobInput) -> Admission:
@@ -79,7 +78,6 @@ def allocate_gang(ssn: Session, group: PodGroupRecord, view: GangView, job: JobI
             return Admission(
                 reason=f"gang {key}: waiting for admission: {refused}",
                 at_enqueue=True,
-                refused_by=refusal.plugin,
             )
     else:
         # Its pods beyond what its queue's books count for it (its minResources in `inqueue`,
@@ -94,7 +92,6 @@ def allocate_gang(ssn: Session, group: PodGroupRecord, view: GangView, job: JobI
                 return Admission(
                     reason=f"gang {key}: waiting for admission: {room}",
                     at_enqueue=group.phase != "Inqueue",
-                    refused_by=ssn.policy.queue_model,
                 )
             refused = room
     # From here on the answer depends on the rest of the cluster.

@@ -285,13 +285,7 @@ class Session(PolicyAnswers):
             if decision.dequeue:
                 self._release_inqueue(group)
             share = decision.share
-            self.starvation.note(
-                queue,
-                key,
-                share if enqueued else None,
-                held=decision.held,
-                starving=share is not None,
-            )
+            self.starvation.note(queue, key, share if enqueued else None, held=decision.held)
             if share is not None:
                 self.starvation.starve(queue, key, self.now)
             return

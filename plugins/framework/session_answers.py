@@ -90,14 +90,6 @@ class PolicyAnswers(SessionReads):
             queue,
         )
 
-    def fits_alone(self, queue: str, minimum: ResourceVector) -> bool:
-        return self._answer(
-            ("alone", queue, minimum),
-            lambda s: s.state.model is not None and s.state.model.fits_alone(queue, minimum),
-            frozenset({QUEUE}),  # the model's own: the queue's numbers alone
-            queue,
-        )
-
     def preemptable(self, preemptor: Preemptor, units: Sequence[VictimUnit]) -> list[VictimUnit]:
         if not units:
             return []

@@ -90,8 +90,6 @@ class SessionReads:
             return self.numbers(scope)
         if kind == "starving":
             return self.starvation.of(scope)
-        if kind == "standing":  # this session's election, else the last one's
-            return self.starvation.standing(scope)
         if kind == "units":  # what of a queue's units one may take (its own are its facts)
             return self.asked_again(key, _units_below(scope, key[2]))  # type: ignore[index]
         raise KeyError(key)

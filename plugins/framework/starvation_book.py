@@ -12,7 +12,7 @@ from core.resources import ResourceVector
 from plugins.framework.pass_input import QueueWait
 from plugins.model.queue_share import ShareModel, sum_vectors
 
-__all__ = ["HOLD_SECONDS", "Starvation", "holds", "inqueue_lifted", "phase_ends"]
+__all__ = ["HOLD_SECONDS", "Starvation", "holds", "inqueue_lifted"]
 
 HOLD_SECONDS = 20.0
 
@@ -33,7 +33,6 @@ class Starvation:
         self._since: dict[str, float] = {}
         self._waiters: dict[str, dict[str, ResourceVector]] = {}
         self._visited: set[str] = set()
-        self._over: set[str] = set()  # gangs this session found waiting for nothing of it
 
     def visit(self, queue: str) -> None:
         """The session decides the queue's gangs: its starving gang is elected again."""
@@ -68,16 +67,6 @@ class Starvation:
             return None
         return target, since, sum_vectors(waiters.values()) if waiters else None
 
-    def standing(self, queue: str) -> tuple[str, float] | None:
-        """The queue's starving gang and since when the queue has had one: this session's
-        election when it made one, else the one the last session left."""
-        found = self.of(queue)
-        if found is None and queue in self._visited:
-            left = self._left.get(queue)
-            if left is not None and left.target is not None and left.target not in self._over:
-                return left.target, left.since
-        return (found[0], found[1]) if found is not None else None
-
     def holding(self, queue: str, now: float) -> str | None:
         """The starving gang `queue` is held for at `now` (a hold phase), else None."""
         found = self.of(queue)
@@ -85,26 +74,15 @@ class Starvation:
             return None
         return found[0]
 
-    def note(
-        self,
-        queue: str,
-        key: str,
-        demand: ResourceVector | None,
-        *,
-        held: bool,
-        starving: bool = False,
-    ) -> None:
+    def note(self, queue: str, key: str, demand: ResourceVector | None, *, held: bool) -> None:
         """A decision about gang `key`: it waits for the queue's share asking `demand` (an
         enqueued gang's, which its queue's `inqueue` counts), or (None) not, unless it was only
-        `held` for the starving gang; `starving`: it waits for its queue's room (not enqueued,
-        `demand` is None)."""
+        `held` for the starving gang."""
         waiters = self._waiters.setdefault(queue, {})
         if demand is not None:
             waiters[key] = demand
         elif not held:
             waiters.pop(key, None)
-            if not starving:
-                self._over.add(key)
 
     def starve(self, queue: str, key: str, now: float) -> None:
         """Gang `key` waits for its queue's share: the first such gang of the visit is the
@@ -124,11 +102,6 @@ class Starvation:
                     self._since.get(queue, -1.0), dict(self._waiters.get(queue, {})), target
                 )
         return out
-
-
-def phase_ends(since: float, now: float, hold: float = HOLD_SECONDS) -> float:
-    """When the hold or backfill phase a queue starving since `since` is in at `now` ends."""
-    return since + hold * (int(max(0.0, now - since) // hold) + 1)
 
 
 def holds(since: float, now: float, hold: float = HOLD_SECONDS) -> bool:

@@ -131,18 +131,6 @@ class QueueShares:
                 )
         return None
 
-    def fits_alone(self, queue: str, min_resources: ResourceVector) -> bool:
-        """Whether enqueue would take `min_resources` were the queue (and its ancestors)
-        holding nothing: open, within realCapability and within `beyond_limit`."""
-        if self._reject(queue) is not None:
-            return False
-        need = strip_pods(min_resources)
-        for name in self.chain(queue):
-            real = self.shares[name].real_capability
-            if any(need.get(d) > real.get(d) for d in requested_dims(need)):
-                return False
-        return self.beyond_limit(queue, min_resources) is None
-
     def release_inqueue(self, queue: str, amount: ResourceVector) -> None:
         """Take `amount` out of the queue's (and its ancestors') `inqueue`; floored at 0."""
         if queue not in self.shares:

@@ -575,8 +575,11 @@ def test_a_vcjob_group_without_pods_is_enqueued_first_not_short_of_members() -> 
 
 
 def test_admitted_work_not_placed_yet_is_named_when_the_queue_cannot_hold_more() -> None:
-    """Volcano's enqueue counts Inqueue groups' minResources before their pods run."""
-    first = podgroup("first", 2, phase="Inqueue", min_resources={"nvidia.com/gpu": "8"})
+    """Volcano's enqueue counts Inqueue groups' minResources before their pods run (a Volcano
+    Job's group is enqueued before its job makes them)."""
+    first = podgroup(
+        "first", 2, phase="Inqueue", min_resources={"nvidia.com/gpu": "8"}, owner=job_owner("first")
+    )
     second = podgroup("second", 2, min_resources={"nvidia.com/gpu": "8"}, owner=job_owner("second"))
     nodes = [node(f"node-{i}", gpu=2) for i in range(4)]
     cause, first_line = explain(
