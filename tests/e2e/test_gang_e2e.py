@@ -295,14 +295,21 @@ def unreached_gang_scenario(cluster: SimCluster, timeout: float) -> None:
     and its room, says why in a Warning event, and `next` runs whole. Shared by the embedded
     and the real tier."""
     gang(cluster, "stuck", 4, 4)
-    cluster.apply([gpu_worker("stuck", i, volumes=MISSING_CLAIM) for i in range(4)])
-    wait_for(
-        "the stuck gang to be admitted",
-        lambda: any(e["reason"] == "Admitted" for e in cluster.events("stuck")),
-        30,
+    # (schedulerName: the real tier's vulcan serves `volcano`, its default scheduler the rest.)
+    cluster.apply(
+        [gpu_worker("stuck", i, volumes=MISSING_CLAIM, schedulerName="volcano") for i in range(4)]
     )
+    try:
+        wait_for(
+            "the stuck gang to be admitted",
+            lambda: any(e["reason"] == "Admitted" for e in cluster.events("stuck")),
+            30,
+        )
+    except AssertionError as failed:
+        condition = group_condition(cluster, "stuck", "Unschedulable")
+        raise AssertionError(f"{failed}; its condition: {condition}") from None
     gang(cluster, "next", 4, 4)
-    cluster.apply([gpu_worker("next", i) for i in range(4)])
+    cluster.apply([gpu_worker("next", i, schedulerName="volcano") for i in range(4)])
     watch = GangWatch(cluster, {"stuck": 4, "next": 4})
     started = time.monotonic()
 
