@@ -22,11 +22,7 @@ from core.api import markers
 from core.records import PodGroupRecord
 from plugins.actions import enqueue
 from plugins.actions.promise import void_promise_refusal
-from plugins.actions.starvation import (
-    hold_reason,
-    holds,
-    waits_for_share,
-)
+from plugins.actions.starvation import hold_reason, holds, waits_for_share
 from plugins.actions.whole_gang import allocate_gang
 from plugins.framework.decisions import ALLOCATE, ENQUEUE, Admitted, Decision, Waiting
 from plugins.model import gang as gangs
@@ -110,6 +106,8 @@ def allocate_job(ssn: Session, group: PodGroupRecord, view: GangView) -> Decisio
         return Waiting(key, queue, ALLOCATE, NAME, reason=admission.reason or "", share=share)
     requests = {pod.key: pod.requests for pod in view.members}
     held = sum_vectors(requests[pod_key] for pod_key in plan.slots)
+    if lifted is not None:
+        ssn.lent[key] = lifted  # placed on the room its queue's share-waiters hold in `inqueue`
     return Admitted(key, queue, ALLOCATE, NAME, plan=plan, evictions=admission.evictions, held=held)
 
 

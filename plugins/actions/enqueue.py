@@ -41,11 +41,7 @@ def enqueue_job(ssn: Session, group: PodGroupRecord, view: GangView, action: str
         if preempt.NAME in ssn.policy.actions:
             refused += held_by_peers(queue, job.priority, ssn.victims_for(key, queue))
         return Waiting(
-            key,
-            queue,
-            ENQUEUE,
-            action,
-            reason=f"gang {key}: waiting for admission: {refused}",
+            key, queue, ENQUEUE, action, reason=f"gang {key}: waiting for admission: {refused}"
         )
     return Enqueued(key, queue, ENQUEUE, action, promise=promise, refused=refusal.reason)
 

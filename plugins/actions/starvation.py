@@ -59,14 +59,7 @@ from plugins.model.job_input import job_input
 if TYPE_CHECKING:
     from plugins.framework.session import Session
 
-__all__ = [
-    "HOLD_SECONDS",
-    "Starvation",
-    "held_for",
-    "hold_reason",
-    "holds",
-    "waits_for_share",
-]
+__all__ = ["HOLD_SECONDS", "Starvation", "held_for", "hold_reason", "holds", "waits_for_share"]
 
 
 def waits_for_share(ssn: Session, group: PodGroupRecord, view: GangView) -> bool:

@@ -10,10 +10,12 @@ victim unit is promised to one job at a time. The votes and Allocatable are what
 - `victim-promised-twice`: a pod promised to a job while promised to another.
 
 What a booking evicts (or, enqueued on a promise of eviction, was promised) frees its room
-before the booking uses it: that room is the booking's. A queue over its bounds because the
-cluster shrank under it (a node went) is no booking's
-doing: only a dimension a booking grew, and that is over its bound after it, counts (the
-votes refuse any growth there). Pure: no I/O."""
+before the booking uses it: that room is the booking's. So is the `inqueue` a starving queue's
+backfill phase lends a gang (what the queue's enqueued gangs waiting only for its share hold,
+which they cannot use at this share: `plugins.actions.starvation`). A queue over its bounds
+because the cluster shrank under it (a node went) is no booking's doing: only a dimension a
+booking grew, and that is over its bound after it, counts (the votes refuse any growth there).
+Pure: no I/O."""
 
 from __future__ import annotations
 
@@ -82,14 +84,19 @@ def booking_breaches(
     job: str,
     booked: str = "",
     evicting: Iterable[VictimUnit] = (),
+    lent: ResourceVector | None = None,
 ) -> list[Breach]:
     """What the booking of `job` broke, comparing the queues after it with `before`; `booked`
     says what the booking was (for the detail). The room of the units the booking evicts (or
-    was promised) is its own: they go before it is used."""
+    was promised) is its own: they go before it is used; so is the `inqueue` a backfill phase
+    `lent` it (what its queue's gangs waiting for the share hold, `plugins.actions.starvation`)."""
     if model is None:
         return []
     found = []
     after = {name: books_before(model, name)[name] for name in before if name in model.shares}
+    if lent is not None:
+        freed = strip_pods(lent)
+        after = {name: (held.saturating_sub(freed), a) for name, (held, a) in after.items()}
     for unit in evicting:
         freed = strip_pods(unit.freed)
         for name in model.chain(unit.queue):

@@ -137,6 +137,9 @@ class Session(PolicyAnswers):
         self.promised: dict[str, frozenset[str]] = {}
         self.decisions: list[Decision] = []
         self.breaches: list[Breach] = []  # invariants its bookings broke (`books_check`)
+        # gang -> the `inqueue` of its queue's gangs waiting for the share that a backfill
+        # phase lent it (`plugins.actions.starvation`): its booking may use that room.
+        self.lent: dict[str, ResourceVector] = {}
         self.log: ReadLog | None = None  # the reads of the decision being taken (the memo's)
         # Moves whenever the numbers the plugins read change (a booking, a lifted `inqueue`):
         # an answer is the same for the same question within one version.
@@ -305,7 +308,10 @@ class Session(PolicyAnswers):
             if not replayed:
                 booked = f"allocated {decision.held}, {group.phase} counted {job.inqueue}"
                 evicting = decision.evictions.units if decision.evictions is not None else ()
-                self.breaches += booking_breaches(self.state.model, before, key, booked, evicting)
+                lent = self.lent.pop(key, None)
+                self.breaches += booking_breaches(
+                    self.state.model, before, key, booked, evicting, lent
+                )
         elif isinstance(decision, Enqueued):
             self.enqueued_now[key] = group.min_resources
             before = books_before(self.state.model, queue)

@@ -105,3 +105,16 @@ def test_a_session_reports_a_victim_promised_to_a_second_job() -> None:
     [breach] = ssn.breaches
     assert (breach.kind, breach.subject, breach.job) == (VICTIM_PROMISED_TWICE, "ns/low-0", "ns/b")
     assert breach.detail == "promised to ns/b while promised to ns/a"
+
+
+def test_room_a_backfill_phase_lends_is_the_bookings() -> None:
+    """A starving queue's backfill phase judges a gang without the `inqueue` of the gangs that
+    wait only for its share (they cannot use it at this share): placed on it, no breach; placed
+    beyond it, one."""
+    shares = model(allocated=10, inqueue=8)
+    before = books_before(shares, "q")
+    shares.on_allocated("q", cpu(6))  # 16 + 8 > 20, but 8 of it was lent
+    assert booking_breaches(shares, before, "ns/small", lent=cpu(8)) == []
+    assert [b.kind for b in booking_breaches(shares, before, "ns/small", lent=cpu(3))] == [
+        INQUEUE_OVER_CAPABILITY
+    ]
