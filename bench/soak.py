@@ -224,31 +224,34 @@ async def _tick(checker: Checker, out, sim: SimCluster, check_memo: bool = False
 async def _memo_divergences(checker: Checker, sim: SimCluster, seen: int, now: float) -> int:
     """Each divergence the extender's `--scheduler-memo=check` found since `seen` (its
     /debug/memo), recorded as a `memo-divergence` violation; the count seen now."""
-    memo = await sim.extender_debug("/debug/memo")
-    if not memo:
-        return seen
-    count = int(memo.get("divergences") or 0)
-    recent = list(memo.get("recent") or [])
-    for found in recent[max(0, len(recent) - (count - seen)) :] if count > seen else []:
+    fresh, seen = _since(await sim.extender_debug("/debug/memo"), "divergences", seen)
+    for found in fresh:
         detail = f"with the memo {found.get('withMemo')}, without it {found.get('without')}"
         checker.record(Violation(MEMO_DIVERGENCE, str(found.get("group")), now, now, detail, now))
-    return max(seen, count)
+    return seen
 
 
 async def _breaches(checker: Checker, sim: SimCluster, seen: int, now: float) -> int:
     """Each accounting invariant a scheduling pass broke since `seen` (the extender's
     /debug/invariants: `inqueue-over-capability`, `allocated-over-capability`,
     `victim-promised-twice`), recorded as a violation of its kind; the count seen now."""
-    books = await sim.extender_debug("/debug/invariants")
-    if not books:
-        return seen
-    count = int(books.get("breaches") or 0)
-    recent = list(books.get("recent") or [])
-    for found in recent[max(0, len(recent) - (count - seen)) :] if count > seen else []:
+    fresh, seen = _since(await sim.extender_debug("/debug/invariants"), "breaches", seen)
+    for found in fresh:
         detail = f"booking of {found.get('job')}: {found.get('detail')}"
         kind, subject = str(found.get("kind")), str(found.get("subject"))
         checker.record(Violation(kind, subject, now, now, detail, now))
-    return max(seen, count)
+    return seen
+
+
+def _since(view: dict[str, Any] | None, total: str, seen: int) -> tuple[list[dict[str, Any]], int]:
+    """The entries a debug view's `recent` list gained since its count `total` was `seen`
+    (it keeps the last ones only), and that count now."""
+    if not view:
+        return [], seen
+    count = int(view.get(total) or 0)
+    recent = list(view.get("recent") or [])
+    fresh = recent[max(0, len(recent) - (count - seen)) :] if count > seen else []
+    return fresh, max(seen, count)
 
 
 async def _members(sim: SimCluster, group: str) -> list[dict[str, Any]]:
