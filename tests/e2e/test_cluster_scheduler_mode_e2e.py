@@ -147,6 +147,15 @@ def test_a_gang_member_with_the_scheduling_marker_alone_is_refused_not_bound_by_
             "spec": {"minMember": 2},
         }
     )
+    # The extender has seen the group (it says it waits for its members) before the pods
+    # come: a member refused as "podgroup not found" is retried only when its gang is admitted,
+    # which this one never is (a separate race, noted on issue 48).
+    path = "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups/half-opted"
+    wait_for(
+        "the extender to see the PodGroup",
+        lambda: ((cluster.get(path) or {}).get("status") or {}).get("conditions"),
+        30,
+    )
     members = [f"half-opted-{index}" for index in range(2)]
     for name in members:
         pod = pod_manifest(
