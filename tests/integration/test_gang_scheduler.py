@@ -5,6 +5,8 @@ API server; the cache fed by informers)."""
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -60,7 +62,12 @@ def worker(job: str, index: int, task: str = "worker") -> dict[str, Any]:
 
 
 async def started(
-    client: KubeClient, *, gang_enabled: bool = True, gang_metrics: GangMetrics | None = None
+    client: KubeClient,
+    *,
+    gang_enabled: bool = True,
+    gang_metrics: GangMetrics | None = None,
+    options: GangOptions | None = None,
+    clock: Callable[[], float] = time.monotonic,
 ) -> tuple[ClusterCache, GangScheduler]:
     cache = ClusterCache()
     cache.start(client)
@@ -71,9 +78,10 @@ async def started(
         GangLedger(cache.bump_node),
         client,
         binder.bind,
-        options=GangOptions(gang_timeout=5),
+        options=options or GangOptions(gang_timeout=5),
         policy=build_policy(default_config() if gang_enabled else NO_GANG),
         metrics=gang_metrics,
+        clock=clock,
     )
     gangs.start(enqueue=False)  # passes are driven by the test, one at a time
     return cache, gangs

@@ -7,15 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from core.cache import ClusterCache
 from core.kube.client import EVENTS, PODGROUPS, PODS, KubeClient
-from extender.binder import Binder
 from extender.gang_options import GangOptions
 from extender.gangs import GangScheduler
-from extender.ledger import GangLedger
 from tests.helpers import member_filter, pod_info, until
 from tests.integration.controller_harness import eventually
-from tests.integration.test_gang_scheduler import add_gpu_node, worker
+from tests.integration.test_gang_scheduler import add_gpu_node, started, worker
 
 STUCK = "default/stuck"
 NODES = ["gpu-0", "gpu-1"]
@@ -38,18 +35,8 @@ async def _setup(client: KubeClient, clock: Clock) -> tuple[GangScheduler, list[
         PODGROUPS, {"metadata": {"name": "stuck", "namespace": "default"}, "spec": {"minMember": 2}}
     )
     pods = [await client.create(PODS, worker("stuck", index)) for index in range(2)]
-    cache = ClusterCache()
-    cache.start(client)
-    await cache.wait_synced(10)
-    gangs = GangScheduler(
-        cache,
-        GangLedger(cache.bump_node),
-        client,
-        Binder(client).bind,
-        options=GangOptions(member_reach_timeout=30, backoff=60),
-        clock=clock,
-    )
-    gangs.start(enqueue=False)  # passes are driven by the test
+    options = GangOptions(member_reach_timeout=30, backoff=60)
+    cache, gangs = await started(client, options=options, clock=clock)
     await until(lambda: len(cache.pods) == 2 and len(cache.podgroups) == 1)
     gangs.schedule_pass()
     assert STUCK in gangs.admitted and len(gangs.ledger.of_group(STUCK)) == 2
