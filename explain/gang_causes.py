@@ -157,11 +157,7 @@ def scheduled(case: GangCase) -> Finding | None:
 
 def members(case: GangCase) -> Finding | None:
     group, view = case.group, case.view
-    if (
-        gangs.enqueued_before_members(group)
-        and group.phase in ("", "Pending")
-        and view.created == 0
-    ):
+    if group.phase in ("", "Pending") and view.created == 0:
         return None  # enqueued on minResources first; its pods may come once it is Inqueue
     ok, _reason = gang_ready.valid(view)
     if ok:

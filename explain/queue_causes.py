@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 from core.resources import ResourceVector
 from explain.texts import Finding
 from explain.world import World, amounts
-from plugins.model import gang as gangs
 from plugins.model import gang_ready
 from plugins.model.demand import gang_demand
 from plugins.model.queue_share import QueueShare, requested_dims, strip_pods
@@ -63,7 +62,7 @@ def queue_limits(case: GangCase) -> Finding | None:
         need = strip_pods(group.min_resources)
         future = need + share.allocated + share.inqueue - share.elastic
         return refused(case.world, group.queue, need, future, share.real_capability, True)
-    if gangs.enqueued_before_members(group) and group.phase in _WAITING and view.created == 0:
+    if group.phase in _WAITING and view.created == 0:
         return None  # Volcano enqueues a group on its minResources alone
     members, need = gang_ready.pending_members(view), gang_ready.members_needed(view)
     if not members or need == 0:

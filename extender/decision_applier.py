@@ -147,7 +147,10 @@ class DecisionApplier:
             return decision.reason
         assert isinstance(decision, Enqueued)
         promise = decision.promise
-        parts.admissions.reasons.pop(key, None)
+        if decision.waits is not None:
+            parts.admissions.refuse(key, decision.waits)
+        else:
+            parts.admissions.reasons.pop(key, None)
         note = "enqueued: its job creates the pods now" if group.job_owned else "enqueued"
         if promise is not None:
             pods = frozenset(p for unit in promise.units for p in unit.pods)

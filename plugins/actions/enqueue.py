@@ -1,9 +1,10 @@
-"""Volcano's enqueue action: a Pending job whose pods are not all there yet (a Volcano Job's pods
-are made once its PodGroup is Inqueue) and, without the conf's `gang` plugin, every job (its
-members are then placed one by one) is enqueued when the session's JobEnqueueable votes let it
-(overcommit, proportion/capacity, sla), booked with JobEnqueued. Beyond Volcano, a job the
-votes refuse is enqueued when evicting work it may take would make them pass
-(`plugins.actions.promise`); those units are then promised to it. Nothing is reserved."""
+"""Volcano's enqueue action: a Pending job whose pods are not all there yet (any PodGroup: a
+Volcano Job's pods, or an operator's, are made once it is Inqueue) and, without the conf's
+`gang` plugin, every job (its members are then placed one by one) is enqueued when the
+session's JobEnqueueable votes let it (overcommit, proportion/capacity, sla), booked with
+JobEnqueued. Beyond Volcano, a job the votes refuse is enqueued when evicting work it may take
+would make them pass (`plugins.actions.promise`); those units are then promised to it. Nothing
+is reserved."""
 
 from __future__ import annotations
 
@@ -33,8 +34,10 @@ def enqueue_job(ssn: Session, group: PodGroupRecord, view: GangView, action: str
         return Waiting(key, queue, ENQUEUE, action, reason=f"gang {key}: {unserved}")
     job = job_input(ssn.snapshot, group)
     refusal = ssn.enqueue_refusal(job)
+    # Members made but too few: once Inqueue the gang waits for the rest (filter says so).
+    waits = ssn.job_valid(view) if view.created else None  # (its words name the gang)
     if refusal is None:
-        return Enqueued(key, queue, ENQUEUE, action)
+        return Enqueued(key, queue, ENQUEUE, action, waits=waits)
     promise = enqueue_by_eviction(ssn, job)
     if promise is None:
         refused = refusal.reason
@@ -43,7 +46,9 @@ def enqueue_job(ssn: Session, group: PodGroupRecord, view: GangView, action: str
         return Waiting(
             key, queue, ENQUEUE, action, reason=f"gang {key}: waiting for admission: {refused}"
         )
-    return Enqueued(key, queue, ENQUEUE, action, promise=promise, refused=refusal.reason)
+    return Enqueued(
+        key, queue, ENQUEUE, action, promise=promise, refused=refusal.reason, waits=waits
+    )
 
 
 class Enqueue:

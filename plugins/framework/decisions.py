@@ -109,10 +109,11 @@ class Adopted(Decision):
 class Enqueued(Decision):
     promise: Promise | None = None
     refused: str | None = None  # the votes' refusal the promise answers
+    waits: str | None = None  # what it still waits for once Inqueue (its members, JobValid)
 
     def summary(self) -> tuple[Any, ...]:
         units = tuple(u.pods for u in self.promise.units) if self.promise else ()
-        return (*Decision.summary(self), units, self.refused)
+        return (*Decision.summary(self), units, self.refused, self.waits)
 
 
 @dataclass(frozen=True, slots=True)

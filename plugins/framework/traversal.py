@@ -42,12 +42,8 @@ def stage_of(ssn: Session, group: PodGroupRecord, view: GangView) -> str:
         return ADOPT
     if not gang and not admitted and not gangs.finished(view):
         return ENQUEUE
-    if (
-        group.phase in ("Pending", "")
-        and gangs.enqueued_before_members(group)
-        and (view.created == 0 or ssn.job_valid(view) is not None)
-    ):
-        # Volcano's enqueue admits a PodGroup on its minResources alone (queue and
+    if group.phase in ("Pending", "") and (view.created == 0 or ssn.job_valid(view) is not None):
+        # Volcano's enqueue admits any PodGroup on its minResources alone (queue and
         # overcommit; JobValid does not gate enqueue), its pods there or not: a vcjob's, and
         # an operator's, are created only once it is Inqueue, and waiting for them here would
         # wait for ever. Its gang is placed whole when enough of them exist.

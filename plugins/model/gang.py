@@ -61,7 +61,6 @@ __all__ = [
     "GangView",
     "checks_task_minimums",
     "counts_for_quorum",
-    "enqueued_before_members",
     "gang_view",
     "is_best_effort",
     "quorum_shortfall",
@@ -281,15 +280,6 @@ def partly_placed(view: GangView) -> bool:
     member was deleted, a task restarted) and waits for their replacements."""
     live = any(p.node is not None and not p.deleting and not p.terminal for p in view.members)
     return live and not whole(view)
-
-
-def enqueued_before_members(group: PodGroupRecord) -> bool:
-    """Whether the group is enqueued before its members all exist: a Volcano Job's (its
-    controller creates the pods once the group is Inqueue). Volcano enqueues any PodGroup so;
-    a user's group waits for its members here: enqueued before its pods (which usually follow
-    at once), it would hold its queue's `inqueue` while it waits for the queue's share, and the
-    gangs behind it would stall."""
-    return group.job_owned
 
 
 def finished(view: GangView) -> bool:

@@ -66,11 +66,7 @@ def contribution(
         if group.phase in _WAITING_PHASES:
             missing = group.min_resources.saturating_sub(members_request(snapshot, group))
             unasked = None if missing.is_zero() else missing
-        elif group.phase == "Inqueue" and (
-            group.job_owned or held is not None or _has_live_member(snapshot, group)
-        ):
-            # (A user's PodGroup is enqueued only once its pods exist, `gang.enqueued_before_
-            # members`: Inqueue with none left, its pods were deleted, and it holds no room.)
+        elif group.phase == "Inqueue":
             placed = members_request(snapshot, group, placed=True) + (held or _ZERO)
             missing = group.min_resources.saturating_sub(placed)
             gated = gated_request(snapshot, group)
@@ -80,14 +76,6 @@ def contribution(
             asked = missing.saturating_sub(members_request(snapshot, group)).is_zero()
     elastic = _elastic_of(snapshot, group, held)
     return Contribution(group.queue, phase, unasked, inqueue, elastic, asked)
-
-
-def _has_live_member(snapshot: Snapshot, group: PodGroupRecord) -> bool:
-    pods = snapshot.pods
-    return any(
-        (pod := pods.get(key)) is not None and not pod.terminal and not pod.deleting
-        for key in snapshot.pods_by_group.get(group.key, ())
-    )
 
 
 def _elastic_of(

@@ -185,12 +185,12 @@ def test_a_gang_whose_last_member_never_comes_binds_nothing(cluster: SimCluster)
     cluster.kubectl("delete", "pods", "-l", "job in (short,solo)", "--wait=false")
 
 
-def test_a_podgroup_created_before_its_pods_waits_for_them_and_they_bind_whole(
+def test_a_podgroup_created_before_its_pods_is_enqueued_and_they_bind_whole(
     cluster: SimCluster,
 ) -> None:
-    """A user's PodGroup with no pods yet waits, saying so (Volcano would enqueue it on its
-    minResources: `plugins.model.gang.enqueued_before_members` says why vulcan does not); the
-    pods, created afterwards, bind whole."""
+    """A user's PodGroup with no pods yet, in a queue with room, is enqueued on its
+    minResources as Volcano does (an operator creates the pods once it is Inqueue); the pods,
+    created afterwards, bind whole."""
     cluster.apply(
         {
             "apiVersion": "scheduling.volcano.sh/v1beta1",
@@ -200,18 +200,17 @@ def test_a_podgroup_created_before_its_pods_waits_for_them_and_they_bind_whole(
         }
     )
     watch = GangWatch(cluster, {"early": 2})
-
-    def says_it_waits() -> bool:
-        condition = group_condition(cluster, "early", "Unschedulable")
-        return condition is not None and "0/2 members created" in condition["message"]
-
-    watch.until("the PodGroup to say it waits for its members", says_it_waits)
     path = "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups/early"
-    assert (cluster.get(path).get("status") or {}).get("phase", "Pending") == "Pending"
+
+    def phase() -> str:
+        return (cluster.get(path).get("status") or {}).get("phase", "Pending")
+
+    watch.until("the PodGroup to be enqueued without its pods", lambda: phase() == "Inqueue")
     cluster.apply([gpu_worker("early", i) for i in range(2)])
     watch.until("the gang to complete", lambda: "early" in watch.done_at, timeout=60)
     assert "early" in watch.bound_at
     cluster.kubectl("delete", "pods", "-l", "job=early", "--wait=false")
+    cluster.kubectl("delete", "podgroup", "early", "--wait=false")
 
 
 def group_condition(cluster: SimCluster, job: str, kind: str) -> dict[str, Any] | None:

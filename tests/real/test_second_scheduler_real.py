@@ -709,11 +709,11 @@ def test_preempt_never_takes_the_default_schedulers_pod(
     cluster.kubectl("delete", "priorityclass", "case-low", "case-high", "--ignore-not-found")
 
 
-def test_a_podgroup_created_before_its_pods_waits_for_them_and_they_bind_whole(
+def test_a_podgroup_created_before_its_pods_is_enqueued_and_they_bind_whole(
     cluster: RealCluster,
 ) -> None:
-    """A user's PodGroup with no pods yet waits, saying so in its condition; its pods, created
-    afterwards, are bound whole by the real kube-scheduler."""
+    """A user's PodGroup with no pods yet is enqueued on its minResources (Volcano's enqueue);
+    its pods, created afterwards, are bound whole by the real kube-scheduler."""
     cluster.kubectl(
         "apply",
         "-f",
@@ -727,15 +727,11 @@ spec:
 """,
     )
 
-    def says_it_waits() -> bool:
+    def enqueued() -> bool:
         group = cluster.get(f"{PODGROUPS}/early") or {}
-        status = group.get("status") or {}
-        return status.get("phase", "Pending") == "Pending" and any(
-            "0/2 members created" in (c.get("message") or "")
-            for c in status.get("conditions") or ()
-        )
+        return (group.get("status") or {}).get("phase") == "Inqueue"
 
-    wait_for("the PodGroup to say it waits for its members", says_it_waits, 60)
+    wait_for("the PodGroup to be enqueued without its pods", enqueued, 60)
     watch = GangWatch(cluster, {"early": 2})
     for index in range(2):
         manifest = pod_manifest(
