@@ -85,6 +85,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="longest a job whose pods finished may take to reach a final phase (30s)",
     )
     parser.add_argument(
+        "--eviction-paid-within",
+        type=parse_duration,
+        default=30.0,
+        help="longest a gang that evicted others may stay unbound once its victims are gone "
+        "(needless-eviction; 30s)",
+    )
+    parser.add_argument(
         "--pod-eviction-timeout",
         type=int,
         default=5,
@@ -128,6 +135,7 @@ async def soak(args: argparse.Namespace, out=sys.stdout) -> int:
         capacity_grace=args.capacity_grace,
         stall_after=args.stall_after,
         job_final_after=args.job_final_after,
+        eviction_paid_within=args.eviction_paid_within,
     )
     extra = [
         *(["--scheduler-memo", "check"] if args.check_memo else []),

@@ -15,7 +15,8 @@ Invariants (limits in `Limits`, each a flag of `python -m bench.soak`):
   slightly out of order);
 - node overcommitted: pods holding room on a node (bound, not finished) request more than its
   allocatable — at once;
-- stall, and jobs reaching a final phase: `bench.soak_progress` (evaluated at each tick).
+- stall, and jobs reaching a final phase: `bench.soak_progress` (evaluated at each tick);
+- needless eviction: `bench.soak_evictions` (evaluated at each tick).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
+from bench.soak_evictions import EvictionLedger, evicted_for
 from bench.soak_model import (
     JOB_FINAL,
     TERMINAL,
@@ -54,6 +56,7 @@ class Limits:
     capacity_grace: float = 1.0
     stall_after: float = 60.0
     job_final_after: float = 30.0
+    eviction_paid_within: float = 30.0
 
 
 @dataclass(slots=True)
@@ -103,6 +106,7 @@ class Checker:
     history: dict[str, deque[tuple[float, str]]] = field(
         default_factory=lambda: defaultdict(lambda: deque(maxlen=24))
     )
+    evictions: EvictionLedger = field(default_factory=EvictionLedger)
     _episodes: dict[tuple[str, str], Episode] = field(default_factory=dict)
     _bound: dict[str, int] = field(default_factory=dict)  # group -> live bound members
     _by_group: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
@@ -113,6 +117,8 @@ class Checker:
     def pod(self, key: str, pod: Pod | None, now: float) -> None:
         """A pod was added or changed (`pod`), or deleted (None)."""
         old = self.pods.pop(key, None)
+        if pod is None:
+            self.evictions.gone(key, now)
         if old is not None:
             self._by_group[old.group].discard(key)
             self._by_node[old.node].discard(key)
@@ -129,6 +135,12 @@ class Checker:
 
     def note(self, subject: str, now: float, text: str) -> None:
         self.history[subject].append((now, text))
+
+    def eviction(self, victim: str, note: str, now: float) -> None:
+        """vulcan said it evicted pod `victim` (its event's `note` names the gang it was for)."""
+        gang = evicted_for(note)
+        if gang is not None:
+            self.evictions.evicted(victim, gang, victim in self.pods, now)
 
     def group(self, key: str, group: Group | None, now: float) -> None:
         old = self.groups.pop(key, None)
@@ -170,6 +182,7 @@ class Checker:
         self.check_queues(now)
         check_stalls(self, now)
         check_jobs(self, now)
+        self.evictions.check(self, now)
         self._close_vanished(now)
 
     def finish(self, now: float) -> None:
@@ -182,6 +195,9 @@ class Checker:
     def record(self, violation: Violation) -> None:
         """A violation seen whole at once (not an episode held over time)."""
         self.violations.append(violation)
+
+    def record_now(self, kind: str, subject: str, since: float, now: float, why: str) -> None:
+        self.record(Violation(kind, subject, since, now, why, until=now))
 
     def hold(self, kind: str, subject: str, on: bool, now: float, limit: float, why: str) -> None:
         """Keep the episode (kind, subject) open while `on`; a violation once it passes
@@ -230,6 +246,10 @@ class Checker:
                 self._close(kind, subject, episode, now, still_on=False)
 
     # ------------------------------------------------------------------ gangs
+
+    def bound(self, group: str) -> int:
+        """The gang's live bound members."""
+        return self._bound.get(group, 0)
 
     def members(self, group: str) -> list[Pod]:
         return [self.pods[k] for k in sorted(self._by_group.get(group, ())) if k in self.pods]

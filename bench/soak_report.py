@@ -92,7 +92,10 @@ def _fate(
             return "deleted by the soak", ""
         if record.uid in tally.evicted:
             return f"evicted ({tally.evicted[record.uid]})", ""
-        return "lost", "the pod is gone; neither the soak nor an eviction deleted it"
+        last = tally.last_state.get(record.uid, "")
+        return "lost", "the pod is gone; neither the soak nor an eviction deleted it" + (
+            f" ({last})" if last else ""
+        )
     if pod.phase in TERMINAL:
         return pod.phase, ""
     if pod.uid in tally.evicted:

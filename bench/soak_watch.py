@@ -84,6 +84,7 @@ class Tally:
     jobs_completed: set[str] = field(default_factory=set)
     jobs_failed: set[str] = field(default_factory=set)
     gone: dict[str, float] = field(default_factory=dict)  # key of a deleted object -> when
+    last_state: dict[str, str] = field(default_factory=dict)  # deleted pod uid -> as last seen
     node_changes: list[tuple[float, str, str]] = field(default_factory=list)  # (t, node, state)
     _node_state: dict[str, str] = field(default_factory=dict)
     _seen_events: dict[str, int] = field(default_factory=dict)
@@ -153,6 +154,13 @@ class Watches:
 
         def on_pod_gone(pod: Pod) -> None:
             tally.gone[pod.key] = now()
+            # What the pod was when it went: who took it is told by its last state.
+            tally.last_state[pod.uid] = (
+                f"gone at t={now() - checker.origin:.1f}s, last seen {pod.phase}"
+                f"{' on ' + pod.node if pod.node else ' on no node'}"
+                f"{', terminating' if pod.deleting else ', not terminating'}"
+                f"{', ' + pod.disruption if pod.disruption else ''}"
+            )
             checker.pod(pod.key, None, now())
 
         self.pods.add_handlers(on_pod, on_pod, on_pod_gone)
@@ -197,6 +205,8 @@ class Watches:
                 if record.kind == "Pod" and (pod := checker.pods.get(record.name)) is not None:
                     subject = pod.group or record.name
                 checker.note(subject, now(), f"{record.reason} {record.name}: {record.note}")
+            if record.kind == "Pod" and record.reason == "Preempted":
+                checker.eviction(record.name, record.note, now())
 
         self.events.add_handlers(on_event, on_event, None)
 

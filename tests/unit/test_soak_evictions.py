@@ -1,0 +1,76 @@
+"""The soak's `needless-eviction` invariant (bench.soak_evictions): a gang that evicted others
+and is not bound whole within the limit after its victims are gone is reported; one bound in
+time, deleted, or whose victims are still there is not."""
+
+from __future__ import annotations
+
+from bench.soak_checker import Checker, Limits
+from bench.soak_evictions import NEEDLESS_EVICTION, evicted_for
+from tests.unit.test_soak_checker import bind, cluster, gang, kinds
+
+PREEMPTED = "preempted (whole) by gang ns/big of priority 1000: 2 pod(s) of ns/low"
+
+
+def _evicted(now: float) -> Checker:
+    """`low` (2 members) bound on node-0 and evicted at `now` for `big` (2 members, waiting)."""
+    checker = cluster(Limits(stall_after=1000.0, eviction_paid_within=30.0))
+    gang(checker, "low", 2, 2)
+    for index in range(2):
+        bind(checker, "low", index, "node-0", 0.0)
+    gang(checker, "big", 2, 2)
+    for index in range(2):
+        checker.eviction(f"ns/low-{index}", PREEMPTED, now)
+    return checker
+
+
+def test_the_gang_an_event_names() -> None:
+    assert evicted_for(PREEMPTED) == "ns/big"
+    reclaimed = "reclaimed (one elastic member) by queue q1 for gang ns/j-1: queue q2 holds more"
+    assert evicted_for(reclaimed) == "ns/j-1"
+    assert evicted_for("deleted by the node lifecycle controller") is None
+
+
+def test_a_gang_not_bound_after_its_victims_went_is_reported() -> None:
+    checker = _evicted(1.0)
+    checker.pod("ns/low-0", None, 2.0)
+    checker.tick(40.0)
+    assert kinds(checker) == []  # one victim is still there: nothing freed yet
+    checker.pod("ns/low-1", None, 41.0)
+    checker.tick(70.0)
+    assert kinds(checker) == []
+    checker.tick(71.5)
+    assert kinds(checker) == [NEEDLESS_EVICTION]
+    violation = checker.violations[0]
+    assert violation.subject == "ns/big" and violation.since == 41.0
+    assert "evicted ns/low-0, ns/low-1 for it" in violation.detail
+    checker.tick(200.0)
+    assert kinds(checker) == [NEEDLESS_EVICTION]  # reported once
+
+
+def test_a_gang_bound_whole_in_time_paid_for_its_evictions() -> None:
+    checker = _evicted(1.0)
+    for index in range(2):
+        checker.pod(f"ns/low-{index}", None, 2.0)
+    bind(checker, "big", 0, "node-0", 10.0)
+    bind(checker, "big", 1, "node-0", 10.5)
+    checker.tick(100.0)
+    assert NEEDLESS_EVICTION not in kinds(checker)
+
+
+def test_a_victim_gone_before_its_event_starts_the_clock_then() -> None:
+    checker = cluster(Limits(stall_after=1000.0, eviction_paid_within=30.0))
+    gang(checker, "big", 2, 2)
+    checker.eviction("ns/low-0", PREEMPTED, 5.0)  # no such pod any more
+    checker.tick(34.0)
+    assert kinds(checker) == []
+    checker.tick(36.0)
+    assert kinds(checker) == [NEEDLESS_EVICTION]
+
+
+def test_a_gang_deleted_owes_nothing() -> None:
+    checker = _evicted(1.0)
+    for index in range(2):
+        checker.pod(f"ns/low-{index}", None, 2.0)
+    checker.group("ns/big", None, 3.0)
+    checker.tick(100.0)
+    assert kinds(checker) == []
