@@ -86,9 +86,12 @@ async def stop_sim_up(process: asyncio.subprocess.Process) -> None:
 class SimCluster:
     client: KubeClient
     state: Path
+    extender: str | None = None  # its base URL when known (else `sim up`'s configuration says)
 
     def extender_url(self) -> str | None:
         """The extender's base URL, from the scheduler configuration `sim up` wrote."""
+        if self.extender is not None:
+            return self.extender
         config = yaml.safe_load((self.state / "scheduler-config.yaml").read_text())
         extenders = config.get("extenders") or []
         if not extenders:

@@ -1,7 +1,8 @@
 """`python -m bench.soak`: a soak that hunts for broken gangs on the embedded cluster.
 
 It starts `vulcan sim up --with-extender --with-controllers` (4 hollow nodes x 32 cpu, a short
-pod eviction timeout so a failed node's pods are evicted within the soak), submits the workload
+pod eviction timeout so a failed node's pods are evicted within the soak) or, with `--real`, a
+real control plane with vulcan installed (`bench.soak_real`), submits the workload
 of `bench.soak_workload` for `--duration` from `--seed`, watches the API server and checks the
 invariants of `bench.soak_checker` continuously (and, from the extender's /debug/invariants,
 each queue accounting invariant a scheduling pass broke: `inqueue-over-capability`,
@@ -24,12 +25,14 @@ import random
 import sys
 import tempfile
 import time
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
 from bench.sim_cluster import SimCluster, running_cluster
 from bench.soak_actions import Actor
 from bench.soak_checker import MEMO_DIVERGENCE, Checker, Limits, Violation
+from bench.soak_real import real_cluster
 from bench.soak_report import (
     GANG_KINDS,
     account,
@@ -38,12 +41,13 @@ from bench.soak_report import (
     print_report,
 )
 from bench.soak_watch import Tally, Watches
-from bench.soak_workload import Shape, schedule
+from bench.soak_workload import NAMESPACE, Shape, schedule
 from core.durations import parse_duration
 from core.kube.client import PODS, ApiError
 
 NODES = 4
-NODE_CPU = 32  # bench.sim_cluster's node profile: cpu=32,memory=128Gi,pods=110
+NODE_CPU = 32
+NODE_PROFILE = "cpu=32,memory=128Gi,pods=110"  # bench.sim_cluster's, for the real nodes too
 CLEAN_EVERY = 15.0  # seconds between removals of finished bare gangs and plain pods
 TICK = 0.25  # seconds between re-evaluations of the invariants that span several kinds
 
@@ -54,6 +58,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--duration", type=parse_duration, default=60.0, help="soak time (60s)")
     parser.add_argument("--seed", type=int, help="workload seed (default: a random one, printed)")
+    parser.add_argument(
+        "--real",
+        action="store_true",
+        help="soak a real control plane (etcd, kube-apiserver, kube-controller-manager, "
+        "kube-scheduler from KUBEBUILDER_ASSETS / VULCAN_KUBE_ASSETS) with vulcan installed",
+    )
+    parser.add_argument(
+        "--shape",
+        choices=("heavy", "light"),
+        default="heavy",
+        help="heavy: far more work than the cluster holds; light: an under-subscribed cluster "
+        "with bursts (heavy)",
+    )
     parser.add_argument(
         "--partial-window",
         type=parse_duration,
@@ -122,13 +139,25 @@ async def soak(args: argparse.Namespace, out=sys.stdout) -> int:
     state = Path(args.state_dir or tempfile.mkdtemp(prefix="vulcan-soak-"))
     state.mkdir(parents=True, exist_ok=True)
     # A Deployment gets pods only where the embedded cluster runs a Deployment controller.
-    deployments = importlib.util.find_spec("sim.controllers") is not None
-    shape = Shape(NODES, NODE_CPU, node_failure=not args.no_node_failure, deployments=deployments)
+    deployments = args.real or importlib.util.find_spec("sim.controllers") is not None
+    shape = Shape(
+        NODES,
+        NODE_CPU,
+        node_failure=not args.no_node_failure,
+        deployments=deployments,
+        load=args.shape,
+    )
     actions = schedule(seed, args.duration, shape)
     (state / "soak-schedule.txt").write_text(
         "".join(f"{a.at:7.2f} {a.kind} {a.name}\n" for a in actions)
     )
-    print(f"soak seed={seed} duration={args.duration:.0f}s state={state}", file=out, flush=True)
+    where = "real control plane" if args.real else "embedded cluster"
+    print(
+        f"soak seed={seed} duration={args.duration:.0f}s shape={args.shape} on the {where} "
+        f"state={state}",
+        file=out,
+        flush=True,
+    )
     limits = Limits(
         partial_window=args.partial_window,
         loss_window=args.loss_window,
@@ -137,16 +166,7 @@ async def soak(args: argparse.Namespace, out=sys.stdout) -> int:
         job_final_after=args.job_final_after,
         eviction_paid_within=args.eviction_paid_within,
     )
-    extra = [
-        *(["--scheduler-memo", "check"] if args.check_memo else []),
-        "--with-extender",
-        "--with-controllers",
-        "--pod-eviction-timeout",
-        str(args.pod_eviction_timeout),
-        "--node-monitor-grace-period",
-        args.node_monitor_grace_period,
-    ]
-    async with running_cluster(NODES, str(state), args.start_timeout, *extra) as sim:
+    async with _cluster(args, state) as sim:
         checker = Checker(limits)
         tally = Tally()
         watches = Watches(sim.client, checker, tally)
@@ -180,14 +200,15 @@ async def soak(args: argparse.Namespace, out=sys.stdout) -> int:
         outcomes, open_items = account(actor, checker, tally, now, states)
         await watches.stop()
         notes = [
-            "Deployments submitted (the embedded cluster runs a Deployment controller)"
+            "Deployments submitted (the cluster runs a Deployment controller)"
             if deployments
             else "Deployments are not submitted: the embedded cluster has no Deployment "
             "controller (a plain pod is submitted in place of each)",
             f"limits: partial window {limits.partial_window:g}s (after a bind), "
             f"{limits.loss_window:g}s (a job's gang after losing members); queue capability "
             f"grace {limits.capacity_grace:g}s; node room at once; stall after "
-            f"{limits.stall_after:g}s; job final after {limits.job_final_after:g}s",
+            f"{limits.stall_after:g}s; job final after {limits.job_final_after:g}s; "
+            f"an eviction paid within {limits.eviction_paid_within:g}s",
         ]
         violations = print_report(
             out,
@@ -201,6 +222,31 @@ async def soak(args: argparse.Namespace, out=sys.stdout) -> int:
             notes=notes,
         )
     return 1 if violations else 0
+
+
+def _cluster(args: argparse.Namespace, state: Path) -> AbstractAsyncContextManager[SimCluster]:
+    memo = ["--scheduler-memo", "check"] if args.check_memo else []
+    if args.real:
+        return real_cluster(
+            NODES,
+            NODE_PROFILE,
+            state,
+            args.start_timeout,
+            namespace=NAMESPACE,
+            extender_flags=tuple(memo),
+            pod_eviction_timeout=args.pod_eviction_timeout,
+            node_monitor_grace_period=args.node_monitor_grace_period,
+        )
+    extra = [
+        *memo,
+        "--with-extender",
+        "--with-controllers",
+        "--pod-eviction-timeout",
+        str(args.pod_eviction_timeout),
+        "--node-monitor-grace-period",
+        args.node_monitor_grace_period,
+    ]
+    return running_cluster(NODES, str(state), args.start_timeout, *extra)
 
 
 async def _tick(checker: Checker, out, sim: SimCluster, check_memo: bool = False) -> None:

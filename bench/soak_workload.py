@@ -15,6 +15,11 @@ depends on timing). The mix:
   again), suspending a job and resuming it (bus.volcano.sh Commands, as vcctl makes them), and
   a node going NotReady and coming back (one in each five minutes).
 
+Two shapes: `heavy` (the default: a submission every 0.3-1.5 s, far more than the cluster
+holds) and `light` (an under-subscribed cluster: a submission every 4-12 s, with a burst of
+5-12 submissions 0.05-0.3 s apart now and then, so the idle paths and the wake from idle are
+exercised).
+
 Deployments (1-3 long-running replicas, deleted 10-60 s later) are part of the mix only when
 the embedded cluster runs a Deployment controller (`sim.controllers`); without one a
 Deployment would never get pods, and a plain pod is submitted in its place."""
@@ -51,6 +56,7 @@ class Shape:
     node_cpu: int = 32
     node_failure: bool = True
     deployments: bool = False  # the cluster runs a Deployment controller
+    load: str = "heavy"  # or "light" (the module docstring)
 
 
 def _container(cpu: int, memory_gi: int) -> dict[str, Any]:
@@ -246,6 +252,7 @@ def schedule(seed: int, duration: float, shape: Shape | None = None) -> list[Act
     counter = 0
     # Submissions stop a little before the end so the last ones get a chance to run.
     last_submission = max(duration * 0.85, duration - 20.0)
+    burst = 0  # submissions left in a light shape's burst
     while t < last_submission:
         counter += 1
         roll = rng.random()
@@ -282,7 +289,13 @@ def schedule(seed: int, duration: float, shape: Shape | None = None) -> list[Act
             actions.append(Action(t, "suspend", f"{NAMESPACE}/{name}"))
             resume_at = min(t + rng.uniform(3.0, 10.0), duration - 1.0)
             actions.append(Action(resume_at, "resume", f"{NAMESPACE}/{name}"))
-        t += rng.uniform(0.3, 1.5)
+        if shape.load == "light":
+            if burst == 0 and rng.random() < 0.12:
+                burst = rng.randint(5, 12)
+            burst = max(burst - 1, 0)
+            t += rng.uniform(0.05, 0.3) if burst else rng.uniform(4.0, 12.0)
+        else:
+            t += rng.uniform(0.3, 1.5)
     if shape.node_failure and shape.nodes > 1:
         # One node down for ~35 s in each stretch of NODE_FAILURE_EVERY (the first early).
         stretch = min(duration, NODE_FAILURE_EVERY)

@@ -13,8 +13,7 @@ Inqueue groups whose members are not bound yet.
 
 The state has owners: admissions and promises (`extender.admissions`), the ledger, the bind
 barrier, the slots waiting for room, the evictor, the queues' starvation and the filter's queue
-numbers between passes (`extender.starving_queues`, `extender.queue_gate`), elastic members
-(`extender.elastic_members`).
+numbers (`extender.starving_queues`, `extender.queue_gate`), elastic members, what expires.
 """
 
 from __future__ import annotations
@@ -51,7 +50,7 @@ from extender.protocol import BindingArgs
 from extender.queue_gate import QueueGate
 from extender.slots import SlotWatch
 from extender.starving_queues import StarvingQueues
-from extender.unreached import NOT_REACHED, ReachWatch
+from extender.unreached import MEMBERS_NOT_REACHED, NOT_REACHED, ReachWatch
 from plugins.framework.config import default_config
 from plugins.framework.node_order import Framework
 from plugins.framework.pass_input import ExtenderFacts, PassInput, Settings
@@ -282,18 +281,20 @@ class GangScheduler:
         # The pass never awaits, so no event can change the cache under it: read it in place.
         snapshot = self.cache.live_view()
         self._release_bound(snapshot)
-        for key, why in self.reach.expired(self.admissions.keys, self.ledger, self.slots):
-            self.forget_group(key, why, NOT_REACHED)
-            self.touch(key)
-            if (group := snapshot.podgroups.get(key)) is not None:
-                self.writer.group_event(group, WARNING, "MembersNotReached", why)
+        groups, admitted = snapshot.podgroups, self.admissions.keys
+        for expiry in self.reach.expiries(groups, admitted, self.ledger, self.slots):
+            if expiry.reason == MEMBERS_NOT_REACHED:
+                self.forget_group(expiry.key, expiry.why, NOT_REACHED)
+            self.touch(expiry.key)  # (a gang whose pods were not made goes back to Pending)
+            if (group := groups.get(expiry.key)) is not None:
+                self.writer.group_event(group, WARNING, expiry.reason, expiry.why)
         self.release.release_due(set(self.admissions.keys))
         changed = self.cache.take_dirty_groups() | self.admissions.take_touched()
         for key in changed:
-            if key not in snapshot.podgroups:
+            if (found := groups.get(key)) is None:
                 self._deleted(key, snapshot)
             else:
-                self.same_generation(snapshot.podgroups[key])
+                self.same_generation(found)
         changed |= self.admissions.take_touched()  # what re-creations forgot
         given = self.pass_input(snapshot)
         result = self.runner.run(given, self.policy, changed)
@@ -302,6 +303,7 @@ class GangScheduler:
         for decision in result.decisions:
             if self.applier.apply(decision, snapshot, gang_enabled):
                 unsettled.add(decision.key)
+            self.reach.observe(decision, snapshot.podgroups.get(decision.key))
         # Gangs looked at again every pass until what they wait for is there (the memo keeps
         # none of their decisions, so each is among the decisions of every pass).
         self.unsettled = frozenset(unsettled)

@@ -1,4 +1,5 @@
-"""Admitted gangs none of whose members reached vulcan's filter (issue 48, item 4).
+"""Admitted gangs none of whose members reached vulcan's filter, and enqueued gangs whose pods
+were never made (issue 48, item 4).
 
 kube-scheduler refuses a pod before it asks the extender when one of its own checks fails (an
 unbound PersistentVolumeClaim, a volume it cannot attach, a host port in use on every node):
@@ -8,20 +9,39 @@ go; a gang none of whose members reached filter within `timeout` loses its admis
 off (doubling, like kube-scheduler's pod backoff, from `backoff` up to `max_backoff`, reset
 once a member reaches filter); the scheduler applies `expired`: the reservation released, a
 Warning event, the PodGroup's condition saying why (the pass reads the backoff's words).
+
+Any PodGroup is enqueued on its minResources before its pods exist (Volcano's enqueue): its
+pods are made once it is Inqueue (by a Volcano Job's controller, an operator, a user). One whose
+members are still not all made `timeout` after the pass first found it so (a gang evicted whole
+whose PodGroup stays, a job whose pods cannot be made) would hold its queue's room for nobody:
+it backs off the same way, and the pass sends it back to Pending for the backoff
+(`plugins.actions.allocate`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from core.records import PodGroupRecord
 from extender.ledger import GangLedger
 from extender.slots import SlotWatch
+from plugins.framework.decisions import Decision, Waiting
 
-__all__ = ["NOT_REACHED", "ReachWatch"]
+__all__ = ["MEMBERS_NOT_MADE", "MEMBERS_NOT_REACHED", "NOT_REACHED", "Expiry", "ReachWatch"]
 
 NOT_REACHED = "members_not_reached"  # the bind result of held binds it ends (none, usually)
+MEMBERS_NOT_REACHED = "MembersNotReached"  # the Warning events' reasons
+MEMBERS_NOT_MADE = "MembersNotMade"
+
+
+@dataclass(frozen=True, slots=True)
+class Expiry:
+    key: str
+    reason: str  # MEMBERS_NOT_REACHED: loses its admission; MEMBERS_NOT_MADE: its enqueue
+    why: str
 
 
 class ReachWatch:
@@ -39,6 +59,8 @@ class ReachWatch:
         self._since: dict[str, float] = {}  # admitted gang -> when its members were let go
         self._strikes: dict[str, int] = {}  # gang -> admissions in a row that expired
         self._backoffs: dict[str, tuple[str, float]] = {}  # gang -> (why, until: wall clock)
+        self._unmade: dict[str, float] = {}  # enqueued gang -> since when its pods are short
+        self._unmade_strikes: dict[str, int] = {}
 
     def admitted(self, key: str) -> None:
         """Gang `key` was admitted: its members go to kube-scheduler now."""
@@ -61,6 +83,76 @@ class ReachWatch:
         if deleted:
             self._strikes.pop(key, None)
             self._backoffs.pop(key, None)
+            self._unmade.pop(key, None)
+            self._unmade_strikes.pop(key, None)
+
+    # ------------------------------------------------------------------ pods never made
+
+    def expiries(
+        self,
+        groups: Mapping[str, PodGroupRecord],
+        admitted: Collection[str],
+        ledger: GangLedger,
+        slots: SlotWatch,
+    ) -> list[Expiry]:
+        """What expired since the last pass: admissions whose members never reached filter,
+        enqueued gangs whose pods were never made."""
+        found = [
+            Expiry(key, MEMBERS_NOT_REACHED, why)
+            for key, why in self.expired(admitted, ledger, slots)
+        ]
+        for key in self.unmade_due():
+            group = groups.get(key)
+            if group is None or group.phase != "Inqueue":
+                self.made(key)
+            else:
+                found.append(Expiry(key, MEMBERS_NOT_MADE, self.expire_unmade(key, group.queue)))
+        return found
+
+    def observe(self, decision: Decision, group: PodGroupRecord | None) -> None:
+        """A pass's decision: an enqueued gang refused for want of its pods is timed until
+        they are made (or it is no longer enqueued)."""
+        if (
+            isinstance(decision, Waiting)
+            and decision.unmade
+            and not decision.dequeue
+            and group is not None
+            and group.phase == "Inqueue"
+        ):
+            self.unmade(decision.key)
+        else:
+            self.made(decision.key)
+
+    def unmade(self, key: str) -> None:
+        """Enqueued gang `key` waits for its pods to be made: timed from the first time."""
+        if self.timeout > 0:
+            self._unmade.setdefault(key, self._clock())
+
+    def made(self, key: str) -> None:
+        """Gang `key` no longer waits for its pods (made, or no longer enqueued)."""
+        if self._unmade.pop(key, None) is not None and key not in self._backoffs:
+            self._unmade_strikes.pop(key, None)
+
+    def unmade_due(self) -> list[str]:
+        """The enqueued gangs whose pods were not all made within `timeout`."""
+        if not self._unmade:
+            return []
+        now = self._clock()
+        return sorted(k for k, since in self._unmade.items() if now - since >= self.timeout)
+
+    def expire_unmade(self, key: str, queue: str) -> str:
+        """Gang `key` gives its queue's room back: why (for its event), its backoff begun."""
+        self._unmade.pop(key, None)
+        strikes = self._unmade_strikes[key] = self._unmade_strikes.get(key, 0) + 1
+        wait = min(self.max_backoff, self.backoff * 2 ** (strikes - 1))
+        until = datetime.now(UTC) + timedelta(seconds=wait)
+        why = (
+            f"gang {key}: its pods were not all made within {self.timeout:g}s of its enqueue "
+            f"(minMember counts pods that do not exist); the room it held in queue {queue} is "
+            f"released, and it may be enqueued again after {until.strftime('%H:%M:%SZ')}"
+        )
+        self._backoffs[key] = (why, time.time() + wait)
+        return why
 
     def due(self) -> list[str]:
         """The admitted gangs none of whose members reached filter within `timeout`."""

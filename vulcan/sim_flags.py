@@ -74,7 +74,8 @@ def add_up_flags(parser: argparse.ArgumentParser) -> None:
         type=parse_duration,
         default=30.0,
         help="the extender's --member-reach-timeout: how long an admitted gang's members may "
-        "take to reach its filter before the gang loses its admission (30s)",
+        "take to reach its filter before the gang loses its admission, and an enqueued "
+        "gang's pods to be made before it goes back to Pending (30s)",
     )
     parser.add_argument("--port", type=int, default=0, help="API server port (0: any free)")
     parser.add_argument("--extender-port", type=int, default=0, help="extender port (0: any)")

@@ -58,7 +58,13 @@ def allocate_job(ssn: Session, group: PodGroupRecord, view: GangView) -> Decisio
         # session opened without it in the queue's `inqueue`).
         reason = f"gang {key}: waiting for admission: {beyond}; back to Pending"
         return Waiting(key, queue, ALLOCATE, NAME, reason=reason, dequeue=True)
-    waiting = ssn.backoff(key) or unmarked_member(ssn, group)
+    backoff = ssn.backoff(key)
+    if backoff is not None and group.phase == "Inqueue" and ssn.job_valid(view) is not None:
+        # Its pods were not made in time (`extender.unreached`): its room goes back to its
+        # queue until the backoff ends (then it is enqueued again, as any Pending group).
+        reason = f"{backoff}; back to Pending"
+        return Waiting(key, queue, ALLOCATE, NAME, reason=reason, dequeue=True, unmade=True)
+    waiting = backoff or unmarked_member(ssn, group)
     if waiting is not None:
         return Waiting(key, queue, ALLOCATE, NAME, reason=waiting)
     ssn.read(("starving", queue))  # a gang its queue drains for (elected in order)
@@ -103,7 +109,15 @@ def allocate_job(ssn: Session, group: PodGroupRecord, view: GangView) -> Decisio
                     f"gone, and {void}; back to Pending"
                 )
                 return Waiting(key, queue, ALLOCATE, NAME, reason=reason, dequeue=True)
-        return Waiting(key, queue, ALLOCATE, NAME, reason=admission.reason or "", share=share)
+        return Waiting(
+            key,
+            queue,
+            ALLOCATE,
+            NAME,
+            reason=admission.reason or "",
+            share=share,
+            unmade=admission.unmade,
+        )
     requests = {pod.key: pod.requests for pod in view.members}
     held = sum_vectors(requests[pod_key] for pod_key in plan.slots)
     if lifted is not None:

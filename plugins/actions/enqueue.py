@@ -32,6 +32,9 @@ def enqueue_job(ssn: Session, group: PodGroupRecord, view: GangView, action: str
     unserved = unserved_refusal(view, ssn.settings.served)
     if unserved is not None:
         return Waiting(key, queue, ENQUEUE, action, reason=f"gang {key}: {unserved}")
+    backoff = ssn.backoff(key)  # dequeued because its pods were not made in time
+    if backoff is not None:
+        return Waiting(key, queue, ENQUEUE, action, reason=backoff)
     job = job_input(ssn.snapshot, group)
     refusal = ssn.enqueue_refusal(job)
     # Members made but too few: once Inqueue the gang waits for the rest (filter says so).

@@ -53,6 +53,7 @@ class Admission:
     reason: str | None = None
     demand: ResourceVector = _ZERO
     at_enqueue: bool = False
+    unmade: bool = False  # refused by JobValid
 
 
 def allocate_gang(ssn: Session, group: PodGroupRecord, view: GangView, job: JobInput) -> Admission:
@@ -60,7 +61,7 @@ def allocate_gang(ssn: Session, group: PodGroupRecord, view: GangView, job: JobI
     key = group.key
     invalid = ssn.job_valid(view)
     if invalid is not None:
-        return Admission(reason=invalid)
+        return Admission(reason=invalid, unmade=True)
     members = gang_ready.pending_members(view)
     need = gang_ready.members_needed(view)
     demand = gang_demand(group, members, need, view)

@@ -137,9 +137,17 @@ class Waiting(Decision):
     share: ResourceVector | None = None  # waits only for its queue's share, asking this
     held: bool = False  # held for its queue's starving gang
     dequeue: bool = False  # an Inqueue group goes back to Pending: nothing can use its room
+    unmade: bool = False  # refused by JobValid: its members are not all made yet
 
     def summary(self) -> tuple[Any, ...]:
-        return (*Decision.summary(self), self.reason, self.share, self.held, self.dequeue)
+        return (
+            *Decision.summary(self),
+            self.reason,
+            self.share,
+            self.held,
+            self.dequeue,
+            self.unmade,
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,8 +70,18 @@ def _service_account_key(path: Path) -> None:
 
 
 class ControlPlane:
-    def __init__(self, assets: KubeAssets, root: Path, *, controller_manager: bool = True) -> None:
+    def __init__(
+        self,
+        assets: KubeAssets,
+        root: Path,
+        *,
+        controller_manager: bool = True,
+        apiserver_flags: tuple[str, ...] = (),
+        controller_manager_flags: tuple[str, ...] = (),
+    ) -> None:
         self.assets = assets
+        self.apiserver_flags = apiserver_flags
+        self.controller_manager_flags = controller_manager_flags
         self.root = root
         self.logs = root / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
@@ -147,6 +157,7 @@ class ControlPlane:
                 # No Endpoints for the `kubernetes` Service: loopback addresses are refused there
                 # (an error logged every 10 s), and nothing here reaches the API server that way.
                 "--endpoint-reconciler-type=none",
+                *self.apiserver_flags,
             ],
         )
         self.apiserver.start()
@@ -163,6 +174,7 @@ class ControlPlane:
                     f"--service-account-private-key-file={self.sa_key}",
                     "--use-service-account-credentials=false",
                     f"--root-ca-file={self.root / 'apiserver-certs' / 'apiserver.crt'}",
+                    *self.controller_manager_flags,
                 ],
             )
             self.controller_manager.start()

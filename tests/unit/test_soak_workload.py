@@ -61,3 +61,17 @@ def test_deployments_only_where_a_controller_runs_and_the_rest_unchanged() -> No
 
     kept = [a for a in others(with_them) if "deployment" not in a[1]]
     assert kept == others(without)
+
+
+def test_the_light_shape_submits_a_fraction_of_the_heavy_one_in_bursts() -> None:
+    def submissions(load: str) -> list[float]:
+        actions = schedule(13, 1800.0, Shape(load=load))
+        return [a.at for a in actions if a.kind in ("job", "gang", "pod")]
+
+    heavy, light = submissions("heavy"), submissions("light")
+    assert len(light) < len(heavy) / 4
+    gaps = [b - a for a, b in zip(light, light[1:], strict=False)]
+    bursts = sum(1 for gap in gaps if gap < 0.35)
+    quiet = sum(1 for gap in gaps if gap >= 4.0)
+    assert bursts >= 20 and quiet >= 20  # bursts of work between idle stretches
+    assert schedule(13, 1800.0, Shape(load="heavy")) == schedule(13, 1800.0)  # unchanged
