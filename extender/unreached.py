@@ -143,16 +143,13 @@ class ReachWatch:
     def expire_unmade(self, key: str, queue: str) -> str:
         """Gang `key` gives its queue's room back: why (for its event), its backoff begun."""
         self._unmade.pop(key, None)
-        strikes = self._unmade_strikes[key] = self._unmade_strikes.get(key, 0) + 1
-        wait = min(self.max_backoff, self.backoff * 2 ** (strikes - 1))
-        until = datetime.now(UTC) + timedelta(seconds=wait)
-        why = (
+        return self._back_off(
+            key,
+            self._unmade_strikes,
             f"gang {key}: its pods were not all made within {self.timeout:g}s of its enqueue "
             f"(minMember counts pods that do not exist); the room it held in queue {queue} is "
-            f"released, and it may be enqueued again after {until.strftime('%H:%M:%SZ')}"
+            "released, and it may be enqueued again after {until}",
         )
-        self._backoffs[key] = (why, time.time() + wait)
-        return why
 
     def due(self) -> list[str]:
         """The admitted gangs none of whose members reached filter within `timeout`."""
@@ -180,15 +177,21 @@ class ReachWatch:
     def expire(self, key: str) -> str:
         """Gang `key` loses its admission: why (for its event), its backoff begun."""
         self._since.pop(key, None)
-        strikes = self._strikes[key] = self._strikes.get(key, 0) + 1
-        wait = min(self.max_backoff, self.backoff * 2 ** (strikes - 1))
-        until = datetime.now(UTC) + timedelta(seconds=wait)
-        why = (
+        return self._back_off(
+            key,
+            self._strikes,
             f"gang {key}: none of its members reached vulcan's filter within {self.timeout:g}s "
             "of its admission: kube-scheduler refused them before asking the extender (e.g. an "
             "unbound PersistentVolumeClaim; `kubectl describe pod` says why); its room is "
-            f"released, and it may be admitted again after {until.strftime('%H:%M:%SZ')}"
+            "released, and it may be admitted again after {until}",
         )
+
+    def _back_off(self, key: str, strikes: dict[str, int], words: str) -> str:
+        """Gang `key` backs off (doubling with each strike in a row); `words` with `{until}`."""
+        count = strikes[key] = strikes.get(key, 0) + 1
+        wait = min(self.max_backoff, self.backoff * 2 ** (count - 1))
+        until = datetime.now(UTC) + timedelta(seconds=wait)
+        why = words.replace("{until}", until.strftime("%H:%M:%SZ"))
         self._backoffs[key] = (why, time.time() + wait)
         return why
 

@@ -26,7 +26,9 @@ SEED = 7
 DURATION = "60s"
 
 
-def run_soak(tmp_path: Path, seed: int) -> tuple[subprocess.CompletedProcess[str], re.Match[str]]:
+def run_soak(
+    tmp_path: Path, seed: int, *extra: str
+) -> tuple[subprocess.CompletedProcess[str], re.Match[str]]:
     result = subprocess.run(
         [
             sys.executable,
@@ -40,6 +42,7 @@ def run_soak(tmp_path: Path, seed: int) -> tuple[subprocess.CompletedProcess[str
             "40s",
             "--state-dir",
             str(tmp_path / "soak"),
+            *extra,
         ],
         cwd=REPO,
         capture_output=True,

@@ -3,7 +3,14 @@ backoff that follows (doubling, reset once a member comes)."""
 
 from __future__ import annotations
 
-from extender.unreached import ReachWatch
+import pytest
+
+from core.cache import ClusterCache
+from core.records import PodGroupRecord
+from extender.ledger import GangLedger
+from extender.slots import SlotWatch
+from extender.unreached import MEMBERS_NOT_MADE, ReachWatch
+from plugins.framework.decisions import ALLOCATE, Waiting
 
 
 class Clock:
@@ -69,3 +76,57 @@ def test_no_timeout_no_expiry() -> None:
     watch.admitted("ns/a")
     clock.now += 1e6
     assert watch.due() == []
+
+
+def _refused_for_pods(key: str) -> Waiting:
+    return Waiting(
+        key, "q", ALLOCATE, "allocate", reason=f"gang {key}: 0/2 members created", unmade=True
+    )
+
+
+def test_an_enqueued_gang_whose_pods_never_come_is_due_and_backs_off_doubling() -> None:
+    clock = Clock()
+    watch = ReachWatch(30.0, backoff=10.0, max_backoff=300.0, clock=clock)
+    inqueue = _group("a", "Inqueue")
+    watch.observe(_refused_for_pods("ns/a"), inqueue)
+    clock.now += 29.9
+    watch.observe(_refused_for_pods("ns/a"), inqueue)  # timed from the first refusal
+    assert watch.expiries({"ns/a": inqueue}, (), *_parts()) == []
+    clock.now += 0.1
+    [expiry] = watch.expiries({"ns/a": inqueue}, (), *_parts())
+    assert expiry.key == "ns/a" and expiry.reason == MEMBERS_NOT_MADE
+    assert "its pods were not all made within 30s of its enqueue" in expiry.why
+    assert "the room it held in queue q is released" in expiry.why
+    first = watch.backoffs()["ns/a"][1]
+    # Enqueued again after its backoff and still without pods: twice as long.
+    watch.observe(_refused_for_pods("ns/a"), inqueue)
+    clock.now += 30.0
+    watch.expiries({"ns/a": inqueue}, (), *_parts())
+    assert watch.backoffs()["ns/a"][1] - first == pytest.approx(10.0, abs=1.0)
+
+
+def test_pods_made_or_a_gang_no_longer_enqueued_stop_the_clock() -> None:
+    clock = Clock()
+    watch = ReachWatch(30.0, clock=clock)
+    inqueue = _group("a", "Inqueue")
+    watch.observe(_refused_for_pods("ns/a"), inqueue)
+    watch.observe(Waiting("ns/a", "q", ALLOCATE, "allocate", reason="no room"), inqueue)
+    watch.observe(_refused_for_pods("ns/b"), _group("b", "Pending"))
+    clock.now += 60.0
+    groups = {"ns/a": inqueue, "ns/b": _group("b", "Pending")}
+    assert watch.expiries(groups, (), *_parts()) == []
+
+
+def _parts() -> tuple[GangLedger, SlotWatch]:
+    ledger = GangLedger()
+    return ledger, SlotWatch(ClusterCache(), ledger)
+
+
+def _group(name: str, phase: str) -> PodGroupRecord:
+    return PodGroupRecord(
+        {
+            "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"},
+            "spec": {"queue": "q", "minMember": 2},
+            "status": {"phase": phase},
+        }
+    )

@@ -3,6 +3,7 @@ holds every kind of work and disruption the soak promises."""
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 
 from bench.soak_workload import Shape, schedule
@@ -70,7 +71,7 @@ def test_the_light_shape_submits_a_fraction_of_the_heavy_one_in_bursts() -> None
 
     heavy, light = submissions("heavy"), submissions("light")
     assert len(light) < len(heavy) / 4
-    gaps = [b - a for a, b in zip(light, light[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(light)]
     bursts = sum(1 for gap in gaps if gap < 0.35)
     quiet = sum(1 for gap in gaps if gap >= 4.0)
     assert bursts >= 20 and quiet >= 20  # bursts of work between idle stretches
