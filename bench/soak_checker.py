@@ -107,6 +107,8 @@ class Checker:
         default_factory=lambda: defaultdict(lambda: deque(maxlen=24))
     )
     evictions: EvictionLedger = field(default_factory=EvictionLedger)
+    last_bind: dict[str, float] = field(default_factory=dict)  # group -> its latest bind
+    gone_at: dict[str, float] = field(default_factory=dict)  # deleted pod key -> when
     _episodes: dict[tuple[str, str], Episode] = field(default_factory=dict)
     _bound: dict[str, int] = field(default_factory=dict)  # group -> live bound members
     _by_group: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
@@ -118,6 +120,7 @@ class Checker:
         """A pod was added or changed (`pod`), or deleted (None)."""
         old = self.pods.pop(key, None)
         if pod is None:
+            self.gone_at[key] = now
             self.evictions.gone(key, now)
         if old is not None:
             self._by_group[old.group].discard(key)
@@ -128,6 +131,8 @@ class Checker:
             self._by_node[pod.node].add(key)
             if pod.node and pod.uid not in self.bound_at:
                 self.bound_at[pod.uid] = (now, pod.node)
+                if pod.group:
+                    self.last_bind[pod.group] = now
         for group in {p.group for p in (old, pod) if p is not None and p.group}:
             self.check_gang(group, now)
         for node in {p.node for p in (old, pod) if p is not None and p.node}:
@@ -136,11 +141,13 @@ class Checker:
     def note(self, subject: str, now: float, text: str) -> None:
         self.history[subject].append((now, text))
 
-    def eviction(self, victim: str, note: str, now: float) -> None:
-        """vulcan said it evicted pod `victim` (its event's `note` names the gang it was for)."""
+    def eviction(self, victim: str, note: str, when: float) -> None:
+        """vulcan said it evicted pod `victim` at `when` (its event's `note` names the gang it
+        was for)."""
         gang = evicted_for(note)
         if gang is not None:
-            self.evictions.evicted(victim, gang, victim in self.pods, now)
+            gone = None if victim in self.pods else self.gone_at.get(victim, when)
+            self.evictions.evicted(victim, gang, when, gone)
 
     def group(self, key: str, group: Group | None, now: float) -> None:
         old = self.groups.pop(key, None)

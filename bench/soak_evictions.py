@@ -3,10 +3,11 @@ be bound whole within `Limits.eviction_paid_within` seconds of the last of its v
 (its room freed); otherwise the eviction did not pay.
 
 The victims and the gang they were evicted for come from vulcan's Pod events ("preempted
-(whole) by gang ns/g of priority 5: ...", "reclaimed (whole) by queue q for gang ns/g: ...").
-The clock starts only once every victim of the gang is gone (a victim held terminating by a
-node that is down frees nothing); a gang deleted, or whose job is torn down or finished,
-owes nothing.
+(whole) by gang ns/g of priority 5: ...", "reclaimed (whole) by queue q for gang ns/g: ..."),
+dated when they happened (they may arrive late). The clock starts only once every victim of
+the gang is gone (a victim held terminating by a node that is down frees nothing); a gang one
+of whose members bound after the eviction used the room (even if it lost it again since), and
+a gang deleted, or whose job is torn down or finished, owes nothing.
 
 Pure: no I/O, time passed in.
 """
@@ -36,6 +37,7 @@ def evicted_for(note: str) -> str | None:
 
 @dataclass(slots=True)
 class Debt:
+    since: float  # the first eviction
     victims: set[str] = field(default_factory=set)  # victims not gone yet
     freed: float | None = None  # when the last one went
     names: list[str] = field(default_factory=list)  # every victim, for the report
@@ -46,17 +48,19 @@ class EvictionLedger:
     debts: dict[str, Debt] = field(default_factory=dict)  # gang -> what it owes
     _victim_of: dict[str, str] = field(default_factory=dict)  # victim pod -> gang
 
-    def evicted(self, victim: str, gang: str, present: bool, now: float) -> None:
-        """Pod `victim` was evicted for `gang`; `present`: the pod is still there."""
-        debt = self.debts.setdefault(gang, Debt())
+    def evicted(self, victim: str, gang: str, when: float, gone: float | None) -> None:
+        """Pod `victim` was evicted for `gang` at `when`; `gone`: when the pod went (None: it
+        is still there)."""
+        debt = self.debts.setdefault(gang, Debt(since=when))
+        debt.since = min(debt.since, when)
         if victim not in debt.names:
             debt.names.append(victim)
-        if present:
+        if gone is None:
             debt.victims.add(victim)
             self._victim_of[victim] = gang
             debt.freed = None
         elif not debt.victims:
-            debt.freed = now
+            debt.freed = max(debt.freed or gone, gone)
 
     def gone(self, pod: str, now: float) -> None:
         gang = self._victim_of.pop(pod, None)
@@ -77,6 +81,7 @@ class EvictionLedger:
                 group is None
                 or (job is not None and job.phase not in ("", "Pending", "Running"))
                 or checker.bound(gang) >= group.min_member
+                or checker.last_bind.get(gang, float("-inf")) >= debt.since
             ):
                 self._settle(gang)
                 continue

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import time
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from bench.soak_checker import Checker
@@ -50,6 +51,16 @@ class EventRecord:
     reason: str
     note: str
     count: int
+    at: float = 0.0  # when it happened (its eventTime, epoch seconds; 0: not said)
+
+
+def _epoch(stamp: str | None) -> float:
+    if not stamp:
+        return 0.0
+    try:
+        return datetime.fromisoformat(stamp).timestamp()
+    except ValueError:
+        return 0.0
 
 
 def decode_event(obj: dict[str, Any]) -> EventRecord:
@@ -66,6 +77,7 @@ def decode_event(obj: dict[str, Any]) -> EventRecord:
         reason=obj.get("reason", ""),
         note=obj.get("note", ""),
         count=int(series.get("count") or obj.get("deprecatedCount") or 1),
+        at=_epoch(obj.get("eventTime") or meta.get("creationTimestamp")),
     )
 
 
@@ -206,7 +218,9 @@ class Watches:
                     subject = pod.group or record.name
                 checker.note(subject, now(), f"{record.reason} {record.name}: {record.note}")
             if record.kind == "Pod" and record.reason == "Preempted":
-                checker.eviction(record.name, record.note, now())
+                # Events may come seconds late: the eviction is dated when it happened.
+                late = max(0.0, time.time() - record.at) if record.at else 0.0
+                checker.eviction(record.name, record.note, now() - late)
 
         self.events.add_handlers(on_event, on_event, None)
 

@@ -74,3 +74,23 @@ def test_a_gang_deleted_owes_nothing() -> None:
     checker.group("ns/big", None, 3.0)
     checker.tick(100.0)
     assert kinds(checker) == []
+
+
+def test_a_gang_bound_after_the_eviction_paid_even_if_the_event_came_late() -> None:
+    """The event comes at t=40 dated t=1 (events may be late); the gang bound at t=10 and was
+    evicted in its turn at t=20: it used the room, so the eviction paid."""
+    checker = cluster(Limits(stall_after=1000.0, eviction_paid_within=30.0))
+    gang(checker, "low", 2, 2)
+    for index in range(2):
+        bind(checker, "low", index, "node-0", 0.0)
+    gang(checker, "big", 2, 2)
+    for index in range(2):
+        checker.pod(f"ns/low-{index}", None, 2.0)
+    bind(checker, "big", 0, "node-0", 10.0)
+    bind(checker, "big", 1, "node-0", 10.0)
+    for index in range(2):
+        checker.pod(f"ns/big-{index}", None, 20.0)
+    for index in range(2):
+        checker.eviction(f"ns/low-{index}", PREEMPTED, 1.0)
+    checker.tick(100.0)
+    assert NEEDLESS_EVICTION not in kinds(checker)
