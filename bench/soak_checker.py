@@ -294,6 +294,10 @@ class Checker:
                 return
             episode = self._episodes[("partial-gang", key)] = Episode(since=now, cause=cause)
         elif partial and episode is not None and bound > before:
+            if episode.cause == "loss":
+                # Its replacements are bound piecemeal: timed from the first of them (not from
+                # the loss, which has its own window: a gang made whole at once is fine).
+                episode.since = now
             episode.cause = "bind"  # members bound while the gang was short: piecemeal
         if episode is None:
             return

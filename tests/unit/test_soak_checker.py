@@ -136,7 +136,31 @@ def test_a_lost_member_bound_back_alone_while_still_short_is_piecemeal() -> None
     checker.pod("ns/g-1b", Pod("ns/g-1b", uid="n1", group="ns/g", job="ns/j", requests=CPU4), 3.0)
     checker.pod("ns/g-1b", Pod("ns/g-1b", uid="n1", group="ns/g", job="ns/j", node="node-1"), 4.0)
     checker.tick(8.5)
+    assert kinds(checker) == []  # piecemeal is timed from the first bind back (t=4)
+    checker.tick(9.5)
     assert kinds(checker) == ["partial-gang"]
+
+
+def test_replacements_bound_together_long_after_the_loss_are_not_piecemeal() -> None:
+    """Real soak, seed 7: a job's gang lost two members to a node failure and got both back
+    90 s later (inside the loss window) in one go: no bind window was passed."""
+    checker = cluster(Limits(partial_window=5.0, loss_window=100.0))
+    checker.job("ns/j", Job("ns/j", phase="Running", replicas=3, min_available=3))
+    checker.group("ns/g", Group("ns/g", min_member=3, job="ns/j"), 0.0)
+    for index in range(3):
+        key = f"ns/g-{index}"
+        checker.pod(key, Pod(key, uid=key, group="ns/g", job="ns/j", requests=CPU4), 0.0)
+        bind(checker, "g", index, "node-0", 1.0)
+    checker.pod("ns/g-1", None, 2.0)
+    checker.pod("ns/g-2", None, 2.0)
+    for name in ("1b", "2b"):
+        key = f"ns/g-{name}"
+        checker.pod(key, Pod(key, uid=name, group="ns/g", job="ns/j", requests=CPU4), 3.0)
+    for name in ("1b", "2b"):
+        key = f"ns/g-{name}"
+        checker.pod(key, Pod(key, uid=name, group="ns/g", job="ns/j", node="node-1"), 92.0)
+    checker.tick(120.0)
+    assert kinds(checker) == []
 
 
 def test_a_queue_over_its_capability_is_reported() -> None:
