@@ -123,7 +123,8 @@ def test_bare_gang_losing_members_is_counted_but_a_jobs_gang_must_be_made_whole(
     assert "lost members" in checker.violations[0].detail
 
 
-def test_a_lost_member_bound_back_alone_while_still_short_is_piecemeal() -> None:
+def _job_gang_that_lost_two() -> Checker:
+    """A Volcano Job's gang of 3, bound at t=1; two members gone at t=2."""
     checker = cluster(Limits(partial_window=5.0, loss_window=100.0))
     checker.job("ns/j", Job("ns/j", phase="Running", replicas=3, min_available=3))
     checker.group("ns/g", Group("ns/g", min_member=3, job="ns/j"), 0.0)
@@ -133,6 +134,11 @@ def test_a_lost_member_bound_back_alone_while_still_short_is_piecemeal() -> None
         bind(checker, "g", index, "node-0", 1.0)
     checker.pod("ns/g-1", None, 2.0)
     checker.pod("ns/g-2", None, 2.0)
+    return checker
+
+
+def test_a_lost_member_bound_back_alone_while_still_short_is_piecemeal() -> None:
+    checker = _job_gang_that_lost_two()
     checker.pod("ns/g-1b", Pod("ns/g-1b", uid="n1", group="ns/g", job="ns/j", requests=CPU4), 3.0)
     checker.pod("ns/g-1b", Pod("ns/g-1b", uid="n1", group="ns/g", job="ns/j", node="node-1"), 4.0)
     checker.tick(8.5)
@@ -144,15 +150,7 @@ def test_a_lost_member_bound_back_alone_while_still_short_is_piecemeal() -> None
 def test_replacements_bound_together_long_after_the_loss_are_not_piecemeal() -> None:
     """Real soak, seed 7: a job's gang lost two members to a node failure and got both back
     90 s later (inside the loss window) in one go: no bind window was passed."""
-    checker = cluster(Limits(partial_window=5.0, loss_window=100.0))
-    checker.job("ns/j", Job("ns/j", phase="Running", replicas=3, min_available=3))
-    checker.group("ns/g", Group("ns/g", min_member=3, job="ns/j"), 0.0)
-    for index in range(3):
-        key = f"ns/g-{index}"
-        checker.pod(key, Pod(key, uid=key, group="ns/g", job="ns/j", requests=CPU4), 0.0)
-        bind(checker, "g", index, "node-0", 1.0)
-    checker.pod("ns/g-1", None, 2.0)
-    checker.pod("ns/g-2", None, 2.0)
+    checker = _job_gang_that_lost_two()
     for name in ("1b", "2b"):
         key = f"ns/g-{name}"
         checker.pod(key, Pod(key, uid=name, group="ns/g", job="ns/j", requests=CPU4), 3.0)

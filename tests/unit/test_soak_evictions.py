@@ -11,13 +11,19 @@ from tests.unit.test_soak_checker import bind, cluster, gang, kinds
 PREEMPTED = "preempted (whole) by gang ns/big of priority 1000: 2 pod(s) of ns/low"
 
 
-def _evicted(now: float) -> Checker:
-    """`low` (2 members) bound on node-0 and evicted at `now` for `big` (2 members, waiting)."""
+def _low_and_big() -> Checker:
+    """`low` (2 members) bound on node-0; `big` (2 members) waiting."""
     checker = cluster(Limits(stall_after=1000.0, eviction_paid_within=30.0))
     gang(checker, "low", 2, 2)
     for index in range(2):
         bind(checker, "low", index, "node-0", 0.0)
     gang(checker, "big", 2, 2)
+    return checker
+
+
+def _evicted(now: float) -> Checker:
+    """`low` evicted at `now` for `big`."""
+    checker = _low_and_big()
     for index in range(2):
         checker.eviction(f"ns/low-{index}", PREEMPTED, now)
     return checker
@@ -79,11 +85,7 @@ def test_a_gang_deleted_owes_nothing() -> None:
 def test_a_gang_bound_after_the_eviction_paid_even_if_the_event_came_late() -> None:
     """The event comes at t=40 dated t=1 (events may be late); the gang bound at t=10 and was
     evicted in its turn at t=20: it used the room, so the eviction paid."""
-    checker = cluster(Limits(stall_after=1000.0, eviction_paid_within=30.0))
-    gang(checker, "low", 2, 2)
-    for index in range(2):
-        bind(checker, "low", index, "node-0", 0.0)
-    gang(checker, "big", 2, 2)
+    checker = _low_and_big()
     for index in range(2):
         checker.pod(f"ns/low-{index}", None, 2.0)
     bind(checker, "big", 0, "node-0", 10.0)
