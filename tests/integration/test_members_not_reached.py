@@ -28,6 +28,13 @@ class Clock:
         return self.now
 
 
+async def condition_messages(client: KubeClient, name: str) -> str:
+    """The messages of PodGroup default/`name`'s conditions, joined."""
+    group = await client.get(PODGROUPS, name, "default")
+    found = (group.get("status") or {}).get("conditions") or []
+    return " ".join(c.get("message", "") for c in found)
+
+
 async def _setup(client: KubeClient, clock: Clock) -> tuple[GangScheduler, list[dict[str, Any]]]:
     for name in NODES:
         await add_gpu_node(client, name)
@@ -63,12 +70,8 @@ async def test_a_gang_none_of_whose_members_came_gives_its_room_back_and_says_wh
         assert "may be admitted again after" in why
         await gangs.status_writer.flush()
 
-        async def condition() -> str:
-            group = await client.get(PODGROUPS, "stuck", "default")
-            found = (group.get("status") or {}).get("conditions") or []
-            return " ".join(c.get("message", "") for c in found)
-
-        assert "none of its members reached" in await eventually(condition)
+        conditions = await eventually(lambda: condition_messages(client, "stuck"))
+        assert "none of its members reached" in conditions
 
         async def warned() -> list[dict[str, Any]]:
             events = (await client.list(EVENTS, "default"))["items"]

@@ -12,7 +12,7 @@ from extender.gang_options import GangOptions
 from tests.helpers import until
 from tests.integration.controller_harness import eventually
 from tests.integration.test_gang_scheduler import add_gpu_node, started, worker
-from tests.integration.test_members_not_reached import Clock
+from tests.integration.test_members_not_reached import Clock, condition_messages
 
 EARLY = "default/early"
 
@@ -57,12 +57,8 @@ async def test_a_podgroup_whose_pods_never_come_gives_its_room_back_then_runs_wh
         assert "its pods were not all made within 30s of its enqueue" in why
         assert "the room it held in queue default is released" in why
 
-        async def condition() -> str:
-            group = await client.get(PODGROUPS, "early", "default")
-            found = (group.get("status") or {}).get("conditions") or []
-            return " ".join(c.get("message", "") for c in found)
-
-        assert "its pods were not all made" in await eventually(condition)
+        conditions = await eventually(lambda: condition_messages(client, "early"))
+        assert "its pods were not all made" in conditions
 
         async def warned() -> list[dict[str, Any]]:
             events = (await client.list(EVENTS, "default"))["items"]
