@@ -95,6 +95,11 @@ class Snapshot:
     def node_free(self, name: str) -> ResourceVector:
         return _free(self.nodes, self.node_requested, name)
 
+    def group_pods(self, group_key: str) -> list[PodRecord]:
+        """The pods of PodGroup `group_key` this snapshot has."""
+        pods = self.pods
+        return [pods[k] for k in self.pods_by_group.get(group_key, ()) if k in pods]
+
 
 def _free(
     nodes: dict[str, NodeRecord], requested: dict[str, ResourceVector], name: str

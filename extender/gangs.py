@@ -281,8 +281,8 @@ class GangScheduler:
         # The pass never awaits, so no event can change the cache under it: read it in place.
         snapshot = self.cache.live_view()
         self._release_bound(snapshot)
-        groups, admitted = snapshot.podgroups, self.admissions.keys
-        for expiry in self.reach.expiries(groups, admitted, self.ledger, self.slots):
+        groups, admitted, members = snapshot.podgroups, self.admissions.keys, snapshot.group_pods
+        for expiry in self.reach.expiries(groups, admitted, self.ledger, self.slots, members):
             if expiry.reason == MEMBERS_NOT_REACHED:
                 self.forget_group(expiry.key, expiry.why, NOT_REACHED)
             self.touch(expiry.key)  # (a gang whose pods were not made goes back to Pending)

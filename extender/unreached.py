@@ -5,7 +5,8 @@ kube-scheduler refuses a pod before it asks the extender when one of its own che
 unbound PersistentVolumeClaim, a volume it cannot attach, a host port in use on every node):
 vulcan never hears of it, and a gang whose members never come would hold its reservation (and
 its queue's room) for ever. `ReachWatch` times each admission from when its members are let
-go; a gang none of whose members reached filter within `timeout` loses its admission and backs
+go; a gang none of whose members reached filter within `timeout`, one of which kube-scheduler
+turned away with words that are not vulcan's (`turned_away`), loses its admission and backs
 off (doubling, like kube-scheduler's pod backoff, from `backoff` up to `max_backoff`, reset
 once a member reaches filter); the scheduler applies `expired`: the reservation released, a
 Warning event, the PodGroup's condition saying why (the pass reads the backoff's words).
@@ -21,20 +22,42 @@ it backs off the same way, and the pass sends it back to Pending for the backoff
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from core.records import PodGroupRecord
+from core.records import PodGroupRecord, PodRecord
 from extender.ledger import GangLedger
 from extender.slots import SlotWatch
 from plugins.framework.decisions import Decision, Waiting
 
-__all__ = ["MEMBERS_NOT_MADE", "MEMBERS_NOT_REACHED", "NOT_REACHED", "Expiry", "ReachWatch"]
+__all__ = [
+    "MEMBERS_NOT_MADE",
+    "MEMBERS_NOT_REACHED",
+    "NOT_REACHED",
+    "Expiry",
+    "ReachWatch",
+    "turned_away",
+]
 
 NOT_REACHED = "members_not_reached"  # the bind result of held binds it ends (none, usually)
 MEMBERS_NOT_REACHED = "MembersNotReached"  # the Warning events' reasons
 MEMBERS_NOT_MADE = "MembersNotMade"
+
+
+def turned_away(key: str, members: Iterable[PodRecord]) -> bool:
+    """Whether kube-scheduler turned a pending member of gang `key` away without asking the
+    extender: its last refusal does not name the gang, as every refusal of vulcan's does. A
+    member it has not tried since (no refusal, still gated, vulcan's own words) proves nothing:
+    it waits in kube-scheduler's queue, which is slow to reach it when many pods wait."""
+    return any(
+        pod.node is None
+        and not pod.terminal
+        and not pod.deleting
+        and pod.refusal
+        and key not in pod.refusal
+        for pod in members
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,12 +117,13 @@ class ReachWatch:
         admitted: Collection[str],
         ledger: GangLedger,
         slots: SlotWatch,
+        members: Callable[[str], Iterable[PodRecord]],
     ) -> list[Expiry]:
         """What expired since the last pass: admissions whose members never reached filter,
-        enqueued gangs whose pods were never made."""
+        enqueued gangs whose pods were never made (`members`: a gang's pods)."""
         found = [
             Expiry(key, MEMBERS_NOT_REACHED, why)
-            for key, why in self.expired(admitted, ledger, slots)
+            for key, why in self.expired(admitted, ledger, slots, members)
         ]
         for key in self.unmade_due():
             group = groups.get(key)
@@ -159,17 +183,22 @@ class ReachWatch:
         return sorted(k for k, since in self._since.items() if now - since >= self.timeout)
 
     def expired(
-        self, admitted: Collection[str], ledger: GangLedger, slots: SlotWatch
+        self,
+        admitted: Collection[str],
+        ledger: GangLedger,
+        slots: SlotWatch,
+        members: Callable[[str], Iterable[PodRecord]],
     ) -> list[tuple[str, str]]:
-        """The admitted gangs holding room whose members never came, each with why: each
-        loses its admission (`expire`). A gang placed, or whose room went otherwise, is no
-        longer watched; one pipelined onto room being freed is timed again."""
+        """The admitted gangs holding room whose members never came and were turned away,
+        each with why: each loses its admission (`expire`). A gang placed, or whose room went
+        otherwise, is no longer watched; one pipelined onto room being freed, or whose members
+        kube-scheduler has not tried yet, is timed again."""
         found = []
         for key in self.due():
             if key not in admitted or not ledger.of_group(key):
                 self.forget(key)
-            elif slots.waiting_members(key):
-                self.restart(key)  # its members are let go once the room is free
+            elif slots.waiting_members(key) or not turned_away(key, members(key)):
+                self.restart(key)  # let go once the room is free; or not tried yet
             else:
                 found.append((key, self.expire(key)))
         return found

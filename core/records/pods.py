@@ -97,6 +97,7 @@ class PodRecord:
         "priority",
         "priority_class",
         "ready",
+        "refusal",
         "requests",
         "restarts",
         "rv",
@@ -141,10 +142,17 @@ class PodRecord:
         )
         # A scheduler tried this pending pod and gave up for now (PodScheduled False): it waits
         # in kube-scheduler's unschedulable pool until some event moves it.
-        self.unschedulable = self.node is None and any(
-            c.get("type") == "PodScheduled" and c.get("status") == "False"
-            for c in status.get("conditions") or ()
+        scheduled = next(
+            (c for c in status.get("conditions") or () if c.get("type") == "PodScheduled"), None
         )
+        self.unschedulable = False
+        # Why its scheduler last turned it away ("" if it did not): kube-scheduler's
+        # aggregated message, which names vulcan's refusal only if it reached the extender.
+        self.refusal = ""
+        if self.node is None and scheduled is not None and scheduled.get("status") == "False":
+            self.unschedulable = True
+            if scheduled.get("reason") == "Unschedulable":
+                self.refusal = str(scheduled.get("message") or "")
         group = pod_group_key(self.namespace, meta, spec)
         self.group: str | None = intern(group) if group else None
         self.task: str | None = opt(annotations.get(keys.TASK_SPEC) or labels.get(keys.TASK_SPEC))

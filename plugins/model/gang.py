@@ -317,13 +317,7 @@ def gang_view(
     group = snapshot.podgroups.get(group_key)
     if group is None:
         return None
-    pods = snapshot.pods
-    members = tuple(
-        sorted(
-            (pods[key] for key in snapshot.pods_by_group.get(group_key, ()) if key in pods),
-            key=lambda pod: pod.key,
-        )
-    )
+    members = tuple(sorted(snapshot.group_pods(group_key), key=lambda pod: pod.key))
     status: dict[str, str] = {}
     counts: dict[str, int] = {}
     task_counts: dict[str, dict[str, int]] = {}

@@ -3,13 +3,17 @@ backoff that follows (doubling, reset once a member comes)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
 from core.cache import ClusterCache
-from core.records import PodGroupRecord
-from extender.ledger import GangLedger
+from core.records import PodGroupRecord, PodRecord
+from core.resources import ResourceVector
+from extender.ledger import GangLedger, Reservation
 from extender.slots import SlotWatch
-from extender.unreached import MEMBERS_NOT_MADE, ReachWatch
+from extender.unreached import MEMBERS_NOT_MADE, MEMBERS_NOT_REACHED, ReachWatch, turned_away
 from plugins.framework.decisions import ALLOCATE, Waiting
 
 
@@ -117,9 +121,9 @@ def test_pods_made_or_a_gang_no_longer_enqueued_stop_the_clock() -> None:
     assert watch.expiries(groups, (), *_parts()) == []
 
 
-def _parts() -> tuple[GangLedger, SlotWatch]:
+def _parts() -> tuple[GangLedger, SlotWatch, Callable[[str], list[PodRecord]]]:
     ledger = GangLedger()
-    return ledger, SlotWatch(ClusterCache(), ledger)
+    return ledger, SlotWatch(ClusterCache(), ledger), lambda key: []
 
 
 def _group(name: str, phase: str) -> PodGroupRecord:
@@ -130,3 +134,51 @@ def _group(name: str, phase: str) -> PodGroupRecord:
             "status": {"phase": phase},
         }
     )
+
+
+def _member(name: str, **condition: Any) -> PodRecord:
+    status = {"conditions": [{"type": "PodScheduled", "status": "False", **condition}]}
+    return PodRecord(
+        {
+            "metadata": {"name": name, "namespace": "ns", "uid": f"uid-{name}"},
+            "spec": {"containers": []},
+            "status": status if condition else {},
+        }
+    )
+
+
+CLAIM = '0/2 nodes are available: persistentvolumeclaim "data" not found.'
+OURS = "0/2 nodes are available: 2 gang ns/a: waiting for admission: queue q is full."
+GATED = "Scheduling is blocked due to non-empty scheduling gates"
+
+
+def test_only_a_refusal_in_kube_schedulers_own_words_is_turned_away() -> None:
+    claim = _member("p0", reason="Unschedulable", message=CLAIM)
+    assert turned_away("ns/a", [claim])
+    # Not tried since (no refusal, still gated) or last refused by vulcan: it is queued.
+    never = _member("p1")
+    gated = _member("p2", reason="SchedulingGated", message=GATED)
+    ours = _member("p3", reason="Unschedulable", message=OURS)
+    assert not turned_away("ns/a", [never, gated, ours])
+    assert turned_away("ns/a", [never, gated, ours, claim])
+    assert never.refusal == gated.refusal == "" and ours.unschedulable and gated.unschedulable
+
+
+def test_an_admitted_gang_whose_members_were_not_tried_yet_is_timed_again() -> None:
+    clock = Clock()
+    watch = ReachWatch(30.0, backoff=10.0, clock=clock)
+    ledger, slots, _ = _parts()
+    ledger.reserve(Reservation("ns/p0", "n0", ResourceVector({"cpu": 1}), "ns/a"))
+    members = {"ns/a": [_member("p0", reason="Unschedulable", message=OURS)]}
+    watch.admitted("ns/a")
+    clock.now += 30.0
+    groups = {"ns/a": _group("a", "Inqueue")}
+    assert watch.expiries(groups, ("ns/a",), ledger, slots, members.__getitem__) == []
+    # kube-scheduler tried it again and turned it away before asking vulcan: 30 s later it
+    # expires (timed again from the pass that found it untried).
+    members["ns/a"] = [_member("p0", reason="Unschedulable", message=CLAIM)]
+    clock.now += 29.9
+    assert watch.expiries(groups, ("ns/a",), ledger, slots, members.__getitem__) == []
+    clock.now += 0.1
+    [expiry] = watch.expiries(groups, ("ns/a",), ledger, slots, members.__getitem__)
+    assert expiry.key == "ns/a" and expiry.reason == MEMBERS_NOT_REACHED
