@@ -65,7 +65,7 @@ class GangVerbs:
             self.gangs.release.refused.setdefault(key, set()).add(pod.key)
             if key not in self.gangs.reasons:
                 self.gangs.poke()  # not judged yet (the pass will have seen every later change)
-            reason = self.gangs.reasons.get(key) or f"gang {key}: waiting for admission"
+            reason = self.gangs.admissions.told(key) or f"gang {key}: waiting for admission"
             return FilterStatus.unresolvable(reason, GANG)
         self.gangs.reach.reached(key)
         if not self.gangs.gang_enabled:

@@ -6,7 +6,6 @@ The decisions are `GangScheduler`'s (and `plugins`'); this only applies them."""
 from __future__ import annotations
 
 import logging
-import re
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -17,6 +16,7 @@ from core.kube.client import PODGROUPS, PODS, QUEUES, VCJOBS, ApiError, KubeClie
 from core.kube.events import WARNING, EventRecorder
 from core.kube.status import StatusWriter
 from core.records import PodGroupRecord, PodRecord
+from extender.admissions import reason_shape
 from extender.queues import QueuePass, queue_status
 from plugins.model import gang as gangs
 from plugins.model import gang_ready
@@ -29,21 +29,11 @@ GANG_ADMITTED = "vulcan.sh/gang-admitted"
 # them in practice, without thousands of events for one decision of a huge gang.
 _TOLD_MEMBERS = 200
 Eviction = Literal["evicted", "refused", "gone", "skipped"]
-# Numbers and quantities in a reason ("holds cpu 8, would hold 16 ... deserves 14750m").
-_NUMBER = re.compile(r"\d+(?:\.\d+)?[A-Za-z]*")
 
 
 def _ident(pod: PodRecord) -> tuple[str, str]:
     """A pod, told apart from a pod made again under its name."""
     return pod.key, pod.uid
-
-
-def reason_shape(reason: str) -> str:
-    """A reason without its live numbers: what a waiting gang's members are told again only
-    when it changes. A queue's numbers move with every pod bound anywhere in it, and telling
-    each change to every pending member was most of the API server's writes in the issue-31
-    soak (36,631 of 60,807 FailedScheduling events in 17 minutes)."""
-    return _NUMBER.sub("#", reason)
 
 
 class GangWriter:

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from core.records import PodGroupRecord
-from extender.gang_writer import GangWriter, reason_shape
+from extender.admissions import reason_shape
+from extender.gang_writer import GangWriter
 from tests.unit.test_gang_status import view
 
 
