@@ -48,6 +48,10 @@ class JobWriter:
         self.podgroups = podgroups
         # PodGroups a kill deleted (by UID), until the informer sees them go.
         self.deleted_groups: set[str] = set()
+        # PodGroups (ns/name) this writer deleted, or found gone, and has not made since: a
+        # finished job's every later sync asks to delete its group again (a 7-minute real soak:
+        # 1,467 deletes answered 404 Not Found).
+        self.gone_groups: set[str] = set()
         podgroups.add_handlers(on_delete=lambda group: self.deleted_groups.discard(group.uid))
 
     async def ensure_volumes(self, job: dict[str, Any], spec: JobSpec) -> bool:
@@ -109,6 +113,7 @@ class JobWriter:
         if current is not None and current.uid in self.deleted_groups:
             current = None  # deleted by a kill; the informer has not heard yet
         if current is None:
+            self.gone_groups.discard(f"{meta['namespace']}/{name}")
             try:
                 await self.client.create(PODGROUPS, desired)
                 self.metrics.changes.labels("PodGroup", "created").inc()
@@ -233,9 +238,12 @@ class JobWriter:
     async def delete_podgroup(self, job: dict[str, Any]) -> None:
         meta = job["metadata"]
         name = objects.podgroup_name(meta["name"], meta.get("uid", ""))
-        group = self.podgroups.items.get(f"{meta['namespace']}/{name}")
+        key = f"{meta['namespace']}/{name}"
+        group = self.podgroups.items.get(key)
         if group is not None:
             self.deleted_groups.add(group.uid)
+        elif key in self.gone_groups:
+            return  # deleted (or found gone) already, and not made again since
         try:
             gone = await self.client.delete(PODGROUPS, name, meta["namespace"])
             # The group deleted may be one this informer has not seen yet (created by the sync
@@ -249,3 +257,4 @@ class JobWriter:
         except ApiError as exc:
             if not exc.not_found:
                 raise
+        self.gone_groups.add(key)

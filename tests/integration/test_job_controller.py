@@ -461,3 +461,34 @@ async def _phase_is(client: KubeClient, phase: str) -> bool:
 
 async def _gone(client: KubeClient, resource: Resource, name: str) -> bool:
     return await get_or_none(client, resource, name, "default") is None
+
+
+async def test_a_finished_job_deletes_its_podgroup_once() -> None:
+    """Each later sync of a Completed job (its pods' events) leaves its PodGroup alone once it
+    is gone: no DELETE answered 404 every time (a real soak: 117 for one job)."""
+    async with running([JOB]) as (client, _):
+        job = await client.create(VCJOBS, tf_job())
+        group = f"tf-{job['metadata']['uid']}"
+        await eventually(lambda: get_or_none(client, PODGROUPS, group, "default"))
+        await admit(client, group)
+        pods = await eventually(lambda: _has(job_pods(client), 3))
+        for name in pods:
+            await set_phase(client, name, "Succeeded")
+        assert await eventually(lambda: _is(phase_of(client), "Completed"))
+        assert await eventually(lambda: _is(get_or_none(client, PODGROUPS, group, "default"), None))
+        deletes: list[tuple[Any, ...]] = []
+        delete = client.delete
+
+        async def counted(resource: Resource, *args: Any, **kwargs: Any) -> Any:
+            if resource == PODGROUPS:
+                deletes.append(args)
+            return await delete(resource, *args, **kwargs)
+
+        client.delete = counted  # type: ignore[method-assign]
+        for round_ in range(3):  # each pod event syncs the finished job again
+            for name in pods:
+                await client.patch(
+                    PODS, name, {"metadata": {"labels": {"r": str(round_)}}}, "default"
+                )
+        seen = await eventually(lambda: _is(phase_of(client), "Completed"))
+        assert seen and deletes == []
