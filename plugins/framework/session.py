@@ -313,11 +313,12 @@ class Session(PolicyAnswers):
                     self.state.model, before, key, booked, evicting, lent
                 )
         elif isinstance(decision, Enqueued):
+            counted = self.counted_inqueue(group)  # (a breach's detail says what was counted)
             self.enqueued_now[key] = group.min_resources
             before = books_before(self.state.model, queue)
             self.job_enqueued(job_input(self.snapshot, group))
             if not replayed:
-                booked = f"enqueued {group.min_resources}"
+                booked = f"enqueued {group.min_resources}, {group.phase} counted {counted}"
                 promised = decision.promise.units if decision.promise is not None else ()
                 self.breaches += booking_breaches(self.state.model, before, key, booked, promised)
             if decision.promise is not None:
