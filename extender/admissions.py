@@ -73,8 +73,8 @@ class Admissions:
         """What filter tells the members of gang `key`, not admitted: its reason, in the words
         last told while only the reason's numbers moved, for at most `refresh` seconds.
         kube-scheduler writes a member's PodScheduled condition and a FailedScheduling event
-        whenever the words change (a real soak: 20 status writes a second), and its PodGroup's
-        condition has the numbers of now."""
+        whenever the words change (a real soak: 20 status writes a second), and this extender
+        the PodGroup's condition (29 writes a second)."""
         reason = self.reasons.get(key)
         if reason is None:
             return None

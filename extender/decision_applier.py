@@ -86,7 +86,7 @@ class DecisionApplier:
                 # by one by kube-scheduler.
                 parts.admissions.admit(key)
                 parts.release.release_admitted(view)
-            parts.writer.podgroup_status(group, view, reason is None, reason)
+            parts.writer.podgroup_status(group, view, reason is None, self._words(key, reason))
             return False
         reason = decision.reason if isinstance(decision, Waiting) else None
         admitted_now = False
@@ -129,13 +129,21 @@ class DecisionApplier:
                 # them on its own fit check (and a job's pods wait behind the gate).
                 parts.elastic.wait(key, decision.elastic)
         admitted = admitted_now or key in parts.admissions
-        parts.writer.podgroup_status(group, view, admitted, reason, dequeue=dequeue)
+        words = self._words(key, reason)
+        parts.writer.podgroup_status(group, view, admitted, words, dequeue=dequeue)
         if parts.metrics is not None:
             parts.metrics.observe(group, view, admitted_now)
         return unsettled
 
     def _view(self, snapshot: Snapshot, key: str) -> GangView | None:
         return gangs.gang_view(snapshot, key, allocated=self.parts.ledger.pods())
+
+    def _words(self, key: str, reason: str | None) -> str | None:
+        """A waiting gang's reason in the words filter tells its members (`Admissions.told`):
+        its PodGroup's condition is written again when they change, not with every number."""
+        if reason is not None and self.parts.admissions.reasons.get(key) == reason:
+            return self.parts.admissions.told(key)
+        return reason
 
     def _enqueued(self, decision: Decision, group: PodGroupRecord) -> str | None:
         """Apply the enqueue action's answer: None when enqueued (the group becomes Inqueue;

@@ -27,7 +27,7 @@ def test_numbers_that_move_keep_the_words_until_the_refresh() -> None:
     clock.now += 29.0
     admissions.refuse("ns/a", FULL.format(4, 12))
     assert admissions.told("ns/a") == FULL.format(4, 10)  # the same words: no write
-    assert admissions.reasons["ns/a"] == FULL.format(4, 12)  # the PodGroup's are current
+    assert admissions.reasons["ns/a"] == FULL.format(4, 12)  # (what explain reads)
     clock.now += 1.0
     assert admissions.told("ns/a") == FULL.format(4, 12)  # refreshed
     admissions.refuse("ns/a", "gang ns/a: 1/2 members created")
