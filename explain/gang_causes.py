@@ -254,14 +254,16 @@ def _blamed(waiting: list[PodRecord], case: GangCase, known: bool) -> list[PodRe
     """The members the hold waits for. With the extender's list of held pods, every other
     waiting member. Without it, held members are indistinguishable from the others in the API
     (a held bind leaves no trace on the pod): those kube-scheduler last refused for a reason of
-    their own come first, newest first; a refusal naming the gang itself dates from before its
-    admission and is stale, so those members are taken to be the held ones."""
+    their own come first, newest first; a refusal naming the gang itself (vulcan's filter: "gang
+    ns/g: ...", or "podgroup ns/g not found" from before its cache had the group) dates from
+    before its admission and is stale, so those members are taken to be the held ones."""
     if known:
         return waiting
-    own = f"gang {case.group.key}:"
+    own = (f"gang {case.group.key}:", f"podgroup {case.group.key} not found")
 
     def stale(pod: PodRecord) -> bool:
-        return own in scheduling_message(case.raw_pod(pod.key))
+        message = scheduling_message(case.raw_pod(pod.key))
+        return any(words in message for words in own)
 
     fresh = [m for m in waiting if not stale(m) and scheduling_message(case.raw_pod(m.key))]
     fresh.sort(key=lambda m: -scheduling_time(case.raw_pod(m.key)))

@@ -393,10 +393,15 @@ def test_held_binds_wait_for_the_member_that_cannot_come() -> None:
 
 def test_held_binds_from_the_podgroups_events_alone() -> None:
     """Without the extender: the GangHolding event says when the hold began and its limit;
-    members refused for the gang's own (stale) reason are the held ones."""
+    members refused for the gang's own (stale) reason are the held ones, "podgroup not found"
+    (refused before the extender's cache had the group) included."""
     group = podgroup("late", 3, phase="Inqueue")
     stale = "0/4 nodes are available: 4 gang default/late: 2/3 members created"
-    members = [pod(f"late-{i}", "late", refused=stale, refused_at=-30) for i in range(2)]
+    unfound = "0/4 nodes are available: 4 podgroup default/late not found"
+    members = [
+        pod("late-0", "late", refused=stale, refused_at=-30),
+        pod("late-1", "late", refused=unfound, refused_at=-1),  # newer than late-2's
+    ]
     members.append(
         pod(
             "late-2",
