@@ -9,6 +9,8 @@ import re
 import time
 from collections.abc import Callable, Collection, Iterator
 
+from core.decisions import decision
+
 __all__ = ["Admissions", "reason_shape"]
 
 # Numbers and quantities in a reason ("holds cpu 8, would hold 16 ... deserves 14750m").
@@ -85,8 +87,11 @@ class Admissions:
         self._told[key] = (shape, reason, now)
         return reason
 
-    def forget(self, key: str) -> None:
-        """Nothing decided for the gang stands any more (it goes through admission again)."""
+    def forget(self, key: str, why: str | None = None) -> None:
+        """Nothing decided for the gang stands any more (it goes through admission again); an
+        admission dropped so is logged with `why` (the user asks why it waits again)."""
+        if why is not None and key in self._admitted:
+            decision("gang admission dropped", podgroup=key, reason=why)
         self._admitted.discard(key)
         self._touched.add(key)
 

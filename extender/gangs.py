@@ -374,7 +374,7 @@ class GangScheduler:
 
     def forget_group(self, key: str, why: str, result: str = "gang_released") -> None:
         """Drop what was decided for the gang; its held binds fail with bind `result`."""
-        self.admissions.forget(key)
+        self.admissions.forget(key, why)
         self.applier.enqueue_logged.discard(key)
         self.slots.forget_group(key)
         for pod_key in self.ledger.of_group(key):

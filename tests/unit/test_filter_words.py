@@ -4,6 +4,10 @@ event whenever they change), for at most `refresh` seconds; a new kind of reason
 
 from __future__ import annotations
 
+import logging
+
+import pytest
+
 from extender.admissions import Admissions
 
 
@@ -47,3 +51,15 @@ def test_admission_and_deletion_forget_what_was_told() -> None:
     admissions.deleted("ns/a")
     admissions.refuse("ns/a", FULL.format(4, 12))
     assert admissions.told("ns/a") == FULL.format(4, 12)
+
+
+def test_an_admission_dropped_is_logged_with_why(caplog: pytest.LogCaptureFixture) -> None:
+    admissions = Admissions()
+    admissions.forget("ns/a", "never admitted")  # nothing to drop: no line
+    admissions.admit("ns/a")
+    with caplog.at_level(logging.INFO, logger="vulcan.decisions"):
+        admissions.forget("ns/a", "its held binds timed out")
+        admissions.forget("ns/a", "again")  # dropped already
+    [record] = [r for r in caplog.records if r.getMessage() == "gang admission dropped"]
+    assert record.__dict__["podgroup"] == "ns/a"
+    assert record.__dict__["reason"] == "its held binds timed out"
