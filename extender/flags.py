@@ -138,6 +138,15 @@ def add_extender_flags(parser: argparse.ArgumentParser) -> None:
         "per wake)",
     )
     parser.add_argument(
+        "--pass-idle-ratio",
+        type=float,
+        default=1.0,
+        help="after a scheduling pass of d seconds the next waits at least this times d: a "
+        "pass holds the extender's event loop, and kube-scheduler's filter calls (on its "
+        "serial path) wait for it, so under a backlog the verbs keep at least 1/(1+ratio) of "
+        "it (default 1: half; 0: passes back to back)",
+    )
+    parser.add_argument(
         "--plain-pod-pass-delay",
         type=parse_duration,
         default=0.1,

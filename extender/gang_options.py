@@ -17,14 +17,16 @@ DEFAULT_MEMO = "on"
 @dataclass(frozen=True, slots=True)
 class PassPacing:
     """When passes run: at the latest `period` after the last (a quiet cluster), at the
-    earliest `min_pass_interval` after it; `coalesce` while binds are held (a burst of member
-    events in one pass); a plain pod's change may wait `plain_pod_delay` (it changes no gang's
-    own inputs, only its queue's numbers and its node's room, which no pending decision waits
-    on: hundreds of plain pods a second must not each cost a pass); PodGroup status writes are
-    coalesced over `status_interval`."""
+    earliest `min_pass_interval` after it and `idle_ratio` times its own duration after its end
+    (a pass holds the event loop, and kube-scheduler's filter, on its serial path, waits for
+    it); `coalesce` while binds are held (a burst of member events in one pass); a plain pod's
+    change may wait `plain_pod_delay` (it changes no gang's own inputs, only its queue's numbers
+    and its node's room, which no pending decision waits on: hundreds of plain pods a second
+    must not each cost a pass); PodGroup status writes are coalesced over `status_interval`."""
 
     period: float = 1.0
     min_pass_interval: float = 0.0
+    idle_ratio: float = 0.0
     coalesce: float = 0.01
     plain_pod_delay: float = 0.0
     status_interval: float = 0.5

@@ -246,18 +246,17 @@ class GangScheduler:
     async def run(self) -> None:
         await self.cache.synced.wait()
         loop = asyncio.get_running_loop()
-        last_pass = -math.inf
+        last_pass = rested = -math.inf
         pacing = self.options.pacing
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), pacing.period)
-            # While a gang's binds are held its members' events stream in: a short pause lets
-            # a burst of them into one pass. Otherwise a wake after a quiet spell is served at
-            # once, but passes stay at least `min_pass_interval` apart.
+            # Binds held: a short pause lets a burst of members' events into one pass. Else a
+            # quiet spell's wake is served at once; passes leave the verbs their share of time.
             if self.barrier.holding():
                 await asyncio.sleep(pacing.coalesce)
             else:
-                early = last_pass + pacing.min_pass_interval - loop.time()
+                early = max(last_pass + pacing.min_pass_interval, rested) - loop.time()
                 if early > 0:
                     await asyncio.sleep(early)
             self._wake.clear()
@@ -270,8 +269,9 @@ class GangScheduler:
                 self.schedule_pass()
             except Exception:  # never let a bug stop admission; it is retried next pass
                 log.exception("gang scheduling pass failed")
+            rested = loop.time() + pacing.idle_ratio * (cost := time.perf_counter() - started)
             if self.observe_pass is not None:
-                self.observe_pass(time.perf_counter() - started)
+                self.observe_pass(cost)
 
     # ------------------------------------------------------------------ a pass
 

@@ -85,6 +85,7 @@ class Extender:
                 events=EventRate(args.event_qps, args.event_burst),
                 pacing=PassPacing(
                     min_pass_interval=args.min_pass_interval,
+                    idle_ratio=args.pass_idle_ratio,
                     plain_pod_delay=args.plain_pod_pass_delay,
                 ),
                 bind_marker=args.bind_marker or None,

@@ -1,5 +1,6 @@
 """The scheduling loop under a stream of changes: a change after a quiet spell gets a pass at
-once, and passes stay `min_pass_interval` apart, so the changes heard in between share one."""
+once, and passes stay `min_pass_interval` apart, so the changes heard in between share one; a
+pass is followed by a rest of `idle_ratio` times its own duration (the verbs' share)."""
 
 from __future__ import annotations
 
@@ -27,7 +28,9 @@ async def _commit(_args: Any) -> None:
     return None
 
 
-async def loop_with(interval: float) -> tuple[ClusterCache, GangScheduler, asyncio.Queue[float]]:
+async def loop_with(
+    interval: float, idle_ratio: float = 0.0
+) -> tuple[ClusterCache, GangScheduler, asyncio.Queue[float]]:
     cache = ClusterCache()
     passes: asyncio.Queue[float] = asyncio.Queue()
     gangs = GangScheduler(
@@ -36,7 +39,9 @@ async def loop_with(interval: float) -> tuple[ClusterCache, GangScheduler, async
         None,
         _commit,
         # no timed passes: only changes wake the loop here
-        options=GangOptions(pacing=PassPacing(period=3600.0, min_pass_interval=interval)),
+        options=GangOptions(
+            pacing=PassPacing(period=3600.0, min_pass_interval=interval, idle_ratio=idle_ratio)
+        ),
         observe_pass=passes.put_nowait,
     )
     cache.synced.set()
@@ -76,6 +81,19 @@ async def test_a_change_after_the_interval_is_served_at_once() -> None:
         await asyncio.wait_for(passes.get(), 10)
         cache.on_node_add(node("n1", 2))  # within the interval: waits for it to end
         await asyncio.wait_for(passes.get(), 10)
+    finally:
+        await gangs.stop()
+
+
+async def test_a_pass_leaves_the_loop_to_the_verbs_for_a_share_of_its_duration() -> None:
+    cache, gangs, passes = await loop_with(0.0, idle_ratio=1e9)  # a rest of hours
+    try:
+        cache.on_node_add(node("n0", 1))
+        assert await asyncio.wait_for(passes.get(), 10) > 0  # a quiet spell's change: at once
+        cache.on_node_add(node("n1", 2))
+        for _ in range(50):
+            await asyncio.sleep(0)
+        assert passes.empty()  # the next waits out its rest
     finally:
         await gangs.stop()
 
