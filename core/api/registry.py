@@ -74,7 +74,12 @@ KINDS: tuple[KindInfo, ...] = (
         namespaced=False,
         status_subresource=True,
         model=Queue,
-        printer_columns=(PrinterColumn("PARENT", ".spec.parent"),),
+        # Volcano's CRD shows PARENT alone; what a user looks for first is beside it.
+        printer_columns=(
+            PrinterColumn("STATE", ".status.state"),
+            PrinterColumn("WEIGHT", ".spec.weight", type="integer"),
+            PrinterColumn("PARENT", ".spec.parent"),
+        ),
     ),
     KindInfo(
         BATCH_GROUP,

@@ -190,6 +190,10 @@ def test_queue_commands_and_metrics(cluster: SimCluster) -> None:
     wait_for("the queue to close", lambda: _in_state(cluster, "night", "Closed"))
     assert "night-closequeue" not in cluster.kubectl("get", "commands.bus.volcano.sh", "-o", "name")
     assert "Closed" in cluster.kubectl("get", "queue", "night", "-o", "jsonpath={.status.state}")
+    # What a user types first: the state and weight are columns.
+    header, row = cluster.kubectl("get", "queue", "night").splitlines()
+    assert header.split()[:3] == ["NAME", "STATE", "WEIGHT"], header
+    assert row.split()[:2] == ["night", "Closed"], row
     text = _metrics(cluster)
     assert metric(text, "vulcan_controller_leader") == 1.0
     assert "volcano_queue_pod_group_pending_count" in text

@@ -71,7 +71,11 @@ def test_printer_columns() -> None:
         ("QUEUE", ".spec.queue"),
     ]
     assert columns("jobs.batch.volcano.sh")[0] == ("STATUS", ".status.state.phase")
-    assert columns("queues.scheduling.volcano.sh") == [("PARENT", ".spec.parent")]
+    assert columns("queues.scheduling.volcano.sh") == [
+        ("STATE", ".status.state"),
+        ("WEIGHT", ".spec.weight"),
+        ("PARENT", ".spec.parent"),
+    ]
     assert columns("jobflows.flow.volcano.sh")[0] == ("Status", ".status.state.phase")
 
 
