@@ -7,7 +7,8 @@ The victims and the gang they were evicted for come from vulcan's Pod events ("p
 dated when they happened (they may arrive late). The clock starts only once every victim of
 the gang is gone (a victim held terminating by a node that is down frees nothing); a gang one
 of whose members bound after the eviction used the room (even if it lost it again since), and
-a gang deleted, or whose job is torn down or finished, owes nothing.
+a gang deleted, finished (its PodGroup Completed), or whose job is torn down or finished, owes
+nothing.
 
 Pure: no I/O, time passed in.
 """
@@ -79,6 +80,7 @@ class EvictionLedger:
             job = checker.jobs.get(group.job) if group is not None and group.job else None
             if (
                 group is None
+                or group.phase == "Completed"  # it ran: the room was used
                 or (job is not None and job.phase not in ("", "Pending", "Running"))
                 or checker.bound(gang) >= group.min_member
                 or checker.last_bind.get(gang, float("-inf")) >= debt.since

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from bench.soak_checker import Checker, Limits
 from bench.soak_evictions import NEEDLESS_EVICTION, evicted_for
+from bench.soak_model import Group
 from tests.unit.test_soak_checker import bind, cluster, gang, kinds
 
 PREEMPTED = "preempted (whole) by gang ns/big of priority 1000: 2 pod(s) of ns/low"
@@ -94,5 +95,21 @@ def test_a_gang_bound_after_the_eviction_paid_even_if_the_event_came_late() -> N
         checker.pod(f"ns/big-{index}", None, 20.0)
     for index in range(2):
         checker.eviction(f"ns/low-{index}", PREEMPTED, 1.0)
+    checker.tick(100.0)
+    assert NEEDLESS_EVICTION not in kinds(checker)
+
+
+def test_a_gang_that_completed_owes_nothing() -> None:
+    """A real soak: the gang was bound while its victim terminated, ran and completed; the
+    victim's event came 24 s late, dated a moment after the gang's binds were seen."""
+    checker = _low_and_big()
+    bind(checker, "big", 0, "node-1", 10.0)
+    bind(checker, "big", 1, "node-1", 10.0)
+    for index in range(2):
+        checker.pod(f"ns/big-{index}", None, 20.0)  # done and cleaned up
+    checker.group("ns/big", Group("ns/big", min_member=2, phase="Completed"), 20.0)
+    for index in range(2):
+        checker.eviction(f"ns/low-{index}", PREEMPTED, 10.1)
+        checker.pod(f"ns/low-{index}", None, 10.3)
     checker.tick(100.0)
     assert NEEDLESS_EVICTION not in kinds(checker)
