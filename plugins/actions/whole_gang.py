@@ -65,9 +65,11 @@ def allocate_gang(ssn: Session, group: PodGroupRecord, view: GangView, job: JobI
     members = gang_ready.pending_members(view)
     need = gang_ready.members_needed(view)
     demand = gang_demand(group, members, need, view)
-    # Enqueued already (Volcano's enqueue looks at Pending jobs only): its minResources are
-    # counted in the queue's `inqueue`, and judging them again would count them twice.
-    refusal = None if group.phase == "Inqueue" else ssn.enqueue_refusal(job)
+    # Volcano's enqueue looks at Pending jobs only. Enqueued already, its minResources are
+    # counted in the queue's `inqueue`; running (a gang that lost members: Running, Unknown),
+    # its bound members are in `allocated`: judging its minResources again would count them
+    # twice (a real soak: one member of three bound for minutes, its replacements refused).
+    refusal = ssn.enqueue_refusal(job) if group.phase in ("Pending", "") else None
     over_share = ssn.allocatable(group.queue, demand)
     refused = refusal.reason if refusal is not None else None
     promise = None
@@ -92,7 +94,7 @@ def allocate_gang(ssn: Session, group: PodGroupRecord, view: GangView, job: JobI
             if promise is None:
                 return Admission(
                     reason=f"gang {key}: waiting for admission: {room}",
-                    at_enqueue=group.phase != "Inqueue",
+                    at_enqueue=group.phase in ("Pending", ""),
                 )
             refused = room
     # From here on the answer depends on the rest of the cluster.

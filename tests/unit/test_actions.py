@@ -118,6 +118,35 @@ def test_a_gang_admitted_again_asks_its_queue_only_for_its_missing_members() -> 
     assert gang_demand(g, gang_ready.pending_members(view), 2, view).cpu == 2000
 
 
+def test_a_running_gang_that_lost_a_member_is_not_judged_by_enqueue_again() -> None:
+    """A real soak: one of three members bound, the PodGroup Unknown, its replacements refused
+    by the enqueue votes on its whole minResources, its bound member counted in `allocated`
+    as well. Past enqueue (Volcano's looks at Pending jobs only), the queue is asked only for
+    the members it misses, beside what it holds."""
+
+    def in_phase(phase: str) -> PodGroupRecord:
+        spec = {"minMember": 3, "minResources": {"cpu": "3"}, "queue": "q"}
+        meta = {"name": "a", "namespace": "ns"}
+        return PodGroupRecord({"metadata": meta, "spec": spec, "status": {"phase": phase}})
+
+    members = [pod(f"a-{i}", node_name="n0", phase="Running") for i in range(2)]
+    members.append(pod("a-2"))
+    running = in_phase("Unknown")
+    snap = cluster(["n0", "n1"], [running], members)
+    cap = ResourceVector({"cpu": 3000})
+    held = ResourceVector({"cpu": 2000})
+    queues = {"q": QueueInput("q", allocated=held, request=cap, capability=cap)}
+    model = proportion_shares(snap.total_allocatable, list(queues.values()))
+    state = PassState(model=model, inputs=queues, total=snap.total_allocatable.as_dict())
+    decision = allocate(DEFAULT, snap, running, state)
+    assert decision.reason is None and decision.plan is not None
+    assert list(decision.plan.slots) == ["ns/a-2"]
+    # Pending (not enqueued yet), it is judged on its minResources by the enqueue votes.
+    pending = in_phase("Pending")
+    refused = allocate(DEFAULT, cluster(["n0", "n1"], [pending], members), pending, state)
+    assert refused.at_enqueue and refused.reason is not None and "minResources" in refused.reason
+
+
 def test_enqueue_votes_then_books_what_it_admitted() -> None:
     a, b = group("a", 1, minResources={"cpu": "8"}), group("b", 1, minResources={"cpu": "8"})
     snap = cluster([], [a, b], [])
