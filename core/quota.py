@@ -1,6 +1,6 @@
 """A pod's ResourceQuota usage, the per-pod vector Volcano multiplies into `minResources`.
 
-Kubernetes' quota evaluator for pods (spec/volcano.md §4.5) counts: `count/pods` and `pods`;
+Kubernetes' quota evaluator for pods counts: `count/pods` and `pods`;
 `cpu`, `memory`, `ephemeral-storage` and `hugepages-*` requests under both the bare name and
 `requests.<name>`; their limits (cpu, memory, ephemeral-storage) as `limits.<name>`; extended
 resources as `requests.<name>`, which Volcano also copies to the bare name. A finished pod only

@@ -3,7 +3,7 @@ flow -> job -> PodGroup (-> pod). Pure: reads the collected API objects only.
 
 A JobFlow is explained through the first of its jobs (in `spec.flows` order) that waits to be
 scheduled; a Volcano Job through its PodGroup, named `<job>-<job UID>` by Volcano's job
-controller (spec/volcano.md §8.1, `<job>` for jobs made before Volcano 1.5); a pod through the
+controller (`<job>` for jobs made before Volcano 1.5); a pod through the
 PodGroup it names.
 """
 

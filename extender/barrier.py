@@ -1,11 +1,11 @@
-"""The bind barrier ("virtual Permit", gang-design.md §9.3 item 3): a gang member's bind request is
+"""The bind barrier ("virtual Permit"): a gang member's bind request is
 held open until the gang has quorum, then every held Binding is created at once, so no gang is
 ever partially bound by us.
 
 Why holding works: kube-scheduler keeps a pod "assumed" (its capacity counted on the chosen node)
-for as long as the bind request is in flight (extender-protocol.md §5.5), so a held request is a
+for as long as the bind request is in flight, so a held request is a
 capacity reservation in kube-scheduler's own view. A bind error makes kube-scheduler forget the
-pod and requeue it (§5.7), which is how a timed-out or released hold gives its capacity back.
+pod and requeue it, which is how a timed-out or released hold gives its capacity back.
 
 Rules, per group (`GangRequirement.key`, "namespace/name"):
 

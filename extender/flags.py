@@ -108,9 +108,9 @@ def add_extender_flags(parser: argparse.ArgumentParser) -> None:
         "kube-scheduler refuses a pod before it asks the extender when its own checks fail "
         "(e.g. an unbound PersistentVolumeClaim), and a gang none of whose members comes, "
         "with one turned away so (its PodScheduled condition in kube-scheduler's words, not "
-        "vulcan's), loses its admission and its reserved room, with a Warning event, and backs off from "
-        "--gang-backoff, doubling; an enqueued gang whose pods are still not all made after "
-        "it goes back to Pending the same way (default 30s, 3x kube-scheduler's "
+        "vulcan's), loses its admission and its reserved room, with a Warning event, and "
+        "backs off from --gang-backoff, doubling; an enqueued gang whose pods are still not "
+        "all made after it goes back to Pending the same way (default 30s, 3x kube-scheduler's "
         "podMaxBackoffSeconds; 0: never)",
     )
     parser.add_argument(

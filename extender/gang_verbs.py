@@ -186,7 +186,7 @@ class GangVerbs:
         return self.gangs.queue_gate.contended()
 
     def queue_gate(self, pod: PodInfo, candidates: list[str]) -> FilterStatus | None:
-        """Volcano's allocate check for a pod outside any gang (spec §3.9 Allocatable): its
+        """Volcano's allocate check for a pod outside any gang: its
         queue must be Open and able to hold it within its deserved share. A refusal names
         the queue and the numbers, on every candidate (unresolvable: no preemption helps);
         None lets the pod through, counted against its queue until the next pass."""

@@ -1,4 +1,4 @@
-"""kube-scheduler's extender wire format (shared/spec/extender-protocol.md): PascalCase keys,
+"""kube-scheduler's extender wire format: PascalCase keys,
 `null` for unused fields, integer scores, exactly HTTP 200 with a JSON body.
 
 Requests are decoded with orjson and checked by hand (no models on the hot path); anything

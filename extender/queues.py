@@ -74,7 +74,7 @@ def _unit(resource: str) -> str:
 
 class QueueCollector:
     """Prometheus gauges per queue, read from the latest pass at scrape time (nothing is
-    updated on the scheduling path). Names follow Volcano's scheduler metrics (spec §7.1)."""
+    updated on the scheduling path). Names follow Volcano's scheduler metrics."""
 
     def __init__(self, latest: Any) -> None:
         self._latest = latest  # () -> QueuePass | None

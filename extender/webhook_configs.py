@@ -1,6 +1,6 @@
 """The Mutating/ValidatingWebhookConfiguration that register vulcan's webhooks (`webhooks.py`).
 
-Volcano's set and defaults (spec/volcano.md §6): queues mutate (CREATE) and validate (CREATE,
+Volcano's set and defaults: queues mutate (CREATE) and validate (CREATE,
 UPDATE, DELETE), podgroups mutate and validate (CREATE), jobs mutate and validate (CREATE,
 UPDATE; Volcano mutates jobs on CREATE only), jobflows and cronjobs validate (CREATE, UPDATE);
 `failurePolicy: Fail`, `timeoutSeconds: 10`, `sideEffects: None`, and a namespaceSelector that

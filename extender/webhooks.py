@@ -9,7 +9,7 @@ against a `ClusterView` of the extender's cache (`webhook_view`).
 
 Denials carry no status code, as Volcano's do: kube-apiserver then answers 403 with
 `<resource> "<name>" is forbidden: admission webhook "<webhook>" denied the request: <message>`.
-No pod webhook: pod creation stays off this path (spec/performance-and-conventions.md).
+No pod webhook: pod creation stays off this path.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The PodGroup a workload's pod implies (spec/volcano.md §2.3), as pure functions.
+"""The PodGroup a workload's pod implies, as pure functions.
 
 `desired_podgroup` builds the whole object for a create; `update_patch` is the merge patch that
 brings an existing group's controller-owned fields (minMember, minResources, priorityClassName,

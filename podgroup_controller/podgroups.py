@@ -1,4 +1,4 @@
-"""The PodGroup controller (Volcano's `pg-controller`, spec/volcano.md §2.3).
+"""The PodGroup controller (Volcano's `pg-controller`).
 
 Pods of our schedulers that are in no group get a PodGroup named after their controller owner
 (or themselves) and are annotated with it; ReplicaSets and StatefulSets keep their group in

@@ -1,4 +1,4 @@
-"""Volcano's Queue state machine (spec/volcano.md §4.12) as one pure function.
+"""Volcano's Queue state machine as one pure function.
 
 | state   | OpenQueue | CloseQueue                              | SyncQueue                       |
 |---------|-----------|-----------------------------------------|---------------------------------|

@@ -1,4 +1,4 @@
-"""The Queue controller (Volcano's `queue-controller`, spec/volcano.md §4.12).
+"""The Queue controller (Volcano's `queue-controller`).
 
 - Creates the built-in `root` and `default` queues when they are missing.
 - SyncQueue: `spec.parent: root` for a queue without a parent; PodGroups counted per phase

@@ -1,4 +1,4 @@
-"""`batch.volcano.sh/v1alpha1` Job and `bus.volcano.sh/v1alpha1` Command (spec/volcano.md §1.3-1.4).
+"""`batch.volcano.sh/v1alpha1` Job and `bus.volcano.sh/v1alpha1` Command.
 
 Pod templates stay free-form dicts: we never model the whole PodSpec, and every field of it
 survives a round trip.

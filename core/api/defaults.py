@@ -1,4 +1,4 @@
-"""Volcano's mutating admission defaults (spec/volcano.md §6.1, §6.4).
+"""Volcano's mutating admission defaults.
 
 Each function returns a defaulted deep copy; the input is never changed. Fields set here are
 marked as set, so they appear in `to_dict()` exactly as the API server would store them.

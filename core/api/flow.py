@@ -1,4 +1,4 @@
-"""`flow.volcano.sh/v1alpha1` JobFlow and JobTemplate (spec/volcano.md §1.5)."""
+"""`flow.volcano.sh/v1alpha1` JobFlow and JobTemplate."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Annotation and label keys, spelled exactly as Volcano spells them (spec/volcano.md §2).
+"""Annotation and label keys, spelled exactly as Volcano spells them.
 
 Volcano has two prefixes that are easy to confuse: `scheduling.k8s.io/group-name` is the *only*
 key that attaches a pod to a PodGroup; `scheduling.volcano.sh/group-name` is not a grouping key.

@@ -1,4 +1,4 @@
-"""Which kinds vulcan knows, and how Volcano's CRDs present them (spec/volcano.md §1 table)."""
+"""Which kinds vulcan knows, and how Volcano's CRDs present them."""
 
 from __future__ import annotations
 

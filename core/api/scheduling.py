@@ -1,4 +1,4 @@
-"""`scheduling.volcano.sh/v1beta1` PodGroup and Queue (spec/volcano.md §1.1, §1.2)."""
+"""`scheduling.volcano.sh/v1beta1` PodGroup and Queue."""
 
 from __future__ import annotations
 

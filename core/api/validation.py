@@ -1,4 +1,4 @@
-"""Volcano's admission rules (spec/volcano.md §6): the union of its webhooks and its
+"""Volcano's admission rules: the union of its webhooks and its
 ValidatingAdmissionPolicies, for Job, PodGroup, Queue, JobFlow, JobTemplate and Command.
 
 Every function returns a list of `FieldError` (field path + reason, reason text as Volcano words

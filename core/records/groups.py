@@ -9,8 +9,8 @@ from core.api import keys
 from core.records.common import NO_LABELS, OwnerRef, controller_of, owner_refs, resources
 
 # ResourceQuota names that Volcano's controllers write into a PodGroup's minResources besides
-# the resource names (a pod's quota usage: `count/pods`, `requests.cpu`, `limits.memory`, ...;
-# spec/volcano.md §4.5). Volcano's scheduler reads only resource names, and so does vulcan.
+# the resource names (a pod's quota usage: `count/pods`, `requests.cpu`, `limits.memory`,
+# ...). Volcano's scheduler reads only resource names, and so does vulcan.
 _QUOTA_ONLY_PREFIXES = ("requests.", "limits.", "count/")
 _MARKERS = keys.MARKER_RESOURCE_GROUP + "/"  # routing markers, no capacity
 

@@ -1,4 +1,4 @@
-"""Volcano's job controller (`job-controller`; shared/spec/volcano-controllers.md §2-§5).
+"""Volcano's job controller (`job-controller`).
 
 Events about a Job, its pods and its PodGroup become requests (`events`), queued per job;
 each reconcile drains the job's requests in order, resolves each to an action through the

@@ -1,5 +1,5 @@
 """Policies with a `timeout`: their action runs later, unless the pod recovers first (Volcano's
-delayed actions, shared/spec/volcano-controllers.md §2.3).
+delayed actions).
 
 A delayed action is kept per job, pod and action (a second identical one is dropped). It is
 cancelled when its pod reports what undoes its cause — a PodPending delay by any other event of

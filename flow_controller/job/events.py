@@ -1,5 +1,5 @@
-"""What the job controller hears, turned into requests (shared/spec/volcano-controllers.md
-§2.2): Job changes, pod phases (PodPending, PodRunning, PodFailed with its exit code,
+"""What the job controller hears, turned into requests: Job changes, pod phases (PodPending,
+PodRunning, PodFailed with its exit code,
 TaskCompleted, TaskFailed, PodEvicted), PodGroup phases (Unknown) and, through `commands`,
 Commands. Requests are kept per job, in order, and the job's key is queued:
 one job is never reconciled by two workers at once, and no event is lost to de-duplication."""

@@ -1,6 +1,6 @@
-"""The objects Volcano's job controller makes for a Job, as pure functions: its PodGroup
-(shared/spec/volcano-controllers.md §5) and its pods (§4), and whether a task's `dependsOn` is
-satisfied (§3.3 step 6)."""
+"""The objects Volcano's job controller makes for a Job, as pure functions: its PodGroup and its
+pods, and whether a task's `dependsOn` is
+satisfied."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Volcano's job plugins (shared/spec/volcano-controllers.md §6): `env`, `svc`, `ssh` and the
+"""Volcano's job plugins: `env`, `svc`, `ssh` and the
 distributed frameworks `mpi`, `pytorch`, `tensorflow` (`ray` and `hcclrank` in
 `plugin_frameworks`; all registered in `plugin_registry`) — the same names, environment
 variables, files and mount paths as Volcano, so a training image finds everything where

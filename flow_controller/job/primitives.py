@@ -1,4 +1,4 @@
-"""The job controller's primitives (shared/spec/volcano-controllers.md §3): **sync** (the
+"""The job controller's primitives: **sync** (the
 PodGroup, pods once the PodGroup is past Pending, counts and phase), **kill** (every pod but,
 softly, the finished ones; the PodGroup deleted) and **kill one target** (a task's pods, one
 partition's, or one pod), each writing the job's status."""

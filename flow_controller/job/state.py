@@ -1,5 +1,5 @@
-"""Volcano's Job state machine and lifecycle policies, as pure functions
-(shared/spec/volcano-controllers.md §2.3, §3; Volcano's pkg/controllers/job/state).
+"""Volcano's Job state machine and lifecycle policies, as pure functions (Volcano's
+pkg/controllers/job/state).
 
 A request (an event about the job or one of its pods, or a Command's action) resolves to an
 action through the job's and its tasks' `policies` (`resolve_action`); the job's current phase
@@ -159,7 +159,7 @@ def resolve_action(
 
 
 def plan_action(phase: str, action: str) -> Step:
-    """The state machine of shared/spec/volcano-controllers.md §3: what `action` does in
+    """Volcano's Job state machine: what `action` does in
     `phase` ("" is Pending)."""
     phase = phase or PENDING
     if phase in (PENDING, RUNNING):
@@ -210,7 +210,7 @@ def _pending(phase: str, counts: Counts, spec: JobSpec, retry: int) -> str:
 
 
 def running_outcome(counts: Counts, spec: JobSpec) -> str:
-    """Volcano's Running completion logic (§3.1)."""
+    """Volcano's Running completion logic."""
     replicas = total_replicas(spec)
     if replicas == 0:
         return RUNNING

@@ -1,5 +1,5 @@
-"""A Job's pods counted as Volcano counts them, and the `status` written from the counts
-(shared/spec/volcano-controllers.md §3.3 step 8, §3.5). Pure functions."""
+"""A Job's pods counted as Volcano counts them, and the `status` written from the counts. Pure
+functions."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Volcano's JobFlow controller (`jobflow-controller`; volcano-controllers.md §8.3), with what
+"""Volcano's JobFlow controller (`jobflow-controller`), with what
 Volcano's leaves out (`state`): probes, retries, an on-failure clean-up Job, and a
 `jobRetainPolicy: retain` that also holds when the flow is deleted.
 

@@ -1,6 +1,6 @@
-"""What a JobFlow should do next, as pure functions (shared/spec/volcano-controllers.md §8.3,
-volcano.md §5.1): which Jobs start now, which failed Job runs again, which never will, the
-flow's status and phase. `controller` reads the inputs and applies the decisions.
+"""What a JobFlow should do next, as pure functions: which Jobs start now, which failed Job runs
+again, which never will, the flow's status and phase. `controller` reads the inputs and applies
+the decisions.
 
 Volcano's rules, plus what its users ask for (its `probe` is accepted and ignored there):
 - A flow step's Job `<flow>-<step>` starts when every `dependsOn.targets` Job is `Completed`,

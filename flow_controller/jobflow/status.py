@@ -1,4 +1,4 @@
-"""A JobFlow's `status` as Volcano computes it (`getAllJobStatus`, volcano.md §5.1 step 4), from
+"""A JobFlow's `status` as Volcano computes it (`getAllJobStatus`), from
 the Jobs the flow created: Jobs by phase, one `jobStatusList` entry per Job with its running
 histories, and `conditions` per Job. Pure: the controller writes what this returns."""
 

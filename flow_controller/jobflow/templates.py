@@ -1,4 +1,4 @@
-"""Volcano's JobTemplate controller (`jobtemplate-controller`; volcano.md §5.2): a template's
+"""Volcano's JobTemplate controller (`jobtemplate-controller`): a template's
 `status.jobDependsOnList` (Volcano's name) lists the Jobs made from it, found by their
 `volcano.sh/createdByJobTemplate: <namespace>.<template>` label."""
 

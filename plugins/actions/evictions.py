@@ -1,5 +1,5 @@
-"""Volcano's reclaim and preempt actions for a gang, as pure decisions over a snapshot
-(spec/volcano.md §3.7, §3.8): which whole units to evict so the gang can be placed.
+"""Volcano's reclaim and preempt actions for a gang, as pure decisions over a snapshot: which whole
+units to evict so the gang can be placed.
 
 A gang that passed its queue's checks but does not fit (each action only when the conf lists it):
 - **reclaim** first, when its queue may still grow (`preemptive`: below its deserved share):

@@ -1,5 +1,5 @@
-"""Volcano's preempt action: lower-priority work of the preemptor's own queue makes room for it
-(spec/volcano.md §3.8). Its candidates are the preemptable units of the same queue that are not
+"""Volcano's preempt action: lower-priority work of the preemptor's own queue makes room for it.
+Its candidates are the preemptable units of the same queue that are not
 the preemptor's own job and of strictly lower priority (whatever the conf's plugins: two jobs of
 equal priority must never evict each other's work); the session's Preemptable (its plugins by
 tier) decides which of them may go.

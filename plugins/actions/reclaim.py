@@ -1,5 +1,5 @@
 """Volcano's reclaim action: work of other queues above their deserved share makes room for a
-job whose queue may still grow (spec/volcano.md §3.7: the session's Preemptive for its queue).
+job whose queue may still grow (the session's Preemptive for its queue).
 Its candidates are the preemptable units of other, reclaimable queues; the session's
 Reclaimable (proportion, capacity: never below a queue's deserved share or guarantee) decides
 which of them may go.

@@ -1,4 +1,4 @@
-"""Volcano's `conformance` plugin (spec/volcano.md §3.7, §3.13): critical pods are never
+"""Volcano's `conformance` plugin: critical pods are never
 evicted — priority classes `system-cluster-critical` / `system-node-critical`, or namespace
 `kube-system` (`plugins.model.victims.is_critical`, decided per unit when it is built).
 

@@ -1,4 +1,4 @@
-"""Volcano's `drf` plugin (spec/volcano.md §3.12): jobs with the smaller dominant resource
+"""Volcano's `drf` plugin: jobs with the smaller dominant resource
 share first, and a victim only when its job keeps at least the share the preemptor would
 reach. Hierarchical drf (`enableHierarchy: true`) is not implemented: a conf asking for it is
 refused at start-up (`plugins.framework.registry`)."""

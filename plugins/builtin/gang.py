@@ -1,4 +1,4 @@
-"""Volcano's `gang` plugin as a session plugin (spec/volcano.md §3.3), over the gang rules of
+"""Volcano's `gang` plugin as a session plugin, over the gang rules of
 `plugins.model.gang`: JobValid, JobReady, JobPipelined, JobStarving and JobOrder (not-ready first).
 
 Victims: Volcano's gang filter evicts members only while their job keeps minAvailable. vulcan

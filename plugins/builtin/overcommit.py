@@ -1,4 +1,4 @@
-"""Volcano's `overcommit` plugin (spec/volcano.md §3.11, §3.4): a job is enqueueable only if its
+"""Volcano's `overcommit` plugin: a job is enqueueable only if its
 `minResources` fit in the cluster's allocatable × `overcommit-factor` minus what admitted jobs
 already take. Its argument `overcommit-factor` (float, default 1.2; values below 1 are replaced
 by 1.2, as Volcano does). Without the plugin in the conf there is no such rule at all."""

@@ -1,4 +1,4 @@
-"""Volcano's `priority` plugin (spec/volcano.md §3.13): higher-priority jobs first, and a job
+"""Volcano's `priority` plugin: higher-priority jobs first, and a job
 may preempt only lower-priority work."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The `proportion` and `capacity` plugins as session plugins (spec/volcano.md §3.9-3.10).
+"""The `proportion` and `capacity` plugins as session plugins.
 
 Each builds its own share model when the session opens (`open_queues`, Volcano's
 OnSessionOpen: deserved, realCapability, allocated, inqueue from the queues' inputs,

@@ -1,4 +1,4 @@
-"""Volcano's `sla` plugin (spec/volcano.md §3.18): a job's waiting time comes from its
+"""Volcano's `sla` plugin: a job's waiting time comes from its
 PodGroup's `volcano.sh/sla-waiting-time` (or `sla-waiting-time`) annotation, else the
 plugin's `sla-waiting-time` argument (a Go duration). Jobs with a waiting time are ordered
 first, earlier deadline (creation + waiting time) first; once a job has waited that long, its

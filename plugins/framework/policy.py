@@ -304,7 +304,7 @@ class Policy:
     ) -> list[VictimUnit]:
         """Volcano's Preemptable/Reclaimable walk (session_plugins.go): per tier, the
         intersection of the non-abstaining plugins' lists; the first tier with a list decides.
-        An empty list means no victims at all, as the spec has it (§3.2). Volcano's code
+        An empty list means no victims at all. Volcano's code
         instead only ends that tier and asks the next, so a later tier's plugin could hand
         over what conformance just refused (critical pods): vulcan follows the spec."""
         entries = self._hooks[hook]

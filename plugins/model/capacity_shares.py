@@ -1,5 +1,5 @@
-"""Volcano's `capacity` plugin: per-queue deserved amounts, flat or hierarchical
-(spec/volcano.md §3.10; the alternative to `proportion`).
+"""Volcano's `capacity` plugin: per-queue deserved amounts, flat or hierarchical (the alternative
+to `proportion`).
 
 Flat:
     realCapability = (total - Σ guarantee of ALL queues)⁺ + own guarantee, ∧ capability
@@ -29,8 +29,8 @@ Hooks:
                      reclaiming queue (moving resources inside a subtree leaves that subtree's
                      total unchanged, so only the levels that lose count).
     Overused       : none. The capacity plugin lets a queue borrow idle resources up to its
-                     realCapability (spec §3.10 lists no Overused hook); allocatable() is the
-                     limit, and `QueueShare.checks_overuse` is False.
+                     realCapability (Volcano's capacity plugin has no Overused hook);
+                     allocatable() is the limit, and `QueueShare.checks_overuse` is False.
 
 A queue whose parent does not exist (or whose parents form a cycle) hangs under root.
 """

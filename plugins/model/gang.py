@@ -1,4 +1,4 @@
-"""Gang membership and readiness as Volcano's gang plugin defines them (spec/volcano.md §3.1, §3.3).
+"""Gang membership and readiness as Volcano's gang plugin defines them.
 
 A gang is one PodGroup and every pod that names it (`scheduling.k8s.io/group-name`, or the
 coscheduling label `scheduling.x-k8s.io/pod-group`). Each member gets Volcano's *task status*

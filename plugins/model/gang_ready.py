@@ -1,5 +1,5 @@
-"""Volcano's gang readiness and validity over a `plugins.model.gang.GangView` (spec/volcano.md §3.1,
-§3.3): JobReady (`ready`: per-role CheckTaskReady and IsReady), JobValid (`valid`: per-role
+"""Volcano's gang readiness and validity over a `plugins.model.gang.GangView`: JobReady (`ready`:
+per-role CheckTaskReady and IsReady), JobValid (`valid`: per-role
 CheckTaskValid and ValidTaskNum >= minMember), how many members a placement still needs
 (`members_needed`, `missing_task_members`) and the members it places, in order
 (`pending_members`). Pure functions of the view."""

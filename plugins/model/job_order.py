@@ -1,5 +1,5 @@
-"""What job order and queue order are computed from (spec/volcano.md §3.2, §3.12, §3.13,
-§3.18, §3.21): the job as the session's plugins see it (`JobInput`), the dominant resource
+"""What job order and queue order are computed from: the job as the session's plugins see it
+(`JobInput`), the dominant resource
 share (`drf_share`), and the queue-order key of the share plugins (`queue_order_key`: spec.
 priority higher first, then share lower first, then (capacity) queues with a deserved amount
 before best-effort ones of equal share, then creationTimestamp, then name). The job order

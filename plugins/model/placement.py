@@ -1,8 +1,8 @@
 """Whole-gang placement simulation: can these pending members all get a node at once?
 
 This is the check Volcano's allocate action makes inside one session (place tasks one by one on
-a scratch copy of the nodes, commit only when the gang is ready, spec/volcano.md §3.5, §3.22),
-made before any member takes capacity (spec/gang-design.md §8 lesson 1, §9.3 step 1): a gang is
+a scratch copy of the nodes, commit only when the gang is ready),
+made before any member takes capacity: a gang is
 admitted only with an exclusive slot for every required member, so two gangs can never each
 hold part of the cluster and deadlock.
 

@@ -1,4 +1,4 @@
-"""PodGroup status as Volcano's scheduler computes it at session close (spec/volcano.md §3.3, §3.4).
+"""PodGroup status as Volcano's scheduler computes it at session close.
 
 Three parts, each a function of a `GangView`:
 

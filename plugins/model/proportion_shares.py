@@ -1,4 +1,4 @@
-"""Volcano's `proportion` plugin: weight-based fair share of the cluster (spec/volcano.md §3.9).
+"""Volcano's `proportion` plugin: weight-based fair share of the cluster.
 
 Per pass, for the queues that have jobs:
 
@@ -10,7 +10,7 @@ Per pass, for the queues that have jobs:
     Allocatable   <=> Open and allocated + request <= deserved (requested dimensions)
     Preemptive    <=> the same check, for a pod that would be placed by reclaiming
     Reclaimable   : a victim is taken while its queue's running allocated is not <= deserved
-    JobEnqueueable : minResources + allocated + inqueue - elastic <= realCapability (§3.4)
+    JobEnqueueable : minResources + allocated + inqueue - elastic <= realCapability
 
 Water-filling (Volcano's loop): every unmet queue adds `remaining × weight / Σ unmet weights`
 to its deserved, then deserved = max(min(deserved, realCapability, request), guarantee); a queue

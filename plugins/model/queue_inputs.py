@@ -1,5 +1,5 @@
 """The queues' inputs for one scheduling pass, built from the cluster and the gang ledger's
-reservations (spec/volcano.md §3.9–3.10), the same for the extender's pass and for
+reservations, the same for the extender's pass and for
 `vulcan explain` (`queue_inputs`, `queue_pass`). Pure: no I/O.
 
 `QueueBooks.build(snapshot, reserved, open_queues)` turns the cluster into

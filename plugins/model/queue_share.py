@@ -1,8 +1,7 @@
 """Shared types of the queue-share plugins: `proportion` (weights) and `capacity` (deserved).
 
 Both plugins turn a set of queues and the cluster's total into one `QueueShare` per queue
-(deserved, realCapability, share ...) and answer the same questions about it, Volcano's hooks
-(spec/volcano.md §3.2, §3.4, §3.8-§3.10):
+(deserved, realCapability, share ...) and answer the same questions about it, Volcano's hooks:
 
     enqueueable  JobEnqueueable: may a PodGroup with these minResources go Pending -> Inqueue?
     allocatable  Allocatable: may the queue take one more pod of this request?
@@ -87,7 +86,7 @@ class QueueInput:
     open: bool = True  # status.state == "Open"
     allocated: ResourceVector = ZERO  # Σ requests of bound/running pods of the queue
     request: ResourceVector = ZERO  # allocated + Σ pending pod requests
-    inqueue: ResourceVector = ZERO  # admitted-but-not-yet-allocated (spec §3.9 'inqueue')
+    inqueue: ResourceVector = ZERO  # admitted-but-not-yet-allocated
     elastic: ResourceVector = ZERO  # Σ per job (allocated - minResources)⁺
     has_jobs: bool = True  # proportion only divides among queues with jobs
     creation: str = ""  # creationTimestamp, for queue order ties

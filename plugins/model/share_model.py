@@ -61,7 +61,7 @@ class QueueShares:
     def _who(self, queue: str, name: str) -> str:
         return f"queue {name}" if name == queue else f"queue {name} (ancestor of {queue})"
 
-    # -- enqueue (spec §3.4, §3.9 JobEnqueueable, §3.10)
+    # -- enqueue
 
     def enqueueable(self, queue: str, min_resources: ResourceVector | None) -> str | None:
         """None if a PodGroup with `min_resources` may be admitted to `queue`, else the reason.
@@ -149,7 +149,7 @@ class QueueShares:
             share = self.shares[name]
             share.inqueue = share.inqueue + need
 
-    # -- allocate (spec §3.9 / §3.10 Allocatable)
+    # -- allocate
 
     def allocatable(self, queue: str, request: ResourceVector) -> str | None:
         """None if the queue may take `request` (a gang's demand or one pod), else e.g.

@@ -1,5 +1,4 @@
-"""Victim selection for reclaim (between queues) and preempt (within a queue), gang-aware
-(spec/volcano.md §2.2, §3.7, §3.8, §3.13).
+"""Victim selection for reclaim (between queues) and preempt (within a queue), gang-aware.
 
 The unit of eviction is a `VictimUnit`: every running member of one PodGroup, or one pod that
 belongs to no gang. Volcano's gang filter evicts members only while the job keeps minAvailable;

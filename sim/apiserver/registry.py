@@ -87,7 +87,7 @@ def _builtin(
 # The kinds kube-apiserver puts in the `all` category (what `kubectl get all` lists).
 _ALL = ("all",)
 
-# What kube-scheduler, kubectl, the controllers and the embedded cluster use (spec §3).
+# What kube-scheduler, kubectl, the controllers and the embedded cluster use.
 # Workloads with a replica count serve it through `scale` (autoscaling/v1 Scale).
 _SCALABLE = ("status", "scale")
 
