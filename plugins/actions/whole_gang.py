@@ -69,7 +69,8 @@ def allocate_gang(ssn: Session, group: PodGroupRecord, view: GangView, job: JobI
     # counted in the queue's `inqueue`; running (a gang that lost members: Running, Unknown),
     # its bound members are in `allocated`: judging its minResources again would count them
     # twice (a real soak: one member of three bound for minutes, its replacements refused).
-    refusal = ssn.enqueue_refusal(job) if group.phase in ("Pending", "") else None
+    pending = group.phase in ("Pending", "")  # not past Volcano's enqueue yet
+    refusal = ssn.enqueue_refusal(job) if pending else None
     over_share = ssn.allocatable(group.queue, demand)
     refused = refusal.reason if refusal is not None else None
     promise = None
@@ -94,7 +95,7 @@ def allocate_gang(ssn: Session, group: PodGroupRecord, view: GangView, job: JobI
             if promise is None:
                 return Admission(
                     reason=f"gang {key}: waiting for admission: {room}",
-                    at_enqueue=group.phase in ("Pending", ""),
+                    at_enqueue=pending,
                 )
             refused = room
     # From here on the answer depends on the rest of the cluster.
