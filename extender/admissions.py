@@ -13,8 +13,9 @@ from core.decisions import decision
 
 __all__ = ["Admissions", "reason_shape"]
 
-# Numbers and quantities in a reason ("holds cpu 8, would hold 16 ... deserves 14750m").
-_NUMBER = re.compile(r"\d+(?:\.\d+)?[A-Za-z]*")
+# Numbers and quantities in a reason ("holds cpu 8, would hold 16 ... deserves 14750m"); a
+# gang's own count ("2/3 members created") is matched whole so that it is kept.
+_NUMBER = re.compile(r"\d+/\d+|\d+(?:\.\d+)?[A-Za-z]*")
 WORDS_REFRESH = 30.0  # seconds filter keeps a reason's words while only its numbers move
 
 
@@ -22,8 +23,9 @@ def reason_shape(reason: str) -> str:
     """A reason without its live numbers: what a waiting gang's members are told again only
     when it changes. A queue's numbers move with every pod bound anywhere in it, and telling
     each change to every pending member was most of the API server's writes in the issue-31
-    soak (36,631 of 60,807 FailedScheduling events in 17 minutes)."""
-    return _NUMBER.sub("#", reason)
+    soak (36,631 of 60,807 FailedScheduling events in 17 minutes). A gang's own counts
+    ("2/3 members created") are words: they move only when its members do."""
+    return _NUMBER.sub(lambda m: m[0] if "/" in m[0] else "#", reason)
 
 
 class Admissions:

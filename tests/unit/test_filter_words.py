@@ -38,6 +38,16 @@ def test_numbers_that_move_keep_the_words_until_the_refresh() -> None:
     assert admissions.told("ns/a") == "gang ns/a: 1/2 members created"  # another reason: now
 
 
+def test_a_gangs_own_counts_are_words_told_at_once() -> None:
+    """A member created (1/3 -> 2/3) is news to the gang's members and its PodGroup condition,
+    not a queue's number moving."""
+    admissions = Admissions(refresh=30.0, clock=Clock())
+    admissions.refuse("ns/a", "gang ns/a: 1/3 members created")
+    assert admissions.told("ns/a") == "gang ns/a: 1/3 members created"
+    admissions.refuse("ns/a", "gang ns/a: 2/3 members created")
+    assert admissions.told("ns/a") == "gang ns/a: 2/3 members created"
+
+
 def test_admission_and_deletion_forget_what_was_told() -> None:
     clock = Clock()
     admissions = Admissions(refresh=30.0, clock=clock)

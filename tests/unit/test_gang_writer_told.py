@@ -57,6 +57,9 @@ def test_the_shape_keeps_words_and_drops_quantities() -> None:
     assert reason_shape("not enough cpu (need 16, free 11200m) on 2 nodes of 1.5Gi") == (
         "not enough cpu (need #, free #) on # nodes of #"
     )
+    assert reason_shape("gang ns/g: task w: 2/3 members placeable, cpu 4") == (
+        "gang ns/g: task w: 2/3 members placeable, cpu #"
+    )
 
 
 def test_members_made_again_are_told_the_same_reason() -> None:
