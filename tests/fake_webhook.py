@@ -12,7 +12,7 @@ from typing import Any
 
 from aiohttp import web
 
-from vulcan.certs import write_serving_certs
+from core.certs import write_serving_certs
 
 Responder = Callable[[dict[str, Any]], Awaitable[dict[str, Any]] | dict[str, Any]]
 

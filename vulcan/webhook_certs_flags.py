@@ -4,31 +4,10 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
 
 from core.durations import parse_duration
 from core.kube.flags import add_client_flags
-
-
-@dataclass(frozen=True, slots=True)
-class Options:
-    namespace: str = "vulcan-system"
-    service: str = "vulcan-webhooks"
-    secret: str = "vulcan-webhook-tls"  # the Secret cert-manager's Certificate writes too
-    configuration: str = "vulcan-admission"
-    # Ten years, not the 398/825 days of publicly trusted certificates: those limits are
-    # browsers' (CA/Browser Forum, Apple) and kube-apiserver enforces none; nothing renews this
-    # certificate on a schedule (only a later run of the Job), and when it expires the
-    # webhooks, which fail closed, refuse every Volcano write.
-    valid_days: int = 3650
-    renew_before_days: int = 30
-    wait: float = 120.0
-
-    @property
-    def hosts(self) -> tuple[str, ...]:
-        """The names a client may dial the Service by; the API server uses the first."""
-        svc = f"{self.service}.{self.namespace}.svc"
-        return (svc, f"{svc}.cluster.local", self.service, f"{self.service}.{self.namespace}")
+from core.webhook_tls_options import Options
 
 
 def add_webhook_certs_flags(parser: argparse.ArgumentParser) -> None:

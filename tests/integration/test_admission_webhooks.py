@@ -1,5 +1,5 @@
 """vulcan's admission webhooks for real: `vulcan sim apiserver` calls a `vulcan extender` process
-over HTTPS (certificates from vulcan.certs, configurations from extender.webhook_configs), and
+over HTTPS (certificates from core.certs, configurations from extender.webhook_configs), and
 clients see what they would see on a cluster with Volcano's admission installed."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pytest
 
 from extender.webhook_configs import webhook_configurations
 from tests.helpers import announced_url, sim_apiserver_process, stop_process, vulcan_process
-from vulcan.certs import ServingCerts, write_serving_certs
+from core.certs import ServingCerts, write_serving_certs
 
 KUBECTL = shutil.which("kubectl")
 QUEUES = "/apis/scheduling.volcano.sh/v1beta1/queues"

@@ -24,8 +24,8 @@ import yaml
 from core.kube.client import NAMESPACES, SECRETS, ClientOptions, KubeClient, Resource
 from sim.apiserver.server import EmbeddedApiServer, write_kubeconfig
 from tests.helpers import REPO
-from vulcan.certs import issue, load_certificates
-from vulcan.webhook_certs import CONFIGURATIONS
+from core.certs import issue, load_certificates
+from core.webhook_tls import CONFIGURATIONS
 from vulcan.webhook_certs_flags import Options
 
 NAMESPACE = "vulcan-system"

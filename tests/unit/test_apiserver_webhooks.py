@@ -27,7 +27,7 @@ from sim.apiserver.webhook_call import rejection as to_status
 from sim.apiserver.webhook_config import Rule, compile_configuration, set_defaults, validate
 from tests.fake_webhook import FakeWebhook
 from tests.helpers import REPO
-from vulcan.certs import write_serving_certs
+from core.certs import write_serving_certs
 
 VALIDATING = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
 MUTATING = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"

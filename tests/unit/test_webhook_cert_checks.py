@@ -1,5 +1,5 @@
 """`vulcan webhook-certs`' decisions without an API server: when a certificate made by
-vulcan/certs.py may go on being served (names, key, CA, expiry against renew-before), which CAs
+core/certs.py may go on being served (names, key, CA, expiry against renew-before), which CAs
 a caBundle carries, and the flags it refuses."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import datetime
 import pytest
 from cryptography import x509
 
-from vulcan.certs import issue, load_certificates, serving_problem
-from vulcan.webhook_certs import bundle_for
+from core.certs import issue, load_certificates, serving_problem
+from core.webhook_tls import bundle_for
 from vulcan.webhook_certs_flags import Options, add_webhook_certs_flags, options_of
 
 HOSTS = Options().hosts

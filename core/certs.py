@@ -3,8 +3,9 @@
 kube-apiserver calls webhooks over HTTPS only and verifies them against the configuration's
 `caBundle`; `vulcan sim up --with-extender` therefore makes a CA, signs a certificate for
 `localhost`/`127.0.0.1` with it, serves the webhooks with that certificate and puts the CA in
-the webhook configurations. On a real cluster cert-manager does this, or `vulcan webhook-certs`
-(vulcan/webhook_certs.py) with `issue` and `serving_problem` here.
+the webhook configurations. On a real cluster cert-manager does this, or vulcan itself with
+`issue` and `serving_problem` here (core/webhook_tls.py: `vulcan webhook-certs`, the extender's
+--manage-webhook-certs).
 """
 
 from __future__ import annotations
@@ -151,7 +152,7 @@ def serving_problem(
     renew_before: datetime.timedelta = datetime.timedelta(0),
 ) -> str | None:
     """Why this serving certificate, key and CA cannot go on being served for `hosts` (one
-    line), or None when they can: the certificate is for every host (DNS SANs; a client
+    line), or None when they can: the certificate is for every host (DNS or IP SANs; a client
     checks the name it dialled), the key is its key, the CA signed it, and neither certificate
     expires within `renew_before` (nor has yet to start)."""
     now = now or datetime.datetime.now(datetime.UTC)
@@ -174,6 +175,7 @@ def serving_problem(
     try:
         sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
         names = set(sans.get_values_for_type(x509.DNSName))
+        names.update(str(ip) for ip in sans.get_values_for_type(x509.IPAddress))
     except x509.ExtensionNotFound:
         names = set()
     missing = [host for host in hosts if host not in names]
