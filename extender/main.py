@@ -36,7 +36,7 @@ from extender.metrics import ExtenderMetrics
 from extender.queues import QueueCollector
 from extender.server import ExtenderServer, serve
 from extender.ungrouped import scheduler_names
-from extender.webhooks import WebhookServing
+from extender.webhook_serving import WebhookServing
 from plugins.builtin.overcommit import OvercommitPlugin
 from plugins.framework.config import ConfigError
 from plugins.framework.policy import Policy
@@ -199,9 +199,17 @@ async def run(args: argparse.Namespace) -> int:
         extender.gangs.start()
     runner, port = await serve(extender.server, args.bind_address, args.port)
     print(f"vulcan extender listening on http://{args.bind_address}:{port}/v1", flush=True)
-    await webhooks.start(extender.client, extender.cache)
     try:
-        await stop.wait()
+        # Until a kept certificate is ready the webhooks wait (retrying); a stop meanwhile ends it.
+        starting = asyncio.ensure_future(webhooks.start(extender.client, extender.cache))
+        stopping = asyncio.ensure_future(stop.wait())
+        await asyncio.wait((starting, stopping), return_when=asyncio.FIRST_COMPLETED)
+        if not starting.done():
+            starting.cancel()
+        elif starting.exception() is not None:
+            stopping.cancel()
+            starting.result()  # a failure to serve ends the process, as before
+        await stopping
     finally:
         for task in extender.background:
             task.cancel()

@@ -14,7 +14,6 @@ No pod webhook: pod creation stays off this path.
 
 from __future__ import annotations
 
-import argparse
 import base64
 import contextlib
 import logging
@@ -41,9 +40,7 @@ from core.api.validation import (
     validate_queue,
     validate_queue_delete,
 )
-from core.cache import ClusterCache
 from core.kube.client import KubeClient
-from extender.webhook_flags import DEFAULT_WEBHOOK_PORT, webhook_flag_errors
 from extender.webhook_view import WebhookView
 
 log = logging.getLogger("vulcan.extender.webhooks")
@@ -335,52 +332,3 @@ class AdmissionWebhooks:
             with contextlib.suppress(Exception):
                 await self._runner.cleanup()
             self._runner = None
-
-
-class WebhookServing:
-    """The extender's hook: `from_args` checks the flags and loads the certificate before
-    anything starts; `start` serves (and announces) once the extender serves; `stop`."""
-
-    def __init__(self, args: argparse.Namespace, context: ssl.SSLContext | None) -> None:
-        self.args = args
-        self.context = context
-        self.webhooks: AdmissionWebhooks | None = None
-        self.view: WebhookView | None = None
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> WebhookServing:
-        problem = webhook_flag_errors(args)
-        if problem:
-            raise SystemExit(f"vulcan extender: error: {problem}")
-        if not args.tls_cert_file:
-            return cls(args, None)
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        try:
-            context.load_cert_chain(args.tls_cert_file, args.tls_private_key_file)
-        except (OSError, ssl.SSLError) as exc:
-            raise SystemExit(
-                f"vulcan extender: error: cannot load the webhook certificate: {exc}"
-            ) from None
-        return cls(args, context)
-
-    async def start(self, client: KubeClient, cache: ClusterCache) -> None:
-        if self.context is None:
-            return
-        self.view = WebhookView(client, cache, scheduler_names=(keys.DEFAULT_SCHEDULER_NAME,))
-        self.view.start()
-        self.webhooks = AdmissionWebhooks(client, self.view)
-        port = self.args.webhook_port
-        host = self.args.bind_address
-        bound = await self.webhooks.start(
-            host, DEFAULT_WEBHOOK_PORT if port is None else port, self.context
-        )
-        url = f"https://{host}:{bound}"
-        # The second stdout line (the first stays the extender's), for whoever started us.
-        print(f"vulcan admission webhooks listening on {url}", flush=True)
-        log.info("admission webhooks serving", extra={"url": url})
-
-    async def stop(self) -> None:
-        if self.webhooks is not None:
-            await self.webhooks.stop()
-        if self.view is not None:
-            await self.view.stop()

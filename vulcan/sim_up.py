@@ -33,10 +33,10 @@ import aiohttp
 import yaml
 
 from core.api.keys import BINDING_MARKER, MARKERS, SCHEDULING_MARKER
+from core.certs import ServingCerts, write_serving_certs
 from core.kube.client import QUEUES, ApiError, KubeClient
 from core.kube.flags import ClientOptions
 from sim.scheduler.config import SIM_PROFILES
-from core.certs import ServingCerts, write_serving_certs
 from vulcan.sim_rbac import install_rbac, write_tokens
 
 if TYPE_CHECKING:  # imported for real in Cluster.start, where they are used

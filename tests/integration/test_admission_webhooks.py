@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
+from core.certs import ServingCerts, write_serving_certs
 from extender.webhook_configs import webhook_configurations
 from tests.helpers import announced_url, sim_apiserver_process, stop_process, vulcan_process
-from core.certs import ServingCerts, write_serving_certs
 
 KUBECTL = shutil.which("kubectl")
 QUEUES = "/apis/scheduling.volcano.sh/v1beta1/queues"

@@ -21,11 +21,11 @@ import pytest
 import pytest_asyncio
 import yaml
 
+from core.certs import issue, load_certificates
 from core.kube.client import NAMESPACES, SECRETS, ClientOptions, KubeClient, Resource
+from core.webhook_tls import CONFIGURATIONS
 from sim.apiserver.server import EmbeddedApiServer, write_kubeconfig
 from tests.helpers import REPO
-from core.certs import issue, load_certificates
-from core.webhook_tls import CONFIGURATIONS
 from vulcan.webhook_certs_flags import Options
 
 NAMESPACE = "vulcan-system"

@@ -31,12 +31,12 @@ from typing import Any
 
 import yaml
 
+from core.certs import write_serving_certs
 from extender.webhook_configs import webhook_configurations
 from sim.kubelet.profiles import expand_profiles, parse_node_profile
 from tests.helpers import REPO
 from tests.real.control_plane import ControlPlane, write_kubeconfig
 from tests.real.processes import Child, Watcher, free_port, vulcan_argv, wait_until
-from core.certs import write_serving_certs
 
 MODES = ("second-scheduler", "cluster-scheduler")
 NAMESPACE = "vulcan-system"

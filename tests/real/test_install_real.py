@@ -41,6 +41,7 @@ def versions(plane: ControlPlane, *source: str) -> dict[str, tuple[str, int | No
         "second-scheduler",
         "second-scheduler-webhooks",
         "second-scheduler-self-signed-webhooks",
+        "second-scheduler-managed-webhooks",
         "cluster-scheduler",
     ],
 )

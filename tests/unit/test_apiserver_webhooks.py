@@ -18,6 +18,7 @@ import pytest_asyncio
 
 from core.api.scheduling import Queue
 from core.api.validation import ClusterView, validate_queue_delete
+from core.certs import write_serving_certs
 from extender.webhook_configs import deploy_manifest, webhook_configurations
 from extender.webhooks import defaults_patch
 from sim.apiserver.admission import WebhookAdmission
@@ -27,7 +28,6 @@ from sim.apiserver.webhook_call import rejection as to_status
 from sim.apiserver.webhook_config import Rule, compile_configuration, set_defaults, validate
 from tests.fake_webhook import FakeWebhook
 from tests.helpers import REPO
-from core.certs import write_serving_certs
 
 VALIDATING = "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
 MUTATING = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
