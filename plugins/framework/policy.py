@@ -119,7 +119,7 @@ class Policy:
         for hook, entries in self._hooks.items():
             kinds: set[str] | None = set()
             for entry in entries:
-                declared = getattr(entry.plugin, "inputs", {}).get(hook)
+                declared = _declared(entry.plugin, hook)
                 if declared is None or kinds is None:
                     kinds = None
                 else:
@@ -200,6 +200,17 @@ class Policy:
         return _tier_refusal(
             self._hooks["job_enqueueable"],
             lambda plugin: plugin.job_enqueueable(job, state),
+        )
+
+    def enqueue_walk(
+        self, vote: Callable[[str, Any, frozenset[str] | None], Vote]
+    ) -> Refusal | None:
+        """`enqueue_refusal` with each plugin's vote asked of `vote(name, plugin, inputs)`,
+        `inputs` what that plugin's vote reads of the session (the memo keeps each vote on
+        its own inputs: one plugin's inputs moving asks that plugin alone again)."""
+        return _tier_walk(
+            self._hooks["job_enqueueable"],
+            lambda e: vote(e.name, e.plugin, _declared(e.plugin, "job_enqueueable")),
         )
 
     def inputs(self, hook: str) -> frozenset[str] | None:
@@ -340,6 +351,15 @@ def _tier_votes(entries: Sequence[_Entry], ask: Callable[[SessionPlugin], Vote])
 def _tier_refusal(
     entries: Sequence[_Entry], ask: Callable[[SessionPlugin], Vote]
 ) -> Refusal | None:
+    return _tier_walk(entries, lambda entry: ask(entry.plugin))
+
+
+def _declared(plugin: Any, hook: str) -> frozenset[str] | None:
+    """What `plugin`'s answer to `hook` reads of the session (None: it does not say)."""
+    return getattr(plugin, "inputs", {}).get(hook)
+
+
+def _tier_walk(entries: Sequence[_Entry], ask: Callable[[_Entry], Vote]) -> Refusal | None:
     """Volcano's vote walk (JobEnqueueable, JobPipelined): any Reject refuses at once (its
     reason); a tier holding a Permit admits without asking later tiers; all abstain admits."""
     tier: int | None = None
@@ -349,7 +369,7 @@ def _tier_refusal(
             if permitted:
                 return None
             tier = entry.tier
-        vote = ask(entry.plugin)
+        vote = ask(entry)
         if vote.verdict == REJECT:
             reason = vote.reason or f"refused by {entry.name}"
             return Refusal(reason, entry.name, entry.tier == entries[0].tier)

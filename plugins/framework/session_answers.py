@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from core.resources import ResourceVector
-from plugins.framework.extension_points import QUEUE, Preemptor, Refusal
+from plugins.framework.extension_points import QUEUE, Preemptor, Refusal, Vote
 from plugins.framework.inputs import QUEUES, TOTAL
 from plugins.framework.policy import Policy
 from plugins.framework.session_reads import SessionReads
@@ -38,12 +38,17 @@ class PolicyAnswers(SessionReads):
     def enqueue_refusal(self, job: JobInput) -> Refusal | None:
         if self.policy.clock_dependent:
             self.clock_read()
-        return self._answer(
-            ("enqueue", self.policy.enqueue_key(job)),
-            lambda s: s.policy.enqueue_refusal(job, s.state),
-            self.policy.inputs("job_enqueueable"),
-            job.queue,
-        )
+        key = self.policy.enqueue_key(job)
+
+        def vote(name: str, plugin: Any, reads: frozenset[str] | None) -> Vote:
+            return self._answer(
+                ("enqueue", name, key),
+                lambda s: plugin.job_enqueueable(job, s.state),
+                reads,
+                job.queue,
+            )
+
+        return self.policy.enqueue_walk(vote)
 
     def allocatable(self, queue: str, request: ResourceVector) -> str | None:
         return self._answer(
