@@ -12,6 +12,7 @@ crosses. When rows must be thinner than the per-pod picture's to fit, they are, 
 
 from __future__ import annotations
 
+import itertools
 import math
 from pathlib import Path
 from typing import Any
@@ -192,6 +193,11 @@ def render_folded(timeline: Timeline, output: Path, *, title: str = "") -> dict[
         _draw_marks(ax, timeline, folded, colours)
         for row in range(1, rows):
             ax.axhline(row, color="lightgray", linewidth=0.5, zorder=0)
+        if timeline.lanes_by == "queues" and not folded.shared:
+            # Gangs are grouped by queue: a darker line where the next queue's gangs begin.
+            for before, after in itertools.pairwise(folded.gangs):
+                if before.queue != after.queue:
+                    ax.axhline(after.row, color="gray", linewidth=1.0, zorder=0)
         ax.set_yticks([row + 0.5 for row in range(rows)])
         ax.set_yticklabels(folded.labels if font >= MIN_FONT_PT else [""] * rows, fontsize=font)
         ax.set_ylim(rows, 0)
