@@ -177,7 +177,10 @@ def main(args: argparse.Namespace) -> int:
     pending = sum(not b["bound"] for b in bars)
     # The "(pending)" and "(no queue)" lanes are no node and no queue.
     lanes = [lane for lane in data["lanes"] if not lane["lane"].startswith("(")]
-    folded = f", one row per gang ({len(data['rows'])} rows)" if data.get("folded") else ""
+    rows = len(data.get("rows") or ())
+    folded = (
+        f", one row per gang ({rows} row{'s' if rows != 1 else ''})" if data.get("folded") else ""
+    )
     print(
         f"timeline: {data['image']} ({len(bars) - pending} pods bound, {pending} never bound, "
         f"{len(lanes)} {args.lanes}{folded}); data: "

@@ -209,7 +209,10 @@ def render_folded(timeline: Timeline, output: Path, *, title: str = "") -> dict[
         ax.set_axisbelow(True)
         gangs = sum(bool(g.group) for g in folded.gangs)
         heading = title or "vulcan timeline: pods per gang"
-        folded_note = f"{len(timeline.bars)} pods folded into {gangs} gangs, one row each"
+        folded_note = (
+            f"{len(timeline.bars)} pods folded into {gangs} gang{'s' if gangs != 1 else ''}, "
+            "one row each"
+        )
         if folded.shared:
             folded_note += " (gangs apart in time share a row)"
         ax.set_title(f"{heading}\n{_subtitle(timeline)}; {folded_note}", fontsize=10)
