@@ -4,7 +4,7 @@ what each command did and that its tables show what the API server holds.
 
 Pods run until deleted (`--pod-duration forever`), so running jobs stay Running. Every command
 and its output is appended to `vcctl-transcript.txt` in the cluster's state directory (the
-README's examples come from there)."""
+examples in docs/reference.md come from there)."""
 
 from __future__ import annotations
 

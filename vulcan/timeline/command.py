@@ -99,9 +99,11 @@ def draw(
     data_out: Path | None = None,
 ) -> dict[str, Any]:
     """Make the timeline of `objects` as of `now`, draw it into `output` and write its data
-    (default: `output` with .json); returns the data."""
+    (default: `output` with .json); returns the data. A run whose picture with a row per pod
+    would be taller than a screen is drawn with a row per gang instead."""
     from vulcan.timeline.data import build_timeline
-    from vulcan.timeline.render import render
+    from vulcan.timeline.render import height_px, render
+    from vulcan.timeline.render_folded import SCREEN_PX, render_folded
 
     timeline = build_timeline(
         objects["pods"],
@@ -112,7 +114,8 @@ def draw(
         lanes_by=lanes_by,
     )
     output.parent.mkdir(parents=True, exist_ok=True)
-    data = render(timeline, output, title=title)
+    fits = height_px(timeline) <= SCREEN_PX
+    data = (render if fits else render_folded)(timeline, output, title=title)
     target = data_out or output.with_suffix(".json")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(json.dumps(data, indent=1) + "\n")
@@ -174,9 +177,13 @@ def main(args: argparse.Namespace) -> int:
     pending = sum(not b["bound"] for b in bars)
     # The "(pending)" and "(no queue)" lanes are no node and no queue.
     lanes = [lane for lane in data["lanes"] if not lane["lane"].startswith("(")]
+    rows = len(data.get("rows") or ())
+    folded = (
+        f", one row per gang ({rows} row{'s' if rows != 1 else ''})" if data.get("folded") else ""
+    )
     print(
         f"timeline: {data['image']} ({len(bars) - pending} pods bound, {pending} never bound, "
-        f"{len(lanes)} {args.lanes}); data: "
+        f"{len(lanes)} {args.lanes}{folded}); data: "
         f"{args.data_out or Path(args.output).with_suffix('.json')}"
     )
     return 0

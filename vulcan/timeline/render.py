@@ -41,6 +41,7 @@ LABEL_ROW = 0.62  # sub-rows per row of gang event labels above the lanes
 AXES_IN = WIDTH_IN * 0.8  # the axes' width (the rest: lane names, margins)
 LEGEND_CHAR_IN = 0.066  # one character of a legend entry (8 pt), a little generous
 LEGEND_ROW_IN = 0.24
+FRAME_IN = 2.2  # title, axis, labels and margins around the rows
 
 
 def palette(groups: list[str]) -> dict[str, str]:
@@ -265,11 +266,8 @@ def _last(timeline: Timeline) -> float:
     return (last - timeline.t0).total_seconds()
 
 
-def render(timeline: Timeline, output: Path, *, title: str = "") -> dict[str, Any]:
-    """Draw `timeline` into `output` (.png or .svg); returns what was drawn, as JSON data."""
-    fmt = output.suffix.lower().lstrip(".")
-    if fmt not in FORMATS:
-        raise ValueError(f"{output}: the picture must be .png or .svg")
+def _layout(timeline: Timeline) -> dict[str, Any]:
+    """Everything the per-pod picture's size depends on, and that size."""
     tops, total = _rows(timeline)
     colours = palette(timeline.groups)
     namespaces = {b.pod.split("/", 1)[0] for b in timeline.bars}
@@ -279,8 +277,35 @@ def render(timeline: Timeline, output: Path, *, title: str = "") -> dict[str, An
     handles = _legend_handles(timeline, colours, namespaces)
     _, legend_rows = _legend_layout(handles)
     rows = max(total, 1) + band
-    height_in = 2.2 + LEGEND_ROW_IN * legend_rows + SLOT_IN * rows
+    height_in = FRAME_IN + LEGEND_ROW_IN * legend_rows + SLOT_IN * rows
     height_in = round(height_in * DPI) / DPI  # whole pixels: the size said is the size written
+    return {
+        "tops": tops,
+        "total": total,
+        "colours": colours,
+        "namespaces": namespaces,
+        "span": span,
+        "labels": labels,
+        "band": band,
+        "handles": handles,
+        "height_in": height_in,
+    }
+
+
+def height_px(timeline: Timeline) -> int:
+    """How tall the per-pod picture of `timeline` would be, in pixels."""
+    return round(_layout(timeline)["height_in"] * DPI)
+
+
+def render(timeline: Timeline, output: Path, *, title: str = "") -> dict[str, Any]:
+    """Draw `timeline` into `output` (.png or .svg); returns what was drawn, as JSON data."""
+    fmt = output.suffix.lower().lstrip(".")
+    if fmt not in FORMATS:
+        raise ValueError(f"{output}: the picture must be .png or .svg")
+    layout = _layout(timeline)
+    tops, total, colours = layout["tops"], layout["total"], layout["colours"]
+    namespaces, span, band = layout["namespaces"], layout["span"], layout["band"]
+    labels, handles, height_in = layout["labels"], layout["handles"], layout["height_in"]
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "vulcan-timeline"}):
         fig = Figure(figsize=(WIDTH_IN, height_in), dpi=DPI, layout="constrained")
         ax = fig.add_subplot()
