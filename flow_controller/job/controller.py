@@ -75,6 +75,7 @@ class JobReconciler(Reconciler[str]):
         self.events = JobEvents(watch)
         self.jobs, self.podgroups = self.events.jobs, self.events.podgroups
         self.writer = JobWriter(self.client, self.recorder, self.metrics, self.podgroups)
+        self.jobs.add_handlers(on_delete=self.writer.job_deleted)
         self.primitives = JobPrimitives(
             self.events,
             self.writer,

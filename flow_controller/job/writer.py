@@ -15,7 +15,7 @@ from core.decisions import decision
 from core.kube.client import JSON_PATCH, PODGROUPS, PODS, PVCS, VCJOBS, ApiError, KubeClient
 from core.kube.events import WARNING, EventRecorder
 from core.kube.informer import Informer
-from core.records import PodGroupRecord, PodRecord
+from core.records import JobRecord, PodGroupRecord, PodRecord
 from flow_controller.job import objects
 from flow_controller.job.state import ABORTED, FINISHED
 from flow_controller.job.status import changed, stamp
@@ -53,6 +53,10 @@ class JobWriter:
         # 1,467 deletes answered 404 Not Found).
         self.gone_groups: set[str] = set()
         podgroups.add_handlers(on_delete=lambda group: self.deleted_groups.discard(group.uid))
+
+    def job_deleted(self, job: JobRecord) -> None:
+        """The job is gone: its PodGroup's name (from the job's UID) will not be asked again."""
+        self.gone_groups.discard(f"{job.namespace}/{objects.podgroup_name(job.name, job.uid)}")
 
     async def ensure_volumes(self, job: dict[str, Any], spec: JobSpec) -> bool:
         """Volcano's createJobIOIfNotExist: an unnamed claim gets a generated name, written back
