@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from core.records import PodGroupRecord, PodRecord
+from core.refusal_words import vulcan_refused
 from core.resources import ResourceVector
 from core.timestamps import epoch_seconds
 from explain.cluster_fit import cannot_fit
@@ -259,11 +260,9 @@ def _blamed(waiting: list[PodRecord], case: GangCase, known: bool) -> list[PodRe
     before its admission and is stale, so those members are taken to be the held ones."""
     if known:
         return waiting
-    own = (f"gang {case.group.key}:", f"podgroup {case.group.key} not found")
 
     def stale(pod: PodRecord) -> bool:
-        message = scheduling_message(case.raw_pod(pod.key))
-        return any(words in message for words in own)
+        return vulcan_refused(scheduling_message(case.raw_pod(pod.key)), case.group.key)
 
     fresh = [m for m in waiting if not stale(m) and scheduling_message(case.raw_pod(m.key))]
     fresh.sort(key=lambda m: -scheduling_time(case.raw_pod(m.key)))

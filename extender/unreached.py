@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from core.records import PodGroupRecord, PodRecord
+from core.refusal_words import vulcan_refused
 from extender.ledger import GangLedger
 from extender.slots import SlotWatch
 from plugins.framework.decisions import Decision, Waiting
@@ -55,7 +56,7 @@ def turned_away(key: str, members: Iterable[PodRecord]) -> bool:
         and not pod.terminal
         and not pod.deleting
         and pod.refusal
-        and key not in pod.refusal
+        and not vulcan_refused(pod.refusal, key)
         for pod in members
     )
 

@@ -10,6 +10,7 @@ import pytest
 
 from core.cache import ClusterCache
 from core.records import PodGroupRecord, PodRecord
+from core.refusal_words import vulcan_refused
 from core.resources import ResourceVector
 from extender.ledger import GangLedger, Reservation
 from extender.slots import SlotWatch
@@ -182,3 +183,18 @@ def test_an_admitted_gang_whose_members_were_not_tried_yet_is_timed_again() -> N
     clock.now += 0.1
     [expiry] = watch.expiries(groups, ("ns/a",), ledger, slots, members.__getitem__)
     assert expiry.key == "ns/a" and expiry.reason == MEMBERS_NOT_REACHED
+
+
+@pytest.mark.parametrize(
+    ("message", "vulcans"),
+    [
+        ("gang ns/g: waiting for admission: queue q is full", True),
+        ("gang ns/g is no longer whole: lost ns/g-1", True),
+        ("podgroup ns/g not found", True),
+        ("0/4 nodes are available: 4 Insufficient cpu.", False),
+        ("gang ns/g2: waiting for admission", False),  # another gang's words
+        ("pod has unbound immediate PersistentVolumeClaims", False),
+    ],
+)
+def test_whose_words_a_refusal_is(message: str, vulcans: bool) -> None:
+    assert vulcan_refused(message, "ns/g") is vulcans
