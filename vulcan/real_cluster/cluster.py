@@ -135,10 +135,11 @@ class LocalCluster:
         """Why the cluster is down (a control-plane part exited), or None."""
         return self.plane.failed()
 
-    def stop(self) -> None:
-        """Every process ended by pid, vulcan's first; etcd's data and a temporary root removed."""
+    def stop(self, *, keep_root: bool = False) -> None:
+        """Every process ended by pid, vulcan's first; etcd's data removed, and the root too
+        when it is temporary and not to be kept (its logs explain a failed start)."""
         if self.install is not None:
             self.install.stop()
         self.plane.stop()
-        if self.temporary:
+        if self.temporary and not keep_root:
             shutil.rmtree(self.root, ignore_errors=True)
