@@ -33,6 +33,9 @@ def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None, timeout: flo
             capture_output=True,
             text=True,
             timeout=timeout,
+            # Out of the terminal's process group: a Ctrl-C is the launcher's to handle (it
+            # stops after this call), not a kubectl failure to report.
+            start_new_session=True,
         )
     except FileNotFoundError:
         raise StartError(f"{KUBECTL} is not installed (the install is applied with it)") from None
@@ -77,6 +80,7 @@ def render(
             capture_output=True,
             text=True,
             timeout=60,
+            start_new_session=True,  # as in kubectl() above
         )
     except FileNotFoundError:
         raise StartError(f"{KUBECTL} is not installed (the install is rendered with it)") from None
