@@ -1,7 +1,7 @@
-"""One phase's cluster for `bench/real_throughput.py`: the real tier's control plane (etcd and
-kube-apiserver from `tests/real`, started as the tier starts them), Node objects, the phase's
-extender (vulcan's as the install runs it, or `bench.floor_extender`) and the real
-kube-scheduler with the phase's configuration.
+"""One phase's cluster for `bench/real_throughput.py`: the real control plane (etcd and
+kube-apiserver, started by vulcan.real_cluster as `vulcan sim up --control-plane real` starts
+them), Node objects, the phase's extender (vulcan's as the install runs it, or
+`bench.floor_extender`) and the real kube-scheduler with the phase's configuration.
 
 Nodes are API objects (no kubelet): created Ready with their capacity in the status, and the
 `node.kubernetes.io/not-ready` taint that kube-apiserver's TaintNodesByCondition admission adds to
@@ -28,10 +28,11 @@ import orjson
 import yaml
 
 from core.kube.client import ApiError, KubeClient
-from tests.real.assets import KubeAssets
-from tests.real.control_plane import ControlPlane
-from tests.real.install import VulcanInstall, find, render
-from tests.real.processes import Child, free_port, wait_until
+from vulcan.real_cluster.assets import KubeAssets
+from vulcan.real_cluster.control_plane import ControlPlane
+from vulcan.real_cluster.install import VulcanInstall
+from vulcan.real_cluster.manifests import find, render
+from vulcan.real_cluster.processes import Child, free_port, wait_until
 
 MODES = ("alone", "vulcan", "floor")
 INSTALL_MODE = "second-scheduler"  # every pod of the profile goes through the extender

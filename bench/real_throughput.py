@@ -4,8 +4,9 @@ no-op extender, on the real tier's control plane (etcd, kube-apiserver, kube-sch
     VULCAN_KUBE_ASSETS=/path/to/kube-assets \\
         .venv/bin/python -m bench.real_throughput --nodes 1000 --pods 10000
 
-The binaries are found as `tests/real` finds them (`KUBEBUILDER_ASSETS` or `VULCAN_KUBE_ASSETS`,
-see tests/real/assets.py); without them it says so and exits (status 0: nothing measured).
+The binaries are found as `vulcan sim up --control-plane real` finds them (`KUBEBUILDER_ASSETS`
+or `VULCAN_KUBE_ASSETS`, see vulcan/real_cluster/assets.py); without them it says so and exits
+(status 0: nothing measured).
 
 Three phases, interleaved (alone, vulcan, floor, alone, vulcan, floor with `--rounds 2`, the
 default) so that a machine shared with other work slows all of them alike:
@@ -67,7 +68,7 @@ from bench.sim_throughput import NAMESPACE, pod_body
 from core.kube.client import PODS, ApiError, KubeClient
 from core.kube.flags import ClientOptions
 from core.kube.informer import Informer
-from tests.real.assets import AssetsMissing, KubeAssets, find_assets
+from vulcan.real_cluster.assets import AssetsError, KubeAssets, find_assets
 
 LABELS = {"alone": "kube-scheduler alone", "vulcan": "with vulcan", "floor": "with no-op"}
 
@@ -97,7 +98,7 @@ def missing_requirement() -> str | None:
     """Why this benchmark cannot run here, or None."""
     try:
         find_assets()
-    except AssetsMissing as exc:
+    except AssetsError as exc:
         return f"bench.real_throughput needs the real tier's Kubernetes binaries: {exc}"
     if shutil.which("kubectl") is None:
         return "bench.real_throughput needs kubectl (the install is rendered and applied with it)"

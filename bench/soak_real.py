@@ -1,14 +1,14 @@
 """`python -m bench.soak --real`: the soak's cluster on a real control plane.
 
+The cluster `vulcan sim up --control-plane real` starts (vulcan.real_cluster.LocalCluster):
 etcd, kube-apiserver, kube-controller-manager (every controller: garbage collector, node
-lifecycle, taint eviction, Deployments) and kube-scheduler from the real test tier's binaries
-(`KUBEBUILDER_ASSETS` / `VULCAN_KUBE_ASSETS`, as `tests/real` finds them), vulcan installed as
-the tier installs it (the second-scheduler overlay, the extender and the controllers with the
-install's ServiceAccount tokens, the webhooks registered) and the nodes from `vulcan sim
-kubelets`. A node fails as on the embedded cluster (its hollow kubelet stops renewing its
-lease when annotated so); the real node lifecycle controller then marks it and the taint
-eviction controller evicts its pods after `pod_eviction_timeout` seconds (the pods' default
-not-ready/unreachable tolerations, set on kube-apiserver).
+lifecycle, taint eviction, Deployments) and kube-scheduler from `KUBEBUILDER_ASSETS` /
+`VULCAN_KUBE_ASSETS`, vulcan installed from the second-scheduler overlay (the extender and the
+controllers with the install's ServiceAccount tokens, the webhooks registered) and the nodes
+from `vulcan sim kubelets`. A node fails as on the embedded cluster (its hollow kubelet stops
+renewing its lease when annotated so); the real node lifecycle controller then marks it and the
+taint eviction controller evicts its pods after `pod_eviction_timeout` seconds (the pods'
+default not-ready/unreachable tolerations, set on kube-apiserver).
 """
 
 from __future__ import annotations
@@ -21,9 +21,8 @@ from pathlib import Path
 from bench.sim_cluster import SimCluster
 from core.kube.client import NAMESPACES, ApiError, KubeClient, Resource
 from core.kube.flags import ClientOptions
-from tests.real.assets import find_assets
-from tests.real.control_plane import ControlPlane
-from tests.real.install import VulcanInstall
+from vulcan.real_cluster.assets import find_assets
+from vulcan.real_cluster.cluster import LocalCluster, Settings
 
 INSTALL_MODE = "second-scheduler"
 SERVICE_ACCOUNTS = Resource("", "v1", "serviceaccounts", True, "ServiceAccount")
@@ -44,10 +43,11 @@ async def real_cluster(
     """A real control plane with vulcan installed and `nodes` hollow nodes of `profile`, and
     `namespace` made with its default ServiceAccount (pods are refused until it exists); a
     client on it; everything stopped on the way out."""
-    assets = find_assets()  # AssetsMissing says where they were looked for
-    plane = ControlPlane(
-        assets,
-        state,
+    settings = Settings(
+        mode=INSTALL_MODE,
+        node_profiles=(f"count={nodes},{profile}",),
+        pod_duration="forever",  # each pod says its own (vulcan.sh/sim-duration)
+        extender_flags=extender_flags,
         apiserver_flags=(
             f"--default-not-ready-toleration-seconds={pod_eviction_timeout}",
             f"--default-unreachable-toleration-seconds={pod_eviction_timeout}",
@@ -56,30 +56,23 @@ async def real_cluster(
             "--audit-log-maxbackup=1",
         ),
         controller_manager_flags=(f"--node-monitor-grace-period={node_monitor_grace_period}",),
+        timeout=start_timeout,
     )
-    install: VulcanInstall | None = None
+    # AssetsError says where the binaries were looked for.
+    local = LocalCluster(find_assets(), settings, root=state)
     client: KubeClient | None = None
     try:
-        await asyncio.to_thread(plane.start, start_timeout)
-        install = VulcanInstall(
-            plane,
-            INSTALL_MODE,
-            node_profiles=[f"count={nodes},{profile}"],
-            extender_flags=extender_flags,
-            pod_duration="forever",  # each pod says its own (vulcan.sh/sim-duration)
-        )
-        await asyncio.to_thread(install.start, start_timeout)
+        await asyncio.to_thread(local.start)
+        assert local.install is not None
         client = await KubeClient.connect(
-            ClientOptions(kubeconfig=str(plane.admin_kubeconfig), qps=0, burst=0)
+            ClientOptions(kubeconfig=str(local.kubeconfig), qps=0, burst=0)
         )
         await _namespace(client, namespace, start_timeout)
-        yield SimCluster(client, state, extender=install.extender_url)
+        yield SimCluster(client, state, extender=local.install.extender_url)
     finally:
         if client is not None:
             await client.close()
-        if install is not None:
-            await asyncio.to_thread(install.stop)
-        await asyncio.to_thread(plane.stop)
+        await asyncio.to_thread(local.stop)
 
 
 async def _namespace(client: KubeClient, name: str, timeout: float) -> None:

@@ -186,11 +186,7 @@ def every_flag(parsers: Mapping[str, argparse.ArgumentParser]) -> set[str]:
     return found
 
 
-def check_command(
-    command: Command,
-    parsers: Mapping[str, argparse.ArgumentParser],
-    pending: Mapping[str, frozenset[str]],
-) -> list[str]:
+def check_command(command: Command, parsers: Mapping[str, argparse.ArgumentParser]) -> list[str]:
     """What in `command` its parser does not know (empty: all of it is known)."""
     parser = parsers[command.words[0]]
     path = [command.words[0]]
@@ -205,8 +201,6 @@ def check_command(
         if word.startswith("-") and len(word) > 1 and not word[1].isdigit():
             for flag in word.split(ALTERNATIVE):
                 name = flag.split("=", 1)[0]
-                if name in pending.get(" ".join(path), ()):
-                    continue
                 options = _options(parser)
                 action = options.get(name)
                 if name.endswith("*") and any(o.startswith(name[:-1]) for o in options):
@@ -271,20 +265,14 @@ def _check_positional(
     return position if action.nargs in ("+", "*") else position + 1
 
 
-def check_doc(
-    doc: str,
-    text: str,
-    parsers: Mapping[str, argparse.ArgumentParser],
-    pending: Mapping[str, frozenset[str]] | None = None,
-) -> list[Problem]:
+def check_doc(doc: str, text: str, parsers: Mapping[str, argparse.ArgumentParser]) -> list[Problem]:
     """Every command and lone flag of one doc that the parsers do not know."""
-    pending = pending or {}
     problems = [
         Problem(doc, command.line, f"{command.text!r}: {text_}")
         for command in commands(text)
-        for text_ in check_command(command, parsers, pending)
+        for text_ in check_command(command, parsers)
     ]
-    flags = every_flag(parsers) | {f for names in pending.values() for f in names}
+    flags = every_flag(parsers)
     for number, flag in inline_flags(text):
         prefix = flag[:-1] if flag.endswith("*") else None
         known = any(f.startswith(prefix) for f in flags) if prefix else flag in flags

@@ -320,10 +320,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     up = sim_sub.add_parser(
         "up",
-        help="a whole cluster: API server, hollow nodes, kube-scheduler stand-in (+ vulcan)",
+        help="a whole cluster: API server, hollow nodes, kube-scheduler (+ vulcan)",
         description="Start the embedded API server, N hollow kubelets, the kube-scheduler "
-        "stand-in and optionally vulcan's extender and controllers; print the kubeconfig and "
-        "how to use kubectl with it; stop everything on Ctrl-C.",
+        "stand-in and optionally vulcan's extender and controllers; or, with --control-plane "
+        "real, a real control plane (etcd, kube-apiserver, kube-controller-manager, "
+        "kube-scheduler) with vulcan installed and N hollow nodes. Print the kubeconfig and "
+        "how to use kubectl with it; stop everything on Ctrl-C (with --control-plane real, "
+        "the temporary state directory is removed too).",
     )
     from vulcan.sim_flags import add_up_flags
 

@@ -497,8 +497,17 @@ async def _up(args: argparse.Namespace) -> int:
 def run_up(args: argparse.Namespace) -> int:
     from vulcan.logs import setup_logging
     from vulcan.sim_commands import run_async
+    from vulcan.sim_flags import real_flag_problem
 
+    problem = real_flag_problem(args)
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     setup_logging(args.log_format)
+    if args.control_plane == "real":
+        from vulcan.real_cluster.up import run_real
+
+        return run_real(args)
     if args.with_controllers and not _has_controllers():
         print(
             "error: --with-controllers: this build has no `vulcan controllers` command yet",

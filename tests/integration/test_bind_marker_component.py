@@ -117,7 +117,8 @@ def test_the_benchmark_and_the_real_tier_install_the_component_when_asked(tmp_pa
 
     from bench.real_cluster import install_extenders
     from bench.real_throughput import components, parse_args
-    from tests.real.install import VulcanInstall, container_args
+    from vulcan.real_cluster.install import VulcanInstall
+    from vulcan.real_cluster.manifests import container_args
 
     assert components(parse_args([])) == ()
     assert components(parse_args(["--bind-marker"])) == ("bind-marker",)

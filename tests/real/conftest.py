@@ -1,10 +1,12 @@
 """The real-Kubernetes tier: vulcan installed on a real control plane (etcd, kube-apiserver,
 kube-controller-manager, kube-scheduler v1.36) with hollow nodes, driven with kubectl.
 
-The binaries come from `KUBEBUILDER_ASSETS` or `VULCAN_KUBE_ASSETS` (see tests/real/assets.py
-and the README); without them every test of the tier is skipped, saying why. One control plane
-per test module (it starts in 10-60 s on a busy 2-core machine); a module chooses its install
-mode, its nodes and extra extender flags with module-level constants:
+The cluster is the product's (`vulcan.real_cluster`, what `vulcan sim up --control-plane real`
+starts); these fixtures only choose its settings. The binaries come from `KUBEBUILDER_ASSETS` or
+`VULCAN_KUBE_ASSETS` (vulcan/real_cluster/assets.py); without them every test of the tier is
+skipped, saying why. One control plane per test module (it starts in 10-60 s on a busy 2-core
+machine); a module chooses its install mode, its nodes and extra extender flags with
+module-level constants:
 
     INSTALL_MODE = "second-scheduler"          # or "cluster-scheduler"
     INSTALL_COMPONENTS = ("bind-marker",)      # manifests/components listed with the overlay
@@ -29,10 +31,11 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import KUBECTL, SimCluster, wait_for
-from tests.real.assets import AssetsMissing, find_assets
-from tests.real.control_plane import ControlPlane
-from tests.real.install import VulcanInstall
-from tests.real.processes import log_tail
+from vulcan.real_cluster.assets import AssetsError, find_assets
+from vulcan.real_cluster.cluster import LocalCluster, Settings
+from vulcan.real_cluster.control_plane import ControlPlane
+from vulcan.real_cluster.install import VulcanInstall
+from vulcan.real_cluster.processes import log_tail
 
 BUILTIN_QUEUES = ("root", "default")
 DEFAULT_PROFILES = ["count=4,cpu=8,memory=32Gi,nvidia.com/gpu=1"]
@@ -43,7 +46,11 @@ class RealCluster(SimCluster):
     """The e2e tier's cluster handle (kubectl, API reads) over a real control plane, so the
     e2e helpers (GangWatch, wait_for, ...) work on it unchanged."""
 
-    def __init__(self, control_plane: ControlPlane, install: VulcanInstall) -> None:
+    def __init__(self, local: LocalCluster) -> None:
+        control_plane = local.plane
+        assert local.install is not None
+        install: VulcanInstall = local.install
+        self.local = local
         self.control_plane = control_plane
         self.install = install
         self.process = None  # type: ignore[assignment]
@@ -68,17 +75,17 @@ class RealCluster(SimCluster):
 
 
 def assets_or_skip() -> Any:
+    if KUBECTL is None:
+        pytest.skip("kubectl is not installed (make test installs Debian's kubernetes-client)")
     try:
         return find_assets()
-    except AssetsMissing as exc:
+    except AssetsError as exc:
         pytest.skip(str(exc))
 
 
 @pytest.fixture(scope="module")
 def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
     """A bare control plane (no vulcan) for the module."""
-    if KUBECTL is None:
-        pytest.skip("kubectl is not installed (make test installs Debian's kubernetes-client)")
     assets = assets_or_skip()
     root = Path(tempfile.mkdtemp(prefix="vulcan-real-"))
     plane = ControlPlane(
@@ -97,21 +104,24 @@ def control_plane(request: pytest.FixtureRequest) -> Iterator[ControlPlane]:
 
 
 @pytest.fixture(scope="module")
-def cluster(request: pytest.FixtureRequest, control_plane: ControlPlane) -> Iterator[RealCluster]:
-    """vulcan installed (the module's INSTALL_MODE) on the module's control plane."""
-    install = VulcanInstall(
-        control_plane,
-        getattr(request.module, "INSTALL_MODE", "second-scheduler"),
-        node_profiles=list(getattr(request.module, "NODE_PROFILES", DEFAULT_PROFILES)),
-        extender_flags=tuple(getattr(request.module, "EXTENDER_FLAGS", ())),
-        pod_duration=getattr(request.module, "POD_DURATION", "10s"),
-        components=tuple(getattr(request.module, "INSTALL_COMPONENTS", ())),
+def cluster(request: pytest.FixtureRequest) -> Iterator[RealCluster]:
+    """The product's local cluster with vulcan installed (the module's INSTALL_MODE)."""
+    module = request.module
+    settings = Settings(
+        mode=getattr(module, "INSTALL_MODE", "second-scheduler"),
+        node_profiles=tuple(getattr(module, "NODE_PROFILES", DEFAULT_PROFILES)),
+        extender_flags=tuple(getattr(module, "EXTENDER_FLAGS", ())),
+        pod_duration=getattr(module, "POD_DURATION", "10s"),
+        components=tuple(getattr(module, "INSTALL_COMPONENTS", ())),
     )
+    local = LocalCluster(assets_or_skip(), settings)
+    _running.append(local.plane)
     try:
-        install.start()
-        yield RealCluster(control_plane, install)
+        local.start()
+        yield RealCluster(local)
     finally:
-        install.stop()
+        _running.remove(local.plane)
+        local.stop()
 
 
 CLEANED_KINDS = ",".join(

@@ -12,8 +12,8 @@ import yaml
 
 from tests.e2e.conftest import wait_for
 from tests.real.conftest import RealCluster
-from tests.real.install import find
-from tests.real.processes import Child
+from vulcan.real_cluster.manifests import find
+from vulcan.real_cluster.processes import Child
 
 PODS = "/api/v1/namespaces/default/pods"
 PODGROUPS = "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups"

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import REPO
-from tests.real.control_plane import ControlPlane
-from tests.real.install import kubectl
+from vulcan.real_cluster.control_plane import ControlPlane
+from vulcan.real_cluster.manifests import kubectl
 
 pytestmark = pytest.mark.real
 

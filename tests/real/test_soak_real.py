@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.test_soak import run_soak
-from tests.real.assets import AssetsMissing, find_assets
+from vulcan.real_cluster.assets import AssetsError, find_assets
 
 pytestmark = pytest.mark.real
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.real
 def test_a_short_light_soak_on_a_real_control_plane_finds_no_violation(tmp_path: Path) -> None:
     try:
         find_assets()
-    except AssetsMissing as exc:
+    except AssetsError as exc:
         pytest.skip(str(exc))
     result, match = run_soak(tmp_path, 3, "--real", "--shape", "light")
     lines = result.stdout.strip().splitlines()

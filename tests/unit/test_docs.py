@@ -10,17 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs_check import Problem, check_doc, check_links, every_flag
+from tests.docs_check import Problem, check_doc, check_links
 from tests.helpers import REPO
 from vcctl.cli import build_parser as vcctl_parser
 from vulcan.cli import build_parser as vulcan_parser
 
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
 README_MAX_LINES = 300
-# Flags the docs name before they land: `vulcan sim up --control-plane real --kube-assets DIR`
-# (issue 49) is being built on another branch. Once a flag exists, the test below fails: take it
-# out of here.
-PENDING = {"vulcan sim up": frozenset({"--control-plane", "--kube-assets"})}
 
 
 def parsers() -> dict[str, argparse.ArgumentParser]:
@@ -46,17 +42,9 @@ def test_every_relative_link_resolves_to_a_file_and_heading() -> None:
 def test_every_command_and_flag_the_docs_name_exists() -> None:
     known = parsers()
     problems = [
-        p
-        for doc in DOCS
-        for p in check_doc(str(doc.relative_to(REPO)), doc.read_text(), known, PENDING)
+        p for doc in DOCS for p in check_doc(str(doc.relative_to(REPO)), doc.read_text(), known)
     ]
     assert not problems, _report(problems)
-
-
-def test_pending_flags_have_not_landed_yet() -> None:
-    flags = every_flag(parsers())
-    landed = sorted(f for names in PENDING.values() for f in names if f in flags)
-    assert not landed, f"{landed} exist now: remove them from PENDING in {__file__}"
 
 
 def test_readme_is_a_quick_start_with_the_test_and_demo_commands() -> None:
@@ -100,7 +88,7 @@ See [the manual](docs/nowhere.md), [a heading](#try-it) and [another](#nothing-h
 def test_the_checker_names_the_doc_line_and_unknown_command_or_flag(tmp_path: Path) -> None:
     problems = [str(p) for p in check_doc("GUIDE.md", TYPOS, parsers())]
     expected = [
-        (4, "`vulcan sim up` has no flag --with-controlers (its flags: --extender-config"),
+        (4, "`vulcan sim up` has no flag --with-controlers (its flags: --control-plane"),
         (6, "`vcctl job` has no subcommand lst (its subcommands: delete, explain"),
         (7, "`vulcan` has no subcommand explan (its subcommands: controllers, crds"),
         (10, "`vulcan timeline --lanes` has no value 'racks' (its values: nodes, queues)"),

@@ -1,10 +1,11 @@
 """A real Kubernetes control plane on loopback: etcd, kube-apiserver (HTTPS, RBAC, token
-authentication), kube-controller-manager. Schedulers are started by the install
-(`tests.real.install`), which knows their configuration.
+authentication), kube-controller-manager. kube-scheduler is started by the install
+(`vulcan.real_cluster.install`), which knows its configuration.
 
 Each part is a child process with its log in `<root>/logs/`; `stop()` ends every one of them by
-pid. The admin's kubeconfig (`<root>/admin.kubeconfig`) carries a token of a `system:masters`
-user and skips TLS verification (kube-apiserver signs its own serving certificate).
+pid and removes etcd's data. The admin's kubeconfig (`<root>/admin.kubeconfig`) carries the
+token of a `system:masters` user and skips TLS verification (kube-apiserver signs its own
+serving certificate, for loopback only).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import secrets
 import shutil
 import ssl
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -24,12 +26,12 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from tests.real.assets import KubeAssets
-from tests.real.processes import Child, free_port, wait_until
+from vulcan.real_cluster.assets import KubeAssets
+from vulcan.real_cluster.processes import Child, StartError, free_port, wait_until
 
 SERVICE_CIDR = "10.0.0.0/24"
-# Audit what vulcan's ServiceAccounts do (and nothing else): the tier checks that the install's
-# RBAC refused none of their calls.
+# Audit what vulcan's ServiceAccounts do (and nothing else): whether the install's RBAC
+# refused any of their calls is then in <root>/audit.log.
 AUDITED_GROUP = "system:serviceaccounts:vulcan-system"
 AUDIT_POLICY = {
     "apiVersion": "audit.k8s.io/v1",
@@ -51,6 +53,7 @@ def write_kubeconfig(path: Path, server: str, token: str, user: str) -> Path:
         "contexts": [{"name": "real", "context": {"cluster": "real", "user": user}}],
         "current-context": "real",
     }
+    path.touch(mode=0o600)  # a token: never readable by others, not even for a moment
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     path.chmod(0o600)
     return path
@@ -59,6 +62,7 @@ def write_kubeconfig(path: Path, server: str, token: str, user: str) -> Path:
 def _service_account_key(path: Path) -> None:
     """The RSA key that signs (and verifies) ServiceAccount tokens, as `openssl genrsa` makes."""
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    path.touch(mode=0o600)
     path.write_bytes(
         key.private_bytes(
             serialization.Encoding.PEM,
@@ -66,7 +70,6 @@ def _service_account_key(path: Path) -> None:
             serialization.NoEncryption(),
         )
     )
-    path.chmod(0o600)
 
 
 class ControlPlane:
@@ -78,20 +81,18 @@ class ControlPlane:
         controller_manager: bool = True,
         apiserver_flags: tuple[str, ...] = (),
         controller_manager_flags: tuple[str, ...] = (),
+        cancel: threading.Event | None = None,
     ) -> None:
         self.assets = assets
         self.apiserver_flags = apiserver_flags
         self.controller_manager_flags = controller_manager_flags
+        self.cancel = cancel  # set: start-up stops waiting (Cancelled) at its next poll
         self.root = root
         self.logs = root / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
         self.with_controller_manager = controller_manager
-        # etcd's data in memory when the machine has a tmpfs: its fsyncs cost a busy disk
-        # seconds, and the data dies with the test anyway.
-        shm = Path("/dev/shm")
-        self.etcd_dir = Path(
-            tempfile.mkdtemp(prefix="vulcan-real-etcd-", dir=shm if shm.is_dir() else root)
-        )
+        self.etcd_dir: Path | None = None
+        self.etcd_url = ""
         self.port = free_port()
         self.server = f"https://127.0.0.1:{self.port}"
         self.admin_token = secrets.token_hex(16)
@@ -112,23 +113,28 @@ class ControlPlane:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self, timeout: float = 120.0) -> None:
-        _service_account_key(self.sa_key)
-        tokens = self.root / "tokens.csv"
-        tokens.write_text(f'{self.admin_token},admin,admin,"system:masters"\n')
-        tokens.chmod(0o600)
-        write_kubeconfig(self.admin_kubeconfig, self.server, self.admin_token, "admin")
-        audit_policy = self.root / "audit-policy.yaml"
-        audit_policy.write_text(yaml.safe_dump(AUDIT_POLICY, sort_keys=False))
+        self.start_etcd(timeout)
+        self.start_apiserver(timeout)
+        if self.with_controller_manager:
+            self.start_controller_manager(timeout)
 
+    def start_etcd(self, timeout: float) -> None:
+        # etcd's data in memory when the machine has a tmpfs: its fsyncs cost a busy disk
+        # seconds, and the data dies with the cluster anyway.
+        shm = Path("/dev/shm")
+        self.etcd_dir = Path(
+            tempfile.mkdtemp(prefix="vulcan-real-etcd-", dir=shm if shm.is_dir() else self.root)
+        )
         client, peer = free_port(), free_port()
+        self.etcd_url = f"http://127.0.0.1:{client}"
         self.etcd = self._child(
             "etcd",
             [
                 str(self.assets.etcd),
                 "--name=real",
                 f"--data-dir={self.etcd_dir}",
-                f"--listen-client-urls=http://127.0.0.1:{client}",
-                f"--advertise-client-urls=http://127.0.0.1:{client}",
+                f"--listen-client-urls={self.etcd_url}",
+                f"--advertise-client-urls={self.etcd_url}",
                 f"--listen-peer-urls=http://127.0.0.1:{peer}",
                 f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
                 f"--initial-cluster=real=http://127.0.0.1:{peer}",
@@ -136,11 +142,21 @@ class ControlPlane:
             ],
         )
         self.etcd.start()
+        self._wait_serving(self.etcd, f"{self.etcd_url}/health", timeout)
+
+    def start_apiserver(self, timeout: float) -> None:
+        _service_account_key(self.sa_key)
+        tokens = self.root / "tokens.csv"
+        tokens.touch(mode=0o600)
+        tokens.write_text(f'{self.admin_token},admin,admin,"system:masters"\n')
+        write_kubeconfig(self.admin_kubeconfig, self.server, self.admin_token, "admin")
+        audit_policy = self.root / "audit-policy.yaml"
+        audit_policy.write_text(yaml.safe_dump(AUDIT_POLICY, sort_keys=False))
         self.apiserver = self._child(
             "kube-apiserver",
             [
                 str(self.assets.kube_apiserver),
-                f"--etcd-servers=http://127.0.0.1:{client}",
+                f"--etcd-servers={self.etcd_url}",
                 "--bind-address=127.0.0.1",
                 "--advertise-address=127.0.0.1",
                 f"--secure-port={self.port}",
@@ -162,52 +178,64 @@ class ControlPlane:
         )
         self.apiserver.start()
         self.wait_ready(timeout)
-        if self.with_controller_manager:
-            self.controller_manager = self._child(
-                "kube-controller-manager",
-                [
-                    str(self.assets.kube_controller_manager),
-                    f"--kubeconfig={self.admin_kubeconfig}",
-                    "--secure-port=0",
-                    "--leader-elect=false",
-                    "--controllers=*",
-                    f"--service-account-private-key-file={self.sa_key}",
-                    "--use-service-account-credentials=false",
-                    f"--root-ca-file={self.root / 'apiserver-certs' / 'apiserver.crt'}",
-                    *self.controller_manager_flags,
-                ],
-            )
-            self.controller_manager.start()
-            # Its ServiceAccount controller makes every namespace's `default` account, without
-            # which the ServiceAccount admission plugin refuses pods.
-            wait_until(
-                "kube-controller-manager to make the default ServiceAccount",
-                lambda: self.get("/api/v1/namespaces/default/serviceaccounts/default"),
-                timeout,
-            )
 
-    def _child(self, name: str, argv: list[str], *, restart_on_exit: bool = False) -> Child:
-        child = Child(name, argv, self.logs, restart_on_exit=restart_on_exit)
+    def start_controller_manager(self, timeout: float) -> None:
+        self.controller_manager = self._child(
+            "kube-controller-manager",
+            [
+                str(self.assets.kube_controller_manager),
+                f"--kubeconfig={self.admin_kubeconfig}",
+                "--secure-port=0",
+                "--leader-elect=false",
+                "--controllers=*",
+                f"--service-account-private-key-file={self.sa_key}",
+                "--use-service-account-credentials=false",
+                f"--root-ca-file={self.root / 'apiserver-certs' / 'apiserver.crt'}",
+                *self.controller_manager_flags,
+            ],
+        )
+        self.controller_manager.start()
+        # Its ServiceAccount controller makes every namespace's `default` account, without
+        # which the ServiceAccount admission plugin refuses pods.
+        child = self.controller_manager
+        self.wait(
+            "kube-controller-manager to make the default ServiceAccount",
+            lambda: (
+                self._alive(child)
+                and self.get("/api/v1/namespaces/default/serviceaccounts/default")
+            ),
+            timeout,
+        )
+
+    def _child(self, name: str, argv: list[str]) -> Child:
+        child = Child(name, argv, self.logs)
         self.children.append(child)
         return child
+
+    def wait(self, what: str, probe: Any, timeout: float) -> Any:
+        return wait_until(what, probe, timeout, cancel=self.cancel)
+
+    @staticmethod
+    def _alive(child: Child) -> bool:
+        if not child.running:
+            raise StartError(f"{child.name} exited: {child.failure()}")
+        return True
+
+    def _wait_serving(self, child: Child, url: str, timeout: float) -> None:
+        self.wait(f"{child.name} to serve {url}", lambda: self._alive(child) and _ok(url), timeout)
 
     def wait_ready(self, timeout: float) -> None:
         """/readyz, then both OpenAPI documents (kubectl's validation downloads them; /readyz
         answers before they are served)."""
         deadline = time.monotonic() + timeout
+        apiserver = self.apiserver
+        assert apiserver is not None
         for path in ("/readyz", "/openapi/v2", "/openapi/v3"):
-            while True:
-                assert self.apiserver is not None
-                if not self.apiserver.running:
-                    raise AssertionError(f"kube-apiserver exited: {self.apiserver.failure()}")
-                if self.status(path) == 200:
-                    break
-                if time.monotonic() > deadline:
-                    raise AssertionError(
-                        f"kube-apiserver: {path} not 200 within {timeout:.0f}s: "
-                        + self.apiserver.failure()
-                    )
-                time.sleep(0.25)
+            self.wait(
+                f"kube-apiserver's {path} to answer 200",
+                lambda path=path: self._alive(apiserver) and self.status(path) == 200,
+                max(deadline - time.monotonic(), 0.0),
+            )
 
     def restart_apiserver(self, down_for: float = 2.0, timeout: float = 120.0) -> float:
         """Stop kube-apiserver (SIGTERM), wait `down_for`, start it again with the same flags
@@ -227,10 +255,20 @@ class ControlPlane:
             return []
         return [json.loads(line) for line in self.audit_log.read_text().splitlines() if line]
 
+    def failed(self) -> str | None:
+        """Why the control plane is down (a part exited, with its log's tail), or None."""
+        for child in self.children:
+            if child.process is not None and not child.running:
+                return f"{child.name} exited with code {child.process.returncode}: " + (
+                    child.failure()
+                )
+        return None
+
     def stop(self) -> None:
         for child in reversed(self.children):
             child.stop()
-        shutil.rmtree(self.etcd_dir, ignore_errors=True)
+        if self.etcd_dir is not None:
+            shutil.rmtree(self.etcd_dir, ignore_errors=True)
 
     # ------------------------------------------------------------------ requests
 
@@ -266,3 +304,12 @@ class ControlPlane:
             )
         request = urllib.request.Request(self.server + path, data, headers, method=method)
         return urllib.request.urlopen(request, timeout=10, context=self._ssl)
+
+
+def _ok(url: str) -> bool:
+    """Whether a plain-HTTP GET of `url` answers 200."""
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return bool(response.status == 200)
+    except (urllib.error.URLError, OSError):
+        return False

@@ -1,5 +1,7 @@
-"""Child processes of the real tier: started with their log in a file, stopped by their own pid
-(SIGTERM, then SIGKILL), and restarted as a Deployment or a static pod's kubelet would."""
+"""Child processes of the real local cluster: started with their log in a file, each in its own
+session (a terminal's Ctrl-C reaches only the launcher, which stops them in order), stopped by
+their own pid (SIGTERM, then SIGKILL), and restarted as a Deployment or a static pod's kubelet
+would restart them."""
 
 from __future__ import annotations
 
@@ -13,8 +15,17 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
-from tests.helpers import REPO
+T = TypeVar("T")
+
+
+class StartError(RuntimeError):
+    """A part did not come up; the message says which and ends with its log's tail."""
+
+
+class Cancelled(Exception):
+    """Start-up was interrupted (Ctrl-C): the caller stops what was started."""
 
 
 def free_port() -> int:
@@ -58,17 +69,19 @@ class Child:
     def start(self) -> None:
         self._stopping = False
         with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(
-                self.argv,
-                cwd=REPO,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                env={**os.environ, **(self.env or {})},
-                # Its own session: a signal meant for pytest does not reach it, and it is
-                # stopped here by its own pid.
-                start_new_session=True,
-            )
+            try:
+                self.process = subprocess.Popen(
+                    self.argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    env={**os.environ, **(self.env or {})},
+                    # Its own session: a signal meant for the launcher does not reach it; it
+                    # is stopped by its own pid.
+                    start_new_session=True,
+                )
+            except OSError as exc:  # not executable, not a program for this machine
+                raise StartError(f"{self.name}: cannot run {self.argv[0]}: {exc}") from None
 
     @property
     def running(self) -> bool:
@@ -120,7 +133,7 @@ class Watcher:
         self._children = children
         self._interval = interval
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="real-tier-watcher", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="real-cluster-watcher", daemon=True)
 
     def start(self) -> None:
         self._thread.start()
@@ -130,7 +143,7 @@ class Watcher:
             for child in self._children():
                 try:
                     child.check()
-                except OSError as exc:  # a restart that cannot start: say so in its log
+                except (OSError, StartError) as exc:  # a restart that cannot start: say so
                     with contextlib.suppress(OSError), child.log_path.open("a") as log:
                         log.write(f"\n--- restart failed: {exc} ---\n")
 
@@ -144,13 +157,26 @@ def vulcan_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "vulcan", *args]
 
 
-def wait_until(what: str, probe: Callable[[], object], timeout: float, interval: float = 0.2):
-    """Poll `probe` until truthy; AssertionError naming `what` after `timeout` seconds."""
+def wait_until(
+    what: str,
+    probe: Callable[[], T],
+    timeout: float,
+    *,
+    cancel: threading.Event | None = None,
+    interval: float = 0.2,
+) -> T:
+    """Poll `probe` until truthy; StartError naming `what` after `timeout` seconds, Cancelled
+    as soon as `cancel` is set."""
     deadline = time.monotonic() + timeout
-    last: object = None
+    last: T | None = None
     while time.monotonic() < deadline:
+        if cancel is not None and cancel.is_set():
+            raise Cancelled(what)
         last = probe()
         if last:
             return last
-        time.sleep(interval)
-    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
+        if cancel is not None:
+            cancel.wait(interval)
+        else:
+            time.sleep(interval)
+    raise StartError(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})")
