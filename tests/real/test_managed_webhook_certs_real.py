@@ -1,0 +1,124 @@
+"""--manage-webhook-certs on a real kube-apiserver: an extender running as the install's
+ServiceAccount, with only the rights components/managed-webhook-certs adds, makes the Secret,
+sets the CA in both `vulcan-admission` configurations, and the API server, verifying the
+extender's certificate against that caBundle, has its webhook refuse a Job naming a missing
+queue."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+
+import yaml
+
+from extender.webhook_configs import webhook_configurations
+from tests.e2e.conftest import KUBECTL, wait_for
+from tests.helpers import REPO
+from tests.real.conftest import RealCluster
+from vulcan.real_cluster.processes import free_port, vulcan_argv
+
+NODE_PROFILES = ["count=1,cpu=8,memory=32Gi"]
+SECRET_GET = ("-n", "vulcan-system", "get", "secret", "vulcan-webhook-tls", "-o", "json")
+RBAC = REPO / "manifests" / "components" / "managed-webhook-certs" / "rbac.yaml"
+MISSING_QUEUE_JOB = """\
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata: {name: lost-job}
+spec:
+  minAvailable: 1
+  schedulerName: volcano
+  queue: no-such-queue
+  tasks:
+  - name: main
+    replicas: 1
+    template:
+      spec:
+        restartPolicy: Never
+        containers: [{name: main, image: busybox, command: ["true"]}]
+"""
+
+
+def create(cluster: RealCluster, text: str) -> subprocess.CompletedProcess[str]:
+    """`kubectl create -f -` as a user runs it: its status and what it said."""
+    assert KUBECTL is not None
+    return subprocess.run(
+        [KUBECTL, "--kubeconfig", str(cluster.kubeconfig), "create", "-f", "-"],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def bundles(cluster: RealCluster) -> list[bytes]:
+    found = []
+    for kind in ("mutatingwebhookconfiguration", "validatingwebhookconfiguration"):
+        config = json.loads(cluster.kubectl("get", kind, "vulcan-admission", "-o", "json"))
+        found += [
+            base64.b64decode(hook["clientConfig"].get("caBundle") or "")
+            for hook in config["webhooks"]
+        ]
+    return found
+
+
+def test_the_extender_keeps_the_webhook_certificate_with_the_components_rights(
+    cluster: RealCluster,
+) -> None:
+    install = cluster.install
+    cluster.kubectl("apply", "--server-side", "-f", str(RBAC))
+    port = free_port()
+    # The configurations call the managed extender and trust nothing yet (the launcher's
+    # caBundle dropped: the same field manager applies them without it).
+    configs = webhook_configurations(url=f"https://127.0.0.1:{port}", ca_bundle="")
+    for config in configs:
+        for hook in config["webhooks"]:
+            hook["clientConfig"].pop("caBundle", None)
+    text = yaml.safe_dump_all(configs, sort_keys=False)
+    cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-", stdin=text)
+    assert not any(bundles(cluster))
+    try:
+        install._run(
+            "vulcan-extender-managed",
+            vulcan_argv(
+                "extender",
+                f"--kubeconfig={install.service_account_kubeconfig('vulcan-extender')}",
+                "--bind-address=127.0.0.1",
+                f"--port={free_port()}",
+                "--leader-elect=true",  # a standby beside the install's extender: serves webhooks
+                f"--webhook-port={port}",
+                "--manage-webhook-certs",
+                "--webhook-namespace=vulcan-system",
+                "--webhook-extra-hosts=127.0.0.1",
+            ),
+        )
+        secret = json.loads(
+            wait_for(
+                "the Secret the extender makes",
+                lambda: cluster.kubectl(*SECRET_GET, check=False),
+                60,
+            )
+        )
+        assert secret["type"] == "kubernetes.io/tls"
+        ca = base64.b64decode(secret["data"]["ca.crt"])
+        wait_for(
+            "every webhook to trust the extender's CA",
+            lambda: all(ca.strip() in b for b in bundles(cluster)) or None,
+            60,
+        )
+        # The API server's webhook clients take the new caBundle within moments.
+        refused = wait_for(
+            "the webhook to judge a Job naming a missing queue",
+            lambda: (
+                (r := create(cluster, MISSING_QUEUE_JOB)).returncode != 0
+                and "denied the request" in r.stderr
+                and r
+            ),
+            30,
+        )
+        assert 'admission webhook "validatejob.volcano.sh" denied the request' in refused.stderr
+        assert "unable to find job queue" in refused.stderr, refused.stderr
+    finally:
+        # The launcher's own again (the extender's caBundle writes are another manager's).
+        launcher = str(install.root / "webhooks.yaml")
+        cluster.kubectl("apply", "--server-side", "--force-conflicts", "-f", launcher)
