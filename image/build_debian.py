@@ -35,9 +35,10 @@ from image.dockerfile import BuildError, Stage, runtime_stage
 
 MIRROR = "http://deb.debian.org/debian"
 SUITE = "bookworm"  # Python 3.11, the version the test suite runs on
-# python3 for vulcan; passwd for the runtime stage's groupadd/useradd; CA certificates and
+# python3 for vulcan; libstdc++6, which manylinux wheels (numpy, matplotlib, protobuf, ...)
+# take from the system; passwd for the runtime stage's groupadd/useradd; CA certificates and
 # /etc/services as the Python base images have them.
-PACKAGES = ("python3", "ca-certificates", "netbase", "passwd")
+PACKAGES = ("python3", "libstdc++6", "ca-certificates", "netbase", "passwd")
 DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # What the Python base images set before the Dockerfile's own ENV (PATH as Docker's default).
 BASE_ENV = {"PATH": DEFAULT_PATH, "LANG": "C.UTF-8"}

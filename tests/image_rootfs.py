@@ -18,27 +18,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-# Device nodes bound into the command's /dev (a tmpfs), as runc gives a container.
-DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
-
-# Runs in the private mount namespace: $1 the root filesystem, $2 the user, $3 the working
-# directory, then KEY=VALUE environment and the command. Extra read-only bind mounts
-# (HOST=TARGET) come from VULCAN_BINDS; their mount points are made before the root
-# filesystem turns read-only, as a runtime makes them.
+# Runs in the private mount namespace, replaced in the end (exec) by the command, so a signal
+# to the process reaches it: $1 the root filesystem, $2 the user, $3 the working directory,
+# $4 the extra read-only bind mounts (HOST=MOUNTPOINT ..., mount points made beforehand in
+# the root filesystem, as a runtime makes them), then KEY=VALUE environment and the command.
+# /dev is a tmpfs with the device nodes runc gives a container.
 _SCRIPT = r"""
-root=$1; user=$2; workdir=$3; shift 3
+root=$1; user=$2; workdir=$3; binds=$4; shift 4
 mount --bind "$root" "$root"
 mount -t proc proc "$root/proc"
 mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
 mount -t tmpfs -o mode=755 tmpfs "$root/dev"
-for dev in $DEVICES; do
+for dev in null zero full random urandom tty; do
     : > "$root/dev/$dev"; mount --bind "/dev/$dev" "$root/dev/$dev"
 done
 ln -s /proc/self/fd "$root/dev/fd"
-for bind in $VULCAN_BINDS; do
-    host=${bind%%=*}; target=$root${bind#*=}
-    if [ -d "$host" ]; then mkdir -p "$target"; else mkdir -p "${target%/*}"; : > "$target"; fi
-    mount --bind "$host" "$target"; mount -o remount,bind,ro "$target"
+for bind in $binds; do
+    mount --bind "${bind%%=*}" "${bind#*=}"; mount -o remount,bind,ro "${bind#*=}"
 done
 mount -o remount,bind,ro "$root"
 exec chroot --userspec="$user" --groups= "$root" /usr/bin/env -i -C "$workdir" "$@"
@@ -74,25 +70,40 @@ class Image:
     def inside(self, path: str) -> Path | None:
         """`path` of the image as a host path, its symlinks followed inside the root
         filesystem (an absolute link points into the image, not at the host), or None."""
-        current, parts, hops = self.rootfs, path.split("/"), 0
-        while parts:
-            part = parts.pop(0)
-            if part in ("", "."):
-                continue
-            if part == "..":
-                current = current.parent if current != self.rootfs else current
-                continue
-            candidate = current / part
-            if candidate.is_symlink():
-                hops += 1
-                if hops > 40:
-                    return None
-                target = os.readlink(candidate)
-                current = self.rootfs if target.startswith("/") else current
-                parts = target.split("/") + parts
-                continue
+        found = _walk(self.rootfs, path, make=None)
+        return found if found.exists() else None
+
+
+def _walk(rootfs: Path, path: str, make: str | None) -> Path:
+    """The host path of the image's `path`, symlinks followed inside `rootfs`; with `make`
+    ("directory" or "file"), what is missing on the way is made (directories, then the last
+    part as `make` says)."""
+    current, parts, hops = rootfs, [p for p in path.split("/") if p], 0
+    while parts:
+        part = parts.pop(0)
+        candidate = current / part
+        if part == "..":
+            current = current.parent if current != rootfs else current
+        elif candidate.is_symlink():
+            hops += 1
+            assert hops <= 40, f"{path}: too many symlinks in the image"
+            link = os.readlink(candidate)
+            current = rootfs if link.startswith("/") else current
+            parts = [p for p in link.split("/") if p] + parts
+        else:
+            if make and not candidate.exists():
+                if parts or make == "directory":
+                    candidate.mkdir()
+                else:
+                    candidate.touch()
             current = candidate
-        return current if current.exists() else None
+    return current
+
+
+def mount_point(image: Image, target: str, directory: bool) -> Path:
+    """The host path of `target` in the image, made where it is missing (a directory, or an
+    empty file): /var/run -> /run must lead a mount onto the image's /run, not the host's."""
+    return _walk(image.rootfs, target, make="directory" if directory else "file")
 
 
 def _blob(archive: tarfile.TarFile, digest: str) -> IO[bytes]:
@@ -176,31 +187,31 @@ def command(
     *,
     binds: dict[Path, str] | None = None,
     env: dict[str, str] | None = None,
-) -> tuple[list[str], dict[str, str]]:
-    """(the host command, its environment) that runs `argv` in the image as its user with the
-    root filesystem read-only; `binds` maps host paths onto image paths (read-only)."""
-    environment = {**image.env, **(env or {})}
+) -> list[str]:
+    """The host command that runs `argv` in the image as its user with the root filesystem
+    read-only (its own process: signals reach it); `binds` maps host paths onto image paths
+    (read-only), `env` adds to the image's environment."""
+    mounts = [
+        f"{host}={mount_point(image, target, host.is_dir())}"
+        for host, target in (binds or {}).items()
+    ]
+    assert not any(" " in m for m in mounts), f"bind mount paths with spaces: {mounts}"
     user = image.config.get("User") or "0:0"
     if ":" not in user:
         user = f"{user}:{user}"
-    namespace = ["unshare", "--mount", "--propagation", "private", "--fork", "--"]
-    script = ["/bin/sh", "-euc", _SCRIPT, "sh", str(image.rootfs), user]
-    inside = [image.config.get("WorkingDir") or "/", *(f"{k}={v}" for k, v in environment.items())]
-    host = [*namespace, *script, *inside, *argv]
-    host_env = {
-        "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
-        "DEVICES": " ".join(DEVICES),
-        "VULCAN_BINDS": " ".join(f"{h}={t}" for h, t in (binds or {}).items()),
-    }
-    return host, host_env
+    environment = [f"{k}={v}" for k, v in {**image.env, **(env or {})}.items()]
+    workdir = image.config.get("WorkingDir") or "/"
+    namespace = ["unshare", "--mount", "--propagation", "private", "--"]
+    script = ["/bin/sh", "-euc", _SCRIPT, "sh", str(image.rootfs), user, workdir]
+    return [*namespace, *script, " ".join(mounts), *environment, *argv]
 
 
 def run(
     image: Image, argv: Sequence[str], timeout: float = 120, **kwargs: Any
 ) -> subprocess.CompletedProcess[str]:
     """`argv` run to its end in the image (see `command`)."""
-    host, host_env = command(image, argv, **kwargs)
-    return subprocess.run(host, env=host_env, capture_output=True, text=True, timeout=timeout)
+    host = command(image, argv, **kwargs)
+    return subprocess.run(host, capture_output=True, text=True, timeout=timeout)
 
 
 def can_run_images() -> str | None:

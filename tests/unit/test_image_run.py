@@ -181,6 +181,19 @@ def test_vulcan_runs_as_the_images_user_on_a_read_only_root(image: Image) -> Non
     assert tmp == "written", "/tmp is the Deployments' emptyDir"
 
 
+def test_every_shared_library_in_the_image_finds_what_it_links(image: Image) -> None:
+    """Wheels take some libraries from the system (libstdc++ for numpy, matplotlib,
+    protobuf): --help imports none of them, the extender and the controllers do."""
+    scan = (
+        "find /usr/local/lib /usr/lib -name '*.so*' -type f | while read -r f; do "
+        'ldd "$f" 2>/dev/null | sed -n "s|^[[:space:]]*\\(.*\\) => not found|$f: \\1|p"; done'
+    )
+    assert in_image(image, "/bin/sh", "-c", scan) == ""
+    modules = "extender.main, vulcan.controllers, numpy, matplotlib.pyplot"
+    probe = f"import matplotlib; matplotlib.use('Agg'); import {modules}; print('imported')"
+    assert in_image(image, "python3", "-c", probe) == "imported\n"
+
+
 @pytest.mark.parametrize("subcommand", ["extender", "controllers", "webhook-certs"])
 def test_help_in_the_image_names_every_flag_the_manifests_pass(
     image: Image, subcommand: str
