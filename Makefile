@@ -77,14 +77,29 @@ demo: $(STAMP)
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
 
-# The container image vulcan:$(VERSION) (default dev) from the Dockerfile, with the first builder
-# that can build here: docker (when its engine answers), podman, buildah. With none, one line on
-# stderr says so and how to build elsewhere, and the target fails: no image was made.
+# The container image vulcan:$(VERSION) (default dev) with the first builder that can build here:
+# docker (when its engine answers) or podman, from the Dockerfile; otherwise from Debian's
+# packages alone (image/build_debian.py: mmdebstrap and umoci, installed from Debian when
+# missing; needs root), written as an OCI image archive to $(IMAGE_ARCHIVE). With none of
+# them, one line on stderr says so and how to build elsewhere, and the target fails.
+IMAGE_ARCHIVE := dist/vulcan-image.tar
+DEBIAN_IMAGE_TOOLS := mmdebstrap umoci
 image: IMAGE = vulcan:$(or $(VERSION),dev)
 image: BUILD_ARGS = --build-arg VERSION=$(or $(VERSION),dev)
 image:
 	@if command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1; then set -- docker build; \
 	elif command -v podman >/dev/null 2>&1; then set -- podman build; \
-	elif command -v buildah >/dev/null 2>&1; then set -- buildah bud; \
-	else echo "make image: no container builder here (looked for docker with a running engine, podman, buildah); install one, or build elsewhere from this checkout with: docker build -t $(IMAGE) ." >&2; exit 1; fi; \
+	else \
+		missing=; for tool in $(DEBIAN_IMAGE_TOOLS); do \
+			command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; done; \
+		if [ -n "$$missing" ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing Debian's$$missing (to build the image from Debian's packages)"; \
+			( apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+				$$missing ) >/dev/null 2>&1; \
+			missing=; for tool in $(DEBIAN_IMAGE_TOOLS); do \
+				command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; done; \
+		fi; \
+		if [ -n "$$missing" ]; then echo "make image: no container builder here (looked for docker with a running engine, podman, and Debian's mmdebstrap and umoci to build from Debian's packages; missing:$$missing); install one, or build elsewhere from this checkout with: docker build -t $(IMAGE) ." >&2; exit 1; fi; \
+		set -- $(PYTHON) -m image.build_debian --output $(IMAGE_ARCHIVE); \
+	fi; \
 	echo "$$* $(BUILD_ARGS) -t $(IMAGE) ."; "$$@" $(BUILD_ARGS) -t $(IMAGE) .

@@ -1,8 +1,9 @@
 """The container image's recipe, checked without a container builder: the Dockerfile's stages,
 user, entrypoint, ports and environment; what .dockerignore keeps out of the build context; and
-`make image`'s choice of builder (and its failure without one), with fake builders on a PATH of
-the test's own. An actual build runs only where a builder exists and VULCAN_IMAGE_BUILD=1 asks
-for it (builds take minutes)."""
+`make image`'s choice of builder (docker, podman, else Debian's packages; its failure without
+one), with fake builders on a PATH of the test's own. An actual build with docker or podman
+runs only where one works and VULCAN_IMAGE_BUILD=1 asks for it (builds take minutes); the
+Debian build's image is run by tests/unit/test_image_run.py."""
 
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ from vulcan.controllers import add_controllers_flags
 DOCKERFILE = REPO / "Dockerfile"
 DOCKERIGNORE = REPO / ".dockerignore"
 MAKE = shutil.which("make")
-BUILDERS = ("docker", "podman", "buildah")
+BUILDERS = ("docker", "podman")
+# What `make image` builds with from Debian's packages when neither builder can.
+DEBIAN_TOOLS = ("mmdebstrap", "umoci")
 NO_BUILDER_LINE = "make image: no container builder here"
 
 
@@ -309,6 +312,8 @@ def test_dockerignore_keeps_what_the_wheel_is_built_from() -> None:
         "vulcan.egg-info/PKG-INFO",
         "build/lib/vulcan/cli.py",
         "dist/vulcan-0.1.0-py3-none-any.whl",
+        "dist/vulcan-image.tar",
+        "image/build_debian.py",
     ],
 )
 def test_dockerignore_keeps_out(path: str) -> None:
@@ -351,13 +356,17 @@ def fake_builder(bin_dir: Path, name: str, log: Path, info_exit: int = 0) -> Non
 needs_make = pytest.mark.skipif(MAKE is None, reason="make is not installed")
 
 
+DEBIAN_BUILD = "python3 -m image.build_debian --output dist/vulcan-image.tar"
+
+
 @needs_make
 def test_make_image_dry_run_shows_each_builder_and_the_fallback() -> None:
     result = run_make("-n", "image", "VERSION=1.2.3")
     assert result.returncode == 0, result.stderr
     script = result.stdout
-    order = [script.index(word) for word in ("docker info", "podman build", "buildah bud")]
-    assert order == sorted(order), "docker first, then podman, then buildah"
+    order = [script.index(word) for word in ("docker info", "podman build", DEBIAN_BUILD)]
+    assert order == sorted(order), "docker first, then podman, then Debian's packages"
+    assert "apt-get install" in script, "the Debian build's tools come from Debian"
     assert NO_BUILDER_LINE in script
     assert "-t vulcan:1.2.3 ." in script
 
@@ -373,8 +382,9 @@ def test_make_image_without_a_builder_says_so_in_one_line_and_fails(tmp_path: Pa
     assert lines[0].startswith(NO_BUILDER_LINE), result.stderr
     # The rest is make's own note that the recipe failed.
     assert all(line.startswith("make") and "Error 1" in line for line in lines[1:]), lines
-    for builder in BUILDERS:
+    for builder in (*BUILDERS, *DEBIAN_TOOLS):
         assert builder in lines[0]
+    assert "missing: mmdebstrap umoci)" in lines[0]
     assert "docker build -t vulcan:dev ." in lines[0], "says how to build elsewhere"
 
 
@@ -383,13 +393,21 @@ def test_make_image_without_a_builder_says_so_in_one_line_and_fails(tmp_path: Pa
     ("present", "expected"),
     [
         (
-            {"docker": 0, "podman": 0, "buildah": 0},
+            {"docker": 0, "podman": 0, "mmdebstrap": 0, "umoci": 0, "python3": 0},
             "docker build --build-arg VERSION=dev -t vulcan:dev .",
         ),
         # A docker client whose engine does not answer (as on the developers' machines).
         ({"docker": 1, "podman": 0}, "podman build --build-arg VERSION=dev -t vulcan:dev ."),
-        ({"docker": 1, "buildah": 0}, "buildah bud --build-arg VERSION=dev -t vulcan:dev ."),
-        ({"buildah": 0}, "buildah bud --build-arg VERSION=dev -t vulcan:dev ."),
+        (
+            {"docker": 1, "mmdebstrap": 0, "umoci": 0, "python3": 0},
+            f"{DEBIAN_BUILD} --build-arg VERSION=dev -t vulcan:dev .",
+        ),
+        # buildah alone builds from Debian's packages too: `buildah bud` would pull the
+        # Dockerfile's base image from a registry.
+        (
+            {"buildah": 0, "mmdebstrap": 0, "umoci": 0, "python3": 0},
+            f"{DEBIAN_BUILD} --build-arg VERSION=dev -t vulcan:dev .",
+        ),
     ],
 )
 def test_make_image_builds_with_the_first_builder_that_can(
@@ -406,6 +424,42 @@ def test_make_image_builds_with_the_first_builder_that_can(
     calls = log.read_text().splitlines()
     assert calls[-1] == expected
     assert [c for c in calls if "build" in c or "bud" in c] == [expected], "one build only"
+    assert result.stdout.splitlines()[-1] == expected, "the build command is shown"
+
+
+@needs_make
+def test_make_image_installs_the_debian_build_tools_it_misses(tmp_path: Path) -> None:
+    """With neither docker nor podman, mmdebstrap and umoci come from Debian (apt-get), then
+    the Debian build runs; when apt-get cannot provide them, the one line names what misses."""
+    bin_dir, later = tmp_path / "bin", tmp_path / "later"
+    bin_dir.mkdir()
+    later.mkdir()
+    log = tmp_path / "calls"
+    fake_builder(bin_dir, "python3", log)
+    for tool in DEBIAN_TOOLS:
+        fake_builder(later, tool, log)
+    apt_get = bin_dir / "apt-get"
+    apt_get.write_text(
+        f'#!/bin/sh\necho "apt-get $*" >> "{log}"\n'
+        f'[ "$1" != install ] || for t in "$@"; do [ ! -e "{later}/$t" ] || '
+        f'/bin/cp "{later}/$t" "{bin_dir}/$t"; done\n'
+    )
+    apt_get.chmod(0o755)
+    result = run_make("image", path=str(bin_dir))
+    assert result.returncode == 0, result.stderr
+    calls = log.read_text().splitlines()
+    assert "apt-get update -qq" in calls
+    install = next(c for c in calls if c.startswith("apt-get") and " install " in c)
+    assert install.split()[-2:] == list(DEBIAN_TOOLS)
+    assert calls[-1] == f"{DEBIAN_BUILD} --build-arg VERSION=dev -t vulcan:dev ."
+    assert result.stdout.startswith("installing Debian's mmdebstrap umoci")
+
+    (bin_dir / "umoci").unlink()
+    (later / "umoci").unlink()  # apt-get cannot install it now
+    failed = run_make("image", path=str(bin_dir))
+    assert failed.returncode != 0
+    assert failed.stderr.startswith(NO_BUILDER_LINE), failed.stderr
+    assert "missing: umoci)" in failed.stderr.splitlines()[0]
 
 
 @needs_make
@@ -422,27 +476,30 @@ def test_make_image_tags_with_version(tmp_path: Path) -> None:
 # --- an actual build -----------------------------------------------------------------------
 
 
-def _builder_on_path() -> str | None:
-    return next((name for name in BUILDERS if shutil.which(name)), None)
+def container_builder() -> str | None:
+    """The builder `make image` runs the Dockerfile with here (docker whose engine answers,
+    podman), or None: then it builds from Debian's packages (tests/unit/test_image_run.py
+    runs that image)."""
+    if shutil.which("docker"):
+        answers = subprocess.run(["docker", "info"], capture_output=True, timeout=60)
+        if answers.returncode == 0:
+            return "docker"
+    return "podman" if shutil.which("podman") else None
 
 
-@pytest.mark.skipif(
-    _builder_on_path() is None,
-    reason="no container builder on PATH (looked for docker, podman, buildah)",
-)
 @pytest.mark.skipif(
     os.environ.get("VULCAN_IMAGE_BUILD") != "1",
     reason="builds the image (minutes, needs the base image's registry): set VULCAN_IMAGE_BUILD=1",
 )
 @needs_make
 def test_image_builds_and_runs_read_only_as_non_root() -> None:
+    builder = container_builder()
+    if builder is None:
+        pytest.skip("no docker engine or podman: make image builds from Debian's packages here")
     tag = "vulcan-test"
     result = run_make("image", f"VERSION={tag}", timeout=3600)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert NO_BUILDER_LINE not in result.stdout, result.stdout
-    builder = result.stdout.split()[0]
-    if builder == "buildah":
-        return  # built; buildah does not run containers
+    assert result.stdout.split()[0] == builder, result.stdout
     image = f"vulcan:{tag}"
 
     def run(*args: str, entrypoint: str | None = None) -> str:

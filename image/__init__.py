@@ -1,0 +1,1 @@
+"""`make image` without docker or podman: the image from Debian's packages (build_debian)."""
