@@ -180,11 +180,12 @@ def test_one_command_runs_volcanos_tensorflow_example_and_the_webhook_refuses_a_
     assert len(nodes.stdout.split()) == 4, nodes.stdout
     applied = user_kubectl(kubeconfig, "apply", "-f", str(TENSORFLOW))
     assert applied.returncode == 0, applied.stderr
-    completed = user_kubectl(
+    # Placed while it runs: once Completed, CompleteJob (the workers' policy) kills the ps pod.
+    started = user_kubectl(
         kubeconfig, "wait", "vcjob/tensorflow-benchmark",
-        "--for=jsonpath={.status.state.phase}=Completed", "--timeout=240s",
+        "--for=jsonpath={.status.state.phase}=Running", "--timeout=240s",
     )  # fmt: skip
-    assert completed.returncode == 0, completed.stderr
+    assert started.returncode == 0, started.stderr
     pods = user_kubectl(
         kubeconfig, "get", "pods", "-l", "volcano.sh/job-name=tensorflow-benchmark",
         "-o", "jsonpath={range .items[*]}{.metadata.name} {.spec.nodeName}{'\\n'}{end}",
@@ -196,6 +197,11 @@ def test_one_command_runs_volcanos_tensorflow_example_and_the_webhook_refuses_a_
         "tensorflow-benchmark-worker-1",
     ]
     assert all(node.startswith("hollow-node-") for node in placed.values()), placed
+    completed = user_kubectl(
+        kubeconfig, "wait", "vcjob/tensorflow-benchmark",
+        "--for=jsonpath={.status.state.phase}=Completed", "--timeout=240s",
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr
 
     refused = user_kubectl(kubeconfig, "apply", "-f", "-", stdin=MISSING_QUEUE_JOB)
     assert refused.returncode != 0
