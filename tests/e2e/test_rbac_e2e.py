@@ -36,7 +36,24 @@ NODE_CPU = 8
 # Granted, needed by the code, and not (always) provoked by the scenario: where and why.
 _OWNED = "flow_controller/job/owned.py: a plugin's object that exists already is patched"
 _SERIES = "core/kube/events.py: an event repeated within its series window (or count) is patched"
+_DISCOVERY = (
+    "topology_controller/controller.py: HyperNode discovery runs only when configured "
+    "(--hypernode-discovery-config); tests/integration/test_hypernode_discovery.py runs it"
+)
 UNEXERCISED: dict[tuple[str, str, str, str], str] = {
+    ("vulcan-controllers", "", "nodes", "list"): _DISCOVERY,
+    ("vulcan-controllers", "", "nodes", "watch"): _DISCOVERY,
+    **{
+        ("vulcan-controllers", "topology.volcano.sh", resource, verb): _DISCOVERY
+        for resource, verb in (
+            ("hypernodes", "list"),
+            ("hypernodes", "watch"),
+            ("hypernodes", "create"),
+            ("hypernodes", "patch"),
+            ("hypernodes", "delete"),
+            ("hypernodes/status", "patch"),
+        )
+    },
     ("vulcan-extender", "events.k8s.io", "events", "patch"): _SERIES,
     ("vulcan-controllers", "", "events", "patch"): _SERIES,
     ("vulcan-controllers", "scheduling.volcano.sh", "podgroups", "get"): (
