@@ -2,8 +2,8 @@
 topology labels change, a node comes or goes, or a discovered HyperNode is changed or deleted
 by someone else. Each pass computes the whole tree (`discovery.discover`) and creates, updates
 and deletes HyperNodes to match; only HyperNodes labelled `volcano.sh/network-topology-source:
-label` are touched, as Volcano's reconcileTopology does. status.nodeCount is the number of
-nodes below each HyperNode."""
+label` are touched, as Volcano's reconcileTopology does. Their status is the status
+reconciler's (`status.py`), as for every HyperNode."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from topology_controller.discovery import SOURCE, SOURCE_LABEL, Desired, discove
 
 log = logging.getLogger("vulcan.controllers.hypernode")
 
-HYPERNODE_CONTROLLER = "hypernode-controller"
+DISCOVERY = "hypernode-discovery"  # its work queue and metrics label
 KEY = SOURCE
 
 
@@ -36,7 +36,7 @@ class NodeLabels:
 class Discovered:
     """A HyperNode this source made: what a pass compares with what it wants."""
 
-    __slots__ = ("key", "labels", "node_count", "rv", "spec")
+    __slots__ = ("key", "labels", "rv", "spec")
 
     def __init__(self, obj: dict[str, Any]) -> None:
         meta = obj["metadata"]
@@ -44,11 +44,10 @@ class Discovered:
         self.rv: str = meta.get("resourceVersion", "")
         self.labels: dict[str, str] = meta.get("labels") or {}
         self.spec: dict[str, Any] = obj.get("spec") or {}
-        self.node_count = (obj.get("status") or {}).get("nodeCount")
 
 
 class HyperNodeDiscovery:
-    name = HYPERNODE_CONTROLLER
+    name = DISCOVERY
 
     def __init__(
         self,
@@ -131,7 +130,6 @@ class HyperNodeDiscovery:
         except ApiError as exc:
             if not exc.conflict:  # 409 AlreadyExists: our informer lags; the next pass sees it
                 raise
-        await self._status(name, len(want.nodes))
 
     async def _update(self, have: Discovered, name: str, want: Desired) -> None:
         obj = manifest(name, want)
@@ -140,9 +138,3 @@ class HyperNodeDiscovery:
             log.info("updating HyperNode %s", name)
             patch = {"metadata": {"labels": labels}, "spec": obj["spec"]}
             await self.client.patch(HYPERNODES, name, patch)
-        if have.node_count != len(want.nodes):
-            await self._status(name, len(want.nodes))
-
-    async def _status(self, name: str, count: int) -> None:
-        patch = {"status": {"nodeCount": count}}
-        await self.client.patch(HYPERNODES, name, patch, subresource="status")

@@ -11,6 +11,6 @@ def add_hypernode_flags(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="Volcano's controller configuration (the volcano-controller.conf key of "
         "volcano-controller-configmap, mounted as a file): its networkTopologyDiscovery "
-        "`label` source builds HyperNodes from node labels (hypernode-controller; off without "
-        "this file or with no enabled label source)",
+        "`label` source builds HyperNodes from node labels (the hypernode-controller's "
+        "discovery; off without this file or with no enabled label source)",
     )

@@ -13,7 +13,7 @@ from topology_controller.flags import add_hypernode_flags
 
 AVAILABLE = (
     "pg-controller, queue-controller, job-controller, cronjob-controller, jobflow-controller, "
-    "jobtemplate-controller and hypernode-controller (with --hypernode-discovery-config)"
+    "jobtemplate-controller and hypernode-controller"
 )
 
 

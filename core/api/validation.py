@@ -176,7 +176,7 @@ def validate_command(command: Command) -> list[FieldError]:
 
 
 def validate(obj: KubeObject, view: ClusterView | None = None) -> list[FieldError]:
-    """CREATE admission for any of the six kinds (the object should already be defaulted)."""
+    """CREATE admission for any of vulcan's kinds (the object should already be defaulted)."""
     if isinstance(obj, Job):
         return validate_job(obj, view)
     if isinstance(obj, PodGroup):

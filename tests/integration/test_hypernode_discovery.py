@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from core.kube.client import HYPERNODES, NODES, KubeClient
-from tests.integration.controller_harness import eventually, running
+from tests.integration.controller_harness import events_about, eventually, running
 from topology_controller.config import parse
-from topology_controller.controller import HYPERNODE_CONTROLLER
+from topology_controller.controllers import HYPERNODE_CONTROLLER
 from topology_controller.discovery import SOURCE_LABEL
 
 CONF = """
@@ -99,3 +99,37 @@ async def test_labelling_nodes_creates_changes_and_deletes_hypernodes() -> None:
 
         await eventually(emptied)
         assert (await client.get(HYPERNODES, "manual"))["spec"]["tier"] == 1
+
+
+async def test_every_hypernode_gets_its_node_count_and_unmatched_members_are_reported() -> None:
+    def exact(kind: str, name: str) -> dict[str, Any]:
+        return {"type": kind, "selector": {"exactMatch": {"name": name}}}
+
+    async with running([HYPERNODE_CONTROLLER]) as (client, _):
+        await client.create(NODES, node("node-a", {}))
+        tor = {
+            "metadata": {"name": "tor"},
+            "spec": {"tier": 1, "members": [exact("Node", "node-a"), exact("Node", "ghost")]},
+        }
+        spine = {
+            "metadata": {"name": "spine"},
+            "spec": {"tier": 2, "members": [exact("HyperNode", "tor")]},
+        }
+        await client.create(HYPERNODES, tor)
+        await client.create(HYPERNODES, spine)
+
+        async def counts() -> dict[str, int | None]:
+            items = (await client.list(HYPERNODES))["items"]
+            return {h["metadata"]["name"]: h.get("status", {}).get("nodeCount") for h in items}
+
+        await eventually(lambda: _equal(counts(), {"tor": 1, "spine": 1}))
+        warned = await eventually(lambda: events_about(client, "tor"))
+        assert [(e["reason"], e["note"]) for e in warned] == [
+            ("MembersUnmatched", "spec.members[1] select no node or HyperNode yet")
+        ]
+        await client.create(NODES, node("ghost", {}))
+        await eventually(lambda: _equal(counts(), {"tor": 2, "spine": 2}))
+
+
+async def _equal(value: Any, expected: Any) -> bool:
+    return await value == expected
