@@ -2,7 +2,8 @@
 
 Volcano's set and defaults: queues mutate (CREATE) and validate (CREATE,
 UPDATE, DELETE), podgroups mutate and validate (CREATE), jobs mutate and validate (CREATE,
-UPDATE; Volcano mutates jobs on CREATE only), jobflows and cronjobs validate (CREATE, UPDATE);
+UPDATE; Volcano mutates jobs on CREATE only), jobflows, cronjobs and hypernodes validate
+(CREATE, UPDATE);
 `failurePolicy: Fail`, `timeoutSeconds: 10`, `sideEffects: None`, and a namespaceSelector that
 leaves `kube-system` (and vulcan's own namespace) alone. No pod webhooks: pod creation never
 waits for vulcan.
@@ -24,6 +25,7 @@ import yaml
 GROUP_SCHEDULING = ("scheduling.volcano.sh", "v1beta1")
 GROUP_BATCH = ("batch.volcano.sh", "v1alpha1")
 GROUP_FLOW = ("flow.volcano.sh", "v1alpha1")
+GROUP_TOPOLOGY = ("topology.volcano.sh", "v1alpha1")
 CONFIGURATION_NAME = "vulcan-admission"
 TIMEOUT_SECONDS = 10
 
@@ -63,6 +65,13 @@ VALIDATING: tuple[tuple[str, str, tuple[str, str], str, tuple[str, ...]], ...] =
         "/cronjobs/validate",
         GROUP_BATCH,
         "cronjobs",
+        ("CREATE", "UPDATE"),
+    ),
+    (
+        "validatehypernode.volcano.sh",
+        "/hypernodes/validate",
+        GROUP_TOPOLOGY,
+        "hypernodes",
         ("CREATE", "UPDATE"),
     ),
 )
@@ -153,7 +162,8 @@ def webhook_configurations(
 
 
 _DEPLOY_HEADER = """\
-# vulcan's admission webhooks (Volcano's: queues, podgroups, jobs, jobflows, cronjobs; no pod
+# vulcan's admission webhooks (Volcano's: queues, podgroups, jobs, jobflows, cronjobs,
+# hypernodes; no pod
 # webhooks), for a real cluster. The extender serves them over HTTPS when started with
 # --tls-cert-file and --tls-private-key-file (port --webhook-port, default 8443); a Service
 # `vulcan-webhooks` in `vulcan-system` (port 443 -> 8443) points at the extender pods.

@@ -18,9 +18,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from core.api.scheduling import Queue
+from core.api.topology import HyperNode
 from core.api.validation import ClusterView
 from core.cache import ClusterCache
-from core.kube.client import QUEUES, ApiError, KubeClient
+from core.kube.client import HYPERNODES, QUEUES, ApiError, KubeClient
 from core.kube.informer import Informer
 
 log = logging.getLogger("vulcan.extender.webhooks")
@@ -41,6 +42,39 @@ class QueueModel:
         except ValueError:
             log.warning("queue %s does not decode; admission ignores it", self.key)
             self.queue = None
+
+
+class HyperNodeModel:
+    """An informer record holding the whole HyperNode (None if it does not decode)."""
+
+    __slots__ = ("hypernode", "key", "rv")
+
+    def __init__(self, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        self.key: str = meta["name"]
+        self.rv: str = meta.get("resourceVersion", "")
+        self.hypernode: HyperNode | None
+        try:
+            self.hypernode = HyperNode.model_validate(obj)
+        except ValueError:
+            log.warning("hypernode %s does not decode; admission ignores it", self.key)
+            self.hypernode = None
+
+
+class NodeLabels(Mapping[str, Mapping[str, str]]):
+    """Node name -> labels, read from the cache's node records."""
+
+    def __init__(self, cache: ClusterCache) -> None:
+        self.cache = cache
+
+    def __getitem__(self, name: str) -> Mapping[str, str]:
+        return self.cache.nodes[name].labels
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.cache.nodes)
+
+    def __len__(self) -> int:
+        return len(self.cache.nodes)
 
 
 class AllocatedPods(Mapping[str, int]):
@@ -96,16 +130,31 @@ class WebhookView:
         self.scheduler_names = scheduler_names
         self.max_queue_depth = max_queue_depth
         self.queues: Informer[QueueModel] = Informer(client, QUEUES, QueueModel)
-        self._task: asyncio.Task[None] | None = None
+        # HyperNodes for the tree rules; only /hypernodes/validate waits for this informer, so
+        # a cluster without the HyperNode CRD keeps every other webhook.
+        self.hypernodes: Informer[HyperNodeModel] = Informer(client, HYPERNODES, HyperNodeModel)
+        self._tasks: list[asyncio.Task[None]] = []
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self.queues.run(), name="webhook-queue-informer")
+        self._tasks = [
+            asyncio.create_task(self.queues.run(), name="webhook-queue-informer"),
+            asyncio.create_task(self.hypernodes.run(), name="webhook-hypernode-informer"),
+        ]
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
+        for task in self._tasks:
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+                await task
+        self._tasks = []
+
+    async def hypernodes_synced(self, timeout: float) -> bool:
+        try:
+            async with asyncio.timeout(timeout):
+                await self.hypernodes.synced.wait()
+        except TimeoutError:
+            return False
+        return True
 
     async def wait_synced(self, timeout: float) -> bool:
         """Whether the queue informer and the extender's cache have listed everything."""
@@ -132,6 +181,10 @@ class WebhookView:
             max_queue_depth=self.max_queue_depth,
             allocated_pods=AllocatedPods(self.cache),
             podgroups_by_queue=GroupsByQueue(self.cache),
+            hypernodes={
+                k: r.hypernode for k, r in self.hypernodes.items.items() if r.hypernode is not None
+            },
+            node_labels=NodeLabels(self.cache),
         )
 
     async def _fetch(self, name: str) -> Queue | None:

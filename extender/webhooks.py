@@ -2,7 +2,8 @@
 
 Paths are Volcano's (`/queues/mutate`, `/queues/validate`, `/podgroups/mutate`,
 `/podgroups/validate`, `/jobs/mutate`, `/jobs/validate`, `/jobflows/validate`,
-`/cronjobs/validate`); each answers an `admission.k8s.io/v1` (or v1beta1) AdmissionReview with
+`/cronjobs/validate`, `/hypernodes/validate` (its rules in `webhook_hypernodes`)); each answers
+an `admission.k8s.io/v1` (or v1beta1) AdmissionReview with
 the rules of `core.api`: mutations are the JSONPatch from an object to
 `core.api.admission.apply_defaults(object)`, validations the errors of `core.api.validation`
 against a `ClusterView` of the extender's cache (`webhook_view`).
@@ -34,6 +35,7 @@ from core.api.cronjob import CronJob
 from core.api.errors import FieldError, InvalidObject
 from core.api.flow import JobFlow
 from core.api.scheduling import PodGroup, Queue
+from core.api.topology import HyperNode
 from core.api.validation import (
     validate,
     validate_job_update,
@@ -41,6 +43,7 @@ from core.api.validation import (
     validate_queue_delete,
 )
 from core.kube.client import KubeClient
+from extender.webhook_hypernodes import others, review_hypernode
 from extender.webhook_view import WebhookView
 
 log = logging.getLogger("vulcan.extender.webhooks")
@@ -55,6 +58,7 @@ class Verdict:
     message: str = ""
     code: int | None = None
     patch: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
 
 Handler = Callable[[dict[str, Any]], Awaitable[Verdict]]
@@ -127,6 +131,7 @@ class AdmissionWebhooks:
             "/jobs/validate": self.validate_job,
             "/jobflows/validate": self.validate_jobflow,
             "/cronjobs/validate": self.validate_cronjob,
+            "/hypernodes/validate": self.validate_hypernode,
         }
         for path, handler in routes.items():
             self.app.router.add_post(path, self._review(path, handler))
@@ -165,6 +170,8 @@ class AdmissionWebhooks:
             elif verdict.patch:
                 response["patchType"] = "JSONPatch"
                 response["patch"] = base64.b64encode(orjson.dumps(verdict.patch)).decode()
+            if verdict.warnings:
+                response["warnings"] = verdict.warnings
             log.debug(
                 "admission review",
                 extra={
@@ -313,6 +320,19 @@ class AdmissionWebhooks:
         assert isinstance(cronjob, CronJob)
         errors = validate(cronjob)
         return _deny(errors) if errors else Verdict()
+
+    async def validate_hypernode(self, req: dict[str, Any]) -> Verdict:
+        """Volcano's /hypernodes/validate (CREATE, UPDATE) plus the tree rules."""
+        if req.get("operation") not in ("CREATE", "UPDATE"):
+            return Verdict()
+        if not await self.view.hypernodes_synced(SYNC_WAIT):
+            return Verdict(allowed=False, code=503, message="HyperNodes are not synced yet")
+        hypernode = _decode(req.get("object"))
+        assert isinstance(hypernode, HyperNode)
+        view = await self.view.build()
+        view.hypernodes = others(dict(view.hypernodes or {}), hypernode.metadata.name or "")
+        errors, warnings = review_hypernode(hypernode, view)
+        return _deny(errors) if errors else Verdict(warnings=warnings)
 
     # ------------------------------------------------------------------------ serving
 

@@ -159,7 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
         "group (one per ReplicaSet/StatefulSet/DaemonSet/Job, minMember from the owner's "
         "scheduling.volcano.sh/group-min-member) and annotates the pods; queue-controller "
         "creates the root and default queues, keeps their status and runs the "
-        "Open/Closing/Closed state machine driven by the Commands aimed at Queues. "
+        "Open/Closing/Closed state machine driven by the Commands aimed at Queues; "
+        "hypernode-controller keeps HyperNodes' status.nodeCount, reports members that select "
+        "nothing, and with --hypernode-discovery-config builds HyperNodes from node labels. "
         "--controllers picks which run. GET /healthz, /readyz, /metrics on --port.",
     )
     from vulcan.controllers import add_controllers_flags

@@ -74,6 +74,13 @@ def add_up_flags(parser: argparse.ArgumentParser) -> None:
         help="run vulcan's controllers (always with --control-plane real)",
     )
     parser.add_argument(
+        "--hypernode-discovery-config",
+        metavar="FILE",
+        help="with --with-controllers: Volcano's controller configuration whose "
+        "networkTopologyDiscovery label source builds HyperNodes from node labels (passed to "
+        "`vulcan controllers`; embedded only)",
+    )
+    parser.add_argument(
         "--workload-controllers",
         default="*",
         metavar="LIST",

@@ -306,7 +306,7 @@ class Cluster:
             await self._register_webhooks(webhook_url, certs.ca_pem)
             print(
                 f"vulcan admission webhooks: {webhook_url} "
-                "(queues, podgroups, jobs, jobflows, cronjobs; "
+                "(queues, podgroups, jobs, jobflows, cronjobs, hypernodes; "
                 f"configurations in {self.state_dir / 'webhooks.yaml'})",
                 flush=True,
             )
@@ -330,6 +330,14 @@ class Cluster:
                     *(
                         ["--pod-resource-markers", ",".join(MARKERS)]
                         if args.install_mode == "cluster-scheduler"
+                        else []
+                    ),
+                    *(
+                        [
+                            "--hypernode-discovery-config",
+                            str(Path(args.hypernode_discovery_config).resolve()),
+                        ]
+                        if args.hypernode_discovery_config
                         else []
                     ),
                 ],

@@ -9,6 +9,7 @@ from core.api.batch import BATCH_GROUP, BATCH_VERSION, BUS_GROUP, BUS_VERSION, C
 from core.api.cronjob import CronJob
 from core.api.flow import FLOW_GROUP, FLOW_VERSION, JobFlow, JobTemplate
 from core.api.scheduling import SCHEDULING_GROUP, SCHEDULING_VERSION, PodGroup, Queue
+from core.api.topology import TOPOLOGY_GROUP, TOPOLOGY_VERSION, HyperNode
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +151,24 @@ KINDS: tuple[KindInfo, ...] = (
         namespaced=True,
         status_subresource=True,
         model=JobTemplate,
+    ),
+    KindInfo(
+        TOPOLOGY_GROUP,
+        TOPOLOGY_VERSION,
+        "HyperNode",
+        "hypernodes",
+        "hypernode",
+        ("hn",),
+        namespaced=False,
+        status_subresource=True,
+        model=HyperNode,
+        # Volcano's columns, Tier typed string as in its CRD.
+        printer_columns=(
+            PrinterColumn("Tier", ".spec.tier"),
+            PrinterColumn("TierName", ".spec.tierName"),
+            PrinterColumn("NodeCount", ".status.nodeCount", type="integer"),
+            PrinterColumn("Age", ".metadata.creationTimestamp", type="date"),
+        ),
     ),
 )
 

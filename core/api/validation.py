@@ -8,9 +8,9 @@ API-server side admission.
 
 The rules of the larger kinds live in modules of their own, re-exported here so that this module
 stays the one place to import them from: `validation_common` (`ClusterView` and the checks every
-kind shares), `validation_pod` (pod templates), `validation_job` (Job and JobSpec) and
-`validation_queue` (Queue). PodGroup, JobFlow, JobTemplate and Command, small, stay here with
-`validate`, which dispatches on the kind.
+kind shares), `validation_pod` (pod templates), `validation_job` (Job and JobSpec),
+`validation_queue` (Queue) and `validation_hypernode` (HyperNode). PodGroup, JobFlow,
+JobTemplate and Command, small, stay here with `validate`, which dispatches on the kind.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from core.api.cronjob import CronJob
 from core.api.errors import FieldError
 from core.api.flow import Flow, JobFlow, JobTemplate
 from core.api.scheduling import PodGroup, Queue
+from core.api.topology import HyperNode
 from core.api.validation_common import (
     ClusterView,
     _network_topology_errors,
@@ -32,6 +33,7 @@ from core.api.validation_common import (
     qualified_name_errors,
 )
 from core.api.validation_cronjob import validate_cronjob
+from core.api.validation_hypernode import validate_hypernode
 from core.api.validation_job import (
     validate_job,
     validate_job_spec,
@@ -51,6 +53,7 @@ __all__ = [
     "validate",
     "validate_command",
     "validate_cronjob",
+    "validate_hypernode",
     "validate_job",
     "validate_job_spec",
     "validate_job_template",
@@ -173,7 +176,7 @@ def validate_command(command: Command) -> list[FieldError]:
 
 
 def validate(obj: KubeObject, view: ClusterView | None = None) -> list[FieldError]:
-    """CREATE admission for any of the six kinds (the object should already be defaulted)."""
+    """CREATE admission for any of vulcan's kinds (the object should already be defaulted)."""
     if isinstance(obj, Job):
         return validate_job(obj, view)
     if isinstance(obj, PodGroup):
@@ -188,4 +191,6 @@ def validate(obj: KubeObject, view: ClusterView | None = None) -> list[FieldErro
         return validate_command(obj)
     if isinstance(obj, CronJob):
         return validate_cronjob(obj, view)
+    if isinstance(obj, HyperNode):
+        return validate_hypernode(obj, view)
     return []

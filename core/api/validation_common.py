@@ -14,6 +14,7 @@ from core.api import keys
 from core.api.base import DNS1123_LABEL, DNS1123_SUBDOMAIN
 from core.api.errors import FieldError
 from core.api.scheduling import NetworkTopologySpec, Queue
+from core.api.topology import HyperNode
 from core.resources import QuantityError, parse_quantity
 
 _LABEL_RE = re.compile(DNS1123_LABEL)
@@ -44,6 +45,10 @@ class ClusterView:
     allocated_pods: Mapping[str, int] = field(default_factory=dict)
     podgroups_by_queue: Mapping[str, Sequence[str]] | None = None
     """`namespace/name` of the PodGroups in each queue; None means "unknown": skip the check."""
+    hypernodes: Mapping[str, HyperNode] | None = None
+    """The other HyperNodes by name, for the tree rules; None means "unknown": skip them."""
+    node_labels: Mapping[str, Mapping[str, str]] | None = None
+    """Node name -> labels, to report HyperNode members that select no node; None: unknown."""
 
 
 # --------------------------------------------------------------------------------- helpers

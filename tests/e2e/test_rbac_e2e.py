@@ -66,8 +66,12 @@ UNEXERCISED: dict[tuple[str, str, str, str], str] = {
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]:
+    tmp = tmp_path_factory.mktemp("sim-rbac")
+    (tmp / "controller.conf").write_text(DISCOVERY_CONF)
     for sim in start_cluster(
-        tmp_path_factory.mktemp("sim-rbac"),
+        tmp,
+        "--hypernode-discovery-config",
+        str(tmp / "controller.conf"),
         "--nodes",
         "4",
         "--node-profile",
@@ -98,6 +102,41 @@ def run_workload(cluster: SimCluster) -> None:
     jobflow_of_two_templates(cluster)
     cronjob_runs(cluster)
     pods_owned_by_workloads(cluster)
+    hypernodes_discovered(cluster)
+
+
+DISCOVERY_CONF = """
+networkTopologyDiscovery:
+  - source: label
+    enabled: true
+    config:
+      networkTopologyTypes:
+        tors:
+          - nodeLabel: volcano.sh/tor
+          - nodeLabel: kubernetes.io/hostname
+"""
+
+
+def hypernodes_discovered(cluster: SimCluster) -> None:
+    """Label-based discovery: nodes labelled make a HyperNode, a label moved changes it, the
+    labels removed delete it."""
+    path = "/apis/topology.volcano.sh/v1alpha1/hypernodes"
+    nodes = [n["metadata"]["name"] for n in cluster.get("/api/v1/nodes")["items"]][:2]
+
+    def members() -> list[list[str]]:
+        return sorted(
+            sorted(m["selector"]["exactMatch"]["name"] for m in h["spec"]["members"])
+            for h in cluster.get(path)["items"]
+        )
+
+    for node in nodes:
+        cluster.kubectl("label", "node", node, "volcano.sh/tor=t0")
+    wait_for("one HyperNode of both nodes", lambda: members() == [sorted(nodes)], 30)
+    cluster.kubectl("label", "node", nodes[1], "volcano.sh/tor=t1", "--overwrite")
+    wait_for("two HyperNodes", lambda: members() == [[nodes[0]], [nodes[1]]], 30)
+    for node in nodes:
+        cluster.kubectl("label", "node", node, "volcano.sh/tor-")
+    wait_for("no HyperNode", lambda: members() == [], 30)
 
 
 def vcjob_phase(cluster: SimCluster, name: str) -> str:

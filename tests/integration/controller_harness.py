@@ -18,6 +18,8 @@ from podgroup_controller.controllers import factories
 from podgroup_controller.options import ControllerOptions
 from sim.apiserver.server import EmbeddedApiServer
 from tests.helpers import until
+from topology_controller.config import LabelDiscovery
+from topology_controller.controllers import factories as topology_factories
 
 T = TypeVar("T")
 
@@ -42,17 +44,23 @@ class Controllers:
         client: KubeClient,
         enabled: Sequence[str],
         flow: dict[str, Any] | None = None,
+        discovery: LabelDiscovery | None = None,
         **options: Any,
     ) -> None:
         self.client = client
         self.enabled = enabled
         self.flow = flow or {}  # the job controller's options (`flow_controller.factories`)
+        self.discovery = discovery  # the hypernode-controller's label discovery
         self.options = ControllerOptions(**{"max_retries": 5, "retry_max": 0.5, **options})
         self.manager: ControllerManager | None = None
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> ControllerManager:
-        available = {**factories(self.options), **flow_factories(self.options.retries, **self.flow)}
+        available = {
+            **factories(self.options),
+            **flow_factories(self.options.retries, **self.flow),
+            **topology_factories(self.discovery, self.options.retries),
+        }
         self.manager = ControllerManager(
             self.client,
             {name: available[name] for name in self.enabled},
@@ -77,11 +85,14 @@ class Controllers:
 
 @contextlib.asynccontextmanager
 async def running(
-    enabled: Sequence[str], flow: dict[str, Any] | None = None, **options: Any
+    enabled: Sequence[str],
+    flow: dict[str, Any] | None = None,
+    discovery: LabelDiscovery | None = None,
+    **options: Any,
 ) -> AsyncIterator[tuple[KubeClient, Controllers]]:
     async with EmbeddedApiServer() as server:
         client = KubeClient(Configuration(host=server.url), ClientOptions(qps=0))
-        controllers = Controllers(client, enabled, flow, **options)
+        controllers = Controllers(client, enabled, flow, discovery, **options)
         await controllers.start()
         try:
             yield client, controllers

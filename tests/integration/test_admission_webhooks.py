@@ -27,6 +27,9 @@ QUEUES = "/apis/scheduling.volcano.sh/v1beta1/queues"
 WEBHOOK_LINE = "vulcan admission webhooks listening on "
 
 
+HYPERNODES = "/apis/topology.volcano.sh/v1alpha1/hypernodes"
+
+
 def podgroups(namespace: str) -> str:
     return f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{namespace}/podgroups"
 
@@ -124,6 +127,56 @@ def eventually(what: str, check: Callable[[], bool], timeout: float = 15.0) -> N
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
+
+
+# ------------------------------------------------------------------------------- hypernodes
+
+
+def hypernode(name: str, tier: int, members: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"metadata": {"name": name}, "spec": {"tier": tier, "members": members}}
+
+
+def test_a_cyclic_or_invalid_hypernode_is_refused_with_the_field_and_reason(
+    cluster: Cluster,
+) -> None:
+    def member(kind: str, name: str) -> dict[str, Any]:
+        return {"type": kind, "selector": {"exactMatch": {"name": name}}}
+
+    # n0 does not exist: allowed, and the admission warning says so (kubectl prints it).
+    request = urllib.request.Request(
+        cluster.api + HYPERNODES,
+        data=json.dumps(hypernode("tor-a", 1, [member("Node", "n0")])).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 201
+        assert response.headers["Warning"] == '299 - "spec.members[0]: selects no node yet"'
+    spine = hypernode("spine-a", 2, [member("HyperNode", "tor-a")])
+    assert cluster.call("POST", HYPERNODES, spine)[0] == 201
+    loop = hypernode("tor-a", 1, [member("HyperNode", "spine-a")])
+
+    def refused() -> bool:
+        current = cluster.call("GET", f"{HYPERNODES}/tor-a")[1]
+        loop["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+        status, body = cluster.call("PUT", f"{HYPERNODES}/tor-a", loop)
+        assert status in (200, 403), body
+        refused.body = body  # type: ignore[attr-defined]
+        return status == 403
+
+    # The webhook's informer sees spine-a by watch; until it does the update reads as valid.
+    eventually("the cycle refused", refused)
+    assert refused.body["message"] == (  # type: ignore[attr-defined]
+        'hypernodes.topology.volcano.sh "tor-a" is forbidden: admission webhook '
+        '"validatehypernode.volcano.sh" denied the request: spec.members[0]: member HyperNode '
+        '"spine-a" has tier 2, not below this HyperNode\'s tier 1; spec.members: HyperNodes '
+        "form a cycle: tor-a -> spine-a -> tor-a"
+    )
+    bad = hypernode("tor-b", 1, [{"type": "Node", "selector": {"regexMatch": {"pattern": "n[("}}}])
+    status, body = cluster.call("POST", HYPERNODES, bad)
+    assert status == 403, body
+    assert "spec.members[0].selector.regexMatch.pattern: " in body["message"]
+    assert "member regexMatch pattern is invalid" in body["message"]
 
 
 # ----------------------------------------------------------------------------------- queues

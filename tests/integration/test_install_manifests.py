@@ -5,6 +5,7 @@ install is the base's render, and what renders is accepted by an API server (`ku
 
 from __future__ import annotations
 
+import os
 import shutil
 import signal
 import subprocess
@@ -15,6 +16,7 @@ import pytest
 import yaml
 
 from tests.helpers import REPO, sim_apiserver_process
+from topology_controller.config import parse
 
 KUBECTL = shutil.which("kubectl")
 MANIFESTS = REPO / "manifests"
@@ -179,3 +181,30 @@ def test_the_extender_is_told_the_bind_timeout_kube_scheduler_is_configured_with
             assert bind_timeouts, f"{directory.name}: no bind extender entry found"
         assert all(t == _seconds(flag) for t in bind_timeouts), (directory.name, bind_timeouts)
     assert len(flags) == 1
+
+
+def test_the_hypernode_discovery_component_mounts_volcanos_configuration(tmp_path: Path) -> None:
+    component = MANIFESTS / "components" / "hypernode-discovery"
+    (tmp_path / "kustomization.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "resources": [
+                    os.path.relpath(MANIFESTS / "overlays" / "second-scheduler", tmp_path)
+                ],
+                "components": [os.path.relpath(component, tmp_path)],
+            }
+        )
+    )
+    docs = {key(d): d for d in render(tmp_path)}
+    config_map = docs[("ConfigMap", "vulcan-system", "volcano-controller-configmap")]
+    discovery = parse(config_map["data"]["volcano-controller.conf"])
+    assert discovery is not None
+    assert discovery.tiers == {"topologyA3": ("volcano.sh/hypernode", "volcano.sh/hypercluster")}
+    pod = docs[("Deployment", "vulcan-system", "vulcan-controllers")]["spec"]["template"]["spec"]
+    flag = next(a for a in pod["containers"][0]["args"] if a.startswith("--hypernode-discovery"))
+    mount = next(
+        m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "volcano-controller-conf"
+    )
+    assert flag.split("=", 1)[1] == f"{mount['mountPath']}/volcano-controller.conf"
+    volume = next(v for v in pod["volumes"] if v["name"] == "volcano-controller-conf")
+    assert volume["configMap"]["name"] == "volcano-controller-configmap"

@@ -24,6 +24,7 @@ import yaml
 from core.certs import issue, load_certificates
 from core.kube.client import NAMESPACES, SECRETS, ClientOptions, KubeClient, Resource
 from core.webhook_tls import CONFIGURATIONS
+from extender.webhook_configs import MUTATING, VALIDATING
 from sim.apiserver.server import EmbeddedApiServer, write_kubeconfig
 from tests.helpers import REPO
 from vulcan.webhook_certs_flags import Options
@@ -34,6 +35,7 @@ HOST = "vulcan-webhooks.vulcan-system.svc"
 COMPONENT = REPO / "manifests" / "components" / "self-signed-webhooks"
 OVERLAY = REPO / "manifests" / "overlays" / "second-scheduler-self-signed-webhooks"
 KUBECTL = shutil.which("kubectl")
+WEBHOOKS = len(MUTATING) + len(VALIDATING)  # every caBundle of the two configurations
 needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 
 
@@ -158,13 +160,16 @@ async def test_a_first_run_writes_the_secret_and_every_ca_bundle_and_a_rerun_cha
     assert status == 0, log
     assert "created Secret vulcan-system/vulcan-webhook-tls (it does not exist)" in log
     assert "patched MutatingWebhookConfiguration vulcan-admission: caBundle of 3 of its 3" in log
-    assert "patched ValidatingWebhookConfiguration vulcan-admission: caBundle of 5 of its 5" in log
+    assert (
+        f"patched ValidatingWebhookConfiguration vulcan-admission: caBundle of {len(VALIDATING)} "
+        f"of its {len(VALIDATING)}"
+    ) in log
 
     secret = await cluster.secret()
     assert secret["type"] == "kubernetes.io/tls"
     files = await cluster.files()
     assert set(files) == {"tls.crt", "tls.key", "ca.crt"}
-    assert await cluster.bundles() == [base64.b64encode(files["ca.crt"]).decode()] * 8
+    assert await cluster.bundles() == [base64.b64encode(files["ca.crt"]).decode()] * WEBHOOKS
     await handshake(cluster.tmp, files["tls.crt"], files["tls.key"], files["ca.crt"])
 
     versions = await cluster.versions()
@@ -256,7 +261,7 @@ async def test_it_waits_for_configurations_applied_after_it_started(cluster: Clu
     rest = await asyncio.wait_for(process.stderr.read(), 30)
     assert await process.wait() == 0, "".join(lines) + rest.decode()
     ca = (await cluster.files())["ca.crt"]
-    assert await cluster.bundles() == [base64.b64encode(ca).decode()] * 8
+    assert await cluster.bundles() == [base64.b64encode(ca).decode()] * WEBHOOKS
 
 
 async def test_concurrent_runs_agree_on_one_certificate(cluster: Cluster) -> None:
@@ -264,7 +269,7 @@ async def test_concurrent_runs_agree_on_one_certificate(cluster: Cluster) -> Non
     results = await asyncio.gather(*(run_certs(cluster.kubeconfig) for _ in range(3)))
     assert [status for status, _ in results] == [0, 0, 0], results
     files = await cluster.files()
-    assert await cluster.bundles() == [base64.b64encode(files["ca.crt"]).decode()] * 8
+    assert await cluster.bundles() == [base64.b64encode(files["ca.crt"]).decode()] * WEBHOOKS
     await handshake(cluster.tmp, files["tls.crt"], files["tls.key"], files["ca.crt"])
 
 
@@ -298,7 +303,9 @@ async def test_the_components_rbac_is_all_it_needs(tmp_path: Path) -> None:
             status, log = await run_certs(certs_config)  # the keep path: get only
             assert status == 0 and "kept Secret" in log, log
             files = await cluster.files()
-            assert await cluster.bundles() == [base64.b64encode(files["ca.crt"]).decode()] * 8
+            assert (
+                await cluster.bundles() == [base64.b64encode(files["ca.crt"]).decode()] * WEBHOOKS
+            )
 
             # Limited to its names: another Secret is refused, with the server's reason.
             status, log = await run_certs(certs_config, "--secret", "other")

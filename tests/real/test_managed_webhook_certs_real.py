@@ -39,6 +39,20 @@ spec:
 """
 
 
+def hypernode(name: str, tier: int, kind: str, member: str) -> str:
+    return json.dumps(
+        {
+            "apiVersion": "topology.volcano.sh/v1alpha1",
+            "kind": "HyperNode",
+            "metadata": {"name": name},
+            "spec": {
+                "tier": tier,
+                "members": [{"type": kind, "selector": {"exactMatch": {"name": member}}}],
+            },
+        }
+    )
+
+
 def create(cluster: RealCluster, text: str) -> subprocess.CompletedProcess[str]:
     """`kubectl create -f -` as a user runs it: its status and what it said."""
     assert KUBECTL is not None
@@ -118,6 +132,32 @@ def test_the_extender_keeps_the_webhook_certificate_with_the_components_rights(
         )
         assert 'admission webhook "validatejob.volcano.sh" denied the request' in refused.stderr
         assert "unable to find job queue" in refused.stderr, refused.stderr
+        # The HyperNode webhook on the same path: a cycle of HyperNodes is refused, naming it.
+        assert create(cluster, hypernode("rt-tor", 1, "Node", "absent-node")).returncode == 0
+        assert create(cluster, hypernode("rt-spine", 2, "HyperNode", "rt-tor")).returncode == 0
+
+        def cycle_refused() -> subprocess.CompletedProcess[str] | None:
+            result = subprocess.run(
+                [
+                    KUBECTL or "kubectl",
+                    "--kubeconfig",
+                    str(cluster.kubeconfig),
+                    "replace",
+                    "-f",
+                    "-",
+                ],
+                input=hypernode("rt-tor", 1, "HyperNode", "rt-spine"),
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            return result if result.returncode != 0 else None
+
+        looped = wait_for("the HyperNode cycle refused", cycle_refused, 30)
+        assert 'admission webhook "validatehypernode.volcano.sh" denied the request' in (
+            looped.stderr
+        ), looped.stderr
+        assert "HyperNodes form a cycle: rt-tor -> rt-spine -> rt-tor" in looped.stderr
     finally:
         # The launcher's own again (the extender's caBundle writes are another manager's).
         launcher = str(install.root / "webhooks.yaml")

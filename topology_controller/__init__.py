@@ -1,0 +1,1 @@
+"""The hypernode-controller: HyperNodes discovered from node labels (Volcano's label source)."""
