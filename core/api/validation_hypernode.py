@@ -1,7 +1,7 @@
 """Admission rules for a HyperNode: Volcano's `/hypernodes/validate` webhook and the CEL of its
 CRD and ValidatingAdmissionPolicy (at least one member, exactly one selector per member, a regex
 that compiles), plus what the tree needs and Volcano leaves to the scheduler: a label selector
-that parses, a positive tier, no cycle of HyperNodes, and every member HyperNode on a tier below
+that parses, no cycle of HyperNodes, and every member HyperNode on a tier below
 its parent's. The tree rules need the other HyperNodes (`ClusterView.hypernodes`); without
 them they are skipped, as the other kinds' cluster rules are.
 
@@ -120,9 +120,6 @@ def validate_hypernode(
 ) -> list[FieldError]:
     spec = hypernode.spec
     errors: list[FieldError] = []
-    if spec.tier < 1:
-        # Volcano's schema admits 0; its tiers count from 1 (discovery's lowest tier is 1).
-        errors.append(FieldError("spec.tier", f"Invalid value: {spec.tier}: tier must be positive"))
     if not spec.members:
         errors.append(FieldError("spec.members", "member must have at least one member"))
     for index, member in enumerate(spec.members or ()):

@@ -10,6 +10,7 @@ import base64
 import json
 import subprocess
 
+import pytest
 import yaml
 
 from extender.webhook_configs import webhook_configurations
@@ -17,6 +18,8 @@ from tests.e2e.conftest import KUBECTL, wait_for
 from tests.helpers import REPO
 from tests.real.conftest import RealCluster
 from vulcan.real_cluster.processes import free_port, vulcan_argv
+
+pytestmark = pytest.mark.real
 
 NODE_PROFILES = ["count=1,cpu=8,memory=32Gi"]
 SECRET_GET = ("-n", "vulcan-system", "get", "secret", "vulcan-webhook-tls", "-o", "json")
