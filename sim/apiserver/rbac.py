@@ -75,7 +75,10 @@ def forbidden_message(user: User, attrs: Attributes) -> str:
     if not attrs.resource_request:
         return f'forbidden: User "{user.name}" cannot {attrs.verb} path "{attrs.path}"'
     resource = attrs.resource + (f"/{attrs.subresource}" if attrs.subresource else "")
-    what = f'{resource} "{attrs.name}"' if attrs.name else resource
+    # The error names the group-qualified resource without its subresource (NewForbidden's
+    # GroupResource: "priorityclasses.scheduling.k8s.io", "pods" for pods/binding).
+    qualified = f"{attrs.resource}.{attrs.api_group}" if attrs.api_group else attrs.resource
+    what = f'{qualified} "{attrs.name}"' if attrs.name else qualified
     where = f'in the namespace "{attrs.namespace}"' if attrs.namespace else "at the cluster scope"
     return (
         f'{what} is forbidden: User "{user.name}" cannot {attrs.verb} resource "{resource}" '

@@ -18,6 +18,7 @@ from core.kube.client import (
     NAMESPACES,
     NODES,
     PODS,
+    PRIORITY_CLASSES,
     ApiError,
     ClientOptions,
     KubeClient,
@@ -74,13 +75,14 @@ async def test_the_install_service_accounts_may_do_what_their_roles_grant(tmp_pa
             await controllers.list(PODS)
             lease = {"metadata": {"name": "vulcan-controllers", "namespace": "vulcan-system"}}
             await controllers.create(LEASES, lease)
-            # Not granted: nodes, and a Lease anywhere else; the refusal is Kubernetes' text.
+            # Not granted: PriorityClasses (the extender's to read), and a Lease anywhere else;
+            # the refusal is Kubernetes' text.
             with pytest.raises(ApiError) as refused:
-                await controllers.list(NODES)
+                await controllers.list(PRIORITY_CLASSES)
             assert refused.value.status == 403
             assert (
-                f'nodes is forbidden: User "{CONTROLLERS}" cannot list resource "nodes" in API '
-                'group "" at the cluster scope'
+                f'priorityclasses.scheduling.k8s.io is forbidden: User "{CONTROLLERS}" cannot list '
+                'resource "priorityclasses" in API group "scheduling.k8s.io" at the cluster scope'
             ) in str(refused.value)
             with pytest.raises(ApiError) as refused:
                 await controllers.create(
@@ -128,8 +130,8 @@ async def test_the_install_service_accounts_may_do_what_their_roles_grant(tmp_pa
     assert {
         "user": CONTROLLERS,
         "verb": "list",
-        "resource": "nodes",
+        "resource": "priorityclasses",
         "allowed": False,
     }.items() <= next(
-        d for d in decisions if d["user"] == CONTROLLERS and d["resource"] == "nodes"
+        d for d in decisions if d["user"] == CONTROLLERS and d["resource"] == "priorityclasses"
     ).items()
