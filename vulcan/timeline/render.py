@@ -186,20 +186,7 @@ def _legend_handles(timeline: Timeline, colours: dict[str, str], namespaces: set
         handles.append(Patch(facecolor=NO_GANG, edgecolor="black", label="no gang"))
     if any(b.bound and b.end_within for b in timeline.bars):
         handles.append(Patch(facecolor="gray", alpha=0.3, label="ended within 1 s (faded)"))
-    if any(not b.bound for b in timeline.bars):
-        handles.append(
-            Patch(
-                facecolor="white",
-                edgecolor="gray",
-                hatch="///",
-                linestyle="--",
-                label="pending: never bound",
-            )
-        )
-    if any(b.open for b in timeline.bars):
-        handles.append(
-            Line2D([], [], color="gray", marker=">", linestyle="-", label="running at capture")
-        )
+    handles += state_handles(timeline)
     if timeline.lanes_by == "queues" and any(
         b.bound and b.start > b.created for b in timeline.bars
     ):
@@ -208,18 +195,32 @@ def _legend_handles(timeline: Timeline, colours: dict[str, str], namespaces: set
         handles.append(
             Line2D([], [], color="gray", linestyle=":", label="gang event (label above)")
         )
-    if any(m.kind == "Pod" for m in timeline.marks):
+    return handles + evicted_handles(timeline)
+
+
+def state_handles(timeline: Timeline) -> list[Any]:
+    """The entries for bars never bound and bars running at capture, where there are any."""
+    handles: list[Any] = []
+    if any(not b.bound for b in timeline.bars):
+        pending = Patch(
+            facecolor="white", edgecolor="gray", hatch="///", linestyle="--",
+            label="pending: never bound",
+        )  # fmt: skip
+        handles.append(pending)
+    if any(b.open for b in timeline.bars):
         handles.append(
-            Line2D(
-                [],
-                [],
-                color="black",
-                marker="x",
-                linestyle="none",
-                label="× pod evicted/preempted",
-            )
+            Line2D([], [], color="gray", marker=">", linestyle="-", label="running at capture")
         )
     return handles
+
+
+def evicted_handles(timeline: Timeline) -> list[Any]:
+    """The entry for the × of a pod evicted or preempted, where there is one."""
+    if not any(m.kind == "Pod" for m in timeline.marks):
+        return []
+    return [
+        Line2D([], [], color="black", marker="x", linestyle="none", label="× pod evicted/preempted")
+    ]
 
 
 def _legend_layout(handles: list[Any]) -> tuple[int, int]:

@@ -40,7 +40,9 @@ from vulcan.timeline.render import (
     _legend_layout,
     _subtitle,
     colour_of,
+    evicted_handles,
     palette,
+    state_handles,
 )
 
 # One screen: a 1080-pixel display less a viewer's or browser's bars. A taller picture must be
@@ -57,29 +59,10 @@ def _handles(timeline: Timeline) -> list[Any]:
     if any(not b.group for b in timeline.bars):
         handles.append(Patch(facecolor=NO_GANG, edgecolor="black", label="pod in no gang"))
     handles.append(Line2D([], [], color="gray", linewidth=1, label="waited: created → bound"))
-    if any(not b.bound for b in timeline.bars):
-        handles.append(
-            Patch(
-                facecolor="white",
-                edgecolor="gray",
-                hatch="///",
-                linestyle="--",
-                label="pending: never bound",
-            )
-        )
-    if any(b.open for b in timeline.bars):
-        handles.append(
-            Line2D([], [], color="gray", marker=">", linestyle="-", label="running at capture")
-        )
+    handles += state_handles(timeline)
     if any(m.kind == "PodGroup" for m in timeline.marks):
         handles.append(Line2D([], [], color="gray", linestyle=":", label="gang event"))
-    if any(m.kind == "Pod" for m in timeline.marks):
-        handles.append(
-            Line2D(
-                [], [], color="black", marker="x", linestyle="none", label="× pod evicted/preempted"
-            )
-        )
-    return handles
+    return handles + evicted_handles(timeline)
 
 
 def _bar(ax: Any, x: float, width: float, y: float, height: float, **style: Any) -> None:
