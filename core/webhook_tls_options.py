@@ -3,7 +3,10 @@ keeping); free of heavy imports, as the flags that build it are parsed before an
 
 from __future__ import annotations
 
+import argparse
+import os
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,3 +30,45 @@ class Options:
         svc = f"{self.service}.{self.namespace}.svc"
         names = (svc, f"{svc}.cluster.local", self.service, f"{self.service}.{self.namespace}")
         return names + tuple(h for h in self.extra_hosts if h not in names)
+
+
+def add_place_flags(parser: Any, prefix: str = "", pod_namespace: bool = False) -> None:
+    """Where the certificate is kept and for which Service: `--{prefix}namespace`,
+    `--{prefix}service`, `--{prefix}secret` and `--webhook-configuration` (`parser` may be an
+    argument group). `pod_namespace`: the namespace defaults to $POD_NAMESPACE when set (the
+    Deployment's own)."""
+    defaults = Options()
+    env = os.environ.get("POD_NAMESPACE") if pod_namespace else None
+    parser.add_argument(
+        f"--{prefix}namespace",
+        default=env or defaults.namespace,
+        help="namespace of the webhooks' Service and Secret (default "
+        + ("$POD_NAMESPACE, else " if pod_namespace else "")
+        + f"{defaults.namespace})",
+    )
+    parser.add_argument(
+        f"--{prefix}service",
+        default=defaults.service,
+        help="the Service the API server calls the webhooks through (default %(default)s)",
+    )
+    parser.add_argument(
+        f"--{prefix}secret",
+        default=defaults.secret,
+        help="the kubernetes.io/tls Secret the certificate is kept in (default %(default)s)",
+    )
+    parser.add_argument(
+        "--webhook-configuration",
+        default=defaults.configuration,
+        help="name of the Mutating- and ValidatingWebhookConfiguration (default %(default)s)",
+    )
+
+
+def place_of(args: argparse.Namespace, prefix: str = "") -> dict[str, str]:
+    """The `Options` fields `add_place_flags(prefix=prefix)` parsed."""
+    key = prefix.replace("-", "_")
+    return {
+        "namespace": getattr(args, f"{key}namespace"),
+        "service": getattr(args, f"{key}service"),
+        "secret": getattr(args, f"{key}secret"),
+        "configuration": args.webhook_configuration,
+    }

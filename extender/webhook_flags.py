@@ -6,10 +6,9 @@ served with a certificate and key given as files, or one the extender keeps itse
 from __future__ import annotations
 
 import argparse
-import os
 
 from core.durations import parse_duration
-from core.webhook_tls_options import Options
+from core.webhook_tls_options import Options, add_place_flags, place_of
 
 DEFAULT_WEBHOOK_PORT = 8443  # Volcano's admission port
 # A year: the extender renews on its own, so its certificates need not live as long as the
@@ -45,27 +44,7 @@ def add_webhook_flags(parser: argparse.ArgumentParser) -> None:
         "for the Service's names at start (or take the one in --webhook-secret), put the CA "
         "into the webhook configurations' caBundle, and renew before expiry without a restart",
     )
-    group.add_argument(
-        "--webhook-namespace",
-        default=os.environ.get("POD_NAMESPACE") or defaults.namespace,
-        help="namespace of the webhooks' Service and Secret (default $POD_NAMESPACE, else "
-        f"{defaults.namespace})",
-    )
-    group.add_argument(
-        "--webhook-service",
-        default=defaults.service,
-        help="the Service the API server calls the webhooks through (default %(default)s)",
-    )
-    group.add_argument(
-        "--webhook-secret",
-        default=defaults.secret,
-        help="the kubernetes.io/tls Secret the certificate is kept in (default %(default)s)",
-    )
-    group.add_argument(
-        "--webhook-configuration",
-        default=defaults.configuration,
-        help="name of the Mutating- and ValidatingWebhookConfiguration (default %(default)s)",
-    )
+    add_place_flags(group, "webhook-", pod_namespace=True)
     group.add_argument(
         "--webhook-extra-hosts",
         default="",
@@ -120,10 +99,7 @@ def managed_cert_options(args: argparse.Namespace) -> Options:
     """Where --manage-webhook-certs keeps the certificate, and for which names."""
     extra = tuple(h.strip() for h in args.webhook_extra_hosts.split(",") if h.strip())
     return Options(
-        namespace=args.webhook_namespace,
-        service=args.webhook_service,
-        secret=args.webhook_secret,
-        configuration=args.webhook_configuration,
+        **place_of(args, "webhook-"),
         valid_days=args.webhook_cert_valid_days,
         renew_before_days=args.webhook_cert_renew_before_days,
         extra_hosts=extra,

@@ -7,32 +7,13 @@ import argparse
 
 from core.durations import parse_duration
 from core.kube.flags import add_client_flags
-from core.webhook_tls_options import Options
+from core.webhook_tls_options import Options, add_place_flags, place_of
 
 
 def add_webhook_certs_flags(parser: argparse.ArgumentParser) -> None:
     add_client_flags(parser)
     defaults = Options()
-    parser.add_argument(
-        "--namespace",
-        default=defaults.namespace,
-        help="namespace of the Service and the Secret (default %(default)s)",
-    )
-    parser.add_argument(
-        "--service",
-        default=defaults.service,
-        help="the Service the API server calls the webhooks through (default %(default)s)",
-    )
-    parser.add_argument(
-        "--secret",
-        default=defaults.secret,
-        help="the kubernetes.io/tls Secret the extender mounts (default %(default)s)",
-    )
-    parser.add_argument(
-        "--webhook-configuration",
-        default=defaults.configuration,
-        help="name of the Mutating- and ValidatingWebhookConfiguration (default %(default)s)",
-    )
+    add_place_flags(parser)
     parser.add_argument(
         "--valid-days",
         type=int,
@@ -63,10 +44,7 @@ def options_of(args: argparse.Namespace) -> Options:
         # Otherwise every run would find the certificate it just made due for renewal.
         raise ValueError("--valid-days must be more than --renew-before-days")
     return Options(
-        namespace=args.namespace,
-        service=args.service,
-        secret=args.secret,
-        configuration=args.webhook_configuration,
+        **place_of(args),
         valid_days=args.valid_days,
         renew_before_days=args.renew_before_days,
         wait=args.wait,
