@@ -4,17 +4,22 @@ HyperNodes that should exist.
 For each topology type, a node with the tier-1 label gets a tier-1 HyperNode per label value
 (members: its nodes), a node with the tier-2 label as well puts that tier-1 HyperNode into a
 tier-2 HyperNode, and so on; a node missing a tier's label stops there. A HyperNode is
-`hypernode-<type>-tier<N>-<5 random characters>` (type lower-cased, other characters than
-letters, digits, '.' and '-' replaced by '-'), labelled `volcano.sh/network-topology-source:
+`hypernode-<type>-tier<N>-<5 characters>` (type lower-cased, other characters than letters,
+digits, '.' and '-' replaced by '-'), labelled `volcano.sh/network-topology-source:
 label` and `<key>: <value>`; a HyperNode of the same key/value already labelled so, whose name
 starts with `hypernode-<type>-tier<N>`, keeps its name. One label value is one HyperNode, even
 across topology types that share the key (as in Volcano).
+
+Volcano draws the 5 characters at random; here they are a hash of the type, the label and its
+value, so that a pass deciding again before the informer has seen the last pass's creates asks
+for the same names (409, nothing made twice) instead of making a second HyperNode of a label.
 """
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable, Iterable, Mapping
+import hashlib
+import itertools
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 SOURCE_LABEL = "volcano.sh/network-topology-source"
@@ -41,15 +46,16 @@ def clean(type_name: str) -> str:
     )
 
 
-def random_suffix() -> str:
-    return "".join(random.choices(_SUFFIX_ALPHABET, k=5))
+def stable_suffix(type_name: str, key: str, value: str, attempt: int) -> str:
+    """5 characters of Kubernetes' rand.String alphabet, the same for the same label."""
+    digest = hashlib.sha256(f"{type_name}\0{key}\0{value}\0{attempt}".encode()).digest()
+    return "".join(_SUFFIX_ALPHABET[b % len(_SUFFIX_ALPHABET)] for b in digest[:5])
 
 
 def discover(
     tiers: Mapping[str, tuple[str, ...]],
     nodes: Iterable[tuple[str, Mapping[str, str]]],
     existing: Mapping[str, Mapping[str, str]],
-    suffix: Callable[[], str] = random_suffix,
 ) -> dict[str, Desired]:
     """HyperNode name -> what it should be. `existing`: name -> labels of the HyperNodes this
     source made (their names are kept)."""
@@ -65,7 +71,7 @@ def discover(
                 tier = index + 1
                 name = by_label.get((key, value))
                 if name is None:
-                    name = _name(type_name, key, value, tier, existing, out, suffix)
+                    name = _name(type_name, key, value, tier, existing, out)
                     by_label[(key, value)] = name
                 desired = out.setdefault(name, Desired(tier, key, {key: value}))
                 desired.members.add(member)
@@ -81,7 +87,6 @@ def _name(
     tier: int,
     existing: Mapping[str, Mapping[str, str]],
     taken: Mapping[str, Desired],
-    suffix: Callable[[], str],
 ) -> str:
     prefix = f"hypernode-{clean(type_name)}-tier{tier}"
     for name in sorted(existing):
@@ -89,10 +94,11 @@ def _name(
         ours = labels.get(key) == value and labels.get(SOURCE_LABEL) == SOURCE
         if ours and name.startswith(prefix):
             return name
-    while True:
-        name = f"{prefix}-{suffix()}"
-        if name not in existing and name not in taken:
+    for attempt in itertools.count():
+        name = f"{prefix}-{stable_suffix(type_name, key, value, attempt)}"
+        if name not in taken and name not in existing:
             return name
+    raise AssertionError("unreachable")
 
 
 def manifest(name: str, desired: Desired) -> dict[str, object]:

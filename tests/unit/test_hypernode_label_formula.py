@@ -3,8 +3,6 @@ formula from node labels to the HyperNode tree, on the example of Volcano's user
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 
 from topology_controller.config import DiscoveryConfigError, parse
@@ -43,11 +41,6 @@ def a3_nodes() -> list[tuple[str, dict[str, str]]]:
         )
         for i in range(8)
     ]
-
-
-def suffixes() -> object:
-    seq = itertools.count()
-    return lambda: f"x{next(seq):04d}"
 
 
 def test_the_documented_configuration_reads_tiers_from_the_leaf_upward() -> None:
@@ -94,7 +87,7 @@ def test_no_enabled_label_source_means_discovery_is_off() -> None:
 def test_the_guides_nodes_make_its_tree() -> None:
     config = parse(CONF)
     assert config is not None
-    tree = discover(config.tiers, a3_nodes(), {}, suffixes())  # type: ignore[arg-type]
+    tree = discover(config.tiers, a3_nodes(), {})
     by_label = {(d.tier, next(iter(d.labels.values()))): (n, d) for n, d in tree.items()}
     assert sorted(by_label) == [(1, "s0"), (1, "s1"), (1, "s2"), (1, "s3"), (2, "s4"), (2, "s5")]
     s0, d0 = by_label[(1, "s0")]
@@ -115,20 +108,33 @@ def test_the_guides_nodes_make_its_tree() -> None:
 def test_existing_hypernodes_keep_their_names_and_new_values_get_new_ones() -> None:
     config = parse(CONF)
     assert config is not None
-    first = discover(config.tiers, a3_nodes(), {}, suffixes())  # type: ignore[arg-type]
+    first = discover(config.tiers, a3_nodes(), {})
     existing = {name: manifest(name, d)["metadata"]["labels"] for name, d in first.items()}
     nodes = a3_nodes()
     nodes[7][1]["volcano.sh/hypernode"] = "s9"  # node7 moves to a new tier-1 domain
-    again = discover(config.tiers, nodes, existing, lambda: "new00")  # type: ignore[arg-type]
+    again = discover(config.tiers, nodes, existing)
     assert set(first) < set(again)
-    assert set(again) - set(first) == {"hypernode-topologya3-tier1-new00"}
+    (new,) = set(again) - set(first)
+    assert new.startswith("hypernode-topologya3-tier1-") and again[new].labels == {
+        "volcano.sh/hypernode": "s9"
+    }
+
+
+def test_deciding_again_before_the_creates_are_seen_asks_for_the_same_names() -> None:
+    """A pass whose informer has not seen the last pass's creates yet names every HyperNode as
+    that pass did (the create answers 409): no label gets a second HyperNode."""
+    config = parse(CONF)
+    assert config is not None
+    first = discover(config.tiers, a3_nodes(), {})
+    assert discover(config.tiers, a3_nodes(), {}) == first
+    assert len({n.rsplit("-", 1)[1] for n in first}) == len(first)  # distinct per label
 
 
 def test_a_node_without_the_lower_tier_label_stops_there() -> None:
     config = parse(CONF)
     assert config is not None
     nodes = [("n", {"volcano.sh/hypercluster": "s4"}), ("m", {"volcano.sh/tor": "t1"})]
-    tree = discover(config.tiers, nodes, {}, suffixes())  # type: ignore[arg-type]
+    tree = discover(config.tiers, nodes, {})
     assert [(d.tier, d.labels, d.members) for d in tree.values()] == [
         (1, {"volcano.sh/tor": "t1"}, {"m"})
     ]
