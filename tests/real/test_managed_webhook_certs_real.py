@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 import yaml
@@ -24,22 +25,7 @@ pytestmark = pytest.mark.real
 NODE_PROFILES = ["count=1,cpu=8,memory=32Gi"]
 SECRET_GET = ("-n", "vulcan-system", "get", "secret", "vulcan-webhook-tls", "-o", "json")
 RBAC = REPO / "manifests" / "components" / "managed-webhook-certs" / "rbac.yaml"
-MISSING_QUEUE_JOB = """\
-apiVersion: batch.volcano.sh/v1alpha1
-kind: Job
-metadata: {name: lost-job}
-spec:
-  minAvailable: 1
-  schedulerName: volcano
-  queue: no-such-queue
-  tasks:
-  - name: main
-    replicas: 1
-    template:
-      spec:
-        restartPolicy: Never
-        containers: [{name: main, image: busybox, command: ["true"]}]
-"""
+MISSING_QUEUE_JOB = (Path(__file__).parent / "manifests" / "missing-queue-job.yaml").read_text()
 
 
 def hypernode(name: str, tier: int, kind: str, member: str) -> str:

@@ -30,26 +30,7 @@ pytestmark = pytest.mark.real
 MARKER = "VULCAN_SIM_UP_REAL_TEST"
 READY = "cluster ready"
 TENSORFLOW = REPO / "examples" / "tensorflow-benchmark.yaml"  # Volcano's TF example, unchanged
-MISSING_QUEUE_JOB = """\
-apiVersion: batch.volcano.sh/v1alpha1
-kind: Job
-metadata:
-  name: lost-job
-spec:
-  minAvailable: 1
-  schedulerName: volcano
-  queue: no-such-queue
-  tasks:
-    - name: main
-      replicas: 1
-      template:
-        spec:
-          restartPolicy: Never
-          containers:
-            - name: main
-              image: busybox
-              command: ["true"]
-"""
+MISSING_QUEUE_JOB = (Path(__file__).parent / "manifests" / "missing-queue-job.yaml").read_text()
 
 
 def marked_processes(mark: str) -> list[str]:
