@@ -28,6 +28,7 @@ from plugins.framework.extension_points import (
 from plugins.model.capacity_shares import capacity_shares
 from plugins.model.job_order import JobInput
 from plugins.model.proportion_shares import proportion_shares
+from plugins.model.queue_parts import QueueParts, computed_parts
 from plugins.model.queue_share import QueueInput, ShareModel, allocated_from_inqueue
 from plugins.model.victims import VictimUnit, victim_order_key
 
@@ -43,7 +44,12 @@ class _SharePlugin(SessionPlugin):
         for hook in ("job_enqueueable", "allocatable", "preemptive", "overused")
     }
 
-    def open_queues(self, total: ResourceVector, inputs: Sequence[QueueInput]) -> ShareModel:
+    def open_queues(
+        self,
+        total: ResourceVector,
+        inputs: Sequence[QueueInput],
+        parts: QueueParts = computed_parts,
+    ) -> ShareModel:
         """Volcano's OnSessionOpen: the queues' deserved shares from their inputs."""
         raise NotImplementedError
 
@@ -108,8 +114,13 @@ class _SharePlugin(SessionPlugin):
 class ProportionPlugin(_SharePlugin):
     name = "proportion"
 
-    def open_queues(self, total: ResourceVector, inputs: Sequence[QueueInput]) -> ShareModel:
-        return proportion_shares(total, inputs)
+    def open_queues(
+        self,
+        total: ResourceVector,
+        inputs: Sequence[QueueInput],
+        parts: QueueParts = computed_parts,
+    ) -> ShareModel:
+        return proportion_shares(total, inputs, parts)
 
     def overused(self, queue: str, state: PassState) -> bool:
         return state.model is not None and state.model.overused(queue)
@@ -123,5 +134,10 @@ class CapacityPlugin(_SharePlugin):
     def configure(self, option: PluginOption) -> None:
         self.hierarchical = option.is_enabled("enableHierarchy")
 
-    def open_queues(self, total: ResourceVector, inputs: Sequence[QueueInput]) -> ShareModel:
+    def open_queues(
+        self,
+        total: ResourceVector,
+        inputs: Sequence[QueueInput],
+        parts: QueueParts = computed_parts,  # capacity's queues depend on their parents: unused
+    ) -> ShareModel:
         return capacity_shares(total, list(inputs), hierarchical=self.hierarchical)

@@ -24,6 +24,7 @@ from plugins.framework.config_types import ConfigError
 from plugins.model.gang import GangView
 from plugins.model.job_order import JobInput
 from plugins.model.node_state import NodeState
+from plugins.model.queue_parts import QueueParts
 from plugins.model.queue_share import QueueInput, ShareModel
 from plugins.model.victims import VictimUnit
 
@@ -205,7 +206,11 @@ class Score(Protocol):
 class OpenQueues(Protocol):
     """proportion, capacity: Volcano's OnSessionOpen building the queues' share model."""
 
-    def open_queues(self, total: ResourceVector, inputs: Sequence[QueueInput]) -> ShareModel: ...
+    def open_queues(
+        self, total: ResourceVector, inputs: Sequence[QueueInput], parts: QueueParts = ...
+    ) -> ShareModel:
+        """`parts`: how the model gets its per-queue parts (`plugins.model.queue_parts`)."""
+        ...
 
 
 class Configure(Protocol):

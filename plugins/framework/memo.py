@@ -14,24 +14,27 @@ what the change can affect.
 
 Beside the decisions it keeps what opening a session would otherwise compute from the whole
 cluster: the queues' books (`plugins.model.queue_inputs.QueueBooks`, refreshed for the groups
-that changed), the jobs' order keys (per group version and cluster total), and the victims
-(per state of the cache).
+that changed), the share plugin's per-queue parts of the queues whose input did not change
+(`plugins.framework.kept_parts`), the jobs' order keys (per group version and cluster total),
+and the victims (per state of the cache).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from plugins.framework.decisions import Decision, Seen, Waiting
+from plugins.framework.kept_parts import KeptParts
 from plugins.framework.pass_input import PassInput
 from plugins.framework.policy import Policy
 from plugins.framework.reads import ReadLog
 from plugins.framework.session import PassResult
 from plugins.model.job_input import job_input
-from plugins.model.queue_inputs import QueueBooks, QueuePass
+from plugins.model.queue_inputs import OpenQueues, QueueBooks, QueuePass
 from plugins.model.victims import VictimUnit, victim_units_of
 
 if TYPE_CHECKING:
@@ -57,6 +60,8 @@ class _Entry:
 class Memo:
     def __init__(self) -> None:
         self.books = QueueBooks()
+        self.parts = KeptParts()  # the share plugin's per-queue parts of unchanged queues
+        self._open: tuple[Policy, OpenQueues] | None = None
         self._entries: dict[str, _Entry] = {}
         self._members: dict[tuple[str, str], set[str]] = {}  # (queue, phase) -> kept gangs
         self._summaries: dict[tuple[str, str], ReadLog] = {}  # their reads, merged
@@ -100,7 +105,8 @@ class Memo:
             or reserved != self._reserved
         ):
             # Kept as built (nothing else holds it); each session books into its own copy.
-            last = self.books.build(snapshot, reserved, policy.open_queues, set(self._changed))
+            open_queues = self._open_queues(policy)
+            last = self.books.build(snapshot, reserved, open_queues, set(self._changed))
             self._queues, self._queues_basis, self._reserved = last, basis, reserved
         return QueuePass(
             last.model.clone(),
@@ -111,6 +117,13 @@ class Memo:
             counted_inqueue=last.counted_inqueue,
             released=last.released,
         )
+
+    def _open_queues(self, policy: Policy) -> OpenQueues:
+        """The policy's share model with the kept parts: one object per policy, as the books
+        tell an unchanged model by its builder too."""
+        if self._open is None or self._open[0] is not policy:
+            self._open = (policy, functools.partial(policy.open_queues, parts=self.parts))
+        return self._open[1]
 
     def victims(self, given: PassInput) -> Callable[[str], list[VictimUnit]]:
         """A queue's victims, built again only when its pods that hold a node changed."""

@@ -47,6 +47,7 @@ from plugins.framework.extension_points import (
 from plugins.model.gang import GangView
 from plugins.model.job_order import JobInput, parse_time
 from plugins.model.proportion_shares import proportion_shares
+from plugins.model.queue_parts import QueueParts, computed_parts
 from plugins.model.queue_share import QueueInput, ShareModel, allocated_from_inqueue
 from plugins.model.victims import VictimUnit
 
@@ -164,12 +165,17 @@ class Policy:
     def hierarchical(self) -> bool:
         return self.queue_plugin is not None and self.queue_plugin.hierarchical
 
-    def open_queues(self, total: ResourceVector, inputs: Sequence[QueueInput]) -> ShareModel:
+    def open_queues(
+        self,
+        total: ResourceVector,
+        inputs: Sequence[QueueInput],
+        parts: QueueParts = computed_parts,
+    ) -> ShareModel:
         """The queues' share model for one session (`plugins.model.queue_inputs` gives the
-        inputs)."""
+        inputs; `parts`, the memo's layer or none)."""
         if self.queue_plugin is None:
-            return proportion_shares(total, inputs)
-        return self.queue_plugin.open_queues(total, inputs)
+            return proportion_shares(total, inputs, parts)
+        return self.queue_plugin.open_queues(total, inputs, parts)
 
     # ------------------------------------------------------------------ ordering
 

@@ -35,11 +35,12 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from core.resources import ResourceVector
 from plugins.model.job_order import queue_order_key
+from plugins.model.queue_parts import QueueParts, computed_parts
 from plugins.model.queue_share import (
     QueueInput,
     QueueShare,
@@ -80,6 +81,52 @@ class _Claim:
     real_capability: ResourceVector
     request: ResourceVector
     guarantee: ResourceVector
+    # Hashed once: the water-fill's cache key hashes every claim on every pass.
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        fields = (self.name, self.weight, self.real_capability, self.request, self.guarantee)
+        object.__setattr__(self, "_hash", hash(fields))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+
+@dataclass(slots=True, frozen=True)
+class _Part:
+    """What proportion makes of one queue alone, given the cluster's unguaranteed amount."""
+
+    real_capability: ResourceVector
+    capability: ResourceVector
+    guarantee: ResourceVector
+    allocated: ResourceVector
+    request: ResourceVector
+    inqueue: ResourceVector
+    elastic: ResourceVector
+    claim: _Claim | None  # None: the queue has no jobs and takes no part in the division
+
+
+def _part(queue: QueueInput, unguaranteed: ResourceVector) -> _Part:
+    guarantee = strip_pods(queue.guarantee)
+    capability = effective_capability(queue.capability)
+    own = unguaranteed + guarantee if guarantee.view() else unguaranteed
+    real_capability = min_by_dimension(own, capability)
+    request = strip_pods(queue.request)
+    claim = (
+        _Claim(queue.name, max(1, queue.weight), real_capability, request, guarantee)
+        if queue.has_jobs
+        else None
+    )
+    return _Part(
+        real_capability,
+        capability,
+        guarantee,
+        strip_pods(queue.allocated),
+        request,
+        strip_pods(queue.inqueue),
+        strip_pods(queue.elastic),
+        claim,
+    )
 
 
 def water_fill(total: ResourceVector, claims: Sequence[_Claim]) -> dict[str, dict[str, float]]:
@@ -139,32 +186,29 @@ def water_fill(total: ResourceVector, claims: Sequence[_Claim]) -> dict[str, dic
     return deserved
 
 
-def proportion_shares(total: ResourceVector, queues: Sequence[QueueInput]) -> ProportionShares:
-    """Deserved amounts and shares of `queues` over the cluster's `total` allocatable."""
+def proportion_shares(
+    total: ResourceVector, queues: Sequence[QueueInput], parts: QueueParts = computed_parts
+) -> ProportionShares:
+    """Deserved amounts and shares of `queues` over the cluster's `total` allocatable. Each
+    queue's own part comes through `parts` (the memo may hand back an unchanged queue's)."""
     total = strip_pods(total)
     total_guarantee = sum_vectors(strip_pods(q.guarantee) for q in queues)
     unguaranteed = total.saturating_sub(total_guarantee)
     shares: dict[str, QueueShare] = {}
     claims: list[_Claim] = []
-    for queue in queues:
-        guarantee = strip_pods(queue.guarantee)
-        capability = effective_capability(queue.capability)
-        own = unguaranteed + guarantee if guarantee.view() else unguaranteed
-        real_capability = min_by_dimension(own, capability)
+    for queue, part in zip(queues, parts(_part, queues, unguaranteed), strict=True):
         shares[queue.name] = QueueShare(
             name=queue.name,
-            real_capability=real_capability,
-            capability=capability,
-            guarantee=guarantee,
-            allocated=strip_pods(queue.allocated),
-            request=(request := strip_pods(queue.request)),
-            inqueue=strip_pods(queue.inqueue),
-            elastic=strip_pods(queue.elastic),
+            real_capability=part.real_capability,
+            capability=part.capability,
+            guarantee=part.guarantee,
+            allocated=part.allocated,
+            request=part.request,
+            inqueue=part.inqueue,
+            elastic=part.elastic,
         )
-        if queue.has_jobs:
-            claims.append(
-                _Claim(queue.name, max(1, queue.weight), real_capability, request, guarantee)
-            )
+        if part.claim is not None:
+            claims.append(part.claim)
     for name, deserved in deserved_amounts(total, tuple(claims)).items():
         shares[name].deserved = deserved
     return ProportionShares(queues, shares)
