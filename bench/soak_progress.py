@@ -8,7 +8,10 @@
   behind older work that takes the room it would need waits its turn and is no stall (the
   first of a line that does not move still is one); so the room vulcan reserved for an
   admitted gang not yet bound (which the API server does not show) counts as taken for the
-  gangs behind it;
+  gangs behind it; and a gang not enqueued yet waits, as Volcano's enqueue makes it, while its
+  queue's allocated + the minResources of its enqueued gangs that do not fit now - its elastic
+  part + its own minResources exceed the queue's realCapability (`_enqueue_room`): what enqueued
+  gangs hold is theirs until they run;
 - job not final: a Volcano Job whose pods have all finished, or that stays in a passing phase
   (Restarting, Aborting, Terminating, Completing), for longer than `Limits.job_final_after` —
   unless it waits for pods held terminating by a node that is down.
@@ -20,7 +23,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from bench.soak_fit import SHARE_DIMENSIONS, deserved, pack
-from bench.soak_model import JOB_FINAL, TERMINAL, Pod, Resources, add, over, show, sub
+from bench.soak_model import JOB_FINAL, TERMINAL, Group, Pod, Resources, add, over, show, sub
 
 if TYPE_CHECKING:
     from bench.soak_checker import Checker
@@ -69,6 +72,7 @@ def check_stalls(checker: Checker, now: float) -> None:
     )
     room = {node: dict(res) for node, res in free.items()}
     taken: dict[str, Resources] = {q: dict(res) for q, res in used.items()}
+    enqueue = _EnqueueRoom(checker, waiting, total)
     for key in sorted(waiting, key=lambda k: _line_order(checker, k)):
         need = waiting[key]
         group = checker.groups[key]
@@ -78,10 +82,12 @@ def check_stalls(checker: Checker, now: float) -> None:
             sum_need = add(sum_need, res)
         after = add(taken.get(group.queue, {}), sum_need)
         share = shares.get(group.queue, {})
+        held_back = enqueue.refusal(key, taken.get(group.queue, {}))
         placed = (
             pack(need, room)
             if queue is not None
             and queue.state == "Open"
+            and not held_back
             and not over(after, queue.capability)
             and all(after.get(d, 0) <= share.get(d, 0) for d in SHARE_DIMENSIONS)
             else None
@@ -90,8 +96,9 @@ def check_stalls(checker: Checker, now: float) -> None:
             for index, node in placed.items():
                 room[node] = sub(room[node], need[index])
             taken[group.queue] = after
+            enqueue.placed(key)
         fitting[key] = placed is not None
-        why[key] = (
+        why[key] = held_back or (
             f"{group.min_member} member(s) needing {show(sum_need)} fit the free room after "
             f"the gangs ahead of it (queue {group.queue}: would hold {show(after)}, deserved "
             f"{show(share)}, status.allocated {show(queue.allocated) if queue else '-'}); "
@@ -101,6 +108,64 @@ def check_stalls(checker: Checker, now: float) -> None:
         checker.hold(
             "stall", key, fitting.get(key, False), now, checker.limits.stall_after, why.get(key, "")
         )
+
+
+class _EnqueueRoom:
+    """Volcano's enqueue rule as the stall check applies it: a gang not enqueued yet is refused
+    while allocated + inqueue - elastic + its minResources exceed its queue's realCapability
+    (capability, else the cluster's total: the soak's queues have no guarantee), on the
+    dimensions it asks for. `inqueue`: the minResources of the queue's enqueued gangs waiting
+    with no member bound, less those the walk placed."""
+
+    def __init__(self, checker: Checker, waiting: dict[str, list[Resources]], total: Resources):
+        self._checker = checker
+        self._total = total
+        self._inqueue: dict[str, Resources] = defaultdict(dict)
+        self._enqueued: set[str] = set()
+        for key in waiting:
+            group = checker.groups[key]
+            if group.phase not in ("", "Pending"):
+                self._enqueued.add(key)
+                self._inqueue[group.queue] = add(self._inqueue[group.queue], _minimum(group))
+        self._elastic: dict[str, Resources] = defaultdict(dict)
+        bound: dict[str, Resources] = defaultdict(dict)
+        for pod in checker.pods.values():
+            if pod.live_bound and pod.group in checker.groups:
+                bound[pod.group] = add(bound[pod.group], pod.requests)
+        for key, held in bound.items():
+            group = checker.groups[key]
+            beyond = {n: v for n, v in sub(held, _minimum(group)).items() if v > 0}
+            self._elastic[group.queue] = add(self._elastic[group.queue], beyond)
+
+    def placed(self, key: str) -> None:
+        if key in self._enqueued:
+            group = self._checker.groups[key]
+            self._inqueue[group.queue] = sub(self._inqueue[group.queue], _minimum(group))
+
+    def refusal(self, key: str, allocated: Resources) -> str:
+        """Why enqueue refuses gang `key` now ("" when it may be enqueued, or already is)."""
+        if key in self._enqueued:
+            return ""
+        group = self._checker.groups[key]
+        queue = self._checker.queues.get(group.queue)
+        minimum = _minimum(group)
+        inqueue, elastic = self._inqueue[group.queue], self._elastic[group.queue]
+        held = sub(add(add(allocated, inqueue), minimum), elastic)
+        limit = dict(self._total)
+        for name, cap in (queue.capability if queue is not None else {}).items():
+            limit[name] = min(cap, limit.get(name, cap))
+        excess = {n: v for n, v in over(held, limit).items() if minimum.get(n, 0) > 0}
+        if not excess:
+            return ""
+        return (
+            f"waits for its queue's enqueued gangs (Volcano's enqueue rule): queue "
+            f"{group.queue} allocated {show(allocated)} + inqueue {show(inqueue)} - elastic "
+            f"{show(elastic)} + minResources {show(minimum)} > realCapability {show(limit)}"
+        )
+
+
+def _minimum(group: Group) -> Resources:
+    return {n: v for n, v in group.min_resources.items() if n != "pods"}
 
 
 def _line_order(checker: Checker, key: str) -> tuple[bool, int, str, str]:

@@ -492,3 +492,40 @@ def test_a_gang_violation_lists_its_unbound_members() -> None:
         "b: gates ['x']; PodScheduled False/Unschedulable at 2026-01-01T00:00:01Z 'gang soak/g: "
         "waiting'; admitted 2026-01-01T00:00:05.000000Z; no slot",
     ]
+
+
+def _enqueued_gang_that_cannot_fit(phase: str) -> Checker:
+    """Queue q (capability 24 cpu); 8 of each node's 16 cpu taken by other pods; `big` (2 x 10
+    cpu, minResources 20) cannot fit the free 8 + 8; `small` (2 x 4 cpu) can."""
+    checker = cluster(Limits(stall_after=10.0), nodes=2, cpu=16)
+    checker.queue("q", Queue("q", weight=1, capability={"cpu": 24000}))
+    for index in range(2):
+        key = f"ns/other-{index}"
+        checker.pod(key, Pod(key, uid=key, requests={"cpu": 8000}, node=f"node-{index}"), 0.0)
+    for name, size, made in (("big", 10, "10:00:01"), ("small", 4, "10:00:05")):
+        key = f"ns/{name}"
+        minimum = {"cpu": 2 * size * 1000}
+        group = Group(
+            key,
+            min_member=2,
+            queue="q",
+            min_resources=minimum,
+            phase=phase if name == "big" else "Pending",
+            created=f"2026-11-26T{made}Z",
+        )
+        checker.group(key, group, 0.0)
+        for index in range(2):
+            pod_key = f"{key}-{index}"
+            requests = {"cpu": size * 1000, "pods": 1}
+            checker.pod(pod_key, Pod(pod_key, uid=pod_key, group=key, requests=requests), 0.0)
+    checker.tick(1.0)
+    checker.tick(30.0)
+    return checker
+
+
+def test_a_gang_held_back_by_its_queues_enqueued_gangs_is_not_a_stall() -> None:
+    # Volcano's enqueue: 0 allocated + 20 inqueue + 8 > 24: `small` waits for `big` to run.
+    assert kinds(_enqueued_gang_that_cannot_fit("Inqueue")) == []
+    # `big` not enqueued holds nothing: `small` could be enqueued and placed, and waits.
+    checker = _enqueued_gang_that_cannot_fit("Pending")
+    assert [v.subject for v in checker.violations] == ["ns/small"]
