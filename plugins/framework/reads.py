@@ -17,9 +17,12 @@ import math
 from collections.abc import Callable, Hashable
 from typing import Any, Protocol
 
-__all__ = ["Ask", "ReadLog", "Reading"]
+__all__ = ["Ask", "Basis", "ReadLog", "Reading"]
 
 Ask = Callable[[Any], Any]  # a question put to a session, asked again on another
+# What an answer depends on: its key (answers alike share it: it is asked once per session
+# version) and how to ask it.
+Basis = tuple[Hashable, Ask]
 
 
 class Reading(Protocol):
@@ -38,12 +41,12 @@ class ReadLog:
     def __init__(self) -> None:
         # question -> (how to ask it again, its answer, what the answer depends on and its
         # value then: while that is the same the answer is, without asking)
-        self.answers: dict[Hashable, tuple[Ask, Any, Ask | None, Any]] = {}
+        self.answers: dict[Hashable, tuple[Ask, Any, Basis | None, Any]] = {}
         self.inputs: dict[Hashable, Any] = {}
         self.until = math.inf  # the decision is due again at this time
         self.keep = True  # False: it reads something no key captures (decided every pass)
 
-    def answer(self, key: Hashable, ask: Ask, answer: Any, basis: Ask | None, seen: Any) -> None:
+    def answer(self, key: Hashable, ask: Ask, answer: Any, basis: Basis | None, seen: Any) -> None:
         self.answers.setdefault(key, (ask, answer, basis, seen))
 
     def input(self, key: Hashable, value: Any) -> None:
@@ -69,7 +72,7 @@ class ReadLog:
             if ssn.input_value(key) != value:
                 return False
         for key, (ask, answer, basis, seen) in self.answers.items():
-            if basis is not None and ssn.asked_again(("basis", key), basis) == seen:
+            if basis is not None and ssn.asked_again(*basis) == seen:
                 continue
             if ssn.asked_again(key, ask) != answer:
                 return False

@@ -6,13 +6,14 @@ depends on. Pure."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 from plugins.framework.extension_points import CLOCK, CLUSTER, QUEUE, PassState
 from plugins.framework.inputs import QUEUES, ROOM, TOTAL, USED
 from plugins.framework.pass_input import ExtenderFacts
-from plugins.framework.reads import Ask, ReadLog
+from plugins.framework.reads import Ask, Basis, ReadLog
 from plugins.framework.room import Room, VictimPool
 from plugins.framework.starvation_book import Starvation
 
@@ -52,7 +53,7 @@ class SessionReads:
         answer = self.asked_again(key, ask)
         if self.log is not None:
             basis = None if reads is None or CLOCK in reads else _basis(reads, queue)
-            seen = self.asked_again(("basis", key), basis) if basis is not None else None
+            seen = self.asked_again(*basis) if basis is not None else None
             self.log.answer(key, ask, answer, basis, seen)
         return answer
 
@@ -136,9 +137,11 @@ def _units_below(queue: str, below: int | None) -> Ask:
     return units
 
 
-def _basis(kinds: frozenset[str], queue: str) -> Ask:
+@functools.lru_cache(maxsize=4096)
+def _basis(kinds: frozenset[str], queue: str) -> Basis:
     """What an answer reading `kinds` of `queue` depends on: the queue's numbers (and its
-    ancestors'), the cluster's sums."""
+    ancestors'), the cluster's sums. One per (kinds, queue): the answers about a queue share
+    it."""
     queue_part, cluster_part = QUEUE in kinds, CLUSTER in kinds
 
     def basis(s: SessionReads) -> Any:
@@ -146,7 +149,7 @@ def _basis(kinds: frozenset[str], queue: str) -> Ask:
         sums = (tuple(sorted(s.state.used.items())), s.state.total) if cluster_part else None
         return (numbers, sums)
 
-    return basis
+    return (("basis", kinds, queue), basis)
 
 
 def _numbers(state: PassState, name: str) -> tuple[Any, ...] | None:
