@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from core.api import keys
 from core.durations import parse_duration
@@ -28,9 +29,22 @@ def add_extender_flags(parser: argparse.ArgumentParser) -> None:
     # stayed partly bound for 18 s in bench/gang_admission.py).
     add_client_flags(parser, qps=2000.0, burst=2000)
     # Off by default (one extender, as `vulcan sim up` runs it); the install runs two replicas
-    # with it on: the gang ledger lives in one process, so only the leader may decide, and
-    # /readyz keeps kube-scheduler's Service on the leader.
+    # with it on: the gang ledger lives in one process, so only the leader may decide, and the
+    # Services reach the leader alone (by its pod's label, or by /readyz without --pod-name).
     add_leader_election_flags(parser, default_name="vulcan-extender", default_leader_elect=False)
+    parser.add_argument(
+        "--pod-name",
+        default=os.environ.get("POD_NAME", ""),
+        help="this replica's pod (default $POD_NAME; the install sets it): with --leader-elect "
+        "the leader marks itself on its pod with the label vulcan.sh/leader=true (the others "
+        "false), which the Services select, and every synced replica is ready; without it only "
+        "the leader is ready",
+    )
+    parser.add_argument(
+        "--pod-namespace",
+        default=os.environ.get("POD_NAMESPACE", ""),
+        help="the namespace of --pod-name (default $POD_NAMESPACE)",
+    )
     parser.add_argument(
         "--port",
         type=int,

@@ -31,6 +31,7 @@ from extender.gang_hold import check_timeouts
 from extender.gang_options import EventRate, GangOptions, PassPacing
 from extender.gang_server import GangExtenderServer
 from extender.gangs import GangScheduler
+from extender.leader_label import LeaderLabel
 from extender.ledger import GangLedger
 from extender.metrics import ExtenderMetrics
 from extender.queues import QueueCollector
@@ -179,22 +180,40 @@ async def run(args: argparse.Namespace) -> int:
     elector: LeaderElector | None = None
     if election.leader_elect:
         # A standby keeps its cache warm; only the leader schedules (the gang ledger is this
-        # process's memory) and only it is ready, so the Service sends kube-scheduler to it.
+        # process's memory) and only it is in the Services: by its pod's label (every synced
+        # replica ready: extender/leader_label.py), else by being the only one ready.
         # Losing the Lease ends the process with status 1 ("leaderelection lost", as
         # kube-scheduler): a restart rebuilds everything from the API server.
         namespace = LeaseNamespaceWatch(extender.client, election.resource_namespace)
         if not await namespace.check():
             extender.background.append(asyncio.create_task(namespace.run()))
 
+        label = (
+            LeaderLabel(extender.client, args.pod_namespace, args.pod_name)
+            if args.pod_name and args.pod_namespace
+            else None
+        )
+
         async def lead() -> None:
+            if label is not None:
+                await label.lead()
             extender.gangs.start()
             await asyncio.Event().wait()
 
         elector = election.elector(
             extender.client, on_started_leading=lead, on_stopped_leading=stop.set
         )
-        extender.server.is_leader = lambda: elector.is_leader
-        leading = asyncio.create_task(elector.run(), name="leader-election")
+
+        async def elect() -> None:
+            if label is not None:  # a restarted leader's pod still says "true": not before
+                await label.step_aside()
+            await elector.run()
+
+        if label is None:
+            extender.server.is_leader = lambda: elector.is_leader
+        else:
+            extender.server.not_ready = lambda: label.problem
+        leading = asyncio.create_task(elect(), name="leader-election")
     else:
         extender.gangs.start()
     runner, port = await serve(extender.server, args.bind_address, args.port)

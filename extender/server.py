@@ -47,6 +47,7 @@ class ExtenderServer:
         ledger: GangLedger | None = None,
         metrics: ExtenderMetrics | None = None,
         is_leader: Callable[[], bool] | None = None,
+        not_ready: Callable[[], str] | None = None,
     ) -> None:
         self.cache = cache
         self.framework = framework
@@ -55,6 +56,7 @@ class ExtenderServer:
         self.ledger = ledger if ledger is not None else GangLedger(cache.bump_node)
         self.metrics = metrics or ExtenderMetrics()
         self.is_leader = is_leader
+        self.not_ready = not_ready  # why this replica is not ready yet ("" once it is)
         self.memo = passthrough.attach_memo(cache, passthrough.ShapeMemo())
         # Bumped whenever a node changes (added, removed, resized, load moved): column slots
         # remembered from an earlier call are only trusted while it stays the same.
@@ -135,6 +137,8 @@ class ExtenderServer:
             return web.Response(status=503, text="informers not synced")
         if self.is_leader is not None and not self.is_leader():
             return web.Response(status=503, text="not the leader")
+        if self.not_ready is not None and (why := self.not_ready()):
+            return web.Response(status=503, text=why)
         return web.Response(text="ok")
 
     async def _metrics(self, request: web.Request) -> web.Response:
