@@ -1,0 +1,87 @@
+"""filter and prioritize for a Guaranteed pod where nodes report their NUMA topology and the
+conf names the numa-aware plugin (`plugins.builtin.numaaware`): the candidates whose cells
+cannot align its cpus are refused with the reason, and the cells an assignment uses add to
+its score. Every other request never gets here (the server checks `cache.numa` first)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from core.api import keys
+from core.cache import ClusterCache
+from core.numa import NumaAsk, numa_ask
+from core.records import NodeRecord, PodRecord
+from core.resources import ResourceVector
+from extender.ledger import GangLedger
+from extender.protocol import PodInfo
+from plugins.framework.node_order import Framework, NodeState
+from plugins.model.numa_fit import NumaNodes
+
+_ZERO = ResourceVector()
+
+
+def _ask(pod: PodInfo) -> NumaAsk | None:
+    annotations = pod.metadata.get("annotations") or {}
+    return numa_ask(pod.spec, str(annotations.get(keys.NUMA_TOPOLOGY_POLICY) or ""))
+
+
+def _nodes(cache: ClusterCache) -> NumaNodes:
+    pods, on_node = cache.pods, cache.pods_by_node
+
+    def pods_on(node: str) -> list[PodRecord]:
+        found = (pods.get(key) for key in on_node.get(node, ()))
+        return [pod for pod in found if pod is not None and pod.occupies_node]
+
+    return NumaNodes(cache.numa, pods_on)
+
+
+def refusals(
+    framework: Framework, cache: ClusterCache, pod: PodInfo, names: Sequence[str]
+) -> dict[str, str] | None:
+    """Candidate -> why the plugin refuses it; None when the plugin has nothing to say (no
+    filter in the conf, or not a Guaranteed pod)."""
+    settings = framework.session.numa
+    if settings is None or not settings.filters:
+        return None
+    ask = _ask(pod)
+    if ask is None:
+        return None
+    nodes = _nodes(cache)
+    refused: dict[str, str] = {}
+    for name in names:
+        why = settings.plugin.refusal(nodes, ask, name)
+        if why is not None:
+            refused[name] = why
+    return refused
+
+
+def scores(
+    framework: Framework,
+    cache: ClusterCache,
+    ledger: GangLedger,
+    pod: PodInfo,
+    request: ResourceVector,
+    names: Sequence[str],
+) -> list[int] | None:
+    """The candidates' scores with the plugin's added to the conf's node order (both raw,
+    then scaled to kube-scheduler's 0..10 together); None when the plugin does not score this
+    pod (no scores in the conf, not a Guaranteed pod)."""
+    settings = framework.session.numa
+    if settings is None or not settings.scores:
+        return None
+    ask = _ask(pod)
+    if ask is None:
+        return None
+    states = []
+    for name in names:
+        node: NodeRecord | None = cache.nodes.get(name)
+        if node is None:
+            return None  # a candidate this cache has not seen: the plain answer stands
+        used = cache.node_requested.get(name, _ZERO)
+        reserved = ledger.by_node.get(name)
+        if reserved is not None and not reserved.is_zero():
+            used = used + reserved
+        states.append(NodeState(name, node.allocatable, used))
+    raw = framework.score(request, states)
+    extra = settings.plugin.scores(_nodes(cache), ask, names)
+    return framework.normalize([a + b for a, b in zip(raw, extra, strict=True)])
