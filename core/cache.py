@@ -69,6 +69,7 @@ class ClusterCache:
         # the gang planner walks these instead of every pod.
         self.anti_affinity_pods: set[str] = set()
         self.host_port_pods: set[str] = set()
+        self.numa_pods: set[str] = set()  # Guaranteed pods (the numa-aware plugin's)
         # PriorityClass name -> value, and the globalDefault class's value under "": a
         # PodGroup's priority when it has no pods yet (a Volcano Job's before enqueue).
         self.priority_classes: dict[str, int] = {}
@@ -262,6 +263,10 @@ class ClusterCache:
             self.host_port_pods.add(key)
         else:
             self.host_port_pods.discard(key)
+        if pod is not None and pod.numa is not None and not pod.terminal:
+            self.numa_pods.add(key)
+        else:
+            self.numa_pods.discard(key)
 
     @staticmethod
     def _discard(index: dict[str, set[str]], name: str, key: str) -> None:
@@ -486,6 +491,7 @@ class ClusterCache:
             bound_by_queue=self.bound_by_queue,  # type: ignore[arg-type]
             epochs=self.epochs,
             numa=self.numa if numa else {},
+            numa_pods=self.numa_pods,
         )
 
     def snapshot(self) -> Snapshot:
@@ -510,6 +516,7 @@ class ClusterCache:
             bound_by_queue={k: frozenset(v) for k, v in self.bound_by_queue.items()},
             epochs=self.epochs.copy(),
             numa=dict(self.numa),
+            numa_pods=frozenset(self.numa_pods),
         )
 
     def recompute(self) -> tuple[dict[str, ResourceVector], dict[str, ResourceVector]]:

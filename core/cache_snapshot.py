@@ -94,6 +94,8 @@ class Snapshot:
     """What changed since when (`CacheEpochs`); the live view's are the cache's own."""
     numa: dict[str, NumaRecord] = dataclasses.field(default_factory=dict)
     """Node name -> its Numatopology (a change of one moves `epochs.room`)."""
+    numa_pods: frozenset[str] | set[str] = frozenset()
+    """Keys of the Guaranteed pods (bound or not, not finished): what holds NUMA cells."""
 
     def node_free(self, name: str) -> ResourceVector:
         return _free(self.nodes, self.node_requested, name)

@@ -10,12 +10,12 @@ from collections.abc import Sequence
 from core.api import keys
 from core.cache import ClusterCache
 from core.numa import NumaAsk, numa_ask
-from core.records import NodeRecord, PodRecord
+from core.records import NodeRecord
 from core.resources import ResourceVector
 from extender.ledger import GangLedger
 from extender.protocol import PodInfo
 from plugins.framework.node_order import Framework, NodeState
-from plugins.model.numa_fit import NumaNodes
+from plugins.model.numa_fit import NumaNodes, pods_holding
 
 _ZERO = ResourceVector()
 
@@ -25,18 +25,20 @@ def _ask(pod: PodInfo) -> NumaAsk | None:
     return numa_ask(pod.spec, str(annotations.get(keys.NUMA_TOPOLOGY_POLICY) or ""))
 
 
-def _nodes(cache: ClusterCache) -> NumaNodes:
-    pods, on_node = cache.pods, cache.pods_by_node
+def _nodes(cache: ClusterCache, ledger: GangLedger) -> NumaNodes:
+    def held(key: str) -> str | None:
+        reservation = ledger.reservation_of(key)
+        return reservation.node if reservation is not None else None
 
-    def pods_on(node: str) -> list[PodRecord]:
-        found = (pods.get(key) for key in on_node.get(node, ()))
-        return [pod for pod in found if pod is not None and pod.occupies_node]
-
-    return NumaNodes(cache.numa, pods_on)
+    return NumaNodes(cache.numa, pods_holding(cache.live_view(), held))
 
 
 def refusals(
-    framework: Framework, cache: ClusterCache, pod: PodInfo, names: Sequence[str]
+    framework: Framework,
+    cache: ClusterCache,
+    ledger: GangLedger,
+    pod: PodInfo,
+    names: Sequence[str],
 ) -> dict[str, str] | None:
     """Candidate -> why the plugin refuses it; None when the plugin has nothing to say (no
     filter in the conf, or not a Guaranteed pod)."""
@@ -46,7 +48,7 @@ def refusals(
     ask = _ask(pod)
     if ask is None:
         return None
-    nodes = _nodes(cache)
+    nodes = _nodes(cache, ledger)
     refused: dict[str, str] = {}
     for name in names:
         why = settings.plugin.refusal(nodes, ask, name)
@@ -83,5 +85,5 @@ def scores(
             used = used + reserved
         states.append(NodeState(name, node.allocatable, used))
     raw = framework.score(request, states)
-    extra = settings.plugin.scores(_nodes(cache), ask, names)
+    extra = settings.plugin.scores(_nodes(cache, ledger), ask, names)
     return framework.normalize([a + b for a, b in zip(raw, extra, strict=True)])

@@ -201,7 +201,8 @@ class ExtenderServer:
         return protocol.filter_result_objects([objects[n] for n in passed], failed, {})
 
     def _numa_refusals(self, args: protocol.ExtenderArgs) -> dict[str, str] | None:
-        return numa_verbs.refusals(self.framework, self.cache, args.pod, args.node_names)
+        pod, names = args.pod, args.node_names
+        return numa_verbs.refusals(self.framework, self.cache, self.ledger, pod, names)
 
     def _reserved_on(self, names: list[str]) -> bool:
         """Whether the ledger holds room for a gang member on one of the candidates.

@@ -124,7 +124,7 @@ class GangFit:
         )
         # Guaranteed members' cpus aligned with nodes' NUMA cells (`numa_fit`), when nodes
         # report them; members asking different cpus then answer apart.
-        self.numa = numa_nodes(snapshot, members)
+        self.numa = numa_nodes(snapshot, members, held)
         for pod in members:
             if labels_matter:
                 key = (id(pod.constraints), id(pod.labels), pod.namespace, pod.numa)

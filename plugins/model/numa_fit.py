@@ -41,6 +41,7 @@ __all__ = [
     "judge",
     "numa_nodes",
     "numa_reason",
+    "pods_holding",
     "take",
 ]
 
@@ -235,18 +236,44 @@ class NumaNodes:
             free[cell] -= amount
 
 
-def numa_nodes(snapshot: Snapshot, members: Iterable[PodRecord]) -> NumaNodes | None:
+def numa_nodes(
+    snapshot: Snapshot,
+    members: Iterable[PodRecord],
+    held: Callable[[str], str | None] | None = None,
+) -> NumaNodes | None:
     """The NUMA view for planning `members`: None (no check at all) unless some node reports
     its topology in `snapshot` (the extender leaves them out without the plugin) and some
-    member is Guaranteed."""
+    member is Guaranteed. Other Guaranteed pods count where they are bound, or where `held`
+    (pod key -> node) says their reservation is."""
+    members = list(members)
     if not snapshot.numa or not any(pod.numa is not None for pod in members):
         return None
+    own = {pod.key for pod in members}
+    return NumaNodes(snapshot.numa, pods_holding(snapshot, held or _nowhere, own))
+
+
+def _nowhere(_key: str) -> str | None:
+    return None
+
+
+def pods_holding(
+    snapshot: Snapshot, held: Callable[[str], str | None], own: Iterable[str] = ()
+) -> Callable[[str], list[PodRecord]]:
+    """node -> the Guaranteed pods holding cpus there: bound (not finished), or pending with
+    a reservation there (`held`), except `own`."""
     pods, on_node = snapshot.pods, snapshot.pods_by_node
+    reserved: dict[str, list[PodRecord]] = {}
+    skip = set(own)
+    for key in snapshot.numa_pods:
+        pod = pods.get(key)
+        if pod is not None and pod.node is None and key not in skip:
+            node = held(key)
+            if node is not None:
+                reserved.setdefault(node, []).append(pod)
 
-    def pods_on(node: str) -> Iterable[PodRecord]:
-        for key in on_node.get(node, ()):
-            pod = pods.get(key)
-            if pod is not None and pod.occupies_node:
-                yield pod
+    def pods_on(node: str) -> list[PodRecord]:
+        found = [pods.get(key) for key in on_node.get(node, ())]
+        bound = [p for p in found if p is not None and p.occupies_node and p.key not in skip]
+        return bound + reserved.get(node, [])
 
-    return NumaNodes(snapshot.numa, pods_on)
+    return pods_on
