@@ -32,13 +32,11 @@ TOPOLOGIES = "/apis/nodeinfo.volcano.sh/v1alpha1/numatopologies"
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]:
     tmp = tmp_path_factory.mktemp("sim-numa")
     conf = tmp / "volcano-scheduler.conf"
-    conf.write_text(DEFAULT_SCHEDULER_CONF + "  - name: numa-aware\n    arguments: {weight: 2}\n")
+    conf.write_text(CONF)
+    profiles = [arg for profile in NODE_PROFILES for arg in ("--node-profile", profile)]
     yield from start_cluster(
         tmp / "state",
-        "--node-profile",
-        "count=2,numa=2x16,tm-policy=single-numa-node,memory=64Gi,label.numa=single",
-        "--node-profile",
-        "count=1,numa=2x16,tm-policy=best-effort,memory=64Gi,label.numa=best",
+        *profiles,
         "--with-extender",
         "--extender-config",
         str(conf),
@@ -47,7 +45,17 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]:
     )
 
 
-def guaranteed(name: str, cpus: int, **spec: Any) -> dict[str, Any]:
+# The node profiles of the scenario (the real tier's module uses them too).
+NODE_PROFILES = [
+    "count=2,numa=2x16,tm-policy=single-numa-node,memory=64Gi,label.numa=single",
+    "count=1,numa=2x16,tm-policy=best-effort,memory=64Gi,label.numa=best",
+]
+CONF = DEFAULT_SCHEDULER_CONF + "  - name: numa-aware\n    arguments: {weight: 2}\n"
+
+
+def guaranteed(name: str, cpus: int, scheduler: str | None = None, **spec: Any) -> dict[str, Any]:
+    if scheduler is not None:
+        spec["schedulerName"] = scheduler
     manifest = pod_manifest(name, cpu=str(cpus), duration="forever", **spec)
     resources = manifest["spec"]["containers"][0]["resources"]
     resources["requests"]["memory"] = resources["limits"]["memory"] = "1Gi"
@@ -74,6 +82,10 @@ def nodes_labelled(cluster: SimCluster, value: str) -> list[str]:
 
 
 def test_each_hollow_node_publishes_its_numatopology(cluster: SimCluster) -> None:
+    published_topologies(cluster)
+
+
+def published_topologies(cluster: SimCluster) -> None:
     (best,) = nodes_labelled(cluster, "best")
     spec = wait_for("the best-effort node's Numatopology", lambda: topology(cluster, best))["spec"]
     assert spec["policies"] == {
@@ -91,7 +103,13 @@ def test_each_hollow_node_publishes_its_numatopology(cluster: SimCluster) -> Non
 def test_24_cpus_are_refused_under_single_numa_node_and_placed_under_best_effort(
     cluster: SimCluster,
 ) -> None:
-    cluster.apply(guaranteed("wide-single", 24, nodeSelector={"numa": "single"}))
+    wide_pods(cluster)
+
+
+def wide_pods(cluster: SimCluster, scheduler: str | None = None) -> None:
+    """The issue's scenario: 24 cpus refused under single-numa-node, placed under best-effort
+    (pods of `scheduler`, the cluster's default when None)."""
+    cluster.apply(guaranteed("wide-single", 24, scheduler, nodeSelector={"numa": "single"}))
     condition = wait_for(
         "the refused pod's PodScheduled condition",
         lambda: (
@@ -103,7 +121,7 @@ def test_24_cpus_are_refused_under_single_numa_node_and_placed_under_best_effort
     assert condition["message"].startswith("0/3 nodes are available:")
 
     (best,) = nodes_labelled(cluster, "best")
-    cluster.apply(guaranteed("wide-best", 24, nodeSelector={"numa": "best"}))
+    cluster.apply(guaranteed("wide-best", 24, scheduler, nodeSelector={"numa": "best"}))
     pod = wait_for(
         "the best-effort pod bound",
         lambda: (p := cluster.pod("wide-best"))["spec"].get("nodeName") and p,
@@ -129,8 +147,8 @@ def podgroup(name: str, members: int) -> dict[str, Any]:
     }
 
 
-def member(job: str, index: int) -> dict[str, Any]:
-    manifest = guaranteed(f"{job}-{index}", 12, nodeSelector={"numa": "single"})
+def member(job: str, index: int, scheduler: str | None = None) -> dict[str, Any]:
+    manifest = guaranteed(f"{job}-{index}", 12, scheduler, nodeSelector={"numa": "single"})
     manifest["metadata"]["labels"] = {"job": job}
     manifest["metadata"]["annotations"]["scheduling.k8s.io/group-name"] = job
     return manifest
@@ -142,7 +160,11 @@ def test_gang_members_take_a_cell_each_and_a_gang_needing_a_split_cell_waits(
     """Two single-numa-node nodes: four cells of 16 cpus. Three members of 12 cpus take a cell
     each; two more need two cells but only one is left (28 cpus free in all: room enough
     without NUMA), so that gang waits, and its PodGroup says why."""
-    cluster.apply([podgroup("three", 3), *(member("three", i) for i in range(3))])
+    gangs_by_cell(cluster)
+
+
+def gangs_by_cell(cluster: SimCluster, scheduler: str | None = None) -> None:
+    cluster.apply([podgroup("three", 3), *(member("three", i, scheduler) for i in range(3))])
 
     def bound() -> list[str] | None:
         nodes = [p["spec"].get("nodeName") for p in cluster.pods(selector="job=three")]
@@ -150,7 +172,7 @@ def test_gang_members_take_a_cell_each_and_a_gang_needing_a_split_cell_waits(
 
     nodes = wait_for("the 3 members bound", bound, timeout=60)
     assert sorted(nodes.count(n) for n in set(nodes)) == [1, 2]
-    cluster.apply([podgroup("two", 2), *(member("two", i) for i in range(2))])
+    cluster.apply([podgroup("two", 2), *(member("two", i, scheduler) for i in range(2))])
     path = "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups/two"
 
     def waiting() -> str | None:
