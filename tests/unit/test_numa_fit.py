@@ -196,3 +196,21 @@ def test_the_conf_accepts_the_plugin_with_volcanos_weight() -> None:
             )
         )
     assert numa_settings(off, {}) is None
+
+
+def test_node_profiles_give_numa_cells_and_a_policy() -> None:
+    from sim.kubelet.profiles import parse_node_profile
+
+    profile = parse_node_profile("numa=2x16,tm-policy=single-numa-node,memory=64Gi")
+    assert profile.numa == (2, 16) and profile.topology_policy == "single-numa-node"
+    assert profile.capacity["cpu"] == "32"
+    assert parse_node_profile("numa=4x8,cpu=32").topology_policy == "none"
+    assert parse_node_profile("cpu=8").numa is None
+    for text, error in (
+        ("numa=2by16", "expected numa=CELLSxCPUS"),
+        ("numa=2x16,cpu=8", "cpu=8 is not numa=2x16's 32 cpus"),
+        ("numa=2x16,tm-policy=strict", "tm-policy must be one of none, best-effort"),
+        ("tm-policy=best-effort", "tm-policy needs numa=CELLSxCPUS"),
+    ):
+        with pytest.raises(ValueError, match=error):
+            parse_node_profile(text)
