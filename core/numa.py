@@ -11,6 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from core.resources_parse import parse_quantity
 
 __all__ = ["NumaAsk", "exclusive_cpus", "format_cpuset", "numa_ask", "parse_cpuset"]
@@ -114,11 +116,37 @@ class NumaAsk:
 _ASKS: dict[NumaAsk, NumaAsk] = {}
 
 
+_CPUS: dict[bytes, tuple[int, ...] | None] = {}
+_NONE: dict[str, Any] = {}
+
+
+def _cpus_of(spec: Mapping[str, Any]) -> tuple[int, ...] | None:
+    """`exclusive_cpus`, parsed once per distinct resource stanza (a job's pods ask alike;
+    parsing the quantities again cost ~100 us a pod)."""
+    key = orjson.dumps(
+        (
+            [c.get("resources") for c in spec.get("containers") or ()],
+            [c.get("resources") for c in spec.get("initContainers") or ()],
+        )
+    )
+    if key in _CPUS:
+        return _CPUS[key]
+    if len(_CPUS) > 10_000:  # bounded: a pathological variety of stanzas
+        _CPUS.clear()
+    cpus = _CPUS[key] = exclusive_cpus(spec)
+    return cpus
+
+
 def numa_ask(spec: Mapping[str, Any], policy: str = "") -> NumaAsk | None:
     """The pod's NumaAsk (shared between equal pods), None unless it is Guaranteed."""
+    containers = spec.get("containers")
+    if not containers or not any(
+        isinstance(c, dict) and (c.get("resources") or _NONE).get("limits") for c in containers
+    ):
+        return None  # the common pod: no limits at all, not Guaranteed
     try:
-        cpus = exclusive_cpus(spec)
-    except (AttributeError, TypeError):
+        cpus = _cpus_of(spec)
+    except (AttributeError, TypeError, orjson.JSONEncodeError):
         return None
     if cpus is None:
         return None
