@@ -114,3 +114,15 @@ def test_fewer_cells_score_higher() -> None:
     assert got.get("single", 0) > got.get("best", 0), got
     without = scores(server(DEFAULT_SCHEDULER_CONF), pod("narrow", 12), ["single", "best"])
     assert without.get("single", 0) == without.get("best", 0), without
+
+
+def test_a_conf_scoring_numa_keeps_the_prioritize_call() -> None:
+    from plugins.framework.kube_scoring import plan_profile
+
+    spread = (
+        "tiers:\n- plugins:\n  - name: nodeorder\n    arguments: {balancedresource.weight: 0}\n"
+    )
+    assert plan_profile(parse_scheduler_config(spread)).prioritize is False  # rendered
+    plan = plan_profile(parse_scheduler_config(spread + "  - name: numa-aware\n"))
+    assert plan.prioritize and plan.scoring is None
+    assert "numa-aware orders nodes by the NUMA cells" in plan.why
