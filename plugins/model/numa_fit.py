@@ -245,8 +245,10 @@ def numa_nodes(
     its topology in `snapshot` (the extender leaves them out without the plugin) and some
     member is Guaranteed. Other Guaranteed pods count where they are bound, or where `held`
     (pod key -> node) says their reservation is."""
+    if not snapshot.numa:
+        return None  # the common cluster: nothing more to look at
     members = list(members)
-    if not snapshot.numa or not any(pod.numa is not None for pod in members):
+    if not any(pod.numa is not None for pod in members):
         return None
     own = {pod.key for pod in members}
     return NumaNodes(snapshot.numa, pods_holding(snapshot, held or _nowhere, own))
