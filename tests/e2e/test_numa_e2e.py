@@ -110,11 +110,16 @@ def wide_pods(cluster: SimCluster, scheduler: str | None = None) -> None:
     """The issue's scenario: 24 cpus refused under single-numa-node, placed under best-effort
     (pods of `scheduler`, the cluster's default when None)."""
     cluster.apply(guaranteed("wide-single", 24, scheduler, nodeSelector={"numa": "single"}))
+    # (A pod of vulcan's scheduler is first refused until the podgroup controller groups it,
+    # where one runs: the NUMA refusal follows.)
     condition = wait_for(
-        "the refused pod's PodScheduled condition",
+        "the refused pod's PodScheduled condition naming NUMA",
         lambda: (
-            (c := scheduled_condition(cluster.pod("wide-single"))).get("status") == "False" and c
+            (c := scheduled_condition(cluster.pod("wide-single"))).get("status") == "False"
+            and "NUMA topology" in c.get("message", "")
+            and c
         ),
+        timeout=60,
     )
     assert condition["reason"] == "Unschedulable"
     assert NUMA_REFUSAL in condition["message"], condition["message"]
