@@ -185,20 +185,21 @@ class ExtenderServer:
             self.memo,
             vectorised=False,
         )
-        if numa:
-            passed, failed = [n for n in passed if n not in numa], {**numa, **failed}
+        # Volcano's numa-aware refusal is UnschedulableAndUnresolvable: no preemption helps.
+        unresolvable = {n: why for n, why in (numa or {}).items() if n not in failed}
+        passed = [n for n in passed if n not in unresolvable]
         self._recent = (
-            _RecentFilter(body, self._generation, args, rows, passed, failed)
+            _RecentFilter(body, self._generation, args, rows, passed, failed | unresolvable)
             if rows is not None
             else None
         )
         self._passed_nodes.inc(len(passed))
-        if failed:
-            self._failed_nodes.inc(len(failed))
+        if failed or unresolvable:
+            self._failed_nodes.inc(len(failed) + len(unresolvable))
         if args.cache_mode:
-            return protocol.filter_result_cache(passed, failed, {})
+            return protocol.filter_result_cache(passed, failed, unresolvable)
         assert objects is not None
-        return protocol.filter_result_objects([objects[n] for n in passed], failed, {})
+        return protocol.filter_result_objects([objects[n] for n in passed], failed, unresolvable)
 
     def _numa_refusals(self, args: protocol.ExtenderArgs) -> dict[str, str] | None:
         pod, names = args.pod, args.node_names

@@ -80,13 +80,16 @@ def test_the_filter_refuses_what_cannot_align_with_the_reason() -> None:
     ext = server(WITH_NUMA)
     answer = filter_answer(ext, pod("wide", 24))
     assert answer["NodeNames"] == ["best", "plain"]
-    assert answer["FailedNodes"]["single"].startswith(REFUSED)
-    assert "under single-numa-node" in answer["FailedNodes"]["single"]
+    # UnschedulableAndUnresolvable, as Volcano's: no preemption helps.
+    assert not answer["FailedNodes"]
+    assert answer["FailedAndUnresolvableNodes"]["single"].startswith(REFUSED)
+    assert "under single-numa-node" in answer["FailedAndUnresolvableNodes"]["single"]
     # 12 cpus fit one cell of the single-numa-node node.
     assert filter_answer(ext, pod("narrow", 12))["NodeNames"] == ["single", "best", "plain"]
     # Not Guaranteed: no constraint.
     plain = filter_answer(ext, pod("burst", 24, guaranteed=False))
-    assert plain["NodeNames"] == ["single", "best", "plain"] and not plain["FailedNodes"]
+    assert plain["NodeNames"] == ["single", "best", "plain"]
+    assert not plain["FailedNodes"] and not plain["FailedAndUnresolvableNodes"]
 
 
 def test_without_the_plugin_nothing_is_refused() -> None:
@@ -103,7 +106,7 @@ def test_cells_held_by_other_gangs_reservations_count() -> None:
         request = ResourceVector({"cpu": 12000})
         ledger.reserve(Reservation(member.key, "single", request, "ns/gang"))
     answer = filter_answer(ext, pod("narrow", 8))  # 8 cpus free on the node, 4 per cell
-    assert answer["FailedNodes"]["single"].startswith(REFUSED), answer
+    assert answer["FailedAndUnresolvableNodes"]["single"].startswith(REFUSED), answer
     assert filter_answer(ext, pod("small", 4))["NodeNames"][0] == "single"
 
 
