@@ -14,6 +14,7 @@ from core.records import NodeRecord
 from core.resources import ResourceVector
 from extender.ledger import GangLedger
 from extender.protocol import PodInfo
+from plugins.builtin.numaaware import NumaSettings
 from plugins.framework.node_order import Framework, NodeState
 from plugins.model.numa_fit import NumaNodes, pods_holding
 
@@ -25,30 +26,32 @@ def _ask(pod: PodInfo) -> NumaAsk | None:
     return numa_ask(pod.spec, str(annotations.get(keys.NUMA_TOPOLOGY_POLICY) or ""))
 
 
-def _nodes(cache: ClusterCache, ledger: GangLedger) -> NumaNodes:
+def _nodes(cache: ClusterCache, ledger: GangLedger, pod: PodInfo) -> NumaNodes:
+    """What holds cpus on each node: pods bound there, and gang members reserved there (the
+    asking pod's own reservation aside)."""
+
     def held(key: str) -> str | None:
         reservation = ledger.reservation_of(key)
         return reservation.node if reservation is not None else None
 
-    return NumaNodes(cache.numa, pods_holding(cache.live_view(), held))
+    return NumaNodes(cache.numa, pods_holding(cache.live_view(), held, (pod.key,)))
 
 
 def refusals(
-    framework: Framework,
+    settings: NumaSettings | None,
     cache: ClusterCache,
     ledger: GangLedger,
     pod: PodInfo,
     names: Sequence[str],
 ) -> dict[str, str] | None:
-    """Candidate -> why the plugin refuses it; None when the plugin has nothing to say (no
-    filter in the conf, or not a Guaranteed pod)."""
-    settings = framework.session.numa
+    """Candidate -> why the conf's numa-aware plugin (`settings`) refuses it; None when it has
+    nothing to say (no filter in the conf, or not a Guaranteed pod)."""
     if settings is None or not settings.filters:
         return None
     ask = _ask(pod)
     if ask is None:
         return None
-    nodes = _nodes(cache, ledger)
+    nodes = _nodes(cache, ledger, pod)
     refused: dict[str, str] = {}
     for name in names:
         why = settings.plugin.refusal(nodes, ask, name)
@@ -85,5 +88,5 @@ def scores(
             used = used + reserved
         states.append(NodeState(name, node.allocatable, used))
     raw = framework.score(request, states)
-    extra = settings.plugin.scores(_nodes(cache, ledger), ask, names)
+    extra = settings.plugin.scores(_nodes(cache, ledger, pod), ask, names)
     return framework.normalize([a + b for a, b in zip(raw, extra, strict=True)])

@@ -203,7 +203,8 @@ class ExtenderServer:
 
     def _numa_refusals(self, args: protocol.ExtenderArgs) -> dict[str, str] | None:
         pod, names = args.pod, args.node_names
-        return numa_verbs.refusals(self.framework, self.cache, self.ledger, pod, names)
+        numa = self.framework.session.numa
+        return numa_verbs.refusals(numa, self.cache, self.ledger, pod, names)
 
     def _reserved_on(self, names: list[str]) -> bool:
         """Whether the ledger holds room for a gang member on one of the candidates.
