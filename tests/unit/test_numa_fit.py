@@ -214,3 +214,48 @@ def test_node_profiles_give_numa_cells_and_a_policy() -> None:
     ):
         with pytest.raises(ValueError, match=error):
             parse_node_profile(text)
+
+
+def test_what_the_exporter_writes_passes_the_crd_and_the_model() -> None:
+    """A Numatopology as Volcano's resource-exporter (and the hollow nodes') write it is
+    accepted by the generated CRD's schema and the model; a negative NUMA id by neither."""
+    from core.api.nodeinfo import Numatopology
+    from sim.kubelet.numa_exporter import NumaShape, _NodeCpus
+    from tests.unit.test_crds import schema_errors
+
+    spec = _NodeCpus(NumaShape(2, 16, "single-numa-node")).spec()
+    doc = {
+        "apiVersion": "nodeinfo.volcano.sh/v1alpha1",
+        "kind": "Numatopology",
+        "metadata": {"name": "n1"},
+        "spec": {**spec, "resReserved": {"cpu": "1", "memory": "1Gi"}},
+    }
+    assert schema_errors(doc) == []
+    Numatopology.model_validate(doc)
+    assert NumaRecord(doc).free == (15, 16)  # one cpu reserved, from the lowest ids
+    doc["spec"]["cpuDetail"]["0"]["numa"] = -1
+    assert schema_errors(doc) != []
+    with pytest.raises(ValueError, match="greater than or equal to 0"):
+        Numatopology.model_validate(doc)
+
+
+def test_the_hollow_exporter_pins_each_container_in_the_lowest_cell_with_room() -> None:
+    from sim.kubelet.numa_exporter import NumaShape, _NodeCpus, _PodCpus
+
+    def pinned(node: _NodeCpus, name: str, cpu: str) -> str:
+        doc = {
+            "metadata": {"name": name, "namespace": "ns", "uid": name},
+            "spec": {"nodeName": "n1", "containers": [_container(cpu)]},
+            "status": {"phase": "Running"},
+        }
+        node.pin(_PodCpus(doc))
+        return format_cpuset(node.pods[name][1][0][1]) if node.pods[name][1] else ""
+
+    node = _NodeCpus(NumaShape(2, 16, "single-numa-node"))
+    assert pinned(node, "a", "12") == "0-11"
+    assert pinned(node, "b", "12") == "16-27"  # cell 0 has 4 left
+    assert pinned(node, "c", "6") == "12-15,28-29"  # no cell has 6: across cells, lowest first
+    assert pinned(node, "d", "1500m") == ""  # shares the pool: pins nothing
+    assert node.spec()["numares"]["cpu"]["allocatable"] == "30-31"
+    node.pods.pop("b")
+    assert node.spec()["numares"]["cpu"]["allocatable"] == "16-27,30-31"
