@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from core.records import NodeRecord, PodGroupRecord, PodRecord, QueueRecord
+from core.records.numa import NumaRecord
 from core.resources import ResourceVector
 
 _ZERO = ResourceVector()
@@ -91,6 +92,10 @@ class Snapshot:
     """Queue -> its pods holding a node (bound, not finished, not leaving)."""
     epochs: CacheEpochs = dataclasses.field(default_factory=CacheEpochs)
     """What changed since when (`CacheEpochs`); the live view's are the cache's own."""
+    numa: dict[str, NumaRecord] = dataclasses.field(default_factory=dict)
+    """Node name -> its Numatopology (a change of one moves `epochs.room`)."""
+    numa_pods: frozenset[str] | set[str] = frozenset()
+    """Keys of the Guaranteed pods (bound or not, not finished): what holds NUMA cells."""
 
     def node_free(self, name: str) -> ResourceVector:
         return _free(self.nodes, self.node_requested, name)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from core.kube.client import (
     NAMESPACES,
     NODES,
+    NUMATOPOLOGIES,
     PODGROUPS,
     PODS,
     PRIORITY_CLASSES,
@@ -26,6 +27,7 @@ from core.records import (
     PriorityClassRecord,
     QueueRecord,
 )
+from core.records.numa import NumaRecord
 
 if TYPE_CHECKING:
     from core.cache import ClusterCache
@@ -61,7 +63,9 @@ def informers_for(
         cache.on_priority_class_update,
         cache.on_priority_class_delete,
     )
-    return [nodes, pods, groups, queues, namespaces, priority]
+    numa = Informer(client, NUMATOPOLOGIES, NumaRecord, watch_list=watch_list)
+    numa.add_handlers(cache.on_numa_add, cache.on_numa_update, cache.on_numa_delete)
+    return [nodes, pods, groups, queues, namespaces, priority, numa]
 
 
 async def mark_synced(cache: ClusterCache) -> None:

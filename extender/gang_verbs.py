@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from core.api import keys, markers
 from core.records import PodGroupRecord, pod_group_key
 from core.resources import ResourceVector, pod_requests
+from extender import numa_verbs
 from extender.binder import BindError
 from extender.gang_hold import GangRequirement
 from extender.ledger import Reservation
@@ -94,7 +95,11 @@ class GangVerbs:
             if refused is not None:
                 self.gangs.elastic.wait(key, (pod.key,))
                 return FilterStatus.unresolvable(refused, self.gangs.policy.queue_model)
+        # Where nodes report NUMA cells, a Guaranteed member only where its cpus align.
+        numa = self._numa_refusals(pod, candidates) if self.gangs.cache.numa else None
         for name in candidates:
+            if numa and name in numa:
+                continue
             if self.gangs.slots.fits(pod.key, name, request):
                 # The group's held sum is a decision input: a new slot (a member beyond
                 # minMember) changes it and so re-decides the group; a moved slot does not.
@@ -122,6 +127,10 @@ class GangVerbs:
         else:
             reason = f"gang {key}: no candidate node has room for this member"
         return FilterStatus.unresolvable(reason, GANG)
+
+    def _numa_refusals(self, pod: PodInfo, candidates: list[str]) -> dict[str, str] | None:
+        numa = self.gangs.policy.numa if self.gangs.policy.numa_filters else None
+        return numa_verbs.refusals(numa, self.gangs.cache, self.gangs.ledger, pod, candidates)
 
     def unmarked_member(self, pod: PodInfo, group: PodGroupRecord) -> str | None:
         """Why a member of a gang that needs the bind barrier may not be placed

@@ -279,7 +279,7 @@ class GangScheduler:
         """One pass: the session over the cache's snapshot and this extender's facts, its
         decisions applied after it closed."""
         # The pass never awaits, so no event can change the cache under it: read it in place.
-        snapshot = self.cache.live_view()
+        snapshot = self.cache.live_view(numa=self.policy.numa_filters)
         self._release_bound(snapshot)
         groups, admitted, members = snapshot.podgroups, self.admissions.keys, snapshot.group_pods
         for expiry in self.reach.expiries(groups, admitted, self.ledger, self.slots, members):
@@ -313,7 +313,7 @@ class GangScheduler:
 
     def pass_input(self, snapshot: Snapshot | None = None) -> PassInput:
         """What a session reads now: the cache's snapshot and this extender's facts."""
-        snapshot = snapshot if snapshot is not None else self.cache.live_view()
+        snapshot = snapshot or self.cache.live_view(numa=self.policy.numa_filters)
         return PassInput(snapshot, self._facts(snapshot), self._settings(), time.time())
 
     def _facts(self, snapshot: Snapshot) -> ExtenderFacts:

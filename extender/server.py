@@ -17,13 +17,12 @@ from itertools import compress
 from typing import Any
 
 import numpy as np
-import orjson
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from core.cache import ClusterCache
 from core.serving import start_app
-from extender import fastpath, lean_http, passthrough, protocol
+from extender import fastpath, lean_http, numa_verbs, passthrough, protocol
 from extender.binder import Binder, BindError
 from extender.ledger import GangLedger
 from extender.metrics import ExtenderMetrics
@@ -161,7 +160,9 @@ class ExtenderServer:
         args = self._parse(body)
         if args.cache_mode:
             protocol.check_node_names(args.node_names)
-        if not self._reserved_on(args.node_names):
+        # Nodes reporting NUMA cells: the numa-aware plugin's refusals (None: it has none).
+        numa = self._numa_refusals(args) if self.cache.numa else None
+        if not numa and not self._reserved_on(args.node_names):
             # Nothing vulcan holds lies on a candidate: each passes as kube-scheduler offered it.
             _request(args.pod)  # still parsed: a malformed pod gets its 400 as before
             self._passed_nodes.inc(len(args.node_names))
@@ -184,18 +185,26 @@ class ExtenderServer:
             self.memo,
             vectorised=False,
         )
+        # Volcano's numa-aware refusal is UnschedulableAndUnresolvable: no preemption helps.
+        unresolvable = {n: why for n, why in (numa or {}).items() if n not in failed}
+        passed = [n for n in passed if n not in unresolvable]
         self._recent = (
-            _RecentFilter(body, self._generation, args, rows, passed, failed)
+            _RecentFilter(body, self._generation, args, rows, passed, failed | unresolvable)
             if rows is not None
             else None
         )
         self._passed_nodes.inc(len(passed))
-        if failed:
-            self._failed_nodes.inc(len(failed))
+        if failed or unresolvable:
+            self._failed_nodes.inc(len(failed) + len(unresolvable))
         if args.cache_mode:
-            return protocol.filter_result_cache(passed, failed, {})
+            return protocol.filter_result_cache(passed, failed, unresolvable)
         assert objects is not None
-        return protocol.filter_result_objects([objects[n] for n in passed], failed, {})
+        return protocol.filter_result_objects([objects[n] for n in passed], failed, unresolvable)
+
+    def _numa_refusals(self, args: protocol.ExtenderArgs) -> dict[str, str] | None:
+        pod, names = args.pod, args.node_names
+        numa = self.framework.session.numa
+        return numa_verbs.refusals(numa, self.cache, self.ledger, pod, names)
 
     def _reserved_on(self, names: list[str]) -> bool:
         """Whether the ledger holds room for a gang member on one of the candidates.
@@ -225,6 +234,10 @@ class ExtenderServer:
             vectorised=rows is not None,
             rows=rows,
         )
+        if self.cache.numa and names == args.node_names:
+            request, ledger = _request(args.pod), self.ledger
+            numa = numa_verbs.scores(self.framework, self.cache, ledger, args.pod, request, names)
+            scores = scores if numa is None else numa
         return protocol.host_priority_list(*protocol.above_lowest(names, scores))
 
     @staticmethod
@@ -332,45 +345,7 @@ class _RecentFilter:
     failed: dict[str, str]
 
 
-_REQUESTS: dict[bytes, Any] = {}
-
-
-def _request(pod: protocol.PodInfo) -> Any:
-    """The pod's effective request, parsed once per distinct resource stanza: filter and
-    prioritize (and every retry) send the same pod, and the pods of a job all ask the same.
-
-    Keyed by the exact JSON of every field the request is computed from (not by UID and
-    resourceVersion): a changed spec can never be answered from an old entry, and a job's next
-    pod costs one small encode instead of parsing quantities again (~80 µs)."""
-    spec = pod.spec
-    key: bytes | None = None  # uncached: malformed, request_of says what is wrong
-    try:
-        if "containers" in spec:  # (request_of refuses a whole pod, which has none)
-            key = orjson.dumps(
-                (
-                    [c.get("resources") for c in spec.get("containers") or ()],
-                    [
-                        (c.get("resources"), c.get("restartPolicy"))
-                        for c in spec.get("initContainers") or ()
-                    ],
-                    spec.get("resources"),
-                    spec.get("overhead"),
-                )
-            )
-    except (AttributeError, TypeError, orjson.JSONEncodeError):
-        pass
-    request = _REQUESTS.get(key) if key is not None else None
-    if request is not None:
-        return request
-    try:
-        request = passthrough.request_of(spec)
-    except (ValueError, TypeError) as exc:
-        raise protocol.BadRequest(f"Pod {pod.key}: {exc}") from None
-    if key is not None:
-        if len(_REQUESTS) > 10_000:  # bounded: a pathological variety of stanzas
-            _REQUESTS.clear()
-        _REQUESTS[key] = request
-    return request
+_request = passthrough.pod_request
 
 
 def _route(answer: lean_http.Answer) -> Callable[[web.Request], Awaitable[web.Response]]:

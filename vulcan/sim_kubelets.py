@@ -34,7 +34,9 @@ def add_kubelets_flags(parser: argparse.ArgumentParser) -> None:
         action="append",
         metavar="SPEC",
         help="node capacity as for `vulcan sim up`, e.g. cpu=32,memory=128Gi,nvidia.com/gpu=8; "
-        "add count=N (and label.KEY=VALUE items) to give several profiles (repeatable)",
+        "add count=N (and label.KEY=VALUE items) to give several profiles; numa=CELLSxCPUS "
+        "(e.g. 2x16) and tm-policy=none|best-effort|restricted|single-numa-node give it NUMA "
+        "cells and a Numatopology (repeatable)",
     )
     parser.add_argument(
         "--name-prefix",

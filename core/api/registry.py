@@ -8,6 +8,7 @@ from core.api.base import KubeObject
 from core.api.batch import BATCH_GROUP, BATCH_VERSION, BUS_GROUP, BUS_VERSION, Command, Job
 from core.api.cronjob import CronJob
 from core.api.flow import FLOW_GROUP, FLOW_VERSION, JobFlow, JobTemplate
+from core.api.nodeinfo import NODEINFO_GROUP, NODEINFO_VERSION, Numatopology
 from core.api.scheduling import SCHEDULING_GROUP, SCHEDULING_VERSION, PodGroup, Queue
 from core.api.topology import TOPOLOGY_GROUP, TOPOLOGY_VERSION, HyperNode
 
@@ -169,6 +170,17 @@ KINDS: tuple[KindInfo, ...] = (
             PrinterColumn("NodeCount", ".status.nodeCount", type="integer"),
             PrinterColumn("Age", ".metadata.creationTimestamp", type="date"),
         ),
+    ),
+    KindInfo(
+        NODEINFO_GROUP,
+        NODEINFO_VERSION,
+        "Numatopology",
+        "numatopologies",
+        "numatopology",
+        ("numatopo",),
+        namespaced=False,
+        status_subresource=False,
+        model=Numatopology,
     ),
 )
 

@@ -133,6 +133,9 @@ COMMANDS = Resource("bus.volcano.sh", "v1alpha1", "commands", True, "Command")
 JOBFLOWS = Resource("flow.volcano.sh", "v1alpha1", "jobflows", True, "JobFlow")
 JOBTEMPLATES = Resource("flow.volcano.sh", "v1alpha1", "jobtemplates", True, "JobTemplate")
 HYPERNODES = Resource("topology.volcano.sh", "v1alpha1", "hypernodes", False, "HyperNode")
+NUMATOPOLOGIES = Resource(
+    "nodeinfo.volcano.sh", "v1alpha1", "numatopologies", False, "Numatopology"
+)
 CONFIGMAPS = Resource("", "v1", "configmaps", True, "ConfigMap")
 PVCS = Resource("", "v1", "persistentvolumeclaims", True, "PersistentVolumeClaim")
 SERVICES = Resource("", "v1", "services", True, "Service")

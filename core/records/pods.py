@@ -13,6 +13,7 @@ from typing import Any
 from core.api import keys
 from core.api.booleans import preemptable_flag
 from core.api.markers import carried
+from core.numa import NumaAsk, numa_ask
 from core.quota import pod_quota_usage
 from core.records.common import (
     NO_LABELS,
@@ -90,6 +91,7 @@ class PodRecord:
         "namespace",
         "node",
         "nominated_node",
+        "numa",
         "out_of_sync",
         "owner",
         "owner_refs",
@@ -165,6 +167,8 @@ class PodRecord:
             )
         except (ValueError, TypeError):
             self.requests = shared_vector(ResourceVector({"pods": 1}))
+        # The cpus a Guaranteed pod pins per container (the numa-aware plugin), else None.
+        self.numa: NumaAsk | None = numa_ask(spec, annotations.get(keys.NUMA_TOPOLOGY_POLICY, ""))
         # vulcan's routing markers it carries (an extender entry's managedResources).
         self.markers: frozenset[str] = carried(spec, keys.MARKER_RESOURCE_GROUP)
         # The pod's ResourceQuota usage: what Volcano's controllers build minResources from

@@ -52,6 +52,7 @@ PLUGINS: tuple[str, ...] = (
     "sla",
     "tdm",
     "task-topology",
+    "numa-aware",
     "numaaware",
     "deviceshare",
     "cdp",

@@ -200,6 +200,12 @@ def render_node_order(
     extender's prioritize adds it, as fixed plugin weights for kube-scheduler `kube_version`
     (major, minor) (module docstring), or the reason it cannot be."""
     framework = config if isinstance(config, Framework) else Framework(config)
+    numa = framework.session.numa
+    if numa is not None and numa.scores:
+        return NotExpressible(
+            f"plugin {numa.plugin.name} orders nodes by the NUMA cells a pod's cpus take, and "
+            "kube-scheduler has no scoring for it"
+        )
     least = most = balanced = binpack = 0
     binpack_weights: dict[str, int] = {}
     for plugin in framework.score_plugins:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.resources import ResourceVector
+from plugins.builtin.numaaware import numa_settings
 from plugins.framework.config_types import SchedulerConfig
 from plugins.framework.extension_points import (
     EXTENSION_POINTS,
@@ -81,6 +82,10 @@ class Policy:
     def __init__(self, config: SchedulerConfig, instances: Mapping[str, Any]) -> None:
         self.config = config
         self.plugins = {name: p for name, p in instances.items() if p is not None}
+        # The numa-aware entry, if any: its filter and scores live outside the session's
+        # extension points (the extender's verbs and the gang planner's node check ask it).
+        self.numa = numa_settings(config, self.plugins)
+        self.numa_filters = self.numa is not None and self.numa.filters
         self._hooks: dict[str, list[_Entry]] = {hook: [] for hook in _ASKED}
         for tier_index, tier in enumerate(config.tiers):
             for option in tier.plugins:

@@ -15,6 +15,7 @@ from plugins.builtin.conformance import ConformancePlugin
 from plugins.builtin.drf import DrfPlugin
 from plugins.builtin.gang import GangPlugin
 from plugins.builtin.nodeorder import NodeOrderPlugin
+from plugins.builtin.numaaware import NumaAwarePlugin
 from plugins.builtin.overcommit import OvercommitPlugin
 from plugins.builtin.predicates import PredicatesPlugin
 from plugins.builtin.priority import PriorityPlugin
@@ -47,6 +48,9 @@ PLUGINS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "nodeorder": NodeOrderPlugin,
     "binpack": BinpackPlugin,
     "task-topology": TaskTopologyPlugin,
+    # Volcano registers it as numa-aware; numaaware is its package's name.
+    "numa-aware": NumaAwarePlugin,
+    "numaaware": NumaAwarePlugin,
 }
 IMPLEMENTED_PLUGINS: tuple[str, ...] = tuple(PLUGINS)
 # The actions (plugins.actions.allocate): enqueue and allocate (admission and whole-gang placement),

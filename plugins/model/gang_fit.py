@@ -42,6 +42,7 @@ from plugins.model.feasibility import (
     term_matches,
     untolerated_taint,
 )
+from plugins.model.numa_fit import numa_nodes
 
 if TYPE_CHECKING:
     from core.cache import Snapshot
@@ -121,11 +122,14 @@ class GangFit:
         labels_matter = bool(anti_pods) or any(
             pod.constraints is not None and pod.constraints.dynamic for pod in members
         )
+        # Guaranteed members' cpus aligned with nodes' NUMA cells (`numa_fit`), when nodes
+        # report them; members asking different cpus then answer apart.
+        self.numa = numa_nodes(snapshot, members, held)
         for pod in members:
             if labels_matter:
-                key = (id(pod.constraints), id(pod.labels), pod.namespace)
+                key = (id(pod.constraints), id(pod.labels), pod.namespace, pod.numa)
             else:
-                key = (id(pod.constraints), 0, "")
+                key = (id(pod.constraints), 0, "", pod.numa if self.numa else None)
             profile = self._profiles.get(key)
             if profile is None:
                 profile = self._profiles[key] = _Profile(pod)
@@ -150,7 +154,7 @@ class GangFit:
         for pod, node in located:
             self._count(pod, node, profiles, initial=True)
         # One profile, nothing that changes as members land: a node filter is all it takes.
-        self.fast = len(profiles) <= 1 and not self.dynamic
+        self.fast = len(profiles) <= 1 and not self.dynamic and self.numa is None
         # Some pod's required anti-affinity keeps members away from some nodes.
         self.repelled = any(p.forbidden for p in profiles)
 
@@ -286,6 +290,8 @@ class GangFit:
             own = self._node_only(profile, node)
             if own is not None:
                 return own
+        if self.numa is not None and (why := self.numa.reason(pod.numa, node.name)):
+            return why
         c = profile.constraints
         if c is None or not c.dynamic:
             return self._forbidden(profile, node) if profile.forbidden else None
@@ -336,3 +342,5 @@ class GangFit:
     def place(self, pod: PodRecord, node: NodeRecord) -> None:
         """`pod` is planned on `node`: later members see it as they see existing pods."""
         self._count(pod, node, self._profiles.values(), initial=False)
+        if self.numa is not None:
+            self.numa.place(pod.numa, node.name)

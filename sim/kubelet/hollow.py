@@ -44,6 +44,7 @@ from core.kube.workqueue import WorkQueue
 from sim.kubelet.gang import GangTracker
 from sim.kubelet.keys import NODE_STATE_FAILED, SIM_NODE_STATE
 from sim.kubelet.node_agent import NodeAgent, NodeView, _Node
+from sim.kubelet.numa_exporter import NumaExporter, NumaShape
 from sim.kubelet.pod_lifecycle import KILLED_EXIT_CODE as KILLED_EXIT_CODE
 from sim.kubelet.pod_lifecycle import PodLifecycle
 from sim.kubelet.pods import IpPool, PodGroupView, PodRun, PodView
@@ -118,6 +119,7 @@ class HollowKubelets(NodeAgent, PodLifecycle):
         self._node_informer: Informer[NodeView] | None = None
         self._pod_informer: Informer[PodView] | None = None
         self._podgroup_informer: Informer[PodGroupView] | None = None
+        self._numa: NumaExporter | None = None
 
     # ------------------------------------------------------------------------ public
 
@@ -166,10 +168,20 @@ class HollowKubelets(NodeAgent, PodLifecycle):
             self._node_queue.add(name)
         self._spawn(self._lease_loop(), "hollow-leases")
         await self._wait_for(lambda: all(self._settled(node) for node in self._nodes.values()))
+        shapes = {
+            node.name: NumaShape(*node.profile.numa, node.profile.topology_policy)
+            for node in self._nodes.values()
+            if node.profile.numa is not None
+        }
+        if shapes:  # the nodes' resource-exporter (their Numatopologies)
+            self._numa = NumaExporter(self.client, shapes)
+            await self._numa.start()
         log.info("hollow kubelets up", extra={"nodes": len(self._nodes)})
 
     async def stop(self) -> None:
         """Stop every loop, informer and timer. The Nodes stay; their leases stop."""
+        if self._numa is not None:
+            await self._numa.stop()
         tasks = self._tasks + list(self._renewals.values())
         for task in tasks:
             task.cancel()

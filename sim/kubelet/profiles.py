@@ -7,6 +7,11 @@ names whose values are Kubernetes quantities, reported as the node's capacity an
 A profile that leaves out cpu, memory, ephemeral-storage or pods gets the default node's value
 for it (32 cpu, 128Gi, 100Gi, 110 pods), so `nvidia.com/gpu=8` alone is the default node with
 eight GPUs.
+
+`numa=CELLSxCPUS` gives the node NUMA cells (`numa=2x16`: two cells of 16 cpus; the node's cpu
+is then their product, and a `cpu=` item must agree) and a Numatopology published as Volcano's
+resource-exporter would, with the static cpu manager; `tm-policy=` names its topology manager
+policy (`none`, the kubelet's default, `best-effort`, `restricted` or `single-numa-node`).
 """
 
 from __future__ import annotations
@@ -31,6 +36,9 @@ _NOT_IN_INSTANCE_TYPE = frozenset({"pods", "ephemeral-storage"})
 _NAME_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _LABEL_VALUE_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+_NUMA = re.compile(r"^([1-9][0-9]*)x([1-9][0-9]*)$")
+# The kubelet's --topology-manager-policy values.
+TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
 
 
 @dataclass(frozen=True)
@@ -40,6 +48,8 @@ class NodeProfile:
     count: int | None = None
     capacity: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_CAPACITY))
     labels: dict[str, str] = field(default_factory=dict)
+    numa: tuple[int, int] | None = None  # (cells, cpus per cell)
+    topology_policy: str = "none"
 
     @property
     def instance_type(self) -> str:
@@ -91,6 +101,8 @@ def parse_node_profile(text: str) -> NodeProfile:
     capacity: dict[str, str] = {}
     labels: dict[str, str] = {}
     count: int | None = None
+    numa: tuple[int, int] | None = None
+    policy = "none"
     seen: set[str] = set()
     for raw_item in text.split(","):
         item = raw_item.strip()
@@ -105,7 +117,21 @@ def parse_node_profile(text: str) -> NodeProfile:
         if key in seen:
             raise ValueError(f"node profile item {item!r}: {key} given twice")
         seen.add(key)
-        if key == "count":
+        if key == "numa":
+            match = _NUMA.match(value)
+            if match is None:
+                raise ValueError(
+                    f"node profile item {item!r}: expected numa=CELLSxCPUS, e.g. numa=2x16"
+                )
+            numa = (int(match[1]), int(match[2]))
+        elif key == "tm-policy":
+            if value not in TOPOLOGY_POLICIES:
+                raise ValueError(
+                    f"node profile item {item!r}: tm-policy must be one of "
+                    f"{', '.join(TOPOLOGY_POLICIES)}"
+                )
+            policy = value
+        elif key == "count":
             try:
                 count = int(value)
             except ValueError:
@@ -134,6 +160,15 @@ def parse_node_profile(text: str) -> NodeProfile:
             if quantity.sign() < 0:
                 raise ValueError(f"node profile item {item!r}: capacity must not be negative")
             capacity[key] = value
+    if numa is not None:
+        cpus = str(numa[0] * numa[1])
+        if capacity.setdefault("cpu", cpus) != cpus:
+            raise ValueError(
+                f"node profile {text!r}: cpu={capacity['cpu']} is not numa={numa[0]}x{numa[1]}'s "
+                f"{cpus} cpus"
+            )
+    elif "tm-policy" in seen:
+        raise ValueError(f"node profile {text!r}: tm-policy needs numa=CELLSxCPUS")
     # The default node's cpu, memory, ephemeral-storage and pods fill in what the profile
     # leaves out, in the conventional order (cpu, memory, ephemeral-storage, extended, pods).
     merged = {
@@ -143,7 +178,9 @@ def parse_node_profile(text: str) -> NodeProfile:
     pods = capacity.pop("pods", DEFAULT_CAPACITY["pods"])
     merged.update(capacity)
     merged["pods"] = pods
-    return NodeProfile(count=count, capacity=merged, labels=labels)
+    return NodeProfile(
+        count=count, capacity=merged, labels=labels, numa=numa, topology_policy=policy
+    )
 
 
 def expand_profiles(profiles: Sequence[NodeProfile], nodes: int | None) -> list[NodeProfile]:

@@ -44,6 +44,7 @@ def test_checked_in_crds_are_what_the_models_generate() -> None:
         ("commands.bus.volcano.sh", "Command", "Namespaced", None, False),
         ("jobflows.flow.volcano.sh", "JobFlow", "Namespaced", ["jf"], True),
         ("jobtemplates.flow.volcano.sh", "JobTemplate", "Namespaced", ["jt"], True),
+        ("numatopologies.nodeinfo.volcano.sh", "Numatopology", "Cluster", ["numatopo"], False),
     ],
 )
 def test_crd_names_match_volcano(

@@ -12,16 +12,22 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from core.cache import ClusterCache
+from core.numa import format_cpuset
 from core.records import NodeRecord, PodGroupRecord, PodRecord, QueueRecord
+from core.records.numa import NumaRecord
 from plugins.framework.config import DEFAULT_SCHEDULER_CONF, parse_scheduler_config
 from plugins.framework.decisions import Admitted, Adopted, Decision, Enqueued, Grown
 from plugins.framework.memo import Memo
 from plugins.framework.pass_input import ExtenderFacts, PassInput, QueueWait, Settings
+from plugins.framework.policy import Policy
 from plugins.framework.registry import build_policy
 from plugins.framework.run import run_pass
 from tests.session_harness import Ledger
 
 POLICY = build_policy(parse_scheduler_config(DEFAULT_SCHEDULER_CONF))
+NUMA_POLICY = build_policy(
+    parse_scheduler_config(DEFAULT_SCHEDULER_CONF + "  - name: numa-aware\n")
+)
 
 
 def node(name: str, cpu: int) -> NodeRecord:
@@ -71,11 +77,22 @@ def group(
     )
 
 
-def member(name: str, group_name: str, cpu: int, priority: int, node_name: str | None) -> PodRecord:
+def member(
+    name: str,
+    group_name: str,
+    cpu: int,
+    priority: int,
+    node_name: str | None,
+    guaranteed: bool = False,
+) -> PodRecord:
+    resources: dict[str, Any] = {"requests": {"cpu": str(cpu)}}
+    if guaranteed:  # pins whole cpus: the numa-aware plugin's
+        resources = {"requests": {"cpu": str(cpu), "memory": "1Gi"}}
+        resources["limits"] = dict(resources["requests"])
     spec: dict[str, Any] = {
         "schedulerName": "volcano",
         "priority": priority,
-        "containers": [{"name": "c", "resources": {"requests": {"cpu": str(cpu)}}}],
+        "containers": [{"name": "c", "resources": resources}],
     }
     if node_name:
         spec["nodeName"] = node_name
@@ -96,11 +113,17 @@ def member(name: str, group_name: str, cpu: int, priority: int, node_name: str |
 class World:
     """The cluster and the extender's facts, changed as an extender and kube-scheduler would."""
 
-    def __init__(self, data: Any, queues: int, nodes: int) -> None:
+    def __init__(self, data: Any, queues: int, nodes: int, numa: bool = False) -> None:
         self.data = data
+        self.numa = numa
         self.cache = ClusterCache()
+        self.cpus: dict[str, int] = {}
         for index in range(nodes):
-            self.cache.on_node_add(node(f"n{index}", data.draw(st.sampled_from([4, 8, 16]))))
+            name, cpus = f"n{index}", data.draw(st.sampled_from([4, 8, 16]))
+            self.cache.on_node_add(node(name, cpus))
+            self.cpus[name] = cpus
+            if numa and data.draw(st.booleans()):
+                self.cache.on_numa_add(self.topology(name, cpus))
         self.queues = [f"q{index}" for index in range(queues)]
         for name in self.queues:
             cap = data.draw(st.one_of(st.none(), st.integers(2, 24)))
@@ -114,6 +137,22 @@ class World:
         for _ in range(data.draw(st.integers(1, 8))):
             self.add_gang()
 
+    def topology(self, name: str, cpus: int) -> NumaRecord:
+        """A Numatopology of two cells, some of whose cpus its exporter reports taken."""
+        policy = self.data.draw(st.sampled_from(["single-numa-node", "restricted", "best-effort"]))
+        free = self.data.draw(st.lists(st.integers(0, cpus - 1), unique=True))
+        detail = {str(c): {"numa": c * 2 // cpus} for c in range(cpus)}
+        return NumaRecord(
+            {
+                "metadata": {"name": name},
+                "spec": {
+                    "policies": {"CPUManagerPolicy": "static", "TopologyManagerPolicy": policy},
+                    "numares": {"cpu": {"allocatable": format_cpuset(free), "capacity": cpus}},
+                    "cpuDetail": detail,
+                },
+            }
+        )
+
     def add_gang(self) -> None:
         data = self.data
         name = f"g{next(self.names)}"
@@ -126,7 +165,8 @@ class World:
         priority = data.draw(st.sampled_from([0, 10, 100]))
         if with_pods:
             for index in range(members + data.draw(st.integers(0, 1))):
-                self.cache.on_pod_add(member(f"{name}-{index}", name, cpu, priority, None))
+                pod = member(f"{name}-{index}", name, cpu, priority, None, self.numa)
+                self.cache.on_pod_add(pod)
 
     def given(self) -> PassInput:
         facts = ExtenderFacts(
@@ -172,7 +212,8 @@ class World:
             assert not isinstance(decision, Grown)
 
     def change(self) -> None:
-        """kube-scheduler binds what is reserved; some gangs end; new ones come."""
+        """kube-scheduler binds what is reserved; some gangs end; new ones come. Where nodes
+        report NUMA, sometimes only an exporter reports anew."""
         data = self.data
         for pod_key, (name, _, group_key) in list(self.ledger.slots.items()):
             pod = self.cache.pods.get(pod_key)
@@ -181,6 +222,15 @@ class World:
             self.touched.add(group_key)
             if pod is not None and data.draw(st.booleans()):
                 self.cache.on_pod_add(_bound(pod, name))
+        if self.numa and data.draw(st.booleans()):
+            name = data.draw(st.sampled_from(sorted(self.cpus)))
+            record = self.topology(name, self.cpus[name])
+            old = self.cache.numa.get(name)
+            if old is None:
+                self.cache.on_numa_add(record)
+            else:
+                self.cache.on_numa_update(old, record)
+            return
         for key in list(self.cache.podgroups):
             if data.draw(st.integers(0, 5)) == 0:
                 for pod_key in list(self.cache.pods_by_group.get(key, ())):
@@ -223,7 +273,8 @@ def _phase(old: PodGroupRecord, phase: str) -> PodGroupRecord:
 
 
 def _bound(pod: PodRecord, name: str) -> PodRecord:
-    return member(pod.name, pod.group or "", pod.requests.cpu // 1000, pod.priority, name)
+    cpu = pod.requests.cpu // 1000
+    return member(pod.name, pod.group or "", cpu, pod.priority, name, pod.numa is not None)
 
 
 def _table(decisions: list[Decision]) -> dict[tuple[str, str], tuple[Any, ...]]:
@@ -239,14 +290,31 @@ def _table(decisions: list[Decision]) -> dict[tuple[str, str], tuple[Any, ...]]:
 def test_the_memo_decides_as_a_pass_without_it(
     data: Any, queues: int, nodes: int, passes: int
 ) -> None:
-    world = World(data, queues, nodes)
+    memo_and_fresh_agree(World(data, queues, nodes), POLICY, passes)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(st.data(), st.integers(1, 3), st.integers(1, 4), st.integers(2, 5))
+def test_the_memo_decides_as_a_pass_without_it_where_nodes_report_numa(
+    data: Any, queues: int, nodes: int, passes: int
+) -> None:
+    """Guaranteed members, nodes whose Numatopology (policy, free cpus) changes between
+    passes, and the numa-aware plugin in the conf."""
+    memo_and_fresh_agree(World(data, queues, nodes, numa=True), NUMA_POLICY, passes)
+
+
+def memo_and_fresh_agree(world: World, policy: Policy, passes: int) -> None:
     memo = Memo()
     for _ in range(passes):
         given_ = world.given()
-        without = run_pass(given_, POLICY)
+        without = run_pass(given_, policy)
         memo.changed(world.cache.take_dirty_groups() | world.touched)
         world.touched = set()
-        with_memo = run_pass(given_, POLICY, memo)
+        with_memo = run_pass(given_, policy, memo)
         table = memo.table()
         table.update(_table(with_memo.decisions))
         fresh = _table(without.decisions)

@@ -38,7 +38,7 @@ def test_an_unimplemented_action_is_refused() -> None:
 
 def test_the_extender_refuses_to_start_on_such_a_conf(tmp_path: Path) -> None:
     conf = tmp_path / "volcano-scheduler.conf"
-    conf.write_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: numaaware\n')
+    conf.write_text('actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: deviceshare\n')
     result = subprocess.run(
         [sys.executable, "-m", "vulcan", "extender", "--config", str(conf), "--port", "0"],
         capture_output=True,
@@ -47,7 +47,7 @@ def test_the_extender_refuses_to_start_on_such_a_conf(tmp_path: Path) -> None:
         cwd=REPO,
     )
     assert result.returncode == 2, result.stderr
-    assert '"numaaware" is a Volcano plugin vulcan does not implement' in result.stderr
+    assert '"deviceshare" is a Volcano plugin vulcan does not implement' in result.stderr
     assert str(conf) in result.stderr
 
 
