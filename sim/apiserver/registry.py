@@ -177,6 +177,16 @@ BUILTINS: tuple[ResourceType, ...] = (
         subresources=(),
     ),
     _builtin("coordination.k8s.io", "v1", "leases", "Lease", subresources=()),
+    # API Priority and Fairness objects are stored (an install applies them); nothing queues by
+    # them: the embedded API server serves every request at once.
+    _builtin("flowcontrol.apiserver.k8s.io", "v1", "flowschemas", "FlowSchema", namespaced=False),
+    _builtin(
+        "flowcontrol.apiserver.k8s.io",
+        "v1",
+        "prioritylevelconfigurations",
+        "PriorityLevelConfiguration",
+        namespaced=False,
+    ),
     _builtin("events.k8s.io", "v1", "events", "Event", short=("ev",), subresources=()),
     _builtin(
         "storage.k8s.io",
