@@ -19,15 +19,19 @@ each reclaim taking one member for one member."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from core.records import PodGroupRecord, PodRecord
+from core.resources import ResourceVector
+from plugins.actions.domain_place import network_topology, placed_nodes, plan_in_domain
 from plugins.actions.evictions import EvictionRequest, choose_evictions
 from plugins.framework.decisions import ADMITTED, Grown
 from plugins.model.job_input import job_input
-from plugins.model.placement import plan_gang
+from plugins.model.placement import Plan, plan_gang
 
 if TYPE_CHECKING:
+    from core.cache import Snapshot
     from plugins.framework.session import Session
 
 __all__ = ["NAME", "Backfill", "grow"]
@@ -65,14 +69,23 @@ class Backfill:
 
 
 def grow(ssn: Session, group: PodGroupRecord, pod: PodRecord) -> Grown | None:
-    """A slot for one elastic member: on free room, else on room evictions free."""
+    """A slot for one elastic member: on free room, else on room evictions free; with a
+    networkTopology, within a HyperNode that holds the gang's other members."""
     snapshot, prefer = ssn.snapshot, ssn.settings.prefer
+    network = network_topology(ssn, group)
+    placed = placed_nodes(ssn, group) if network is not None else []
+
+    def place(on: Snapshot, reserved: Mapping[str, ResourceVector]) -> Plan:
+        if network is not None:
+            return plan_in_domain(on, network, [pod], 1, reserved, placed, prefer=prefer)
+        return plan_gang(on, [pod], 1, reserved, prefer=prefer)
+
     reserved = ssn.room.reserved
-    plan = plan_gang(snapshot, [pod], 1, reserved, prefer=prefer)
+    plan = place(snapshot, reserved)
     future = ssn.room.future()
     if not plan.ok and future is not None:
         reserved = future
-        plan = plan_gang(snapshot, [pod], 1, reserved, prefer=prefer)
+        plan = place(snapshot, reserved)
     evictions = None
     if not plan.ok:
         job = job_input(snapshot, group)
@@ -86,7 +99,9 @@ def grow(ssn: Session, group: PodGroupRecord, pod: PodRecord) -> Grown | None:
             allocated=job.allocated,
             whole_gangs=False,  # an elastic member never breaks another gang
         )
-        planned = choose_evictions(ssn, group, [pod], request)
+        planned = choose_evictions(
+            ssn, group, [pod], request, place=lambda trial: place(trial, request.reserved)
+        )
         if planned is None:
             return None
         plan, evictions = planned.plan, planned.evictions

@@ -9,16 +9,16 @@ still be placed on the promise of eviction (`plugins.actions.promise`). Pure: no
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
 from plugins.actions import preempt
+from plugins.actions.domain_place import network_topology, placed_nodes, plan_in_domain
 from plugins.actions.evictions import EvictionRequest, choose_evictions
 from plugins.actions.promise import enqueue_by_eviction, held_by_peers
-from plugins.builtin.network_topology import NAME as NETWORK_TOPOLOGY
 from plugins.builtin.task_topology import (
     TaskTopology,
     TaskTopologyError,
@@ -26,8 +26,7 @@ from plugins.builtin.task_topology import (
     plan_topology_gang,
 )
 from plugins.framework.decisions import Evictions
-from plugins.framework.inputs import TOPOLOGY
-from plugins.model import domains, gang_ready
+from plugins.model import gang_ready
 from plugins.model.demand import gang_demand
 from plugins.model.elastic import trim_elastic
 from plugins.model.gang import GangView
@@ -105,20 +104,15 @@ def allocate_gang(ssn: Session, group: PodGroupRecord, view: GangView, job: JobI
     topology = _topology(ssn, group, view)
     prefer = ssn.settings.prefer
     held = ssn.room.held
-    network = _network_topology(ssn, group)
+    network = network_topology(ssn, group)
+    placed = placed_nodes(ssn, group) if network is not None else []
 
     def place(reserved: Mapping[str, ResourceVector], on: Snapshot) -> Plan:
         if network is not None:
-            constraint, weights = network
-
-            def within(nodes: Collection[str] | None) -> Plan:
-                return plan_gang(
-                    on, members, need, reserved, need_per_task=per_task, prefer=prefer,
-                    held=held, within=nodes,
-                )  # fmt: skip
-
-            gang = domains.gang_of(members, need, _placed(view))
-            return domains.place_in_domains(on, constraint, gang, reserved, within, weights)
+            return plan_in_domain(
+                on, network, members, need, reserved, placed,
+                need_per_task=per_task, prefer=prefer, held=held,
+            )  # fmt: skip
         if topology is not None:
             return plan_topology_gang(
                 on, members, need, reserved, topology, need_per_task=per_task, held=held
@@ -211,29 +205,6 @@ def _within_queue(
     for pod_key, node in kept.items():
         used[node] = used.get(node, _ZERO) + requests[pod_key]
     return dataclasses.replace(plan, slots=kept, used=used, placed=len(kept))
-
-
-def _network_topology(
-    ssn: Session, group: PodGroupRecord
-) -> tuple[domains.Constraint, domains.BinpackWeights] | None:
-    """The gang's networkTopology, when the conf has network-topology-aware (Volcano enforces
-    it only then: `plugins.builtin.network_topology`). Its placement reads the HyperNodes."""
-    plugin = ssn.policy.plugins.get(NETWORK_TOPOLOGY)
-    if plugin is None or not group.network_topology:
-        return None
-    ssn.read(TOPOLOGY)
-    constraint = domains.constraint_of(group.network_topology, ssn.snapshot.hypernodes)
-    if constraint is None:
-        return None
-    return constraint, plugin.binpack_weights()
-
-
-def _placed(view: GangView) -> list[PodRecord]:
-    return [
-        pod
-        for pod in view.members
-        if pod.node is not None and not pod.terminal and not pod.deleting
-    ]
 
 
 def _topology(ssn: Session, group: PodGroupRecord, view: GangView) -> TaskTopology | None:

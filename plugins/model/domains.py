@@ -156,10 +156,10 @@ class Gang:
     need: int = 0  # how many of the members must get a node
 
 
-def gang_of(members: Sequence[PodRecord], need: int, placed: Iterable[PodRecord]) -> Gang:
+def gang_of(members: Sequence[PodRecord], need: int, placed: Iterable[str]) -> Gang:
     """The gang as the search reads it: `members` to place (`need` of them required: in each
     dimension the `need` smallest requests count, so the pre-filter never skips a HyperNode
-    that could hold it) and its `placed` members (holding a node)."""
+    that could hold it) and the nodes its other members hold (`placed`, one per member)."""
     request: dict[str, int] = {}
     columns: dict[str, list[int]] = {}
     for pod in members:
@@ -173,9 +173,8 @@ def gang_of(members: Sequence[PodRecord], need: int, placed: Iterable[PodRecord]
         zeros = len(members) - len(amounts)
         required[dim] = sum(sorted(amounts)[: max(0, need - zeros)])
     placed_on: dict[str, int] = {}
-    for pod in placed:
-        if pod.node is not None:
-            placed_on[pod.node] = placed_on.get(pod.node, 0) + 1
+    for node in placed:
+        placed_on[node] = placed_on.get(node, 0) + 1
     return Gang(request, required, placed_on, need)
 
 

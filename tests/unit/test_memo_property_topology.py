@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from core.records import PodGroupRecord
 from core.records.topology import HyperNodeRecord
 from plugins.framework.config import DEFAULT_SCHEDULER_CONF, parse_scheduler_config
-from plugins.framework.decisions import Decision, Enqueued
+from plugins.framework.decisions import Decision, Enqueued, Grown
 from plugins.framework.memo import Memo
 from plugins.framework.registry import build_policy
 from plugins.framework.run import run_pass
@@ -57,7 +57,9 @@ class TopologyWorld(World):
         """Tier-1 HyperNodes of random node ranges, one tier-2 over some of them."""
         for name in list(self.cache.topology.records):
             self.cache.on_hypernode_delete(self.cache.topology.records[name])
-        cuts = sorted(self.data.draw(st.sets(st.integers(1, max(1, self.nodes - 1)))))
+        every = set(range(1, self.nodes))  # one node a HyperNode: a gang may fit none
+        some = st.sets(st.integers(1, max(1, self.nodes - 1)))
+        cuts = sorted(self.data.draw(st.one_of(st.just(every), st.just(set()), some)))
         bounds = [0, *cuts, self.nodes]
         leaves = []
         for index, (start, end) in enumerate(itertools.pairwise(bounds)):
@@ -70,7 +72,13 @@ class TopologyWorld(World):
             self.cache.on_hypernode_add(hypernode("spine", 2, "HyperNode", sorted(some)))
 
     def apply(self, decisions: list[Decision]) -> None:
-        super().apply(decisions)
+        # An elastic member grown within its gang's HyperNode gets a slot, as admitted ones.
+        for decision in decisions:
+            if isinstance(decision, Grown):
+                self.ledger.slots[decision.pod] = (decision.node, decision.request, decision.key)
+                self.cache.bump_node(decision.node)
+                self.touched.add(decision.key)
+        super().apply([d for d in decisions if not isinstance(d, Grown)])
         for decision in decisions:
             topology = self.topologies.get(decision.key)
             if isinstance(decision, Enqueued) and topology is not None:
@@ -78,6 +86,11 @@ class TopologyWorld(World):
                 self.cache.on_podgroup_add(_with(group, topology))
 
     def change(self) -> None:
+        """As `World.change`, or (drawn) only the tree rewired: a pass where nothing but the
+        HyperNodes changed, which only the tree's own input can tell the memo."""
+        if self.data.draw(st.booleans()):
+            self.rewire()
+            return
         super().change()
         if self.data.draw(st.booleans()):
             self.rewire()

@@ -32,6 +32,7 @@ CONF = DEFAULT_SCHEDULER_CONF.rstrip() + "\n  - name: network-topology-aware\n"
 POLICY = build_policy(parse_scheduler_config(CONF))
 PLAIN = build_policy(parse_scheduler_config(DEFAULT_SCHEDULER_CONF))
 # No reclaim or preempt: a waiting gang then reads no victims, whose key moves with any change.
+HARD_1_TOPOLOGY = {"mode": "hard", "highestTierAllowed": 1}
 NO_EVICTIONS = build_policy(parse_scheduler_config(CONF.replace("preempt, reclaim, ", "")))
 
 
@@ -325,3 +326,73 @@ def test_a_hypernode_change_is_seen_by_the_memo() -> None:
     assert isinstance(decision, Admitted)
     assert set(decision.slots.values()) <= set(nodes)
     assert Counter(decision.slots.values()).most_common(1)[0][1] == 1
+
+
+def running_gang(cache: ClusterCache, topology: dict[str, Any], nodes: list[str]) -> None:
+    """A gang of minMember 4 running 4 cpu a member on `nodes`, and its 5th member (2 cpu, an
+    elastic one) waiting."""
+    gang(cache, "g", 4, 4, topology)
+    raw = {
+        "metadata": {"name": "g", "namespace": "ns", "uid": "uid-g"},
+        "spec": {"minMember": 4, "queue": "default", "networkTopology": topology},
+        "status": {"phase": "Running"},
+    }
+    cache.on_podgroup_add(PodGroupRecord(raw))
+    for i, name in enumerate(nodes):
+        old = cache.pods[f"ns/g-{i}"]
+        bound = {
+            "metadata": {
+                "name": f"g-{i}",
+                "namespace": "ns",
+                "uid": old.uid,
+                "annotations": {"scheduling.k8s.io/group-name": "g"},
+            },
+            "spec": {
+                "schedulerName": "volcano",
+                "nodeName": name,
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "4"}}}],
+            },
+            "status": {"phase": "Running"},
+        }
+        cache.on_pod_update(old, PodRecord(bound))
+    elastic = {
+        "metadata": {
+            "name": "g-4",
+            "namespace": "ns",
+            "uid": "uid-g-4",
+            "annotations": {"scheduling.k8s.io/group-name": "g"},
+        },
+        "spec": {
+            "schedulerName": "volcano",
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}],
+        },
+        "status": {"phase": "Pending"},
+    }
+    cache.on_pod_add(PodRecord(elastic))
+
+
+def grown(cache: ClusterCache) -> Any:
+    result = run(POLICY, cache.live_view(), admitted={"ns/g"}, elastic_waiting={"ns/g": {"ns/g-4"}})
+    return [d for d in result.decisions if type(d).__name__ == "Grown"]
+
+
+def test_an_elastic_member_grows_only_within_the_gangs_hypernode() -> None:
+    """s0 is full with the gang's 4 members: under hard tier 1 its 5th has nowhere to go;
+    under hard tier 2 it joins a node of spine a (s1), never spine b."""
+    cache = cluster()
+    running_gang(cache, HARD_1_TOPOLOGY, ["n0", "n1", "n2", "n3"])
+    assert grown(cache) == []
+    cache = cluster()
+    running_gang(cache, {"mode": "hard", "highestTierAllowed": 2}, ["n0", "n1", "n2", "n3"])
+    [decision] = grown(cache)
+    assert domain_of(cache, {decision.node}, 1) == {"s1"}
+
+
+def test_a_gang_replacing_members_stays_in_the_hypernode_of_its_running_ones() -> None:
+    """Two members run in s2; the gang lost the others: the replacements land in s2."""
+    cache = cluster()
+    running_gang(cache, HARD_1_TOPOLOGY, ["n8", "n9"])
+    result = run(POLICY, cache.live_view())
+    [decision] = [d for d in result.decisions if d.key == "ns/g"]
+    assert isinstance(decision, Admitted)
+    assert domain_of(cache, set(decision.slots.values()), 1) == {"s2"}
