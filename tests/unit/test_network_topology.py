@@ -396,3 +396,65 @@ def test_a_gang_replacing_members_stays_in_the_hypernode_of_its_running_ones() -
     [decision] = [d for d in result.decisions if d.key == "ns/g"]
     assert isinstance(decision, Admitted)
     assert domain_of(cache, set(decision.slots.values()), 1) == {"s2"}
+
+
+def filler(cache: ClusterCache, node_name: str, priority: int) -> None:
+    """A plain pod (no gang) filling `node_name` (4 cpu) at `priority`."""
+    raw = {
+        "metadata": {"name": f"fill-{node_name}", "namespace": "ns", "uid": f"uid-f-{node_name}"},
+        "spec": {
+            "schedulerName": "volcano",
+            "priority": priority,
+            "nodeName": node_name,
+            "containers": [{"name": "c", "resources": {"requests": {"cpu": "4"}}}],
+        },
+        "status": {"phase": "Running"},
+    }
+    cache.on_pod_add(PodRecord(raw))
+
+
+def preempting(topology: dict[str, Any] | None) -> tuple[set[str], ClusterCache]:
+    """Every node full of plain pods, the cheapest on n0, n4, n8, n12 (one per tier-1
+    HyperNode), then n1; a gang of 4 x 2 cpu of a higher priority: the nodes it evicts on."""
+    cache = cluster()
+    cheap = {"n0": 1, "n4": 2, "n8": 3, "n12": 4, "n1": 5}
+    for i in range(16):
+        filler(cache, f"n{i}", cheap.get(f"n{i}", 10))
+    gang(cache, "g", 4, 2, topology)
+    # Enqueued already (its minResources counted in its queue): the enqueue votes promise no
+    # victims of their own, the placement alone chooses them.
+    spec: dict[str, Any] = {"minMember": 4, "queue": "default", "minResources": {"cpu": "8"}}
+    if topology is not None:
+        spec["networkTopology"] = topology
+    meta = {"name": "g", "namespace": "ns", "uid": "uid-g"}
+    raw_group = {"metadata": meta, "spec": spec, "status": {"phase": "Inqueue"}}
+    cache.on_podgroup_add(PodGroupRecord(raw_group))
+    for i in range(4):
+        old = cache.pods[f"ns/g-{i}"]
+        raw = {
+            "metadata": {
+                "name": f"g-{i}",
+                "namespace": "ns",
+                "uid": old.uid,
+                "annotations": {"scheduling.k8s.io/group-name": "g"},
+            },
+            "spec": {
+                "schedulerName": "volcano",
+                "priority": 100,
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}],
+            },
+            "status": {"phase": "Pending"},
+        }
+        cache.on_pod_update(old, PodRecord(raw))
+    decision = decide(cache, "ns/g")
+    assert isinstance(decision, Admitted) and decision.evictions is not None
+    pods = cache.pods
+    return {pods[p].node or "" for u in decision.evictions.units for p in u.pods}, cache
+
+
+def test_preemption_for_a_hard_gang_frees_room_inside_one_hypernode() -> None:
+    anywhere, _ = preempting(None)
+    assert anywhere == {"n0", "n4"}  # the cheapest two, in two HyperNodes
+    inside, cache = preempting(HARD_1_TOPOLOGY)
+    assert inside == {"n0", "n1"}  # the cheapest two within one (s0)
+    assert domain_of(cache, inside, 1) == {"s0"}
