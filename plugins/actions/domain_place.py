@@ -1,6 +1,8 @@
 """A gang's placement under its networkTopology, as allocate and backfill ask for it: the
 constraint when the conf has network-topology-aware (Volcano enforces it only then), and
-`plan_gang` run within one HyperNode at a time (`plugins.model.domains`). Pure: no I/O."""
+`plan_gang` run within one HyperNode at a time (`plugins.model.domains`); and a gang with
+subgroups placed subgroup by subgroup (`plugins.model.subgroup_plan`), each within a HyperNode
+of its own networkTopology inside the job's. Pure: no I/O."""
 
 from __future__ import annotations
 
@@ -13,27 +15,54 @@ from plugins.builtin.network_topology import NAME as NETWORK_TOPOLOGY
 from plugins.framework.inputs import TOPOLOGY
 from plugins.model import domains
 from plugins.model.placement import Plan, plan_gang
+from plugins.model.subgroup_plan import plan_subgroups
+from plugins.model.subgroups import SubGroups, subgroups_of
 
 if TYPE_CHECKING:
     from core.cache import Snapshot
     from plugins.framework.session import Session
 
-__all__ = ["Network", "network_topology", "placed_nodes", "plan_in_domain"]
+__all__ = [
+    "Network",
+    "network_topology",
+    "placed_nodes",
+    "plan_in_domain",
+    "plan_with_subgroups",
+    "subgroups",
+]
 
 Network = tuple[domains.Constraint, domains.BinpackWeights]
+
+
+def _weights(ssn: Session) -> domains.BinpackWeights | None:
+    plugin = ssn.policy.plugins.get(NETWORK_TOPOLOGY)
+    return None if plugin is None else plugin.binpack_weights()
 
 
 def network_topology(ssn: Session, group: PodGroupRecord) -> Network | None:
     """The gang's networkTopology and the plugin's binpacking weights, when the conf has
     network-topology-aware and the PodGroup a networkTopology; its placement reads the tree."""
-    plugin = ssn.policy.plugins.get(NETWORK_TOPOLOGY)
-    if plugin is None or not group.network_topology:
+    weights = _weights(ssn)
+    if weights is None or not group.network_topology:
         return None
     ssn.read(TOPOLOGY)
     constraint = domains.constraint_of(group.network_topology, ssn.snapshot.hypernodes)
     if constraint is None:
         return None
-    return constraint, plugin.binpack_weights()
+    return constraint, weights
+
+
+def subgroups(ssn: Session, group: PodGroupRecord, pods: Sequence[PodRecord]) -> SubGroups | None:
+    """The gang's subgroups (`plugins.model.subgroups`), None without any; with the plugin in
+    the conf their placement reads the tree."""
+    if not group.spec.get("subGroupPolicy"):
+        return None
+    found = subgroups_of(group.spec, pods)
+    if not found.any:
+        return None
+    if _weights(ssn) is not None:
+        ssn.read(TOPOLOGY)
+    return found
 
 
 def placed_nodes(ssn: Session, group: PodGroupRecord) -> list[str]:
@@ -68,3 +97,51 @@ def plan_in_domain(
 
     gang = domains.gang_of(members, need, placed)
     return domains.place_in_domains(on, constraint, gang, reserved, within, weights)
+
+
+def plan_with_subgroups(
+    ssn: Session,
+    on: Snapshot,
+    network: Network | None,
+    sub: SubGroups,
+    members: Sequence[PodRecord],
+    need: int,
+    need_per_task: Mapping[str, int],
+    reserved: Mapping[str, ResourceVector],
+    placed: Sequence[str],
+    **plan: Any,
+) -> Plan:
+    """The gang placed subgroup by subgroup, within one HyperNode of its own networkTopology
+    (`network`, tried as `plan_in_domain` tries them) when it has one."""
+    weights = _weights(ssn)
+
+    def for_job(inside: Collection[str] | None) -> Plan:
+        bound = None if inside is None else frozenset(inside)
+
+        def place(
+            waiting: Sequence[PodRecord],
+            count: int,
+            room: Mapping[str, ResourceVector],
+            topology: Mapping[str, Any] | None,
+            placed_here: list[str],
+        ) -> Plan:
+            def within(nodes: Collection[str] | None) -> Plan:
+                if bound is not None:
+                    nodes = bound if nodes is None else [n for n in nodes if n in bound]
+                return plan_gang(on, waiting, count, room, within=nodes, **plan)
+
+            constraint = None
+            if weights is not None and topology:
+                constraint = domains.constraint_of(topology, on.hypernodes)
+            if constraint is None or weights is None:
+                return within(None)
+            gang = domains.gang_of(waiting, count, placed_here)
+            return domains.place_in_domains(on, constraint, gang, room, within, weights, inside)
+
+        return plan_subgroups(sub, members, need, need_per_task, reserved, place)
+
+    if network is None:
+        return for_job(None)
+    constraint, job_weights = network
+    gang = domains.gang_of(members, need, placed)
+    return domains.place_in_domains(on, constraint, gang, reserved, for_job, job_weights)

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
 from plugins.actions import preempt
-from plugins.actions.domain_place import network_topology, placed_nodes, plan_in_domain
+from plugins.actions.domain_place import (
+    network_topology,
+    placed_nodes,
+    plan_in_domain,
+    plan_with_subgroups,
+    subgroups,
+)
 from plugins.actions.evictions import EvictionRequest, choose_evictions
 from plugins.actions.promise import enqueue_by_eviction, held_by_peers
 from plugins.builtin.task_topology import (
@@ -106,8 +112,14 @@ def allocate_gang(ssn: Session, group: PodGroupRecord, view: GangView, job: JobI
     held = ssn.room.held
     network = network_topology(ssn, group)
     placed = placed_nodes(ssn, group) if network is not None else []
+    sub = subgroups(ssn, group, view.members)
 
     def place(reserved: Mapping[str, ResourceVector], on: Snapshot) -> Plan:
+        if sub is not None:
+            return plan_with_subgroups(
+                ssn, on, network, sub, members, need, per_task, reserved, placed,
+                prefer=prefer, held=held,
+            )  # fmt: skip
         if network is not None:
             return plan_in_domain(
                 on, network, members, need, reserved, placed,

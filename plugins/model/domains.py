@@ -12,7 +12,7 @@ Volcano's allocate action and network-topology-aware plugin place it:
 Within a tier, a HyperNode that cannot hold the nodes of the gang's placed members (a gang
 replacing members: Volcano's allocatedHyperNode) or whose free room in total is short of the
 gang's is skipped; the others are tried best score first (Volcano's HyperNodeOrderFn: the
-binpacking score of `hyperdomain_score`, then the share of the gang's members already inside,
+binpacking score of `domain_score`, then the share of the gang's members already inside,
 then the name), and the first that holds the gang is taken. Scores do not depend on the
 placement, so this is the HyperNode Volcano's "best of those that fit" picks.
 
@@ -185,9 +185,13 @@ def place_in_domains(
     reserved: Mapping[str, ResourceVector],
     place: Place,
     weights: BinpackWeights = DEFAULT_WEIGHTS,
+    inside: Collection[str] | None = None,
 ) -> Plan:
-    """The gang's plan within one HyperNode (the module docstring), or why none holds it."""
+    """The gang's plan within one HyperNode (the module docstring), or why none holds it.
+    `inside`: only HyperNodes within these nodes (a subgroup's, within its job's HyperNode:
+    `place` itself keeps to them)."""
     tree: HyperNodeTree = snapshot.hypernodes
+    bound = frozenset(inside) if inside is not None else None
     if not tree.ready:
         return Plan(ok=False, reason=f"{constraint.words}: waiting for the HyperNodes to be listed")
     tried: list[tuple[Domain, Plan]] = []
@@ -203,13 +207,15 @@ def place_in_domains(
                 continue
             if any(node not in domain.nodes for node in gang.placed_on):
                 continue
+            if bound is not None and not domain.nodes <= bound:
+                continue
             room = _room(snapshot, domain.nodes, reserved)
             if any(room.free(d) < amount for d, amount in gang.required.items()):
                 short.append((domain, room))  # Volcano's pre-filter: not enough idle room
                 continue
             score = domain_score(gang.request, room.allocatable, room.used, weights)
-            inside = sum(n for node, n in gang.placed_on.items() if node in domain.nodes)
-            ranked.append(((-score, -inside, domain.name), domain, room))
+            already = sum(n for node, n in gang.placed_on.items() if node in domain.nodes)
+            ranked.append(((-score, -already, domain.name), domain, room))
         for _, domain, _room_of in sorted(ranked, key=lambda r: r[0]):
             plan = place(domain.nodes)
             if plan.ok:

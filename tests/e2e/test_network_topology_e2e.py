@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.conftest import SimCluster, start_cluster, wait_for
+from tests.e2e.conftest import SimCluster, pod_manifest, start_cluster, wait_for
 from tests.e2e.topology import (
     CONF,
     HARD_1,
@@ -15,6 +15,8 @@ from tests.e2e.topology import (
     hypernodes,
     leaves,
     leaves_of,
+    partitioned_job,
+    partitions_of,
     podgroup_gang,
     remove,
     spines_of,
@@ -90,3 +92,22 @@ def test_a_volcano_job_with_a_network_topology_behaves_the_same(cluster: SimClus
     message = wait_for("vj6's reason", reason, 60)
     assert "no HyperNode of tier <= 1 can hold the gang" in message
     remove(cluster, job="vj6", selector="volcano.sh/job-name=vj6")
+
+
+def test_two_partitions_of_4_each_land_in_a_tier1_hypernode_of_their_own(
+    cluster: SimCluster,
+) -> None:
+    # A pod on hollow-node-1 leaves s0 three free nodes: a partition placed anywhere would
+    # straddle s0 and s1; placed whole within one tier-1 HyperNode, it cannot.
+    blocker = pod_manifest("blocker", cpu="3", duration="forever", labels={"job": "blocker"})
+    blocker["spec"]["nodeName"] = LEAVES["s0"][1]
+    cluster.apply(blocker)
+    cluster.apply(partitioned_job("parts", "3", HARD_1))
+    selector = "volcano.sh/job-name=parts"
+    found = wait_for("parts bound", lambda: partitions_of(cluster, selector), 60)
+    leaves = [leaves_of(nodes, LEAVES) for nodes in found.values()]
+    assert len(found) == 2 and all(len(f) == 1 for f in leaves), found
+    assert leaves[0] != leaves[1], found
+    assert all(not (nodes & {LEAVES["s0"][1]}) for nodes in found.values())
+    remove(cluster, job="parts", selector=selector)
+    remove(cluster, selector="job=blocker")

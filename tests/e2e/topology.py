@@ -123,3 +123,30 @@ def volcano_job(name: str, replicas: int, cpu: str, topology: dict[str, Any]) ->
             "tasks": [{"name": "worker", "replicas": replicas, "template": template}],
         },
     }
+
+
+def partitioned_job(name: str, cpu: str, topology: dict[str, Any]) -> dict[str, Any]:
+    """A Volcano Job of 8 workers in 2 partitions of 4 (both needed), each partition placed
+    within a HyperNode of `topology` (the job controller writes the PodGroup's subGroupPolicy,
+    its pods carry `volcano.sh/partition-id`)."""
+    job = volcano_job(name, 8, cpu, {"mode": "soft"})
+    del job["spec"]["networkTopology"]
+    job["spec"]["tasks"][0]["partitionPolicy"] = {
+        "totalPartitions": 2,
+        "partitionSize": 4,
+        "minPartitions": 2,
+        "networkTopology": topology,
+    }
+    return job
+
+
+def partitions_of(cluster: SimCluster, selector: str) -> dict[str, set[str]] | None:
+    """partition id -> the nodes its pods are bound to, once all 8 are bound."""
+    pods = cluster.pods(selector=selector)
+    if len(pods) != 8 or not all(p["spec"].get("nodeName") for p in pods):
+        return None
+    out: dict[str, set[str]] = {}
+    for p in pods:
+        part = p["metadata"]["labels"]["volcano.sh/partition-id"]
+        out.setdefault(part, set()).add(p["spec"]["nodeName"])
+    return out

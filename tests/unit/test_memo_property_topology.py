@@ -1,6 +1,7 @@
 """The memo decides as a pass without it with gangs placed within HyperNodes (a networkTopology,
-the network-topology-aware plugin in the conf): as `test_memo_property`, with some gangs hard
-or soft and the HyperNode tree changing between passes (HyperNodes made, deleted, rewired)."""
+the network-topology-aware plugin in the conf) and gangs of subgroups: as `test_memo_property`,
+with some gangs hard or soft, some in two partitions, and the HyperNode tree changing between
+passes (HyperNodes made, deleted, rewired)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from core.records import PodGroupRecord
+from core.records import PodGroupRecord, PodRecord
 from core.records.topology import HyperNodeRecord
 from plugins.framework.config import DEFAULT_SCHEDULER_CONF, parse_scheduler_config
 from plugins.framework.decisions import Decision, Enqueued, Grown
@@ -24,6 +25,7 @@ POLICY = build_policy(parse_scheduler_config(CONF))
 # Without reclaim and preempt a waiting gang reads no victims (whose key moves with any change):
 # only the tree's own input tells the memo that a HyperNode changed.
 NO_EVICTIONS = build_policy(parse_scheduler_config(CONF.replace("preempt, reclaim, ", "")))
+PART = "volcano.sh/partition-id"
 TOPOLOGIES: list[dict[str, Any] | None] = [
     None,
     {"mode": "hard", "highestTierAllowed": 1},
@@ -48,10 +50,26 @@ class TopologyWorld(World):
     def add_gang(self) -> None:
         super().add_gang()
         key = max(self.cache.podgroups, key=lambda k: self.cache.group_versions.get(k, 0))
+        extra: dict[str, Any] = {}
         topology = self.data.draw(st.sampled_from(TOPOLOGIES))
         if topology is not None:
-            self.topologies[key] = topology
-            self.cache.on_podgroup_add(_with(self.cache.podgroups[key], topology))
+            extra["networkTopology"] = topology
+        if self.data.draw(st.booleans()):
+            # Subgroups: its pods in two partitions, each a gang of its own.
+            extra["subGroupPolicy"] = [
+                {
+                    "name": "p",
+                    "subGroupSize": self.data.draw(st.integers(1, 2)),
+                    "minSubGroups": self.data.draw(st.integers(0, 2)),
+                    "matchLabelKeys": [PART],
+                    "networkTopology": self.data.draw(st.sampled_from(TOPOLOGIES)),
+                }
+            ]
+            for index, pod_key in enumerate(sorted(self.cache.pods_by_group.get(key, ()))):
+                self.cache.on_pod_add(_labelled(self.cache.pods[pod_key], str(index % 2)))
+        if extra:
+            self.topologies[key] = extra
+            self.cache.on_podgroup_add(_with(self.cache.podgroups[key], extra))
 
     def rewire(self) -> None:
         """Tier-1 HyperNodes of random node ranges, one tier-2 over some of them."""
@@ -96,7 +114,23 @@ class TopologyWorld(World):
             self.rewire()
 
 
-def _with(group: PodGroupRecord, topology: dict[str, Any]) -> PodGroupRecord:
+def _labelled(pod: PodRecord, part: str) -> PodRecord:
+    spec = {
+        "schedulerName": "volcano",
+        "priority": pod.priority,
+        "containers": [{"name": "c", "resources": {"requests": {"cpu": f"{pod.requests.cpu}m"}}}],
+    }
+    meta = {
+        "name": pod.name,
+        "namespace": pod.namespace,
+        "uid": pod.uid,
+        "labels": {PART: part},
+        "annotations": {"scheduling.k8s.io/group-name": pod.group.split("/")[-1]},
+    }
+    return PodRecord({"metadata": meta, "spec": spec, "status": {"phase": "Pending"}})
+
+
+def _with(group: PodGroupRecord, extra: dict[str, Any]) -> PodGroupRecord:
     raw = {
         "metadata": {
             "name": group.name,
@@ -119,7 +153,7 @@ def _with(group: PodGroupRecord, topology: dict[str, Any]) -> PodGroupRecord:
             "queue": group.queue,
             "minMember": group.min_member,
             "minResources": group.min_resources.to_resource_list() if group.min_resources else None,
-            "networkTopology": topology,
+            **extra,
         },
         "status": {"phase": group.phase},
     }
