@@ -24,7 +24,12 @@ from typing import TYPE_CHECKING
 
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
-from plugins.actions.domain_place import network_topology, placed_nodes, plan_in_domain
+from plugins.actions.domain_place import (
+    network_topology,
+    placed_nodes,
+    plan_in_domain,
+    subgroups,
+)
 from plugins.actions.evictions import EvictionRequest, choose_evictions
 from plugins.framework.decisions import ADMITTED, Grown
 from plugins.model.job_input import job_input
@@ -48,7 +53,14 @@ class Backfill:
             group = snapshot.podgroups.get(key)
             if group is None or not ssn.is_admitted(key):
                 continue
+            # Members of a subgroup are placed with their whole subgroup, never one by one.
+            sub = subgroups(ssn, group, snapshot.group_pods(key))
+            in_subgroups = (
+                set() if sub is None else {p.key for g in sub.groups if g.key for p in g.members}
+            )
             for pod_key in sorted(waiting):
+                if pod_key in in_subgroups:
+                    continue
                 pod = snapshot.pods.get(pod_key)
                 if (
                     pod is None

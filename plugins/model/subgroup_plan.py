@@ -19,7 +19,7 @@ from core.resources import ResourceVector
 from plugins.model.placement import Plan, reserved_by_node, slot_usage
 from plugins.model.subgroups import DEFAULT, SubGroup, SubGroups
 
-__all__ = ["PlaceSubGroup", "plan_subgroups"]
+__all__ = ["PlaceSubGroup", "keep_whole", "placement_order", "plan_subgroups"]
 
 # (its pending members, how many must be placed, the room others hold, its networkTopology,
 # the nodes of its members already placed) -> a plan; `inside` is the caller's to keep.
@@ -37,19 +37,19 @@ def _placed(group: SubGroup, pending: Collection[str]) -> list[str]:
     ]
 
 
-def plan_subgroups(
-    sub: SubGroups,
-    members: Sequence[PodRecord],
-    need: int,
-    need_per_task: Mapping[str, int],
-    reserved: Mapping[str, ResourceVector],
-    place: PlaceSubGroup,
-) -> Plan:
-    """The gang's plan (the module docstring); `members`: its pending members, placement order."""
+Todo = list[tuple[SubGroup, list[str], list[PodRecord]]]
+
+
+def _schedule(
+    sub: SubGroups, members: Sequence[PodRecord]
+) -> tuple[Todo, set[str], dict[str, int]]:
+    """The subgroups with members to place (with the nodes of their placed ones and their
+    pending ones, placement order), those minSubGroups needs (placed first), and how many more
+    whole subgroups each policy needs beyond those that could be."""
     rank = {pod.key: n for n, pod in enumerate(members)}
     pending = set(rank)
     whole: dict[str, int] = {}
-    todo: list[tuple[SubGroup, list[str], list[PodRecord]]] = []
+    todo: Todo = []
     for group in sub.groups:
         placed = _placed(group, pending)
         waiting = sorted((p for p in group.members if p.key in pending), key=lambda p: rank[p.key])
@@ -64,6 +64,42 @@ def plan_subgroups(
             required.add(group.key)
             short[group.policy] -= 1
     todo.sort(key=lambda t: (t[0].key == DEFAULT, t[0].key not in required))
+    return todo, required, short
+
+
+def placement_order(sub: SubGroups, members: Sequence[PodRecord]) -> list[PodRecord]:
+    """`members` in the order their subgroups are placed (what a queue keeps first when it
+    cannot take every member placed)."""
+    todo, _, _ = _schedule(sub, members)
+    return [pod for _, _, waiting in todo for pod in waiting]
+
+
+def keep_whole(
+    sub: SubGroups, planned: Mapping[str, str], kept: Mapping[str, str]
+) -> dict[str, str]:
+    """`kept` (some of the `planned` slots) without the members of a subgroup some of whose
+    planned members were not kept: a subgroup is placed whole or not at all."""
+    out = dict(kept)
+    for group in sub.groups:
+        if group.key == DEFAULT:
+            continue
+        placed = [pod.key for pod in group.members if pod.key in planned]
+        if any(key not in out for key in placed):
+            for key in placed:
+                out.pop(key, None)
+    return out
+
+
+def plan_subgroups(
+    sub: SubGroups,
+    members: Sequence[PodRecord],
+    need: int,
+    need_per_task: Mapping[str, int],
+    reserved: Mapping[str, ResourceVector],
+    place: PlaceSubGroup,
+) -> Plan:
+    """The gang's plan (the module docstring); `members`: its pending members, placement order."""
+    todo, required, short = _schedule(sub, members)
     if any(n > 0 for n in short.values()):
         missing = ", ".join(f"{p}: {n} more" for p, n in sorted(short.items()) if n > 0)
         return Plan(ok=False, reason=f"too few subgroups for minSubGroups ({missing})")

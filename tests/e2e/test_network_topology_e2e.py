@@ -7,10 +7,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.e2e.conftest import SimCluster, pod_manifest, start_cluster, wait_for
+from tests.e2e.conftest import SimCluster, start_cluster, wait_for
 from tests.e2e.topology import (
     CONF,
     HARD_1,
+    blocker,
     bound_nodes,
     hypernodes,
     leaves,
@@ -97,11 +98,7 @@ def test_a_volcano_job_with_a_network_topology_behaves_the_same(cluster: SimClus
 def test_two_partitions_of_4_each_land_in_a_tier1_hypernode_of_their_own(
     cluster: SimCluster,
 ) -> None:
-    # A pod on hollow-node-1 leaves s0 three free nodes: a partition placed anywhere would
-    # straddle s0 and s1; placed whole within one tier-1 HyperNode, it cannot.
-    blocker = pod_manifest("blocker", cpu="3", duration="forever", labels={"job": "blocker"})
-    blocker["spec"]["nodeName"] = LEAVES["s0"][1]
-    cluster.apply(blocker)
+    cluster.apply(blocker(LEAVES["s0"][1]))
     cluster.apply(partitioned_job("parts", "3", HARD_1))
     selector = "volcano.sh/job-name=parts"
     found = wait_for("parts bound", lambda: partitions_of(cluster, selector), 60)

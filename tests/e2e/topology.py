@@ -150,3 +150,11 @@ def partitions_of(cluster: SimCluster, selector: str) -> dict[str, set[str]] | N
         part = p["metadata"]["labels"]["volcano.sh/partition-id"]
         out.setdefault(part, set()).add(p["spec"]["nodeName"])
     return out
+
+
+def blocker(node: str) -> dict[str, Any]:
+    """A 3-cpu pod bound to `node` by name: its tier-1 HyperNode keeps three free nodes, so a
+    partition of 4 placed anywhere would straddle two HyperNodes."""
+    pod = pod_manifest("blocker", cpu="3", duration="forever", labels={"job": "blocker"})
+    pod["spec"]["nodeName"] = node
+    return pod

@@ -1,6 +1,7 @@
 """Gangs placed within HyperNodes on a real control plane (the second-scheduler install, its
 extender's conf naming network-topology-aware): the scenarios of `tests.e2e.topology` on 16
-hollow nodes of 4 cpu in 4 tier-1 HyperNodes under 2 spines, written with kubectl."""
+hollow nodes of 4 cpu in 4 tier-1 HyperNodes under 2 spines, written with kubectl; and a Job
+of two partitions, each a subgroup gang within a tier-1 HyperNode of its own."""
 
 from __future__ import annotations
 
@@ -13,10 +14,13 @@ from tests.e2e.conftest import wait_for
 from tests.e2e.topology import (
     CONF,
     HARD_1,
+    blocker,
     bound_nodes,
     hypernodes,
     leaves,
     leaves_of,
+    partitioned_job,
+    partitions_of,
     podgroup_gang,
     spines_of,
     unschedulable,
@@ -77,3 +81,16 @@ def test_a_volcano_job_with_a_hard_network_topology_lands_inside_one(
     selector = "volcano.sh/job-name=vj4"
     nodes = wait_for("vj4 bound", lambda: bound_nodes(cluster, selector, 4), 120)
     assert len(leaves_of(nodes, topology)) == 1, nodes
+
+
+def test_two_partitions_of_4_each_land_in_a_tier1_hypernode_of_their_own(
+    cluster: RealCluster, topology: dict[str, list[str]]
+) -> None:
+    cluster.apply(blocker(topology["s0"][1]))
+    cluster.apply(partitioned_job("parts", "3", HARD_1))
+    selector = "volcano.sh/job-name=parts"
+    found = wait_for("parts bound", lambda: partitions_of(cluster, selector), 120)
+    leaves = [leaves_of(nodes, topology) for nodes in found.values()]
+    assert len(found) == 2 and all(len(f) == 1 for f in leaves), found
+    assert leaves[0] != leaves[1], found
+    assert all(topology["s0"][1] not in nodes for nodes in found.values())

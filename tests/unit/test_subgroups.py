@@ -7,9 +7,10 @@ from __future__ import annotations
 from typing import Any
 
 from core.cache import ClusterCache
-from core.records import PodGroupRecord, PodRecord
-from plugins.framework.decisions import Admitted, Waiting
+from core.records import PodGroupRecord, PodRecord, QueueRecord
+from plugins.framework.decisions import Admitted, Grown, Waiting
 from plugins.model.subgroups import DEFAULT, subgroups_of
+from tests.session_harness import run
 from tests.unit.test_network_topology import PLAIN, POLICY, cluster, decide, domain_of
 
 PARTITION = "volcano.sh/partition-id"
@@ -140,3 +141,27 @@ def test_min_sub_groups_needs_that_many_whole_subgroups() -> None:
     decision = decide(cache, "ns/g", POLICY)
     assert isinstance(decision, Admitted)
     assert sorted(decision.slots) == [f"ns/g-0-{i}" for i in range(4)]
+
+
+def test_a_queue_that_cannot_take_a_whole_subgroup_takes_none_of_it() -> None:
+    """Capability 6 cpu: the subgroup minSubGroups needs (2 x 2 cpu) and one member of the
+    other would fit; a subgroup is whole or not at all, so only the first is placed."""
+    cache = cluster()
+    capped = {"metadata": {"name": "default", "uid": "q"}, "spec": {"capability": {"cpu": "6"}}}
+    cache.on_queue_update(cache.queues["default"], QueueRecord(capped))
+    partitioned(cache, 2, 2, 2, minSubGroups=1)
+    decision = decide(cache, "ns/g", POLICY)
+    assert isinstance(decision, Admitted)
+    assert sorted(decision.slots) == ["ns/g-0-0", "ns/g-0-1"]
+
+
+def test_backfill_never_grows_a_subgroup_member_alone() -> None:
+    """An admitted gang's member of a subgroup waiting for a node is not placed one by one
+    (its subgroup would be half placed); a member of no subgroup is."""
+    cache = cluster()
+    partitioned(cache, 2, 1, 2, minSubGroups=1)
+    cache.on_pod_add(pod("g-x", {}, 1))  # in no subgroup: the default one
+    waiting = {"ns/g": {"ns/g-1-0", "ns/g-x"}}
+    result = run(POLICY, cache.live_view(), admitted={"ns/g"}, elastic_waiting=waiting)
+    grown = [d.pod for d in result.decisions if isinstance(d, Grown)]
+    assert grown == ["ns/g-x"]
