@@ -25,9 +25,11 @@ from typing import TYPE_CHECKING
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
 from plugins.actions.domain_place import (
+    Network,
     network_topology,
     placed_nodes,
     plan_in_domain,
+    subgroup_member,
     subgroups,
 )
 from plugins.actions.evictions import EvictionRequest, choose_evictions
@@ -53,13 +55,12 @@ class Backfill:
             group = snapshot.podgroups.get(key)
             if group is None or not ssn.is_admitted(key):
                 continue
-            # Members of a subgroup are placed with their whole subgroup, never one by one.
+            # A subgroup's member grows alone only as the one member its subgroup misses (a
+            # replacement), within its subgroup's HyperNode; else it waits for its subgroup.
             sub = subgroups(ssn, group, snapshot.group_pods(key))
-            in_subgroups = (
-                set() if sub is None else {p.key for g in sub.groups if g.key for p in g.members}
-            )
             for pod_key in sorted(waiting):
-                if pod_key in in_subgroups:
+                place_as = subgroup_member(ssn, group, sub, pod_key) if sub is not None else True
+                if place_as is False:
                     continue
                 pod = snapshot.pods.get(pod_key)
                 if (
@@ -74,18 +75,27 @@ class Backfill:
                     break  # its queue drains for a starving gang
                 if ssn.allocatable(group.queue, pod.requests) is not None:
                     break  # the queue is at its share: no member of this gang grows now
-                grown = grow(ssn, group, pod)
+                grown = grow(ssn, group, pod, None if place_as is True else place_as)
                 if grown is not None:
                     ssn.take(grown, group)
                 break  # one member per gang and session: the next sees the queue with it
 
 
-def grow(ssn: Session, group: PodGroupRecord, pod: PodRecord) -> Grown | None:
+def grow(
+    ssn: Session,
+    group: PodGroupRecord,
+    pod: PodRecord,
+    place_as: tuple[Network | None, list[str]] | None = None,
+) -> Grown | None:
     """A slot for one elastic member: on free room, else on room evictions free; with a
-    networkTopology, within a HyperNode that holds the gang's other members."""
+    networkTopology, within a HyperNode that holds the gang's other members (`place_as`: a
+    subgroup's networkTopology and the nodes of its members, instead of the gang's)."""
     snapshot, prefer = ssn.snapshot, ssn.settings.prefer
-    network = network_topology(ssn, group)
-    placed = placed_nodes(ssn, group) if network is not None else []
+    if place_as is not None:
+        network, placed = place_as
+    else:
+        network = network_topology(ssn, group)
+        placed = placed_nodes(ssn, group) if network is not None else []
 
     def place(on: Snapshot, reserved: Mapping[str, ResourceVector]) -> Plan:
         if network is not None:

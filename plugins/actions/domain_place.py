@@ -16,7 +16,7 @@ from plugins.framework.inputs import TOPOLOGY
 from plugins.model import domains
 from plugins.model.placement import Plan, plan_gang
 from plugins.model.subgroup_plan import plan_subgroups
-from plugins.model.subgroups import SubGroups, subgroups_of
+from plugins.model.subgroups import DEFAULT, SubGroups, subgroups_of
 
 if TYPE_CHECKING:
     from core.cache import Snapshot
@@ -28,6 +28,7 @@ __all__ = [
     "placed_nodes",
     "plan_in_domain",
     "plan_with_subgroups",
+    "subgroup_member",
     "subgroups",
 ]
 
@@ -145,3 +146,33 @@ def plan_with_subgroups(
     constraint, job_weights = network
     gang = domains.gang_of(members, need, placed)
     return domains.place_in_domains(on, constraint, gang, reserved, for_job, job_weights)
+
+
+def subgroup_member(
+    ssn: Session, group: PodGroupRecord, sub: SubGroups, pod_key: str
+) -> tuple[Network | None, list[str]] | bool:
+    """How an elastic member of a gang with subgroups may grow alone: True in no subgroup (as
+    any member); False when its subgroup misses more than this one member (it is placed whole
+    or not at all); else its subgroup's networkTopology (None: the gang's) and the nodes of the
+    subgroup's members, which the HyperNode it lands in must hold."""
+    for subgroup in sub.groups:
+        if subgroup.key == DEFAULT or all(pod.key != pod_key for pod in subgroup.members):
+            continue
+        placed = []
+        for pod in subgroup.members:
+            if pod.terminal or pod.deleting:
+                continue
+            node = pod.node or ssn.room.held(pod.key)
+            if node is not None:
+                placed.append(node)
+        if subgroup.size - len(placed) != 1:
+            return False
+        weights = _weights(ssn)
+        constraint = None
+        if weights is not None and subgroup.topology:
+            constraint = domains.constraint_of(subgroup.topology, ssn.snapshot.hypernodes)
+        if constraint is None or weights is None:
+            network = network_topology(ssn, group)
+            return network, placed_nodes(ssn, group) if network is not None else []
+        return (constraint, weights), placed
+    return True

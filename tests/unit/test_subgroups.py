@@ -165,3 +165,39 @@ def test_backfill_never_grows_a_subgroup_member_alone() -> None:
     result = run(POLICY, cache.live_view(), admitted={"ns/g"}, elastic_waiting=waiting)
     grown = [d.pod for d in result.decisions if isinstance(d, Grown)]
     assert grown == ["ns/g-x"]
+
+
+def test_backfill_replaces_the_one_member_a_subgroup_misses_inside_its_hypernode() -> None:
+    """Partition 1 runs 3 of its 4 members in s3 (the gang above its minimum): its 4th, the
+    only one it misses, grows alone, within s3 (its subgroup's tier-1 HyperNode)."""
+    cache = cluster()
+    hard = {"mode": "hard", "highestTierAllowed": 1}
+    partitioned(cache, 4, 3, 4, minSubGroups=1, networkTopology=hard)
+    for i, node in enumerate(["n0", "n1", "n2", "n3"]):
+        cache.on_pod_update(cache.pods[f"ns/g-0-{i}"], _running(f"g-0-{i}", "0", node))
+    for i, node in enumerate(["n12", "n13", "n14"]):
+        cache.on_pod_update(cache.pods[f"ns/g-1-{i}"], _running(f"g-1-{i}", "1", node))
+    waiting = {"ns/g": {"ns/g-1-3"}}
+    result = run(POLICY, cache.live_view(), admitted={"ns/g"}, elastic_waiting=waiting)
+    [grown] = [d for d in result.decisions if isinstance(d, Grown)]
+    assert grown.pod == "ns/g-1-3" and grown.node == "n15"
+
+
+def _running(name: str, part: str, node: str) -> PodRecord:
+    return PodRecord(
+        {
+            "metadata": {
+                "name": name,
+                "namespace": "ns",
+                "uid": f"uid-{name}",
+                "labels": {TASK: "worker", PARTITION: part},
+                "annotations": {"scheduling.k8s.io/group-name": "g"},
+            },
+            "spec": {
+                "schedulerName": "volcano",
+                "nodeName": node,
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "3"}}}],
+            },
+            "status": {"phase": "Running"},
+        }
+    )
