@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
+from plugins.actions.backfill_subgroups import grow_subgroup
 from plugins.actions.domain_place import (
     Network,
     network_topology,
@@ -55,13 +56,13 @@ class Backfill:
             group = snapshot.podgroups.get(key)
             if group is None or not ssn.is_admitted(key):
                 continue
-            # A subgroup's member grows alone only as the one member its subgroup misses (a
-            # replacement), within its subgroup's HyperNode; else it waits for its subgroup.
+            # A subgroup's member grows alone as the one member its subgroup misses (or one
+            # beyond its size), within its subgroup's HyperNode; with more missing, the
+            # subgroup's missing members grow together or not at all.
             sub = subgroups(ssn, group, snapshot.group_pods(key))
             for pod_key in sorted(waiting):
-                place_as = subgroup_member(ssn, group, sub, pod_key) if sub is not None else True
-                if place_as is False:
-                    continue
+                growth = subgroup_member(ssn, group, sub, pod_key) if sub is not None else None
+                place_as = None if growth is None else (growth.network, growth.placed)
                 pod = snapshot.pods.get(pod_key)
                 if (
                     pod is None
@@ -73,9 +74,16 @@ class Backfill:
                     continue
                 if ssn.starvation.holding(group.queue, ssn.now) is not None:
                     break  # its queue drains for a starving gang
+                if growth is not None and growth.missing > 1:
+                    together = grow_subgroup(ssn, group, growth, waiting, NAME)
+                    if not together:
+                        continue  # (the subgroup cannot grow whole now: maybe another can)
+                    for whole in together:
+                        ssn.take(whole, group)
+                    break  # one subgroup per gang and session
                 if ssn.allocatable(group.queue, pod.requests) is not None:
                     break  # the queue is at its share: no member of this gang grows now
-                grown = grow(ssn, group, pod, None if place_as is True else place_as)
+                grown = grow(ssn, group, pod, place_as)
                 if grown is not None:
                     ssn.take(grown, group)
                 break  # one member per gang and session: the next sees the queue with it

@@ -7,6 +7,7 @@ of its own networkTopology inside the job's. Pure: no I/O."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from core.records import PodGroupRecord, PodRecord
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from plugins.framework.session import Session
 
 __all__ = [
+    "Growth",
     "Network",
     "network_topology",
     "placed_nodes",
@@ -148,31 +150,44 @@ def plan_with_subgroups(
     return domains.place_in_domains(on, constraint, gang, reserved, for_job, job_weights)
 
 
+@dataclass(frozen=True, slots=True)
+class Growth:
+    """How an elastic member of a subgroup may be placed: with the `missing` members of its
+    subgroup (`pending`: the subgroup's members waiting for a node), within a HyperNode of
+    `network` (the subgroup's networkTopology, else the gang's) holding the nodes `placed`."""
+
+    network: Network | None
+    placed: list[str]
+    missing: int
+    pending: list[PodRecord]
+
+
 def subgroup_member(
     ssn: Session, group: PodGroupRecord, sub: SubGroups, pod_key: str
-) -> tuple[Network | None, list[str]] | bool:
-    """How an elastic member of a gang with subgroups may grow alone: True in no subgroup (as
-    any member); False when its subgroup misses more than this one member (it is placed whole
-    or not at all); else its subgroup's networkTopology (None: the gang's) and the nodes of the
-    subgroup's members, which the HyperNode it lands in must hold."""
+) -> Growth | None:
+    """The growth of `pod_key`'s subgroup, None when it is in no subgroup (it grows as any
+    member)."""
     for subgroup in sub.groups:
         if subgroup.key == DEFAULT or all(pod.key != pod_key for pod in subgroup.members):
             continue
-        placed = []
+        placed: list[str] = []
+        pending: list[PodRecord] = []
         for pod in subgroup.members:
             if pod.terminal or pod.deleting:
                 continue
             node = pod.node or ssn.room.held(pod.key)
             if node is not None:
                 placed.append(node)
-        if subgroup.size - len(placed) != 1:
-            return False
+            else:
+                pending.append(pod)
+        missing = subgroup.size - len(placed)
         weights = _weights(ssn)
         constraint = None
         if weights is not None and subgroup.topology:
             constraint = domains.constraint_of(subgroup.topology, ssn.snapshot.hypernodes)
         if constraint is None or weights is None:
             network = network_topology(ssn, group)
-            return network, placed_nodes(ssn, group) if network is not None else []
-        return (constraint, weights), placed
-    return True
+            gang_placed = placed_nodes(ssn, group) if network is not None else []
+            return Growth(network, gang_placed, missing, pending)
+        return Growth((constraint, weights), placed, missing, pending)
+    return None

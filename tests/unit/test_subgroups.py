@@ -201,3 +201,24 @@ def _running(name: str, part: str, node: str) -> PodRecord:
             "status": {"phase": "Running"},
         }
     )
+
+
+def test_backfill_grows_a_subgroup_missing_several_members_whole() -> None:
+    """Partition 0 runs in s0, partition 1 lost 3 of its 4 members (one left, on n12): the
+    3 grow together, within s3, or not at all."""
+    cache = cluster()
+    hard = {"mode": "hard", "highestTierAllowed": 1}
+    partitioned(cache, 4, 3, 4, minSubGroups=1, networkTopology=hard)
+    for i, node in enumerate(["n0", "n1", "n2", "n3"]):
+        cache.on_pod_update(cache.pods[f"ns/g-0-{i}"], _running(f"g-0-{i}", "0", node))
+    cache.on_pod_update(cache.pods["ns/g-1-0"], _running("g-1-0", "1", "n12"))
+    waiting = {"ns/g": {"ns/g-1-1", "ns/g-1-2", "ns/g-1-3"}}
+    result = run(POLICY, cache.live_view(), admitted={"ns/g"}, elastic_waiting=waiting)
+    grown = {d.pod: d.node for d in result.decisions if isinstance(d, Grown)}
+    assert sorted(grown) == ["ns/g-1-1", "ns/g-1-2", "ns/g-1-3"]
+    assert set(grown.values()) == {"n13", "n14", "n15"}
+    # Only two of the three exist (the third not made again yet): none grows.
+    cache.on_pod_delete(cache.pods["ns/g-1-3"])
+    fewer = {"ns/g": {"ns/g-1-1", "ns/g-1-2"}}
+    result = run(POLICY, cache.live_view(), admitted={"ns/g"}, elastic_waiting=fewer)
+    assert not [d for d in result.decisions if isinstance(d, Grown)]
