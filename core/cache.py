@@ -29,7 +29,8 @@ from core.cache_columns import ROW_DIMS as ROW_DIMS
 from core.cache_columns import NodeColumns
 from core.cache_leaving import LeavingPods
 from core.cache_snapshot import _ZERO, CacheEpochs, Snapshot, _add, _free, _sub
-from core.cache_wiring import informers_for, mark_synced
+from core.cache_topology import TopologyBook
+from core.cache_wiring import hypernode_informer, informers_for, mark_synced
 from core.gc_pauses import freeze_on_growth
 from core.kube.client import (
     KubeClient,
@@ -44,6 +45,7 @@ from core.records import (
     QueueRecord,
 )
 from core.records.numa import NumaRecord
+from core.records.topology import HyperNodeRecord
 from core.resources import ResourceVector
 
 log = logging.getLogger("vulcan.cache")
@@ -108,6 +110,10 @@ class ClusterCache:
         # a gang that loses a bound member is told before any other event is handled.
         self.pod_listeners: list[Callable[[str, PodRecord | None, PodRecord | None], None]] = []
         self.leaving = LeavingPods()  # evictions asked, not seen yet (`core.cache_leaving`)
+        # The HyperNodes and their tree (`core.cache_topology`); its informer is not waited
+        # for at sync: a cluster without the HyperNode CRD schedules all but topology gangs.
+        self.topology = TopologyBook(self.nodes, self._topology_changed)
+        self.optional_informers: list[Informer] = []  # type: ignore[type-arg]
 
     def _changed(self) -> None:
         self.changed.set()
@@ -146,6 +152,8 @@ class ClusterCache:
             # A heartbeat (conditions' times, images, ...): nothing scheduling reads changed.
             self.nodes[name] = node
             return
+        if old is None or node is None or old.labels != node.labels:
+            self.topology.nodes_changed()
         if old is not None and old.ready:
             self.total_allocatable = self.total_allocatable - old.allocatable
         if node is None:
@@ -415,6 +423,21 @@ class ClusterCache:
     def on_namespace_delete(self, namespace: NamespaceRecord) -> None:
         self._set_namespace_queue(namespace.name, None)
 
+    # ------------------------------------------------------------------ HyperNodes
+
+    def _topology_changed(self) -> None:
+        self.epochs.bump_topology()
+        self._changed()
+
+    def on_hypernode_add(self, record: HyperNodeRecord) -> None:
+        self.topology.set(record)
+
+    def on_hypernode_update(self, old: HyperNodeRecord, new: HyperNodeRecord) -> None:
+        self.topology.set(new)
+
+    def on_hypernode_delete(self, record: HyperNodeRecord) -> None:
+        self.topology.delete(record)
+
     # ------------------------------------------------------------ priority classes
 
     def _priority_classes_changed(self) -> None:
@@ -492,6 +515,7 @@ class ClusterCache:
             epochs=self.epochs,
             numa=self.numa if numa else {},
             numa_pods=self.numa_pods,
+            hypernodes=self.topology.tree(),
         )
 
     def snapshot(self) -> Snapshot:
@@ -517,6 +541,7 @@ class ClusterCache:
             epochs=self.epochs.copy(),
             numa=dict(self.numa),
             numa_pods=frozenset(self.numa_pods),
+            hypernodes=self.topology.tree(),
         )
 
     def recompute(self) -> tuple[dict[str, ResourceVector], dict[str, ResourceVector]]:
@@ -543,10 +568,15 @@ class ClusterCache:
         self.informers = informers_for(
             self, client, watch_list=watch_list, pod_field_selector=pod_field_selector
         )
+        self.optional_informers = [hypernode_informer(self, client, watch_list=watch_list)]
+        self.topology.listing()
         self._tasks = [
             asyncio.create_task(i.run(), name=f"informer-{i.resource.plural}")
-            for i in self.informers
+            for i in (*self.informers, *self.optional_informers)
         ]
+        self._tasks.append(
+            asyncio.create_task(self._topology_synced(), name="cache-hypernodes-synced")
+        )
         self._tasks.append(asyncio.create_task(self._mark_synced(), name="cache-synced"))
         self._tasks.append(
             asyncio.create_task(freeze_on_growth(self.object_count), name="cache-gc-freeze")
@@ -557,6 +587,10 @@ class ClusterCache:
 
     async def _mark_synced(self) -> None:
         await mark_synced(self)
+
+    async def _topology_synced(self) -> None:
+        await self.optional_informers[0].synced.wait()
+        self.topology.synced()
 
     async def wait_synced(self, timeout: float | None = None) -> None:
         await asyncio.wait_for(self.synced.wait(), timeout)

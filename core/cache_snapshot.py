@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from core.hypernode_tree import EMPTY_TREE, HyperNodeTree
 from core.records import NodeRecord, PodGroupRecord, PodRecord, QueueRecord
 from core.records.numa import NumaRecord
 from core.resources import ResourceVector
@@ -37,11 +38,13 @@ class CacheEpochs:
     every change of a node, pod, PodGroup, Queue or namespace queue; a queue gone and back
     starts anew). `room`: any node's capacity or load (a pod bound or gone, a
     gang's room reserved); `queue_pods[q]`: the pods of queue q that hold a node (what reclaim
-    and preempt may take: bound and not leaving), or one of its PodGroups."""
+    and preempt may take: bound and not leaving), or one of its PodGroups; `topology`: the
+    HyperNode tree (a HyperNode, a node's labels, the node set, the HyperNodes listed)."""
 
     room: int = 0
     queue_pods: dict[str, int] = dataclasses.field(default_factory=dict)
     clock: int = 0
+    topology: int = 0
 
     def tick(self) -> int:
         self.clock += 1
@@ -54,8 +57,11 @@ class CacheEpochs:
         if queue is not None:
             self.queue_pods[queue] = self.tick()
 
+    def bump_topology(self) -> None:
+        self.topology = self.tick()
+
     def copy(self) -> CacheEpochs:
-        return CacheEpochs(self.room, dict(self.queue_pods), self.clock)
+        return CacheEpochs(self.room, dict(self.queue_pods), self.clock, self.topology)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +102,8 @@ class Snapshot:
     """Node name -> its Numatopology (a change of one moves `epochs.room`)."""
     numa_pods: frozenset[str] | set[str] = frozenset()
     """Keys of the Guaranteed pods (bound or not, not finished): what holds NUMA cells."""
+    hypernodes: HyperNodeTree = EMPTY_TREE
+    """The HyperNode tree (`core.hypernode_tree`): where networkTopology gangs may land."""
 
     def node_free(self, name: str) -> ResourceVector:
         return _free(self.nodes, self.node_requested, name)

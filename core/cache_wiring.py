@@ -9,6 +9,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from core.kube.client import (
+    HYPERNODES,
     NAMESPACES,
     NODES,
     NUMATOPOLOGIES,
@@ -28,6 +29,7 @@ from core.records import (
     QueueRecord,
 )
 from core.records.numa import NumaRecord
+from core.records.topology import HyperNodeRecord
 
 if TYPE_CHECKING:
     from core.cache import ClusterCache
@@ -66,6 +68,18 @@ def informers_for(
     numa = Informer(client, NUMATOPOLOGIES, NumaRecord, watch_list=watch_list)
     numa.add_handlers(cache.on_numa_add, cache.on_numa_update, cache.on_numa_delete)
     return [nodes, pods, groups, queues, namespaces, priority, numa]
+
+
+def hypernode_informer(
+    cache: ClusterCache, client: KubeClient, *, watch_list: bool = False
+) -> Informer[HyperNodeRecord]:
+    """The HyperNodes' informer (not started), which `mark_synced` does not wait for: without
+    the HyperNode CRD it never syncs, and only gangs with a networkTopology wait for it."""
+    informer = Informer(client, HYPERNODES, HyperNodeRecord, watch_list=watch_list)
+    informer.add_handlers(
+        cache.on_hypernode_add, cache.on_hypernode_update, cache.on_hypernode_delete
+    )
+    return informer
 
 
 async def mark_synced(cache: ClusterCache) -> None:

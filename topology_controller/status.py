@@ -7,50 +7,18 @@ that select nothing (allowed: nodes may join later) are reported with a Warning 
 from __future__ import annotations
 
 import logging
-from typing import Any
 
-from core.api.topology import HyperNode
-from core.api.topology_members import child_hypernodes, direct_nodes
+from core.api.topology_members import nodes_below
 from core.api.validation_hypernode import unmatched_members
 from core.controller.runtime import Builder, ObjectRef
 from core.kube.client import HYPERNODES, NODES, ApiError, KubeClient
 from core.kube.events import EventRecorder
+from core.records.topology import HyperNodeRecord
 from topology_controller.controller import NodeLabels
 
 log = logging.getLogger("vulcan.controllers.hypernode")
 
 HYPERNODE_STATUS = "hypernode-controller"
-
-
-class HyperNodeRecord:
-    __slots__ = ("hypernode", "key", "node_count", "rv")
-
-    def __init__(self, obj: dict[str, Any]) -> None:
-        meta = obj["metadata"]
-        self.key: str = meta["name"]
-        self.rv: str = meta.get("resourceVersion", "")
-        self.node_count = (obj.get("status") or {}).get("nodeCount")
-        self.hypernode: HyperNode | None
-        try:
-            self.hypernode = HyperNode.model_validate(obj)
-        except ValueError:
-            self.hypernode = None
-
-
-def nodes_below(
-    name: str,
-    hypernodes: dict[str, HyperNode],
-    node_labels: dict[str, dict[str, str]],
-    seen: frozenset[str] = frozenset(),
-) -> set[str]:
-    """Every node in `name`'s subtree (a cycle, refused by admission, is cut where it closes)."""
-    hypernode = hypernodes.get(name)
-    if hypernode is None or name in seen:
-        return set()
-    out = direct_nodes(hypernode, node_labels)
-    for child in child_hypernodes(hypernode, hypernodes):
-        out |= nodes_below(child, hypernodes, node_labels, seen | {name})
-    return out
 
 
 class HyperNodeStatusReconciler:

@@ -1,6 +1,7 @@
 """What a HyperNode member selects: node names by exact name, regex or label selector, and the
 member HyperNodes by exact name or regex (a label selector applies to nodes only, as in
-Volcano). Pure functions, shared by admission, the status writer and placement."""
+Volcano); and every node below a HyperNode through its member HyperNodes (`nodes_below`). Pure
+functions, shared by admission, the status writer and placement (`core.hypernode_tree`)."""
 
 from __future__ import annotations
 
@@ -44,6 +45,8 @@ def _names_matching(member: MemberSpec, names: Iterable[str]) -> set[str]:
     sel = member.selector
     if sel.exact_match is not None:
         wanted = sel.exact_match.name
+        if isinstance(names, Mapping | set | frozenset):  # a lookup, not a walk of every name
+            return {wanted} if wanted in names else set()
         return {n for n in names if n == wanted}
     if sel.regex_match is not None:
         compiled = _compile(sel.regex_match.pattern)
@@ -72,7 +75,7 @@ def member_hypernodes(member: MemberSpec, hypernodes: Iterable[str]) -> set[str]
 
 
 def child_hypernodes(hypernode: HyperNode, hypernodes: Iterable[str]) -> set[str]:
-    names = list(hypernodes)
+    names = hypernodes if isinstance(hypernodes, Mapping) else list(hypernodes)
     out: set[str] = set()
     for member in hypernode.spec.members or ():
         out |= member_hypernodes(member, names)
@@ -85,3 +88,43 @@ def direct_nodes(hypernode: HyperNode, node_labels: Mapping[str, Mapping[str, st
     for member in hypernode.spec.members or ():
         out |= member_nodes(member, node_labels)
     return out
+
+
+def nodes_below(
+    name: str,
+    hypernodes: Mapping[str, HyperNode],
+    node_labels: Mapping[str, Mapping[str, str]],
+    known: dict[str, frozenset[str]] | None = None,
+) -> frozenset[str]:
+    """Every node in `name`'s subtree (a cycle, refused by admission, is cut where it closes).
+    `known`: subtrees resolved already (name -> nodes), filled as it goes, so resolving a
+    whole tree visits each HyperNode once."""
+    return _below(name, hypernodes, node_labels, frozenset(), {} if known is None else known)[0]
+
+
+def _below(
+    name: str,
+    hypernodes: Mapping[str, HyperNode],
+    node_labels: Mapping[str, Mapping[str, str]],
+    seen: frozenset[str],
+    known: dict[str, frozenset[str]],
+) -> tuple[frozenset[str], bool]:
+    """(the nodes, whether a cycle was cut below: then the answer depends on the path and is
+    not kept in `known`)."""
+    if name in known:
+        return known[name], False
+    hypernode = hypernodes.get(name)
+    if hypernode is None:
+        return frozenset(), False
+    if name in seen:
+        return frozenset(), True
+    out = direct_nodes(hypernode, node_labels)
+    cut = False
+    for child in child_hypernodes(hypernode, hypernodes):
+        nodes, child_cut = _below(child, hypernodes, node_labels, seen | {name}, known)
+        out |= nodes
+        cut = cut or child_cut
+    found = frozenset(out)
+    if not cut:
+        known[name] = found
+    return found, cut

@@ -93,6 +93,15 @@ def build_podgroup(meta: Mapping[str, Any], spec: JobSpec) -> dict[str, Any]:
     }
     if spec.priority_class_name:
         group_spec["priorityClassName"] = spec.priority_class_name
+    if spec.network_topology is not None:
+        # Volcano's createOrUpdatePodGroup: set when the PodGroup is made, never updated.
+        topology = spec.network_topology
+        group_topology: dict[str, Any] = {"mode": topology.mode}
+        if topology.highest_tier_allowed is not None:
+            group_topology["highestTierAllowed"] = topology.highest_tier_allowed
+        elif topology.highest_tier_name:
+            group_topology["highestTierName"] = topology.highest_tier_name
+        group_spec["networkTopology"] = group_topology
     sub_groups = sub_group_policies(spec)
     if sub_groups:
         group_spec["subGroupPolicy"] = sub_groups

@@ -19,15 +19,27 @@ each reclaim taking one member for one member."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from core.records import PodGroupRecord, PodRecord
+from core.resources import ResourceVector
+from plugins.actions.backfill_subgroups import grow_subgroup
+from plugins.actions.domain_place import (
+    Network,
+    network_topology,
+    placed_nodes,
+    plan_in_domain,
+    subgroup_member,
+    subgroups,
+)
 from plugins.actions.evictions import EvictionRequest, choose_evictions
 from plugins.framework.decisions import ADMITTED, Grown
 from plugins.model.job_input import job_input
-from plugins.model.placement import plan_gang
+from plugins.model.placement import Plan, plan_gang
 
 if TYPE_CHECKING:
+    from core.cache import Snapshot
     from plugins.framework.session import Session
 
 __all__ = ["NAME", "Backfill", "grow"]
@@ -44,7 +56,13 @@ class Backfill:
             group = snapshot.podgroups.get(key)
             if group is None or not ssn.is_admitted(key):
                 continue
+            # A subgroup's member grows alone as the one member its subgroup misses (or one
+            # beyond its size), within its subgroup's HyperNode; with more missing, the
+            # subgroup's missing members grow together or not at all.
+            sub = subgroups(ssn, group, snapshot.group_pods(key))
             for pod_key in sorted(waiting):
+                growth = subgroup_member(ssn, group, sub, pod_key) if sub is not None else None
+                place_as = None if growth is None else (growth.network, growth.placed)
                 pod = snapshot.pods.get(pod_key)
                 if (
                     pod is None
@@ -56,23 +74,48 @@ class Backfill:
                     continue
                 if ssn.starvation.holding(group.queue, ssn.now) is not None:
                     break  # its queue drains for a starving gang
+                if growth is not None and growth.missing > 1:
+                    together = grow_subgroup(ssn, group, growth, waiting, NAME)
+                    if not together:
+                        continue  # (the subgroup cannot grow whole now: maybe another can)
+                    for whole in together:
+                        ssn.take(whole, group)
+                    break  # one subgroup per gang and session
                 if ssn.allocatable(group.queue, pod.requests) is not None:
                     break  # the queue is at its share: no member of this gang grows now
-                grown = grow(ssn, group, pod)
+                grown = grow(ssn, group, pod, place_as)
                 if grown is not None:
                     ssn.take(grown, group)
                 break  # one member per gang and session: the next sees the queue with it
 
 
-def grow(ssn: Session, group: PodGroupRecord, pod: PodRecord) -> Grown | None:
-    """A slot for one elastic member: on free room, else on room evictions free."""
+def grow(
+    ssn: Session,
+    group: PodGroupRecord,
+    pod: PodRecord,
+    place_as: tuple[Network | None, list[str]] | None = None,
+) -> Grown | None:
+    """A slot for one elastic member: on free room, else on room evictions free; with a
+    networkTopology, within a HyperNode that holds the gang's other members (`place_as`: a
+    subgroup's networkTopology and the nodes of its members, instead of the gang's)."""
     snapshot, prefer = ssn.snapshot, ssn.settings.prefer
+    if place_as is not None:
+        network, placed = place_as
+    else:
+        network = network_topology(ssn, group)
+        placed = placed_nodes(ssn, group) if network is not None else []
+
+    def place(on: Snapshot, reserved: Mapping[str, ResourceVector]) -> Plan:
+        if network is not None:
+            return plan_in_domain(on, network, [pod], 1, reserved, placed, prefer=prefer)
+        return plan_gang(on, [pod], 1, reserved, prefer=prefer)
+
     reserved = ssn.room.reserved
-    plan = plan_gang(snapshot, [pod], 1, reserved, prefer=prefer)
+    plan = place(snapshot, reserved)
     future = ssn.room.future()
     if not plan.ok and future is not None:
         reserved = future
-        plan = plan_gang(snapshot, [pod], 1, reserved, prefer=prefer)
+        plan = place(snapshot, reserved)
     evictions = None
     if not plan.ok:
         job = job_input(snapshot, group)
@@ -86,7 +129,9 @@ def grow(ssn: Session, group: PodGroupRecord, pod: PodRecord) -> Grown | None:
             allocated=job.allocated,
             whole_gangs=False,  # an elastic member never breaks another gang
         )
-        planned = choose_evictions(ssn, group, [pod], request)
+        planned = choose_evictions(
+            ssn, group, [pod], request, place=lambda trial: place(trial, request.reserved)
+        )
         if planned is None:
             return None
         plan, evictions = planned.plan, planned.evictions

@@ -16,6 +16,13 @@ from typing import TYPE_CHECKING
 from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
 from plugins.actions import preempt
+from plugins.actions.domain_place import (
+    network_topology,
+    placed_nodes,
+    plan_in_domain,
+    plan_with_subgroups,
+    subgroups,
+)
 from plugins.actions.evictions import EvictionRequest, choose_evictions
 from plugins.actions.promise import enqueue_by_eviction, held_by_peers
 from plugins.builtin.task_topology import (
@@ -31,6 +38,8 @@ from plugins.model.elastic import trim_elastic
 from plugins.model.gang import GangView
 from plugins.model.job_order import JobInput
 from plugins.model.placement import Plan, plan_gang
+from plugins.model.subgroup_plan import keep_whole, placement_order
+from plugins.model.subgroups import SubGroups
 from plugins.model.victims import effective_units
 
 if TYPE_CHECKING:
@@ -103,8 +112,21 @@ def allocate_gang(ssn: Session, group: PodGroupRecord, view: GangView, job: JobI
     topology = _topology(ssn, group, view)
     prefer = ssn.settings.prefer
     held = ssn.room.held
+    network = network_topology(ssn, group)
+    placed = placed_nodes(ssn, group) if network is not None else []
+    sub = subgroups(ssn, group, view.members)
 
     def place(reserved: Mapping[str, ResourceVector], on: Snapshot) -> Plan:
+        if sub is not None:
+            return plan_with_subgroups(
+                ssn, on, network, sub, members, need, per_task, reserved, placed,
+                prefer=prefer, held=held,
+            )  # fmt: skip
+        if network is not None:
+            return plan_in_domain(
+                on, network, members, need, reserved, placed,
+                need_per_task=per_task, prefer=prefer, held=held,
+            )  # fmt: skip
         if topology is not None:
             return plan_topology_gang(
                 on, members, need, reserved, topology, need_per_task=per_task, held=held
@@ -127,7 +149,9 @@ def allocate_gang(ssn: Session, group: PodGroupRecord, view: GangView, job: JobI
         if plan is not None and not plan.ok:
             plan = place(reserved, snapshot)
     if plan is not None and plan.ok:
-        plan = _within_queue(ssn, group.queue, demand, plan, members, need, per_task)
+        plan = _within_queue(ssn, group.queue, demand, plan, members, need, per_task, sub)
+        if not plan.ok:
+            return Admission(reason=f"gang {key}: waiting for admission: {plan.reason}")
         return Admission(plan=plan, demand=demand)
     request = EvictionRequest(
         need=need,
@@ -154,7 +178,9 @@ def allocate_gang(ssn: Session, group: PodGroupRecord, view: GangView, job: JobI
         # the placement stays valid).
         units = effective_units({u.pods: u for u in [*evictions.units, *promise.units]}.values())
         evictions = dataclasses.replace(evictions, units=tuple(units))
-    plan = _within_queue(ssn, group.queue, demand, planned.plan, members, need, per_task)
+    plan = _within_queue(ssn, group.queue, demand, planned.plan, members, need, per_task, sub)
+    if not plan.ok:
+        return Admission(reason=f"gang {key}: waiting for admission: {plan.reason}")
     return Admission(plan=plan, evictions=evictions, demand=demand)
 
 
@@ -166,10 +192,12 @@ def _within_queue(
     members: list[PodRecord],
     need: int,
     per_task: Mapping[str, int],
+    sub: SubGroups | None = None,
 ) -> Plan:
     """The plan with only the elastic members (beyond the gang's minimum) its queue may take,
     judged one at a time after the minimum (`plugins.model.elastic.trim_elastic`): a gang's
-    surplus never takes its queue past its deserved share or capability."""
+    surplus never takes its queue past its deserved share or capability. Subgroups are kept
+    whole or not at all, in the order they were placed (not ok: then it is short of `need`)."""
     if len(plan.slots) <= need:
         return plan
     # Booked with the session's Allocate handlers while judged, and taken back after with
@@ -185,11 +213,17 @@ def _within_queue(
         booked.append(pod.requests)
         return True
 
+    order = members if sub is None else placement_order(sub, members)
     try:
-        kept = trim_elastic(plan.slots, members, need, per_task, accept)
+        kept = trim_elastic(plan.slots, order, need, per_task, accept)
     finally:
         for amount in booked:
             ssn.task_deallocated(queue, amount)
+    if sub is not None:
+        kept = keep_whole(sub, plan.slots, kept)
+        if len(kept) < need:
+            why = "its queue cannot take the subgroups it needs whole"
+            return Plan(ok=False, reason=why, placed=len(kept))
     if len(kept) == len(plan.slots):
         return plan
     requests = {pod.key: pod.requests for pod in members}

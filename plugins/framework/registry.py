@@ -14,6 +14,7 @@ from plugins.builtin.binpack import BinpackPlugin
 from plugins.builtin.conformance import ConformancePlugin
 from plugins.builtin.drf import DrfPlugin
 from plugins.builtin.gang import GangPlugin
+from plugins.builtin.network_topology import NetworkTopologyPlugin
 from plugins.builtin.nodeorder import NodeOrderPlugin
 from plugins.builtin.numaaware import NumaAwarePlugin
 from plugins.builtin.overcommit import OvercommitPlugin
@@ -51,6 +52,7 @@ PLUGINS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     # Volcano registers it as numa-aware; numaaware is its package's name.
     "numa-aware": NumaAwarePlugin,
     "numaaware": NumaAwarePlugin,
+    "network-topology-aware": NetworkTopologyPlugin,
 }
 IMPLEMENTED_PLUGINS: tuple[str, ...] = tuple(PLUGINS)
 # The actions (plugins.actions.allocate): enqueue and allocate (admission and whole-gang placement),

@@ -11,7 +11,7 @@ from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
 from plugins.framework.extension_points import CLOCK, CLUSTER, QUEUE, PassState
-from plugins.framework.inputs import QUEUES, ROOM, TOTAL, USED
+from plugins.framework.inputs import QUEUES, ROOM, TOPOLOGY, TOTAL, USED
 from plugins.framework.pass_input import ExtenderFacts
 from plugins.framework.reads import Ask, Basis, ReadLog
 from plugins.framework.room import Room, VictimPool
@@ -83,6 +83,8 @@ class SessionReads:
             return (self.queues_at_open(), self.version)
         if key == USED:
             return tuple(sorted(self.state.used.items()))
+        if key == TOPOLOGY:
+            return epochs.topology
         kind, scope = key[0], key[1]  # type: ignore[index]
         if kind == "victims":
             cache = epochs.clock if scope is None else epochs.queue_pods.get(scope)

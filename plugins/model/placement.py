@@ -31,7 +31,7 @@ Pure functions: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -104,6 +104,7 @@ def plan_gang(
     node_ok: Callable[[NodeRecord], bool] | None = None,
     prefer: Prefer = "binpack",
     held: Held | None = None,
+    within: Collection[str] | None = None,
 ) -> Plan:
     """Place a gang's pending `members` together, or explain why they cannot be.
 
@@ -121,6 +122,7 @@ def plan_gang(
         given; the rules that depend on other pods (ports, pod affinity, spread) still apply.
     held: pod key -> node of another gang's reservation (`GangLedger.slot_of`): those pods
         count where they will be for host ports, pod affinity and spread.
+    within: only these nodes (a HyperNode's: `plugins.model.domains`); None: every node.
 
     The plan gives slots to at least `need` members (and each role its share) and then to as
     many further members as fit, so an elastic gang gets everything the cluster can hold now.
@@ -136,7 +138,8 @@ def plan_gang(
     rows: list[list[int]] = []
     total_free: dict[str, int] = dict.fromkeys(dims, 0)
     filtered = 0  # nodes a member's own rules turned away though a plain pod could use them
-    for name in sorted(snapshot.nodes):
+    candidates = snapshot.nodes if within is None else [n for n in within if n in snapshot.nodes]
+    for name in sorted(candidates):
         node = snapshot.nodes[name]
         if not check(node):
             if check is not schedulable_node and schedulable_node(node):
