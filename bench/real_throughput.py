@@ -31,6 +31,9 @@ watching pods sees them. CPU seconds per 1,000 pods of every process (etcd, kube
 kube-scheduler, the extender, this load generator) are counted from the first create to the last
 Binding, so the extender's handling of every pod's creation is included.
 
+`--workload gangs` (bench/real_gangs.py): vulcan with the same pod count as gangs (Volcano Jobs
+or PodGroups) against vulcan with plain pods, in the same run; its own last line.
+
 Last line: `pods_per_s=<A> with_extender_pods_per_s=<B> floor_pods_per_s=<C>
 extender_to_floor=<B/C> extender_cpu_ms_per_pod=<X> floor_cpu_ms_per_pod=<Y>` (rates and CPU the
 mean over rounds).
@@ -49,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench import real_gangs
 from bench.real_cluster import (
     MODES,
     PhaseCluster,
@@ -308,12 +312,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="record the extender of each extender phase with py-spy (pip install py-spy) "
         "into DIR/<phase>-<round>.txt (collapsed stacks) while the pods are scheduled",
     )
+    real_gangs.add_arguments(parser)
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # progress as it goes
+    if args.workload == "gangs":
+        real_gangs.layout(args)  # bad gang flags said before anything starts
     why = missing_requirement()
     if why is not None:
         print(why, flush=True)
@@ -329,6 +336,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"install: {install} (the bind entry takes {binds})", flush=True)
     if args.with_prioritize:
         setup = (with_prioritize(setup[0]), {})
+    if args.workload == "gangs":
+        real_gangs.run(args, assets, setup)
+        return 0
     results = [
         run_phase(assets, mode, args, setup, round_)
         for round_ in range(args.rounds)
