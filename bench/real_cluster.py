@@ -307,7 +307,8 @@ class PhaseCluster:
 
     def failed(self) -> str | None:
         """Why the phase cannot go on (a part exited), with its log's tail; None when all run."""
-        for child in self.plane.children:
+        installed = self.install.children if self.install is not None else []
+        for child in [*self.plane.children, *installed]:
             if child.process is not None and not child.running:
                 return child.failure()
         return None

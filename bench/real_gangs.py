@@ -117,7 +117,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def layout(args: argparse.Namespace) -> Layout:
     """The gangs `args` ask for; SystemExit naming the flag when they cannot be made."""
-    size = args.gang_size or DEFAULT_GANG_SIZE[args.gang_shape]
+    size = DEFAULT_GANG_SIZE[args.gang_shape] if args.gang_size is None else args.gang_size
     if size < 1:
         raise SystemExit(f"--gang-size: {size} is not a positive number of members")
     if args.pods < 1 or args.pods % size:
@@ -326,6 +326,8 @@ async def measure(
         f"[{label}] first Binding {progress.first_bound - started:.1f}s after the first create, "
         f"last {done - progress.first_bound:.1f}s later: {rate:.1f} pods/s"
     )
+    if not args.create_first and rate >= 0.9 * result.create_per_s:
+        print(f"[{label}] binding kept up with creation: the rate may be creation's")
     parts = ", ".join(f"{role} {seconds * 1000 / pods:.2f}" for role, seconds in used.items())
     print(f"[{label}] CPU seconds per 1000 pods: {parts}", flush=True)
     if result.whole_s:
