@@ -13,7 +13,8 @@ from typing import Any
 import orjson
 import pytest
 
-from bench.real_gangs import Layout, Progress, _Member, creations, layout, percentile
+from bench.real_gang_objects import Layout, creations
+from bench.real_gangs import Progress, _Member, layout, percentile
 from bench.real_gangs import last_line as gang_last_line
 from bench.real_throughput import last_line, parse_args
 from tests.helpers import REPO
