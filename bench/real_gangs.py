@@ -4,11 +4,11 @@ kube-scheduler, against plain pods in the same run.
     VULCAN_KUBE_ASSETS=/path/to/kube-assets .venv/bin/python -m bench.real_throughput \\
         --workload gangs --gang-shape jobs --nodes 1000 --pods 10000
 
-Two phases, interleaved over `--rounds` (plain, gangs, plain, gangs with the default 2), each on
-a fresh control plane with vulcan installed as the real tier installs it: the extender, the
-controllers (Volcano Jobs' pods and PodGroups, the default Queue) and the admission webhooks,
-and kube-scheduler with the install's extender entries and scoring on two alike profiles,
-`default-scheduler` and the install's `volcano`:
+Two phases (`--phases` is the plain workload's), interleaved over `--rounds` (plain, gangs,
+plain, gangs with the default 2), each on a fresh control plane with vulcan installed as the
+real tier installs it: the extender, the controllers (Volcano Jobs' pods and PodGroups, the
+default Queue) and the admission webhooks, and kube-scheduler with the install's extender
+entries and scoring on two alike profiles, `default-scheduler` and the install's `volcano`:
 - plain: P plain pods (1 cpu, 2Gi, no scheduler named), as the plain workload's vulcan phase;
 - gangs: the same P pods as gangs of `--gang-size` members, all named to `volcano`:
   `--gang-shape jobs` (default) P/100 Volcano Jobs of one task (minAvailable = replicas = 100):
@@ -239,6 +239,9 @@ async def measure(
         await _await(progress.all_bound, cluster, bound, args.timeout)
         done = time.monotonic()
         cpu_after = phase_cpu(cluster)
+        failure = cluster.failed()  # its CPU would be missing: the phase is not measured whole
+        if failure:
+            raise RuntimeError(f"{bound()}, but a part exited: {failure}")
         cluster.stop_profiler()
         algorithm = scheduler_algorithm_quantiles(cluster)
         report_extender_metrics(label, cluster)
