@@ -38,6 +38,8 @@ MODES = ("alone", "vulcan", "floor")
 INSTALL_MODE = "second-scheduler"  # every pod of the profile goes through the extender
 NODE_CPU, NODE_MEMORY, NODE_PODS = "32", "128Gi", "110"
 SCHEDULER_QPS = 5000
+DEFAULT_PROFILE = "default-scheduler"  # the plain workload's pods name no scheduler
+GANG_PROFILE = "volcano"  # the install's second scheduler, named by Volcano Jobs' pods
 
 
 def _install_config(components: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -76,12 +78,14 @@ def scheduler_config(
     extenders: list[dict[str, Any]],
     extender_url: str | None,
     scoring: dict[str, Any] | None = None,
+    profiles: tuple[str, ...] = (DEFAULT_PROFILE,),
 ) -> dict[str, Any]:
     """kube-scheduler's configuration for a phase: the default profile (the benchmark's pods
     name no scheduler), no leader election, client QPS raised so that the client's rate limit
     is not what is measured, and (with an extender) the install's entries with only the URL
     changed, so the no-op floor is called with the same verbs as vulcan, and the install's
-    profile `scoring` (the same for vulcan and the floor)."""
+    profile `scoring` (the same for vulcan and the floor). `profiles`: the schedulerNames
+    of its profiles, alike (the gang workload adds the install's `volcano`)."""
     config: dict[str, Any] = {
         "apiVersion": "kubescheduler.config.k8s.io/v1",
         "kind": "KubeSchedulerConfiguration",
@@ -91,14 +95,15 @@ def scheduler_config(
             "qps": SCHEDULER_QPS,
             "burst": SCHEDULER_QPS * 2,
         },
-        "profiles": [{"schedulerName": "default-scheduler"}],
+        "profiles": [{"schedulerName": name} for name in profiles],
     }
     if extender_url is not None:
         entries = copy.deepcopy(extenders)
         for entry in entries:
             entry["urlPrefix"] = f"{extender_url}/v1"
         config["extenders"] = entries
-        config["profiles"][0].update(copy.deepcopy(scoring or {}))
+        for profile in config["profiles"]:
+            profile.update(copy.deepcopy(scoring or {}))
     return config
 
 
@@ -171,6 +176,7 @@ class PhaseCluster:
         extender_flags: tuple[str, ...] = (),
         scoring: dict[str, Any] | None = None,
         components: tuple[str, ...] = (),
+        controllers: bool = False,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"unknown phase {mode}")
@@ -181,6 +187,10 @@ class PhaseCluster:
         # The install's components (manifests/components): vulcan's extender runs with the
         # Deployment arguments they set (the bind-marker one's --bind-marker).
         self.components = components
+        # The gang workload's vulcan: its controllers (Volcano Jobs' pods and PodGroups, the
+        # default Queue) and admission webhooks too, and kube-scheduler's `volcano` profile.
+        self.with_controllers = controllers
+        self.controllers: Child | None = None
         self.root = Path(tempfile.mkdtemp(prefix=f"vulcan-bench-real-{mode}-"))
         self.plane = ControlPlane(assets, self.root, controller_manager=False)
         self.install: VulcanInstall | None = None
@@ -212,6 +222,13 @@ class PhaseCluster:
             self.extender = self.install.children[-1]
             self.extender_url = self.install.extender_url
             self.install.wait_ready(f"{self.extender_url}/readyz", "vulcan's extender", timeout)
+            if self.with_controllers:
+                self.controllers = self.install.start_controllers(
+                    self.install.service_account_kubeconfig("vulcan-controllers")
+                )
+                url = f"{self.install.controllers_url}/readyz"
+                self.install.wait_ready(url, "vulcan's controllers", timeout)
+                self.install.register_webhooks()
         elif self.mode == "floor":
             port = free_port()
             self.extender = Child(
@@ -228,8 +245,9 @@ class PhaseCluster:
             wait_until("the floor extender to listen", lambda: _listening(port), timeout)
 
     def start_scheduler(self) -> None:
+        profiles = (DEFAULT_PROFILE, GANG_PROFILE) if self.with_controllers else (DEFAULT_PROFILE,)
         config = scheduler_config(
-            self.plane.admin_kubeconfig, self.extenders, self.extender_url, self.scoring
+            self.plane.admin_kubeconfig, self.extenders, self.extender_url, self.scoring, profiles
         )
         path = self.root / "kube-scheduler.yaml"
         path.write_text(yaml.safe_dump(config, sort_keys=False))
@@ -279,6 +297,7 @@ class PhaseCluster:
             "kube-apiserver": self.plane.apiserver,
             "kube-scheduler": self.scheduler,
             "extender": self.extender,
+            "controllers": self.controllers,
         }
         return {
             role: child.process.pid
@@ -288,7 +307,8 @@ class PhaseCluster:
 
     def failed(self) -> str | None:
         """Why the phase cannot go on (a part exited), with its log's tail; None when all run."""
-        for child in self.plane.children:
+        installed = self.install.children if self.install is not None else []
+        for child in [*self.plane.children, *installed]:
             if child.process is not None and not child.running:
                 return child.failure()
         return None

@@ -31,6 +31,9 @@ watching pods sees them. CPU seconds per 1,000 pods of every process (etcd, kube
 kube-scheduler, the extender, this load generator) are counted from the first create to the last
 Binding, so the extender's handling of every pod's creation is included.
 
+`--workload gangs` (bench/real_gangs.py): vulcan with the same pod count as gangs (Volcano Jobs
+or PodGroups) against vulcan with plain pods, in the same run; its own last line.
+
 Last line: `pods_per_s=<A> with_extender_pods_per_s=<B> floor_pods_per_s=<C>
 extender_to_floor=<B/C> extender_cpu_ms_per_pod=<X> floor_cpu_ms_per_pod=<Y>` (rates and CPU the
 mean over rounds).
@@ -41,20 +44,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import math
 import shutil
-import ssl
 import statistics
 import sys
 import time
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from prometheus_client.parser import text_string_to_metric_families
-
-from bench.proc_cpu import cpu_of
+from bench import real_gangs
 from bench.real_cluster import (
     MODES,
     PhaseCluster,
@@ -64,6 +62,7 @@ from bench.real_cluster import (
     parallel,
     with_prioritize,
 )
+from bench.real_metrics import phase_cpu, report_extender_metrics, scheduler_algorithm_quantiles
 from bench.sim_throughput import NAMESPACE, pod_body
 from core.kube.client import PODS, ApiError, KubeClient
 from core.kube.flags import ClientOptions
@@ -113,12 +112,6 @@ class _Bound:
         self.bound = bool((obj.get("spec") or {}).get("nodeName"))
 
 
-def _cpu(cluster: PhaseCluster) -> dict[str, float]:
-    used = {role: cpu_of(pid) for role, pid in cluster.pids().items()}
-    used["load generator"] = time.process_time()
-    return used
-
-
 async def measure(
     cluster: PhaseCluster, nodes: int, pods: int, concurrency: int, timeout: float
 ) -> PhaseResult:
@@ -153,10 +146,10 @@ async def measure(
                 await client.request("POST", path, body=bodies[index])
 
         cluster.start_profiler()
-        cpu_before = _cpu(cluster)
+        cpu_before = phase_cpu(cluster)
         created = await parallel(pods, concurrency, create)
         print(f"[{label}] {pods} pods created in {created:.1f}s ({pods / created:.0f}/s)")
-        cpu_created = _cpu(cluster)
+        cpu_created = phase_cpu(cluster)
         started = time.monotonic()
         cluster.start_scheduler()
         deadline = started + timeout
@@ -170,7 +163,7 @@ async def measure(
                 raise RuntimeError(f"[{label}] {len(bound)}/{pods} bound; {failure or 'timeout'}")
             print(f"[{label}] {len(bound)}/{pods} bound after {time.monotonic() - started:.0f}s")
         done = time.monotonic()
-        cpu_after = _cpu(cluster)
+        cpu_after = phase_cpu(cluster)
         cluster.stop_profiler()
         algorithm = scheduler_algorithm_quantiles(cluster)
         if cluster.mode == "vulcan":
@@ -204,97 +197,6 @@ async def measure(
             f"calls included): p50 {algorithm[0]:.2f} ms, p99 {algorithm[1]:.2f} ms"
         )
     return PhaseResult(cluster.mode, rate, pods / created, used, algorithm)
-
-
-def report_extender_metrics(label: str, cluster: PhaseCluster) -> None:
-    """vulcan's own count of the calls it answered, by verb, its binds by result and each
-    verb's p50/p99 from its histogram (from the request read to the answer returned)."""
-    try:
-        with urllib.request.urlopen(f"{cluster.extender_url}/metrics", timeout=10) as answer:
-            text = answer.read().decode()
-    except OSError as exc:
-        print(f"[{label}] extender metrics unavailable: {exc}")
-        return
-    calls: dict[str, float] = {}
-    binds: dict[str, float] = {}
-    buckets: dict[str, list[tuple[float, float]]] = {}
-    gc_pauses: dict[str, float] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == "vulcan_extender_requests_total":
-                verb = sample.labels["verb"]
-                calls[verb] = calls.get(verb, 0.0) + sample.value
-            elif sample.name == "vulcan_extender_binds_total":
-                binds[sample.labels["result"]] = sample.value
-            elif sample.name in ("vulcan_gc_pause_seconds_sum", "vulcan_gc_pause_seconds_count"):
-                part = "s" if sample.name.endswith("_sum") else "n"
-                gc_pauses[f"{sample.labels['generation']}{part}"] = sample.value
-            elif sample.name == "vulcan_extender_request_duration_seconds_bucket":
-                bound = float(sample.labels["le"])
-                buckets.setdefault(sample.labels["verb"], []).append((bound, sample.value))
-    print(f"[{label}] extender calls: " + ", ".join(f"{v} {n:.0f}" for v, n in calls.items()))
-    print(f"[{label}] extender binds: " + ", ".join(f"{r} {n:.0f}" for r, n in binds.items()))
-    print(
-        f"[{label}] extender GC (whole run) by generation: "
-        + ", ".join(
-            f"gen{g} {gc_pauses.get(f'{g}n', 0):.0f} collections "
-            f"{gc_pauses.get(f'{g}s', 0) * 1000:.0f} ms"
-            for g in ("0", "1", "2")
-        )
-    )
-    for verb, cumulative in sorted(buckets.items()):
-        total = max(count for _, count in cumulative)
-        if total:
-            p50, p99 = (_bucket_quantile(sorted(cumulative), q) * 1e3 for q in (0.5, 0.99))
-            print(f"[{label}] extender {verb}: p50 <= {p50:.2f} ms, p99 <= {p99:.2f} ms")
-
-
-def scheduler_algorithm_quantiles(cluster: PhaseCluster) -> tuple[float, float] | None:
-    """p50 and p99 (ms, interpolated in the bucket as Prometheus' histogram_quantile does) of
-    kube-scheduler's `scheduler_scheduling_algorithm_duration_seconds`: the Filter and Score of
-    each pod, which include the extender's filter and prioritize calls. Set against the alone
-    phase it is the extender's latency as kube-scheduler saw it."""
-    context = ssl.create_default_context()
-    context.check_hostname = False
-    context.verify_mode = ssl.CERT_NONE  # its self-signed serving certificate
-    url = f"https://127.0.0.1:{cluster.scheduler_port}/metrics"
-    try:
-        with urllib.request.urlopen(url, timeout=10, context=context) as answer:
-            text = answer.read().decode()
-    except OSError as exc:
-        print(f"kube-scheduler metrics unavailable: {exc}")
-        return None
-    cumulative = [
-        (float(sample.labels["le"]), sample.value)
-        for family in text_string_to_metric_families(text)
-        for sample in family.samples
-        if sample.name == "scheduler_scheduling_algorithm_duration_seconds_bucket"
-    ]
-    if not cumulative or not max(count for _, count in cumulative):
-        return None
-    cumulative.sort()
-    return _interpolated(cumulative, 0.5) * 1e3, _interpolated(cumulative, 0.99) * 1e3
-
-
-def _interpolated(cumulative: list[tuple[float, float]], q: float) -> float:
-    total = cumulative[-1][1]
-    rank = q * total
-    lower_bound, lower_count = 0.0, 0.0
-    for bound, count in cumulative:
-        if count >= rank:
-            if bound == math.inf:
-                return lower_bound
-            return lower_bound + (bound - lower_bound) * (rank - lower_count) / max(
-                count - lower_count, 1e-12
-            )
-        lower_bound, lower_count = bound, count
-    return lower_bound
-
-
-def _bucket_quantile(cumulative: list[tuple[float, float]], q: float) -> float:
-    """The upper bound of the histogram bucket holding quantile q."""
-    total = cumulative[-1][1]
-    return next(bound for bound, count in cumulative if count >= q * total)
 
 
 def run_phase(
@@ -410,12 +312,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="record the extender of each extender phase with py-spy (pip install py-spy) "
         "into DIR/<phase>-<round>.txt (collapsed stacks) while the pods are scheduled",
     )
+    real_gangs.add_arguments(parser)
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]  # progress as it goes
+    if args.workload == "gangs":
+        real_gangs.layout(args)  # bad gang flags said before anything starts
     why = missing_requirement()
     if why is not None:
         print(why, flush=True)
@@ -431,6 +336,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"install: {install} (the bind entry takes {binds})", flush=True)
     if args.with_prioritize:
         setup = (with_prioritize(setup[0]), {})
+    if args.workload == "gangs":
+        real_gangs.run(args, assets, setup)
+        return 0
     results = [
         run_phase(assets, mode, args, setup, round_)
         for round_ in range(args.rounds)
