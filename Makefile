@@ -32,7 +32,7 @@ MEMO_OFF_TESTS := tests/integration/test_gang_scheduler.py tests/integration/tes
 	tests/integration/test_gang_whole_again.py tests/integration/test_preempt_victims.py \
 	tests/integration/test_gang_partly_finished.py tests/integration/test_inqueue_beyond_share.py \
 	tests/integration/test_gang_backoff_writes.py tests/integration/test_conf_reload_gangs.py \
-	tests/e2e/test_queues_e2e.py
+	tests/e2e/test_queues_e2e.py tests/e2e/test_network_topology_e2e.py tests/e2e/test_numa_e2e.py
 unit: $(STAMP)
 	@$(BIN)/python -m pytest -q -n 2 --dist loadfile -m real > $(REAL_LOG) 2>&1 & real=$$!; \
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) -m "not real"; rest=$$?; \
