@@ -35,6 +35,7 @@ from explain.texts import (
     short,
     unschedulable_message,
 )
+from explain.topology_causes import network_topology
 from explain.world import World
 from plugins.model import gang as gangs
 from plugins.model import gang_ready
@@ -386,6 +387,7 @@ CHECKS: tuple[Callable[[GangCase], Finding | None], ...] = (
     queue_limits,
     held_binds,
     victims,
+    network_topology,
     placement,
     kube_scheduler,
 )

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.e2e.conftest import SimCluster, start_cluster, wait_for
+from tests.e2e.test_explain_e2e import explain
 from tests.e2e.topology import (
     CONF,
     HARD_1,
@@ -65,6 +66,10 @@ def test_a_hard_tier1_gang_too_big_for_any_waits_with_the_reason(cluster: SimClu
     assert "networkTopology hard, highestTierAllowed 1: no HyperNode of tier <= 1" in message
     assert "the closest, s0 (tier 1, 4 nodes), has room for 4 of 6 required members" in message
     assert not any(p["spec"].get("nodeName") for p in cluster.pods(selector="job=hard6"))
+    told = explain(cluster, "podgroup", "hard6").splitlines()
+    assert told[0].startswith("podgroup default/hard6 is Inqueue: waits for one HyperNode domain:")
+    assert "networkTopology hard, highestTierAllowed 1" in told[0], told[0]
+    assert any("highestTierAllowed, now 1" in line for line in told), told
     remove(cluster, podgroup="hard6", selector="job=hard6")
 
 
