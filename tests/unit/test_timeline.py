@@ -438,3 +438,50 @@ def test_the_legend_names_every_gang_explains_every_mark_and_fits() -> None:
     columns, rows = _legend_layout(handles)
     widest = max(len(n) for n in names) * LEGEND_CHAR_IN + 0.55
     assert columns * widest <= WIDTH_IN and columns * rows >= len(handles)
+
+
+def hypernode(name: str, tier: int, members: list[str], kind: str = "Node") -> dict[str, Any]:
+    return {
+        "apiVersion": "topology.volcano.sh/v1alpha1",
+        "kind": "HyperNode",
+        "metadata": {"name": name},
+        "spec": {
+            "tier": tier,
+            "members": [{"type": kind, "selector": {"exactMatch": {"name": m}}} for m in members],
+        },
+    }
+
+
+def test_node_lanes_are_grouped_and_coloured_by_their_lowest_tier_hypernode(
+    tmp_path: Path,
+) -> None:
+    from vulcan.timeline.render import render
+
+    # Two leaves under a spine; n4 is in none. Lanes go leaf by leaf, the loose node last.
+    tree = [
+        hypernode("spine", 2, ["leaf-b", "leaf-a"], kind="HyperNode"),
+        hypernode("leaf-b", 1, ["n0", "n3"]),
+        hypernode("leaf-a", 1, ["n1", "n2"]),
+    ]
+    pods = [
+        pod("a", node="n0", created=0, scheduled=1, finished=4, group="g"),
+        pod("b", node="n3", created=0, scheduled=1, finished=4, group="g"),
+    ]
+    nodes = [node(f"n{i}") for i in range(5)]
+    timeline = build_timeline(pods, [], [], nodes, now=T0 + timedelta(seconds=9), hypernodes=tree)
+    assert timeline.lanes == ["n1", "n2", "n0", "n3", "n4"]
+    assert timeline.domains == {
+        "n1": ("leaf-a", 1),
+        "n2": ("leaf-a", 1),
+        "n0": ("leaf-b", 1),
+        "n3": ("leaf-b", 1),
+    }
+    data = render(timeline, tmp_path / "t.svg")
+    assert [lane.get("hypernode") for lane in data["lanes"]] == [
+        "leaf-a", "leaf-a", "leaf-b", "leaf-b", None
+    ]  # fmt: skip
+    svg = (tmp_path / "t.svg").read_text()
+    assert "HyperNode leaf-a (tier 1)" in svg and "HyperNode leaf-b (tier 1)" in svg
+    # Without HyperNodes: natural order, no bands, no HyperNode in the data.
+    plain = build_timeline(pods, [], [], nodes, now=T0 + timedelta(seconds=9))
+    assert plain.lanes == ["n0", "n1", "n2", "n3", "n4"] and plain.domains == {}

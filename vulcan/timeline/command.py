@@ -78,15 +78,22 @@ async def _list_all(
 
 async def collect(client: KubeClient, namespace: str | None) -> dict[str, list[dict[str, Any]]]:
     """What a timeline is made of, as the API holds it (`namespace` None: every namespace)."""
-    from core.kube.client import EVENTS, NODES, PODGROUPS, PODS
+    from core.kube.client import EVENTS, HYPERNODES, NODES, PODGROUPS, PODS
 
-    pods, events, podgroups, nodes = await asyncio.gather(
+    pods, events, podgroups, nodes, hypernodes = await asyncio.gather(
         _list_all(client, PODS, namespace),
         _list_all(client, EVENTS, namespace, optional=True),
         _list_all(client, PODGROUPS, namespace, optional=True),
         _list_all(client, NODES, None, optional=True),
+        _list_all(client, HYPERNODES, None, optional=True),
     )
-    return {"pods": pods, "events": events, "podgroups": podgroups, "nodes": nodes}
+    return {
+        "pods": pods,
+        "events": events,
+        "podgroups": podgroups,
+        "nodes": nodes,
+        "hypernodes": hypernodes,
+    }
 
 
 def draw(
@@ -112,6 +119,7 @@ def draw(
         objects["nodes"],
         now=now,
         lanes_by=lanes_by,
+        hypernodes=objects.get("hypernodes") or (),
     )
     output.parent.mkdir(parents=True, exist_ok=True)
     fits = height_px(timeline) <= SCREEN_PX

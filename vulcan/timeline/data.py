@@ -23,6 +23,7 @@ from datetime import datetime
 
 from core.api import keys
 from core.timestamps import parse_time
+from vulcan.timeline.domains import node_domains
 from vulcan.timeline.records import Bar, Event, Json, Mark, Timeline, natural_key
 
 PENDING_LANE = "(pending)"
@@ -264,6 +265,7 @@ def build_timeline(
     *,
     now: datetime,
     lanes_by: str = "nodes",
+    hypernodes: Iterable[Json] = (),
 ) -> Timeline:
     """The bars, lanes and marks of a chart of `pods` (one per pod) as of `now`."""
     if lanes_by not in LANE_KINDS:
@@ -287,11 +289,22 @@ def build_timeline(
         else:
             bar.lane = bar.node or PENDING_LANE
     slots = _pack(bars, from_creation=lanes_by == "queues")
+    domains: dict[str, tuple[str, int]] = {}
     if lanes_by == "nodes":
+        nodes = list(nodes)
         names = {(n.get("metadata") or {}).get("name") or "" for n in nodes} | {
             b.node for b in bars if b.node
         }
-        order = sorted((n for n in names if n), key=natural_key)
+        domains = node_domains(hypernodes, nodes)
+        # Domain by domain (nodes in none last), so a gang kept in one shows in one band.
+        order = sorted(
+            (n for n in names if n),
+            key=lambda n: (
+                n not in domains,
+                natural_key(domains.get(n, ("", 0))[0]),
+                natural_key(n),
+            ),
+        )
         if any(not b.bound for b in bars):
             order.append(PENDING_LANE)
     else:
@@ -313,4 +326,5 @@ def build_timeline(
         groups=groups,
         marks=_marks(parsed, groups_of_pods),
         unknown_end=sorted(unknown_end),
+        domains={lane: domains[lane] for lane in order if lane in domains},
     )

@@ -150,6 +150,8 @@ class Timeline:
     groups: list[str]  # gangs by first bind (then never-bound ones): the colour order
     marks: list[Mark] = field(default_factory=list)
     unknown_end: list[str] = field(default_factory=list)  # gone pods whose end nothing tells
+    # node lane -> (its lowest-tier HyperNode, the tier), when the cluster has HyperNodes
+    domains: dict[str, tuple[str, int]] = field(default_factory=dict)
 
 
 def natural_key(text: str) -> tuple[Any, ...]:

@@ -28,6 +28,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from vulcan.timeline.domains import domain_handles, draw_domains
 from vulcan.timeline.labels import Label, merge, name_of, place
 from vulcan.timeline.records import Bar, Timeline, format_time
 
@@ -276,6 +277,7 @@ def _layout(timeline: Timeline) -> dict[str, Any]:
     labels, label_rows = _labels(timeline, span, namespaces)
     band = _band(label_rows)
     handles = _legend_handles(timeline, colours, namespaces)
+    handles += domain_handles(timeline.lanes, timeline.domains)
     _, legend_rows = _legend_layout(handles)
     rows = max(total, 1) + band
     height_in = FRAME_IN + LEGEND_ROW_IN * legend_rows + SLOT_IN * rows
@@ -319,6 +321,8 @@ def render(timeline: Timeline, output: Path, *, title: str = "") -> dict[str, An
             "band": band,
             "labels": labels,
         }
+        rows = {lane: (tops[lane], timeline.slots[lane]) for lane in timeline.lanes}
+        draw_domains(ax, timeline.lanes, timeline.domains, rows)
         _draw_bars(ax, timeline, tops, ctx)
         _draw_marks(ax, timeline, tops, ctx)
         for lane in timeline.lanes[1:]:
@@ -346,7 +350,11 @@ def render(timeline: Timeline, output: Path, *, title: str = "") -> dict[str, An
         "lanes_by": timeline.lanes_by,
         "now": format_time(timeline.now),
         "t0": format_time(timeline.t0),
-        "lanes": [{"lane": lane, "slots": timeline.slots[lane]} for lane in timeline.lanes],
+        "lanes": [
+            {"lane": lane, "slots": timeline.slots[lane]}
+            | ({"hypernode": timeline.domains[lane][0]} if lane in timeline.domains else {})
+            for lane in timeline.lanes
+        ],
         "groups": [{"group": g, "color": colours[g]} for g in timeline.groups],
         "bars": [
             {**b.as_json(timeline.t0), "color": colour_of(b.group, colours)} for b in timeline.bars
