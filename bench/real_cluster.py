@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -325,3 +326,19 @@ def _listening(port: int) -> bool:
     with socket.socket() as sock:
         sock.settimeout(0.5)
         return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+async def await_or_fail(
+    event: asyncio.Event, cluster: PhaseCluster, what: Callable[[], str], timeout: float
+) -> None:
+    """Until `event`, saying `what()` every 10 s; RuntimeError when a part exits or time's up."""
+    started = time.monotonic()
+    while not event.is_set():
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), 10)
+        if event.is_set():
+            return
+        failure = cluster.failed()
+        if failure or time.monotonic() > started + timeout:
+            raise RuntimeError(f"{what()}; {failure or 'timeout'}")
+        print(f"{what()} after {time.monotonic() - started:.0f}s")

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.real_cluster import PhaseCluster, create_nodes, parallel
+from bench.real_cluster import PhaseCluster, await_or_fail, create_nodes, parallel
 from bench.real_gang_objects import Layout, creations
 from bench.real_metrics import phase_cpu, report_extender_metrics, scheduler_algorithm_quantiles
 from bench.sim_throughput import NAMESPACE
@@ -185,20 +185,6 @@ class Progress:
             self.all_bound.set()
 
 
-async def _await(event: asyncio.Event, cluster: PhaseCluster, what: Any, timeout: float) -> None:
-    """Until `event`, saying `what()` every 10 s; RuntimeError when a part exits or time's up."""
-    started = time.monotonic()
-    while not event.is_set():
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), 10)
-        if event.is_set():
-            return
-        failure = cluster.failed()
-        if failure or time.monotonic() > started + timeout:
-            raise RuntimeError(f"{what()}; {failure or 'timeout'}")
-        print(f"{what()} after {time.monotonic() - started:.0f}s")
-
-
 async def measure(
     cluster: PhaseCluster, label: str, phase: str, shape: Layout, args: argparse.Namespace
 ) -> GangPhase:
@@ -231,12 +217,12 @@ async def measure(
             cluster.start_scheduler()
         started = time.monotonic()
         await parallel(len(made), args.concurrency, create)
-        await _await(progress.all_seen, cluster, seen, args.timeout)
+        await await_or_fail(progress.all_seen, cluster, seen, args.timeout)
         create_s = max(progress.last_seen - started, 1e-9)
         print(f"{seen()} in {create_s:.1f}s ({pods / create_s:.0f}/s)")
         if args.create_first:
             cluster.start_scheduler()
-        await _await(progress.all_bound, cluster, bound, args.timeout)
+        await await_or_fail(progress.all_bound, cluster, bound, args.timeout)
         done = time.monotonic()
         cpu_after = phase_cpu(cluster)
         failure = cluster.failed()  # its CPU would be missing: the phase is not measured whole

@@ -56,6 +56,7 @@ from bench import real_gangs
 from bench.real_cluster import (
     MODES,
     PhaseCluster,
+    await_or_fail,
     create_nodes,
     install_extenders,
     install_scoring,
@@ -152,16 +153,9 @@ async def measure(
         cpu_created = phase_cpu(cluster)
         started = time.monotonic()
         cluster.start_scheduler()
-        deadline = started + timeout
-        while not all_bound.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(all_bound.wait(), 10)
-            if all_bound.is_set():
-                break
-            failure = cluster.failed()
-            if failure or time.monotonic() > deadline:
-                raise RuntimeError(f"[{label}] {len(bound)}/{pods} bound; {failure or 'timeout'}")
-            print(f"[{label}] {len(bound)}/{pods} bound after {time.monotonic() - started:.0f}s")
+        await await_or_fail(
+            all_bound, cluster, lambda: f"[{label}] {len(bound)}/{pods} bound", timeout
+        )
         done = time.monotonic()
         cpu_after = phase_cpu(cluster)
         cluster.stop_profiler()
