@@ -195,9 +195,9 @@ async def run(args: argparse.Namespace) -> int:
         )
 
         async def lead() -> None:
-            if label is not None:
-                await label.lead()
             extender.gangs.start()
+            if label is not None:  # the Services reach it from here on
+                await label.lead()
             await asyncio.Event().wait()
 
         elector = election.elector(
