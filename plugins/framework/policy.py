@@ -112,13 +112,14 @@ class Policy:
                     entries.append(_Entry(tier_index, plugin, option.name))
                 if registers(plugin, "configure"):
                     plugin.configure(option)
-        # What the enqueue votes read of a job (each plugin's `job_fields`; all of it when one
-        # does not say): jobs alike in those fields get the same votes.
-        fields: set[str] = set()
+        # What each plugin's enqueue vote reads of a job (its `job_fields`; all of it when it
+        # does not say): jobs alike in those fields get the same vote from it (overcommit's,
+        # on minResources alone, is asked once for every queue's jobs of one size).
+        self._vote_fields: dict[str, tuple[str, ...]] = {}
         for entry in self._hooks["job_enqueueable"]:
             declared = getattr(entry.plugin, "job_fields", {}).get("job_enqueueable")
-            fields.update(declared if declared is not None else _JOB_FIELDS)
-        self._enqueue_fields = tuple(sorted(fields))
+            chosen = declared if declared is not None else _JOB_FIELDS
+            self._vote_fields[entry.name] = tuple(sorted(chosen))
         # What each hook's answer reads of the session, all its plugins together (None: one
         # of them does not say).
         self._inputs: dict[str, frozenset[str] | None] = {}
@@ -228,9 +229,10 @@ class Policy:
         """What `hook`'s answer reads of the session (the plugins' `inputs`; None: unknown)."""
         return self._inputs.get(hook)
 
-    def enqueue_key(self, job: JobInput) -> tuple[Any, ...]:
-        """What the enqueue votes read of `job` (jobs with the same key get the same votes)."""
-        return tuple(getattr(job, name) for name in self._enqueue_fields)
+    def vote_key(self, plugin: str, job: JobInput) -> tuple[Any, ...]:
+        """What plugin `plugin`'s enqueue vote reads of `job` (jobs with the same key get the
+        same vote from it)."""
+        return tuple(getattr(job, name) for name in self._vote_fields[plugin])
 
     def job_enqueued(self, job: JobInput, state: PassState) -> None:
         for entry in self._hooks["job_enqueued"]:

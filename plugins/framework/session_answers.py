@@ -38,11 +38,10 @@ class PolicyAnswers(SessionReads):
     def enqueue_refusal(self, job: JobInput) -> Refusal | None:
         if self.policy.clock_dependent:
             self.clock_read()
-        key = self.policy.enqueue_key(job)
 
         def vote(name: str, plugin: Any, reads: frozenset[str] | None) -> Vote:
             return self._answer(
-                ("enqueue", name, key),
+                ("enqueue", name, self.policy.vote_key(name, job)),
                 lambda s: plugin.job_enqueueable(job, s.state),
                 reads,
                 job.queue,

@@ -52,7 +52,9 @@ class SessionReads:
         memo asks it again)."""
         answer = self.asked_again(key, ask)
         if self.log is not None:
-            basis = None if reads is None or CLOCK in reads else _basis(reads, queue)
+            # A basis that reads no queue is the same for every queue's answers.
+            about = queue if reads is not None and QUEUE in reads else ""
+            basis = None if reads is None or CLOCK in reads else _basis(reads, about)
             seen = self.asked_again(*basis) if basis is not None else None
             self.log.answer(key, ask, answer, basis, seen)
         return answer
