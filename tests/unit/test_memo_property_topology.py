@@ -15,10 +15,8 @@ from core.records import PodGroupRecord, PodRecord
 from core.records.topology import HyperNodeRecord
 from plugins.framework.config import DEFAULT_SCHEDULER_CONF, parse_scheduler_config
 from plugins.framework.decisions import Decision, Enqueued, Grown
-from plugins.framework.memo import Memo
 from plugins.framework.registry import build_policy
-from plugins.framework.run import run_pass
-from tests.unit.test_memo_property import World, _table
+from tests.unit.test_memo_property import World, memo_and_fresh_agree
 
 CONF = DEFAULT_SCHEDULER_CONF.rstrip() + "\n  - name: network-topology-aware\n"
 POLICY = build_policy(parse_scheduler_config(CONF))
@@ -175,20 +173,4 @@ def _with(group: PodGroupRecord, extra: dict[str, Any]) -> PodGroupRecord:
 def test_the_memo_decides_as_a_pass_without_it_with_hypernodes(
     data: Any, queues: int, nodes: int, passes: int, policy: Any
 ) -> None:
-    world = TopologyWorld(data, queues, nodes)
-    memo = Memo()
-    for _ in range(passes):
-        given_ = world.given()
-        without = run_pass(given_, policy)
-        memo.changed(world.cache.take_dirty_groups() | world.touched)
-        world.touched = set()
-        with_memo = run_pass(given_, policy, memo)
-        table = memo.table()
-        table.update(_table(with_memo.decisions))
-        fresh = _table(without.decisions)
-        differing = {k: (table.get(k), fresh.get(k)) for k in table.keys() | fresh.keys()}
-        assert table == fresh, {k: v for k, v in differing.items() if v[0] != v[1]}
-        assert with_memo.starving == without.starving
-        world.starving = dict(without.starving)
-        world.apply(without.decisions)
-        world.change()
+    memo_and_fresh_agree(TopologyWorld(data, queues, nodes), policy, passes)
