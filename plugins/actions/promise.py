@@ -38,7 +38,7 @@ from plugins.framework.extension_points import Preemptor
 from plugins.framework.inputs import QUEUES, USED
 from plugins.model.job_order import JobInput
 from plugins.model.queue_share import QueueShare, strip_pods
-from plugins.model.victims import VictimUnit, effective_units, victim_order_key
+from plugins.model.victims import VictimUnit, books_released, effective_units, victim_order_key
 
 if TYPE_CHECKING:
     from plugins.framework.session import Session
@@ -115,16 +115,15 @@ def _passes_without(ssn: Session, job: JobInput, gone: list[VictimUnit]) -> bool
     for unit in gone:
         for name, amount in unit.freed.items():
             state.used[name] = state.used.get(name, 0) - amount
-        if model is not None:
-            model.on_released(unit.queue, unit.freed)
-            if unit.elastic:
-                # An elastic member gone takes its request out of its queue's `elastic` too:
-                # enqueue subtracts elastic from allocated, so evicting it frees nothing the
-                # queue check counts (only the cluster's overcommit sums move).
-                for n in model.chain(unit.queue):
-                    share = model.shares.get(n)
-                    if share is not None:
-                        share.elastic = share.elastic.saturating_sub(strip_pods(unit.freed))
+    if model is not None:
+        for queue, freed, elastic in books_released(gone):
+            model.on_released(queue, freed)
+            # What the gang's books count as elastic leaves the queue's `elastic` too: enqueue
+            # subtracts elastic from allocated, so that part frees nothing the queue check counts.
+            for n in model.chain(queue):
+                share = model.shares.get(n)
+                if share is not None:
+                    share.elastic = share.elastic.saturating_sub(strip_pods(elastic))
     try:
         return ssn.policy.job_enqueueable(job, state) is None
     finally:

@@ -30,7 +30,7 @@ from plugins.model.queue_share import (
     requested_dims,
     strip_pods,
 )
-from plugins.model.victims import VictimUnit
+from plugins.model.victims import VictimUnit, books_released
 
 __all__ = [
     "ALLOCATED_OVER_CAPABILITY",
@@ -97,14 +97,14 @@ def booking_breaches(
     if lent is not None:
         freed = strip_pods(lent)
         after = {name: (held.saturating_sub(freed), a) for name, (held, a) in after.items()}
-    for unit in evicting:
-        freed = strip_pods(unit.freed)
-        for name in model.chain(unit.queue):
+    for queue, freed, elastic in books_released(evicting):
+        freed = strip_pods(freed)
+        # What the books count as elastic leaves `allocated` and `elastic` alike.
+        unheld = freed.saturating_sub(strip_pods(elastic))
+        for name in model.chain(queue):
             if name in after:
                 held, allocated = after[name]
-                # (An elastic member leaves `allocated` and `elastic` alike.)
-                held = held if unit.elastic else held.saturating_sub(freed)
-                after[name] = (held, allocated.saturating_sub(freed))
+                after[name] = (held.saturating_sub(unheld), allocated.saturating_sub(freed))
     for name, (held, allocated) in after.items():
         share = model.shares[name]
         was_held, was_allocated = before[name]

@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from core.api.booleans import PREEMPTABLE, preemptable_flag
-from core.records import PodRecord
+from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
-from plugins.model.elastic import surplus_members
+from plugins.model.elastic import elastic_resources, surplus_members
 from plugins.model.job_order import parse_time
 from plugins.model.queue_share import sum_vectors
 
@@ -45,6 +45,7 @@ __all__ = [
     "CRITICAL_PRIORITY_CLASSES",
     "PREEMPTABLE_KEY",
     "VictimUnit",
+    "books_released",
     "effective_units",
     "is_critical",
     "preemptable_flag",
@@ -58,6 +59,7 @@ __all__ = [
 
 PREEMPTABLE_KEY = PREEMPTABLE
 R = TypeVar("R")
+_ZERO = ResourceVector()
 CRITICAL_PRIORITY_CLASSES = frozenset({"system-cluster-critical", "system-node-critical"})
 CRITICAL_NAMESPACE = "kube-system"
 
@@ -79,6 +81,31 @@ class VictimUnit:
     # keeps running without it. A gang with such members is also offered whole (`pods` every
     # bound member); taking the whole gang subsumes its elastic units (`effective_units`).
     elastic: bool = False
+    # What its gang's books count as elastic (its members' hold beyond what the gang needs to
+    # start: `plugins.model.elastic.elastic_resources`), the same on every unit of the gang.
+    group_elastic: ResourceVector = _ZERO
+
+
+def books_released(units: Iterable[VictimUnit]) -> list[tuple[str, ResourceVector, ResourceVector]]:
+    """What evicting `units` takes out of their queues' books, per gang: (queue, allocated
+    freed, elastic freed). A gang's elastic only falls as far as its books count it: members
+    taken one by one free min(Σ freed, its elastic) of it, the whole gang all of it."""
+    out: list[tuple[str, ResourceVector, ResourceVector]] = []
+    by_group: dict[str, list[VictimUnit]] = {}
+    for unit in units:
+        if unit.group is None:
+            out.append((unit.queue, unit.freed, _ZERO))
+        else:
+            by_group.setdefault(unit.group, []).append(unit)
+    for group_units in by_group.values():
+        whole = next((u for u in group_units if not u.elastic), None)
+        if whole is not None:
+            out.append((whole.queue, whole.freed, whole.group_elastic))
+            continue
+        freed = sum_vectors(u.freed for u in group_units)
+        within = freed.saturating_sub(freed.saturating_sub(group_units[0].group_elastic))
+        out.append((group_units[0].queue, freed, within))
+    return out
 
 
 def is_critical(priority_class_name: str | None, namespace: str) -> bool:
@@ -174,6 +201,7 @@ def unit_of(
     pods: Sequence[PodRecord],
     *,
     elastic: bool = False,
+    group_elastic: ResourceVector = _ZERO,
 ) -> VictimUnit:
     """One eviction decision: a whole running gang's bound members, one elastic member of a
     gang (`elastic`: the gang keeps its minimum without it), or one pod of no gang."""
@@ -188,6 +216,7 @@ def unit_of(
         breaks_gang=group is not None and not elastic,
         creation=created,
         elastic=elastic,
+        group_elastic=group_elastic,
     )
 
 
@@ -217,14 +246,7 @@ def victim_units(
             and k not in releasing
         ]
         if bound and all(served(pod) for pod in bound):
-            for pod in surplus_members(
-                bound,
-                other.min_member,
-                other.min_task_member,
-                checks_tasks=other.min_member >= sum(other.min_task_member.values()),
-            ):
-                units.append(unit_of(other.key, other.queue, other.created, [pod], elastic=True))
-            units.append(unit_of(other.key, other.queue, other.created, bound))
+            units += _gang_units(other, bound)
     for pod in snapshot.pods.values():
         if (
             pod.group is None
@@ -264,12 +286,25 @@ def victim_units_of(
         bound = sorted(groups[group_key], key=lambda pod: pod.key)
         if other is None or not all(served(pod) for pod in bound):
             continue
-        for pod in surplus_members(
-            bound,
-            other.min_member,
-            other.min_task_member,
-            checks_tasks=other.min_member >= sum(other.min_task_member.values()),
-        ):
-            units.append(unit_of(other.key, other.queue, other.created, [pod], elastic=True))
-        units.append(unit_of(other.key, other.queue, other.created, bound))
+        units += _gang_units(other, bound)
+    return units
+
+
+def _gang_units(group: PodGroupRecord, bound: Sequence[PodRecord]) -> list[VictimUnit]:
+    """A running gang's units: each member beyond its minimum on its own, then the gang whole,
+    each knowing what the gang's books count as elastic."""
+    elastic = elastic_resources(
+        sum_vectors(pod.requests for pod in bound), group.min_resources, bound, group.min_member
+    )
+    surplus = surplus_members(
+        bound,
+        group.min_member,
+        group.min_task_member,
+        checks_tasks=group.min_member >= sum(group.min_task_member.values()),
+    )
+    units = [
+        unit_of(group.key, group.queue, group.created, [pod], elastic=True, group_elastic=elastic)
+        for pod in surplus
+    ]
+    units.append(unit_of(group.key, group.queue, group.created, bound, group_elastic=elastic))
     return units

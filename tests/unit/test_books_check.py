@@ -13,7 +13,7 @@ from plugins.framework.books_check import (
 )
 from plugins.model.proportion_shares import proportion_shares
 from plugins.model.queue_share import QueueInput, ShareModel
-from plugins.model.victims import VictimUnit
+from plugins.model.victims import VictimUnit, books_released
 from tests.session_harness import session
 from tests.unit.test_run_pass import cluster, session_of
 
@@ -118,3 +118,59 @@ def test_room_a_backfill_phase_lends_is_the_bookings() -> None:
     assert [b.kind for b in booking_breaches(shares, before, "ns/small", lent=cpu(3))] == [
         INQUEUE_OVER_CAPABILITY
     ]
+
+
+def _member(freed: int, *, elastic: bool, group_elastic: int, pods: int = 1) -> VictimUnit:
+    return VictimUnit(
+        group="ns/running",
+        queue="q",
+        priority=0,
+        pods=tuple(f"ns/running-{i}" for i in range(pods)),
+        freed=cpu(freed),
+        preemptable=True,
+        critical=False,
+        breaks_gang=not elastic,
+        creation="",
+        elastic=elastic,
+        group_elastic=cpu(group_elastic),
+    )
+
+
+def test_a_member_elastic_by_count_that_the_books_count_as_minimum_frees_its_room() -> None:
+    """Seed 41's breach: a member beyond minMember of a gang whose bound members hold less than
+    its minResources (its books' elastic 0) frees its request from allocated + inqueue -
+    elastic; an allocation using that room breaks nothing. Had the books counted it elastic,
+    evicting it would free nothing the check counts."""
+    shares = model(allocated=10, inqueue=10)
+    before = books_before(shares, "q")
+    shares.on_allocated("q", cpu(3))  # 13 + 10 > 20 unless the victim's 3 leave the books
+    victim = _member(3, elastic=True, group_elastic=0)
+    assert booking_breaches(shares, before, "ns/new", evicting=[victim]) == []
+    counted_elastic = _member(3, elastic=True, group_elastic=5)
+    shares = model(allocated=10, inqueue=10, elastic=5)
+    before = books_before(shares, "q")
+    shares.on_allocated("q", cpu(8))  # 18 + 10 - 5 = 23 > 20: the victim frees none of it
+    assert [
+        b.kind for b in booking_breaches(shares, before, "ns/new", evicting=[counted_elastic])
+    ] == [INQUEUE_OVER_CAPABILITY]
+
+
+def test_what_eviction_takes_out_of_the_books() -> None:
+    """Members one by one free at most the gang's elastic from `elastic`; the whole gang (which
+    subsumes its members) frees all of it; a pod of no gang frees none."""
+    one, two = _member(3, elastic=True, group_elastic=4), _member(3, elastic=True, group_elastic=4)
+    whole = _member(10, elastic=False, group_elastic=4, pods=3)
+    lone = VictimUnit(
+        group=None,
+        queue="p",
+        priority=0,
+        pods=("ns/lone",),
+        freed=cpu(2),
+        preemptable=True,
+        critical=False,
+        breaks_gang=False,
+        creation="",
+    )
+    assert books_released([one, two]) == [("q", cpu(6), cpu(4))]
+    assert books_released([one, whole]) == [("q", cpu(10), cpu(4))]
+    assert books_released([lone]) == [("p", cpu(2), cpu(0))]
