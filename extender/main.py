@@ -16,7 +16,6 @@ from core.controller.manager import LeaseNamespaceWatch
 from core.kube.client import KubeClient
 from core.kube.flags import options_from_args
 from core.kube.leader import LeaderElectionConfig, LeaderElector
-from core.served import ServedPods
 from extender.binder import Binder
 from extender.conf_reload import (
     BuiltConf,
@@ -36,7 +35,7 @@ from extender.ledger import GangLedger
 from extender.metrics import ExtenderMetrics
 from extender.queues import QueueCollector
 from extender.server import ExtenderServer, serve
-from extender.ungrouped import scheduler_names
+from extender.ungrouped import scheduler_names, served_pods
 from extender.webhook_serving import WebhookServing
 from plugins.builtin.overcommit import OvercommitPlugin
 from plugins.framework.config import ConfigError
@@ -90,10 +89,7 @@ class Extender:
                     plain_pod_delay=args.plain_pod_pass_delay,
                 ),
                 bind_marker=args.bind_marker or None,
-                served=ServedPods.of(
-                    scheduler_names(args.served_scheduler_name or args.scheduler_name),
-                    args.filter_marker,
-                ),
+                served=served_pods(args),
                 memo=args.scheduler_memo,
             ),
             policy=policy,

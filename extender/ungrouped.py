@@ -23,6 +23,7 @@ from typing import Any
 
 from core.api import keys
 from core.records import pod_group_key
+from core.served import ServedPods
 
 REASON = "waiting for its PodGroup (the podgroup controller has not grouped this pod yet)"
 
@@ -36,6 +37,14 @@ def scheduler_names(values: Iterable[str] | None) -> tuple[str, ...]:
             if name.strip() and name.strip() not in names:
                 names.append(name.strip())
     return tuple(names) or (keys.DEFAULT_SCHEDULER_NAME,)
+
+
+def served_pods(args: Any) -> ServedPods:
+    """The pods the kube-scheduler profiles that call this extender send it, from the
+    extender's flags (`--served-scheduler-name`, else `--scheduler-name`; `--filter-marker`)."""
+    return ServedPods.of(
+        scheduler_names(args.served_scheduler_name or args.scheduler_name), args.filter_marker
+    )
 
 
 def name_markers(names: Iterable[str]) -> tuple[bytes, ...]:

@@ -5,8 +5,12 @@ UPDATE, DELETE), podgroups mutate and validate (CREATE), jobs mutate and validat
 UPDATE; Volcano mutates jobs on CREATE only), jobflows, cronjobs and hypernodes validate
 (CREATE, UPDATE);
 `failurePolicy: Fail`, `timeoutSeconds: 10`, `sideEffects: None`, and a namespaceSelector that
-leaves `kube-system` (and vulcan's own namespace) alone. No pod webhooks: pod creation never
-waits for vulcan.
+leaves `kube-system` (and vulcan's own namespace) alone.
+
+One pod webhook of vulcan's own (`gatepod.vulcan.sh`, CREATE): a waiting gang's members are
+created behind the queue-allocation gate (`webhook_pods`). Its matchConditions send only pods
+that name a PodGroup, and it ignores failures with a short timeout: a pod is never refused
+because vulcan is down, and pods of no gang never wait for vulcan.
 
 `failurePolicy: Fail` is deliberate: a Queue deleted, or a Job admitted to a closed queue, while
 the webhook is down cannot be undone afterwards, whereas a refused write is retried. The price
@@ -75,6 +79,36 @@ VALIDATING: tuple[tuple[str, str, tuple[str, str], str, tuple[str, ...]], ...] =
         ("CREATE", "UPDATE"),
     ),
 )
+
+
+# A waiting gang's members behind the queue-allocation gate (extender/webhook_pods.py).
+POD_GATE = ("gatepod.vulcan.sh", "/pods/mutate", ("", "v1"), "pods", ("CREATE",))
+POD_GATE_TIMEOUT_SECONDS = 3
+# Only pods that name a PodGroup (Volcano's annotation, or the coscheduling label) are sent.
+POD_GATE_CONDITIONS = (
+    {
+        "name": "names-a-podgroup",
+        "expression": "(has(object.metadata.annotations) && "
+        "'scheduling.k8s.io/group-name' in object.metadata.annotations) || "
+        "(has(object.metadata.labels) && "
+        "'scheduling.x-k8s.io/pod-group' in object.metadata.labels)",
+    },
+)
+
+
+# How many webhooks each configuration holds (mutating: Volcano's and the pod gate).
+MUTATING_COUNT = len(MUTATING) + 1
+VALIDATING_COUNT = len(VALIDATING)
+
+
+def _pod_gate(**options: Any) -> dict[str, Any]:
+    return {
+        **_webhook(POD_GATE, **options),
+        "failurePolicy": "Ignore",
+        "timeoutSeconds": POD_GATE_TIMEOUT_SECONDS,
+        "matchConditions": [dict(c) for c in POD_GATE_CONDITIONS],
+        "reinvocationPolicy": "Never",
+    }
 
 
 def _client_config(
@@ -149,7 +183,11 @@ def webhook_configurations(
             "kind": "MutatingWebhookConfiguration",
             "metadata": {"name": CONFIGURATION_NAME},
             "webhooks": [
-                {**_webhook(entry, **options), "reinvocationPolicy": "Never"} for entry in MUTATING
+                *(
+                    {**_webhook(entry, **options), "reinvocationPolicy": "Never"}
+                    for entry in MUTATING
+                ),
+                _pod_gate(**options),
             ],
         },
         {
@@ -163,10 +201,11 @@ def webhook_configurations(
 
 _DEPLOY_HEADER = """\
 # vulcan's admission webhooks (Volcano's: queues, podgroups, jobs, jobflows, cronjobs,
-# hypernodes; no pod
-# webhooks), for a real cluster. The extender serves them over HTTPS when started with
-# --tls-cert-file and --tls-private-key-file (port --webhook-port, default 8443); a Service
-# `vulcan-webhooks` in `vulcan-system` (port 443 -> 8443) points at the extender pods.
+# hypernodes; and vulcan's gatepod.vulcan.sh, which creates a waiting gang's pods behind the
+# queue-allocation gate: only pods naming a PodGroup, failures ignored), for a real cluster.
+# The extender serves them over HTTPS when started with --tls-cert-file and
+# --tls-private-key-file (port --webhook-port, default 8443); a Service `vulcan-webhooks` in
+# `vulcan-system` (port 443 -> 8443) points at the extender pods.
 #
 # Before applying, replace every caBundle with the base64 PEM of the CA that signed the
 # extender's serving certificate (issued for vulcan-webhooks.vulcan-system.svc), e.g.

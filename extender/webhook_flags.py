@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 
 from core.durations import parse_duration
+from core.kube.flags import parse_bool
 from core.webhook_tls_options import Options, add_place_flags, place_of
 
 DEFAULT_WEBHOOK_PORT = 8443  # Volcano's admission port
@@ -45,6 +46,18 @@ def add_webhook_flags(parser: argparse.ArgumentParser) -> None:
         "into the webhook configurations' caBundle, and renew before expiry without a restart",
     )
     add_place_flags(group, "webhook-", pod_namespace=True)
+    group.add_argument(
+        "--queue-allocation-gate",
+        type=parse_bool,
+        nargs="?",
+        const=True,
+        default=True,
+        help="create the pods of a gang that waits for its queue (it names a PodGroup not "
+        "admitted yet, and vulcan schedules it) behind the scheduling gate "
+        "scheduling.volcano.sh/queue-allocation-gate (the gatepod.vulcan.sh webhook), lifted "
+        "when the gang is admitted: kube-scheduler then never tries them while they wait "
+        "(default true)",
+    )
     group.add_argument(
         "--webhook-extra-hosts",
         default="",

@@ -14,6 +14,7 @@ from pathlib import Path
 from core.api import keys
 from core.cache import ClusterCache
 from core.kube.client import KubeClient
+from extender.ungrouped import served_pods
 from extender.webhook_cert_keeper import ServingCertKeeper
 from extender.webhook_flags import DEFAULT_WEBHOOK_PORT, managed_cert_options, webhook_flag_errors
 from extender.webhook_view import WebhookView
@@ -65,7 +66,8 @@ class WebhookServing:
             return
         self.view = WebhookView(client, cache, scheduler_names=(keys.DEFAULT_SCHEDULER_NAME,))
         self.view.start()
-        self.webhooks = AdmissionWebhooks(client, self.view)
+        gated = served_pods(self.args) if self.args.queue_allocation_gate else None
+        self.webhooks = AdmissionWebhooks(client, self.view, gated=gated)
         port = self.args.webhook_port
         host = self.args.bind_address
         bound = await self.webhooks.start(

@@ -2,15 +2,16 @@
 
 Paths are Volcano's (`/queues/mutate`, `/queues/validate`, `/podgroups/mutate`,
 `/podgroups/validate`, `/jobs/mutate`, `/jobs/validate`, `/jobflows/validate`,
-`/cronjobs/validate`, `/hypernodes/validate` (its rules in `webhook_hypernodes`)); each answers
-an `admission.k8s.io/v1` (or v1beta1) AdmissionReview with
+`/cronjobs/validate`, `/hypernodes/validate` (its rules in `webhook_hypernodes`)) and
+vulcan's `/pods/mutate` (`webhook_pods`: a waiting gang's members behind the queue-allocation
+gate); each answers an `admission.k8s.io/v1` (or v1beta1) AdmissionReview with
 the rules of `core.api`: mutations are the JSONPatch from an object to
 `core.api.admission.apply_defaults(object)`, validations the errors of `core.api.validation`
 against a `ClusterView` of the extender's cache (`webhook_view`).
 
 Denials carry no status code, as Volcano's do: kube-apiserver then answers 403 with
 `<resource> "<name>" is forbidden: admission webhook "<webhook>" denied the request: <message>`.
-No pod webhook: pod creation stays off this path.
+The pod webhook never refuses: its configuration ignores failures, and it only adds a gate.
 """
 
 from __future__ import annotations
@@ -43,7 +44,9 @@ from core.api.validation import (
     validate_queue_delete,
 )
 from core.kube.client import KubeClient
+from core.records import PodRecord
 from extender.webhook_hypernodes import others, review_hypernode
+from extender.webhook_pods import gate_patch
 from extender.webhook_view import WebhookView
 
 log = logging.getLogger("vulcan.extender.webhooks")
@@ -118,9 +121,17 @@ def _decode(obj: Any) -> KubeObject:
 class AdmissionWebhooks:
     """The HTTPS application and its handlers."""
 
-    def __init__(self, client: KubeClient, view: WebhookView) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        view: WebhookView,
+        *,
+        gated: Callable[[PodRecord], bool] | None = None,
+    ) -> None:
         self.client = client
         self.view = view
+        # The pods a waiting gang's members are gated among (vulcan's); None: none are.
+        self.gated = gated
         self.app = web.Application(client_max_size=16 * 1024 * 1024)
         routes: dict[str, Handler] = {
             "/queues/mutate": self.mutate_defaults,
@@ -132,6 +143,7 @@ class AdmissionWebhooks:
             "/jobflows/validate": self.validate_jobflow,
             "/cronjobs/validate": self.validate_cronjob,
             "/hypernodes/validate": self.validate_hypernode,
+            "/pods/mutate": self.mutate_pod,
         }
         for path, handler in routes.items():
             self.app.router.add_post(path, self._review(path, handler))
@@ -247,6 +259,17 @@ class AdmissionWebhooks:
             return Verdict(patch=[{"op": "add", "path": "/spec", "value": {"queue": queue}}])
         op = "replace" if "queue" in spec else "add"
         return Verdict(patch=[{"op": op, "path": "/spec/queue", "value": queue}])
+
+    async def mutate_pod(self, req: dict[str, Any]) -> Verdict:
+        """A member of a gang not admitted yet is created behind the queue-allocation gate
+        (`webhook_pods`); a view not synced yet gates nothing rather than wait."""
+        obj = req.get("object")
+        if self.gated is None or req.get("operation") != "CREATE" or not isinstance(obj, dict):
+            return Verdict()
+        if not self.view.cache.synced.is_set():
+            return Verdict()
+        namespace = req.get("namespace") or (obj.get("metadata") or {}).get("namespace") or ""
+        return Verdict(patch=gate_patch(obj, namespace, self.gated, self.view.cache.podgroups))
 
     # -------------------------------------------------------------------- validating
 

@@ -12,7 +12,15 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import SimCluster, metric, phase, pod_manifest, start_cluster, wait_for
+from tests.e2e.conftest import (
+    SimCluster,
+    metric,
+    phase,
+    pod_manifest,
+    scheduled_condition,
+    start_cluster,
+    wait_for,
+)
 
 PARTIAL_LIMIT = 10.0  # seconds a gang may be seen partially bound (Bindings land one by one)
 
@@ -152,6 +160,38 @@ def test_two_tfjobs_on_four_gpus_complete_one_after_the_other(cluster: SimCluste
         ),
     )
     cluster.kubectl("delete", "pods", "-l", "job in (tf-a,tf-b)", "--wait=false")
+
+
+def test_a_waiting_gangs_members_stay_out_of_kube_schedulers_queue_until_admitted(
+    cluster: SimCluster,
+) -> None:
+    gated_gang_scenario(cluster)
+
+
+def gated_gang_scenario(cluster: SimCluster) -> None:
+    """Created while the GPUs are taken, the second gang's members carry the
+    queue-allocation gate (kube-scheduler does not try them: no refusal, no retry); once the
+    first gang is gone the gate is lifted with the admission and the gang binds whole. Shared
+    by the embedded and the real tier."""
+    gate = "scheduling.volcano.sh/queue-allocation-gate"
+    gang(cluster, "holds", 4, 4)
+    cluster.apply(
+        [gpu_worker("holds", i, duration="forever", schedulerName="volcano") for i in range(4)]
+    )
+    watch = GangWatch(cluster, {"holds": 4, "waits": 2})
+    watch.until("the first gang to bind", lambda: "holds" in watch.bound_at)
+    gang(cluster, "waits", 2, 2)
+    cluster.apply([gpu_worker("waits", i, schedulerName="volcano") for i in range(2)])
+    waiting = cluster.pods(selector="job=waits")
+    assert [[g["name"] for g in p["spec"].get("schedulingGates") or ()] for p in waiting] == [
+        [gate],
+        [gate],
+    ]
+    assert all(scheduled_condition(p).get("reason") != "Unschedulable" for p in waiting)
+    cluster.kubectl("delete", "pods", "-l", "job=holds", "--wait=false")
+    watch.until("the waiting gang to complete", lambda: "waits" in watch.done_at, timeout=60)
+    assert not any(p["spec"].get("schedulingGates") for p in cluster.pods(selector="job=waits"))
+    cluster.kubectl("delete", "pods", "-l", "job=waits", "--wait=false")
 
 
 def test_a_gang_whose_last_member_never_comes_binds_nothing(cluster: SimCluster) -> None:

@@ -378,6 +378,28 @@ def test_a_podgroup_in_the_default_queue_moves_to_its_namespaces_queue(cluster: 
     assert status == 201 and body["spec"]["queue"] == "science"
 
 
+def test_a_waiting_gangs_members_are_created_behind_the_queue_allocation_gate(
+    cluster: Cluster,
+) -> None:
+    """A pod naming a PodGroup that is not admitted (here: not created yet) gets the gate;
+    one naming no PodGroup is not sent to vulcan at all (the matchConditions) and stays as
+    it was written."""
+
+    def created(name: str, annotations: dict[str, str]) -> list[str]:
+        pod = {
+            "metadata": {"name": name, "annotations": annotations},
+            "spec": {"schedulerName": "volcano", "containers": [{"name": "c", "image": "x"}]},
+        }
+        status, body = cluster.call("POST", "/api/v1/namespaces/team-b/pods", pod)
+        assert status == 201, body
+        return [g["name"] for g in body["spec"].get("schedulingGates") or ()]
+
+    assert created("member", {"scheduling.k8s.io/group-name": "later"}) == [
+        "scheduling.volcano.sh/queue-allocation-gate"
+    ]
+    assert created("loner", {}) == []
+
+
 # --------------------------------------------------------------------- the webhook is down
 
 
@@ -401,6 +423,13 @@ def test_failure_policy_when_vulcan_is_down_and_pods_never_wait(cluster: Cluster
         "spec": {"containers": [{"name": "c", "image": "busybox"}]},
     }
     assert cluster.call("POST", "/api/v1/namespaces/team-a/pods", pod)[0] == 201
+    # A gang's member goes to the pod webhook, which ignores failures: created, ungated.
+    member = {
+        "metadata": {"name": "member", "annotations": {"scheduling.k8s.io/group-name": "g"}},
+        "spec": {"containers": [{"name": "c", "image": "busybox"}]},
+    }
+    status, body = cluster.call("POST", "/api/v1/namespaces/team-a/pods", member)
+    assert status == 201 and not body["spec"].get("schedulingGates"), body
     # With failurePolicy Ignore the dead webhook is skipped (the live one still decides).
     for kind in ("mutating", "validating"):
         path = f"/apis/admissionregistration.k8s.io/v1/{kind}webhookconfigurations/vulcan-down"

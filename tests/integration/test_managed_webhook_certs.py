@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import pytest
 
 from core.certs import issue, load_certificates
-from extender.webhook_configs import MUTATING, VALIDATING, webhook_configurations
+from extender.webhook_configs import MUTATING_COUNT, VALIDATING_COUNT, webhook_configurations
 from tests.helpers import announced_url, sim_apiserver_process, stop_process, vulcan_process
 
 T = TypeVar("T")
@@ -184,7 +184,7 @@ def test_the_extender_makes_and_serves_a_certificate_the_api_server_trusts(
         "the caBundles to trust the CA",
         lambda: (b := api.bundles()) and all(ca in load_certificates(x) for x in b) and b,
     )
-    assert len(bundles) == len(MUTATING) + len(VALIDATING)  # every webhook of both
+    assert len(bundles) == MUTATING_COUNT + VALIDATING_COUNT  # every webhook of both
     assert "denied the request" in api.bad_queue_refused()
     assert "serving the webhook certificate of Secret vulcan-system/vulcan-webhook-tls" in (
         log.read_text()

@@ -24,7 +24,7 @@ import yaml
 from core.certs import issue, load_certificates
 from core.kube.client import NAMESPACES, SECRETS, ClientOptions, KubeClient, Resource
 from core.webhook_tls import CONFIGURATIONS
-from extender.webhook_configs import MUTATING, VALIDATING
+from extender.webhook_configs import MUTATING_COUNT, VALIDATING_COUNT
 from sim.apiserver.server import EmbeddedApiServer, write_kubeconfig
 from tests.helpers import REPO
 from vulcan.webhook_certs_flags import Options
@@ -35,7 +35,7 @@ HOST = "vulcan-webhooks.vulcan-system.svc"
 COMPONENT = REPO / "manifests" / "components" / "self-signed-webhooks"
 OVERLAY = REPO / "manifests" / "overlays" / "second-scheduler-self-signed-webhooks"
 KUBECTL = shutil.which("kubectl")
-WEBHOOKS = len(MUTATING) + len(VALIDATING)  # every caBundle of the two configurations
+WEBHOOKS = MUTATING_COUNT + VALIDATING_COUNT  # every caBundle of the two configurations
 needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed")
 
 
@@ -159,10 +159,14 @@ async def test_a_first_run_writes_the_secret_and_every_ca_bundle_and_a_rerun_cha
     status, log = await run_certs(cluster.kubeconfig)
     assert status == 0, log
     assert "created Secret vulcan-system/vulcan-webhook-tls (it does not exist)" in log
-    assert "patched MutatingWebhookConfiguration vulcan-admission: caBundle of 3 of its 3" in log
+    mutating = MUTATING_COUNT
     assert (
-        f"patched ValidatingWebhookConfiguration vulcan-admission: caBundle of {len(VALIDATING)} "
-        f"of its {len(VALIDATING)}"
+        f"patched MutatingWebhookConfiguration vulcan-admission: caBundle of {mutating} of its "
+        f"{mutating}"
+    ) in log
+    assert (
+        f"patched ValidatingWebhookConfiguration vulcan-admission: caBundle of {VALIDATING_COUNT} "
+        f"of its {VALIDATING_COUNT}"
     ) in log
 
     secret = await cluster.secret()

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import pod_manifest, wait_for
-from tests.e2e.test_gang_e2e import GangWatch, unreached_gang_scenario
+from tests.e2e.test_gang_e2e import GangWatch, gated_gang_scenario, unreached_gang_scenario
 from tests.e2e.test_jobs_e2e import typo_scheduler_name_scenario
 from tests.real.conftest import RealCluster
 from tests.real.grouping import controllers_paused, refused_waiting
@@ -827,3 +827,11 @@ def test_a_gang_whose_members_never_reach_vulcan_gives_its_room_back(
     """The embedded tier's scenario with the real kube-scheduler, whose VolumeBinding refuses
     the members (their claim does not exist) before it calls the extender."""
     unreached_gang_scenario(cluster, 15.0)
+
+
+def test_a_waiting_gangs_members_stay_out_of_kube_schedulers_queue_until_admitted(
+    cluster: RealCluster,
+) -> None:
+    """The embedded tier's scenario with the real kube-apiserver (the pod webhook's CEL
+    matchConditions) and the real kube-scheduler (its PreEnqueue keeps gated pods out)."""
+    gated_gang_scenario(cluster)
