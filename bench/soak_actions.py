@@ -126,21 +126,30 @@ class Actor:
         for (kind, key), record in list(self.submitted.items()):
             if record.deleted or record.cleaned or record.rejected:
                 continue
+            # Marked cleaned before the deletes go out: the soak's end cancels this mid-way,
+            # and a pod deleted but not marked would read as lost.
+            if kind == "PodGroup" and key in finished_gangs:
+                marked = [o for o in self.submitted.values() if o.key == key or o.group == key]
+                for other in marked:
+                    other.cleaned = finished_pods.get(other.key, "Completed")
+                delete = self._remove_gang(key)
+                counted = "finished gangs cleaned up"
+            elif kind == "Pod" and not record.group and key in finished_pods:
+                marked = [record]
+                record.cleaned = finished_pods[key]
+                self.deleted_pods.add(record.uid)
+                ns, name = key.split("/")
+                delete = self.client.delete(PODS, name, ns)
+                counted = "finished plain pods cleaned up"
+            else:
+                continue
             try:
-                if kind == "PodGroup" and key in finished_gangs:
-                    await self._remove_gang(key)
-                    for other in self.submitted.values():
-                        if other.key == key or other.group == key:
-                            other.cleaned = finished_pods.get(other.key, "Completed")
-                    self.counts["finished gangs cleaned up"] += 1
-                elif kind == "Pod" and not record.group and key in finished_pods:
-                    ns, name = key.split("/")
-                    self.deleted_pods.add(record.uid)
-                    await self.client.delete(PODS, name, ns)
-                    record.cleaned = finished_pods[key]
-                    self.counts["finished plain pods cleaned up"] += 1
+                await delete
+                self.counts[counted] += 1
             except ApiError as exc:
                 if not exc.not_found:
+                    for other in marked:
+                        other.cleaned = ""
                     log.warning("soak clean-up of %s %s failed: %s", kind, key, exc)
 
     async def _deployment(self, action: Action) -> None:
