@@ -9,6 +9,7 @@ from typing import Any
 
 from core.api.batch import JobSpec
 from core.kube.events import WARNING
+from core.kube.slow_start import slow_start_batch
 from core.records import PodGroupRecord, PodRecord
 from flow_controller.job import objects
 from flow_controller.job.events import JobEvents
@@ -181,11 +182,10 @@ class JobPrimitives:
                 else:
                     tally.count(pod)
         delete += [p for p in pods if p.name not in wanted and not p.deleting]
-        for body in create:
-            await self.writer.create_pod(job, body)
-        for pod in delete:
-            if await self.writer.delete_pod(job, pod):
-                tally.terminating += 1
+        # In parallel, as Volcano's job controller; in slow-start batches, as Kubernetes'.
+        await slow_start_batch(create, lambda body: self.writer.create_pod(job, body))
+        gone = await slow_start_batch(delete, lambda pod: self.writer.delete_pod(job, pod))
+        tally.terminating += sum(gone)
 
     async def kill(
         self, job: dict[str, Any], spec: JobSpec, step: Step, target: str | tuple[str, str] | None
@@ -211,6 +211,7 @@ class JobPrimitives:
         elif target is not None:
             pods = [p for p in pods if target in (p.task, p.name)]
         tally = Tally()
+        doomed: list[PodRecord] = []
         for pod in pods:
             if pod.deleting:
                 tally.terminating += 1
@@ -218,8 +219,10 @@ class JobPrimitives:
                 # Kept, and counted: Volcano leaves them out, so a finished job's status
                 # reads succeeded 0 after its next sync (#4616); the counts say what exists.
                 tally.count(pod)
-            elif await self.writer.delete_pod(job, pod):
-                tally.terminating += 1
+            else:
+                doomed.append(pod)
+        gone = await slow_start_batch(doomed, lambda pod: self.writer.delete_pod(job, pod))
+        tally.terminating += sum(gone)
         retry_count = retry + (1 if step.retry else 0)
         next_phase = step.next_phase(phase, tally.counts(), spec, retry_count)
         new = job_status(
