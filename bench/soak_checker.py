@@ -109,6 +109,7 @@ class Checker:
     evictions: EvictionLedger = field(default_factory=EvictionLedger)
     last_bind: dict[str, float] = field(default_factory=dict)  # group -> its latest bind
     gone_at: dict[str, float] = field(default_factory=dict)  # deleted pod key -> when
+    deleting_at: dict[str, float] = field(default_factory=dict)  # pod key -> seen terminating
     _episodes: dict[tuple[str, str], Episode] = field(default_factory=dict)
     _bound: dict[str, int] = field(default_factory=dict)  # group -> live bound members
     _by_group: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
@@ -122,6 +123,10 @@ class Checker:
         if pod is None:
             self.gone_at[key] = now
             self.evictions.gone(key, now)
+        elif pod.deleting:
+            self.deleting_at.setdefault(key, now)
+        elif old is None or old.uid != pod.uid:
+            self.deleting_at.pop(key, None)  # a new pod under an old name (a job's restart)
         if old is not None:
             self._by_group[old.group].discard(key)
             self._by_node[old.node].discard(key)
@@ -146,7 +151,11 @@ class Checker:
         was for)."""
         gang = evicted_for(note)
         if gang is not None:
+            # The event's time is the evictor's clock, written once the eviction returned; the
+            # victim seen terminating (or gone) by the pod watch orders it against the binds
+            # that watch saw.
             gone = None if victim in self.pods else self.gone_at.get(victim, when)
+            when = min(when, self.deleting_at.get(victim, when), gone or when)
             self.evictions.evicted(victim, gang, when, gone)
 
     def group(self, key: str, group: Group | None, now: float) -> None:

@@ -113,3 +113,24 @@ def test_a_gang_that_completed_owes_nothing() -> None:
         checker.pod(f"ns/low-{index}", None, 10.3)
     checker.tick(100.0)
     assert NEEDLESS_EVICTION not in kinds(checker)
+
+
+def test_an_eviction_dated_after_the_bind_it_made_room_for_is_ordered_by_the_pod_watch() -> None:
+    """The evictor writes its event once the eviction returned, so under load the event may
+    be dated after the gang it made room for bound (the real soak: victims terminating at
+    t=1, `big` bound at t=2, the event dated t=3, then `big` evicted in its turn). The pod
+    watch saw the victims terminating first: the eviction paid."""
+    checker = _low_and_big()
+    for index in range(2):
+        terminating = checker.pods[f"ns/low-{index}"]
+        terminating.deleting = True
+        checker.pod(terminating.key, terminating, 1.0)
+    for index in range(2):
+        bind(checker, "big", index, "node-1", 2.0)
+    for index in range(2):
+        checker.pod(f"ns/low-{index}", None, 2.5)
+        checker.eviction(f"ns/low-{index}", PREEMPTED, 3.0)
+    for index in range(2):
+        checker.pod(f"ns/big-{index}", None, 4.0)
+    checker.tick(100.0)
+    assert NEEDLESS_EVICTION not in kinds(checker)
