@@ -66,6 +66,8 @@ def contribution(
         if group.phase in _WAITING_PHASES:
             missing = group.min_resources.saturating_sub(members_request(snapshot, group))
             unasked = None if missing.is_zero() else missing
+        elif group.phase == "Inqueue" and _ran_out(snapshot, group):
+            pass  # nothing left to place, and no controller makes its lost members again
         elif group.phase == "Inqueue":
             placed = members_request(snapshot, group, placed=True) + (held or _ZERO)
             missing = group.min_resources.saturating_sub(placed)
@@ -76,6 +78,18 @@ def contribution(
             asked = missing.saturating_sub(members_request(snapshot, group)).is_zero()
     elastic = _elastic_of(snapshot, group, held)
     return Contribution(group.queue, phase, unasked, inqueue, elastic, asked)
+
+
+def _ran_out(snapshot: Snapshot, group: PodGroupRecord) -> bool:
+    """An enqueued group not of a Volcano Job whose members all ran to their end (a bare gang
+    that lost members to a failed node and finished the rest): it would hold its queue's room
+    for pods nobody makes. A Volcano Job's group is not: its
+    controller makes its next task's pods once the first is done."""
+    if group.job_owned:
+        return False
+    keys = snapshot.pods_by_group.get(group.key, ())
+    pods = snapshot.pods
+    return bool(keys) and all((pod := pods.get(k)) is None or pod.terminal for k in keys)
 
 
 def _elastic_of(

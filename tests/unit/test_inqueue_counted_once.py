@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from core.cache import ClusterCache
-from core.records import PodGroupRecord, QueueRecord
+from core.records import PodGroupRecord, PodRecord, QueueRecord
 from plugins.framework.decisions import Waiting
 from plugins.framework.memo import Memo
 from tests.session_harness import ok, reason, run
@@ -166,3 +166,64 @@ def test_members_beyond_a_gangs_minimum_count_as_elastic_in_the_pass() -> None:
     assert ok(decision) and len(decision.slots) == 2
     share = result.queues.model.shares["q"]
     assert (share.allocated.cpu, share.elastic.cpu) == (4_000, 2_000)
+
+
+def _after_a_dead_gang(owner: dict[str, Any] | None) -> Any:
+    """Queue q may hold 6 cpu. `dead` (Inqueue, minResources 4 for 2 members) lost a member
+    (its node failed) and its other one ran to its end; `next` (4 cpu) waits with its pod."""
+    dead = _group("dead", "Inqueue", "4")
+    if owner is not None:
+        body = {
+            "metadata": {
+                "name": "dead",
+                "namespace": "ns",
+                "uid": "uid-dead",
+                "ownerReferences": [owner],
+            },
+            "spec": {"queue": "q", "minMember": 1, "minResources": {"cpu": "4"}},
+            "status": {"phase": "Inqueue"},
+        }
+        dead = PodGroupRecord(body)
+    finished = PodRecord(
+        {
+            "metadata": {
+                "name": "dead-0",
+                "namespace": "ns",
+                "uid": "uid-dead-0",
+                "annotations": {"scheduling.k8s.io/group-name": "dead"},
+            },
+            "spec": {
+                "schedulerName": "volcano",
+                "nodeName": "n1",
+                "containers": [{"name": "c", "resources": {"requests": {"cpu": "2"}}}],
+            },
+            "status": {"phase": "Succeeded"},
+        }
+    )
+    groups = [dead, _group("next", "Pending", "4")]
+    return cluster(groups, [finished, member("next-0", "next", "4")], capability="6")
+
+
+def test_a_bare_gang_whose_members_all_ended_holds_no_room() -> None:
+    """Nobody makes a bare gang's lost members again: enqueued, it would hold 4 of q's 6 cpu
+    for ever (a real soak: the gangs behind it stalled)."""
+    for memo in (None, Memo()):
+        result = run(session_of("enqueue, allocate"), _after_a_dead_gang(None), memo=memo)
+        decisions = {d.key: d for d in result.decisions}
+        assert ok(decisions["ns/next"]), reason(decisions["ns/next"])
+
+
+def test_a_volcano_jobs_gang_between_tasks_keeps_its_room() -> None:
+    """A Volcano Job's group whose first task is done keeps its room: the job controller
+    makes the next task's pods."""
+    owner = {
+        "apiVersion": "batch.volcano.sh/v1alpha1",
+        "kind": "Job",
+        "name": "dead",
+        "uid": "uid-job",
+        "controller": True,
+    }
+    result = run(session_of("enqueue, allocate"), _after_a_dead_gang(owner))
+    decisions = {d.key: d for d in result.decisions}
+    assert isinstance(decisions["ns/next"], Waiting)
+    assert "inqueue 4" in reason(decisions["ns/next"]), reason(decisions["ns/next"])
