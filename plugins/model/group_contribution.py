@@ -11,6 +11,8 @@ from core.cache import Snapshot
 from core.records import PodGroupRecord
 from core.resources import ResourceVector
 from plugins.model.elastic import elastic_resources
+from plugins.model.gang import gang_view
+from plugins.model.gang_ready import members_needed, pending_members
 from plugins.model.queue_share import strip_pods, sum_vectors
 
 __all__ = [
@@ -71,6 +73,8 @@ def contribution(
         elif group.phase == "Inqueue":
             placed = members_request(snapshot, group, placed=True) + (held or _ZERO)
             missing = group.min_resources.saturating_sub(placed)
+            if held is None:
+                missing = missing.elementwise_max(_asked_first(snapshot, group))
             gated = gated_request(snapshot, group)
             if gated is not None:
                 missing = missing.saturating_sub(gated)
@@ -78,6 +82,21 @@ def contribution(
             asked = missing.saturating_sub(members_request(snapshot, group)).is_zero()
     elastic = _elastic_of(snapshot, group, held)
     return Contribution(group.queue, phase, unasked, inqueue, elastic, asked)
+
+
+def _asked_first(snapshot: Snapshot, group: PodGroupRecord) -> ResourceVector:
+    """What the members its placement takes first ask (`plugins.model.demand`: the largest
+    first), which may be more than its minResources count (a Volcano Job's count its first
+    pods in task order). Enqueued, the gang holds that much: counted at minResources alone,
+    every enqueued gang of a queue could need room the others' `inqueue` holds, and none be
+    allocated (an embedded soak: six Volcano Jobs enqueued in one queue, each refused)."""
+    view = gang_view(snapshot, group.key)
+    if view is None or group.min_resources is None:
+        return _ZERO
+    asked = sum_vectors(pod.requests for pod in pending_members(view)[: members_needed(view)])
+    # On the dimensions its minResources name: those are what its queue's books count for it.
+    named = group.min_resources
+    return ResourceVector({d: v for d, v in asked.items() if d in named and d != "pods"})
 
 
 def _ran_out(snapshot: Snapshot, group: PodGroupRecord) -> bool:

@@ -227,3 +227,22 @@ def test_a_volcano_jobs_gang_between_tasks_keeps_its_room() -> None:
     decisions = {d.key: d for d in result.decisions}
     assert isinstance(decisions["ns/next"], Waiting)
     assert "inqueue 4" in reason(decisions["ns/next"]), reason(decisions["ns/next"])
+
+
+def test_enqueued_gangs_whose_largest_members_ask_more_than_their_minimum_do_not_deadlock() -> None:
+    """q may hold 7 cpu. `a` and `b`, both Inqueue with minResources 3 (a Volcano Job's first
+    pods in task order: 1 + 2), need two members each, and the placement takes the largest
+    first (4 + 2 = 6). Counted at 3 each, each needed 3 more than the other's `inqueue` left
+    (0 + 6 + 3 > 7) and neither was ever allocated; counted at what they take, the first is
+    allocated and the second waits for it at its share."""
+    groups = [_group("a", "Inqueue", "3"), _group("b", "Inqueue", "3")]
+    for group in groups:
+        group.min_member = 2
+    pods = [member(f"{g}-{i}", g, cpu) for g in ("a", "b") for i, cpu in enumerate(("1", "2", "4"))]
+    for memo in (None, Memo()):
+        result = run(
+            session_of("enqueue, allocate"), cluster(groups, pods, capability="7"), memo=memo
+        )
+        decisions = {d.key: d for d in result.decisions}
+        assert ok(decisions["ns/a"]), reason(decisions["ns/a"])
+        assert isinstance(decisions["ns/b"], Waiting)
