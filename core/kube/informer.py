@@ -97,6 +97,7 @@ class Informer(Generic[R]):
         self.synced = asyncio.Event()
         self.resource_version: str | None = None
         self.relists = 0
+        self._collected: dict[str, R] | None = None  # a watch-list's initial state so far
         # When the API server was last heard from (monotonic; for the informer-lag metric).
         self.last_heard = 0.0
 
@@ -197,20 +198,30 @@ class Informer(Generic[R]):
             query.update(sendInitialEvents=True, resourceVersionMatch="NotOlderThan")
         else:
             query["resourceVersion"] = self.resource_version
-        collected: dict[str, R] | None = {} if initial else None
-        async for line in self.client.stream(
-            self.resource.path(self.namespace), query, read_timeout=timeout + 30
-        ):
-            self.last_heard = time.monotonic()
+        self._collected = {} if initial else None
+        try:
+            await self.client.watch(
+                self.resource.path(self.namespace), query, timeout + 30, self._on_lines
+            )
+        finally:
+            self._collected = None
+
+    def _on_lines(self, lines: list[bytes]) -> None:
+        """One read's events, applied in order as they come (from the watch's callback)."""
+        self.last_heard = time.monotonic()
+        collected = self._collected
+        applied = False
+        for line in lines:
             if collected is not None:
-                done = self._collect_initial(line, collected)
-                if done:
+                if self._collect_initial(line, collected):
                     self._replace(collected)
-                    collected = None
+                    self._collected = collected = None
                     self.relists += 1
                     self.synced.set()
                 continue
             self._apply_event(line)
+            applied = True
+        if applied:
             self.backoff.reset()
 
     def _collect_initial(self, line: bytes, collected: dict[str, R]) -> bool:

@@ -1,0 +1,216 @@
+"""A watch on a raw asyncio protocol: each read's complete lines handed over in one batch.
+
+Why not aiohttp's client: a watch event went through its StreamReader and three async
+generators (chunks, lines, the client's stream) before the informer saw it, a task switch per
+read and generator hops per line, which under a stream of pod events cost the extender more than
+decoding them. Here the socket's read is parsed (httptools: chunked framing), split into lines
+and handed to a synchronous `sink` from the protocol's own callback; the informer decodes and
+applies the batch there. Reads are never paused (uvloop's TLS transport, paused and resumed,
+held back data it had already decrypted): a slow sink simply delays the next read, and TCP holds
+the rest back at the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+import zlib
+from collections.abc import Callable
+from typing import cast
+from urllib.parse import urlsplit
+
+import httptools
+
+Sink = Callable[[list[bytes]], None]
+
+
+class WatchFailed(Exception):
+    """The watch ended below HTTP (refused, reset, cut mid-event, silent too long), or its
+    answer was not a 200 (`status`, `body`: what the server said)."""
+
+    def __init__(self, message: str, status: int = 0, body: bytes = b"") -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+class _WatchProtocol(asyncio.Protocol):
+    """One watch request on its own connection (never reused: a watch runs for minutes)."""
+
+    def __init__(self, request: bytes, sink: Sink, read_timeout: float) -> None:
+        self.request = request
+        self.sink = sink
+        self.read_timeout = read_timeout
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpResponseParser(self)
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.status = 0
+        self.error_body: list[bytes] = []
+        self.parts: list[bytes] = []  # a line begun in earlier reads
+        self.batch: list[bytes] = []
+        self.gzip: zlib._Decompress | None = None
+        self.eof_delimited = True  # until a Content-Length or chunked says otherwise
+        self.headers_done = False
+        self.complete = False
+        self.last_read = time.monotonic()
+        self.timer: asyncio.TimerHandle | None = None
+
+    # ------------------------------------------------------------------ asyncio callbacks
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # (uvloop's transports are not asyncio.Transport subclasses, but have its methods.)
+        self.transport = cast(asyncio.Transport, transport)
+        self.transport.write(self.request)
+        self.timer = asyncio.get_running_loop().call_later(self.read_timeout, self._check_idle)
+
+    def data_received(self, data: bytes) -> None:
+        if self.done.done():
+            return
+        self.last_read = time.monotonic()
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            self._finish(WatchFailed(f"malformed HTTP response: {exc}"))
+            return
+        batch = self.batch
+        if batch:
+            self.batch = []
+            try:
+                self.sink(batch)
+            except BaseException as exc:  # the sink's own error ends the watch, as raised
+                self._finish(exc)
+                return
+        if self.complete:
+            self._finish(None)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        if self.done.done():
+            return
+        if self.headers_done and self.eof_delimited and self.status == 200:
+            # No length and no chunks: the body is whatever came before the server closed.
+            last = b"".join(self.parts)
+            self.parts = []
+            try:
+                if last.strip():
+                    self.sink([last])
+            except BaseException as error:
+                self._finish(error)
+                return
+            self._finish(None)
+            return
+        self._finish(WatchFailed(f"watch connection lost: {exc or 'EOF'}"))
+
+    # ------------------------------------------------------------------ httptools callbacks
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        name = name.lower()
+        if name in (b"content-length", b"transfer-encoding"):
+            self.eof_delimited = False
+        elif name == b"content-encoding" and value.strip().lower() == b"gzip":
+            self.gzip = zlib.decompressobj(wbits=31)
+
+    def on_headers_complete(self) -> None:
+        self.headers_done = True
+        self.status = self.parser.get_status_code()
+
+    def on_body(self, body: bytes) -> None:
+        if self.gzip is not None:
+            body = self.gzip.decompress(body)
+        if self.status != 200:
+            self.error_body.append(body)
+            return
+        if b"\n" not in body:
+            self.parts.append(body)
+            return
+        lines = body.split(b"\n")
+        if self.parts:
+            self.parts.append(lines[0])
+            lines[0] = b"".join(self.parts)
+            self.parts = []
+        tail = lines.pop()
+        if tail:
+            self.parts.append(tail)
+        self.batch.extend(line for line in lines if line and not line.isspace())
+
+    def on_message_complete(self) -> None:
+        if self.status != 200:
+            self._finish(WatchFailed("watch refused", self.status, b"".join(self.error_body)))
+            return
+        last = b"".join(self.parts)
+        self.parts = []
+        if last.strip():
+            self.batch.append(last)
+        # The server ended the watch (its timeoutSeconds): data_received delivers the batch
+        # once the parser returns, then the watch is done.
+        self.complete = True
+
+    # ------------------------------------------------------------------------ helpers
+
+    def _check_idle(self) -> None:
+        idle = time.monotonic() - self.last_read
+        if idle >= self.read_timeout:
+            self._finish(WatchFailed(f"watch silent for {idle:.0f}s"))
+            return
+        loop = asyncio.get_running_loop()
+        self.timer = loop.call_later(self.read_timeout - idle, self._check_idle)
+
+    def _finish(self, exc: BaseException | None) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+        if not self.done.done():
+            if exc is None:
+                self.done.set_result(None)
+            else:
+                self.done.set_exception(exc)
+        self.close()
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.abort()
+
+
+async def watch(
+    url: str,
+    headers: bytes,
+    sink: Sink,
+    *,
+    read_timeout: float,
+    connect_timeout: float,
+    ssl_context: ssl.SSLContext | None = None,
+) -> None:
+    """GET `url` (a watch) and hand each read's complete lines to `sink` until the server ends
+    the answer. Raises WatchFailed (or whatever `sink` raised, the watch then closed).
+    `headers`: header lines, each ending in CRLF (Authorization, Accept)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise WatchFailed(f"unsupported URL {url!r}")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    target = parts.path + (f"?{parts.query}" if parts.query else "")
+    request = b"GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: vulcan\r\n%s\r\n" % (
+        target.encode(),
+        parts.netloc.encode(),
+        headers,
+    )
+    loop = asyncio.get_running_loop()
+    context = None
+    if parts.scheme == "https":
+        context = ssl_context or ssl.create_default_context()
+    try:
+        async with asyncio.timeout(connect_timeout):
+            _, protocol = await loop.create_connection(
+                lambda: _WatchProtocol(request, sink, read_timeout),
+                parts.hostname,
+                port,
+                ssl=context,
+            )
+    except TimeoutError as exc:  # (an OSError too: first)
+        raise WatchFailed(f"dial tcp {parts.hostname}:{port}: timed out") from exc
+    except OSError as exc:
+        raise WatchFailed(f"dial tcp {parts.hostname}:{port}: {exc.strerror or exc}") from exc
+    try:
+        await protocol.done
+    finally:
+        protocol.close()  # cancelled (or failed): the server learns the watch is over
