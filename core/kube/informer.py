@@ -85,6 +85,9 @@ class Informer(Generic[R]):
         self.client = client
         self.resource = resource
         self.decode = decode
+        # A decode may offer `refresh(old, obj)`: a MODIFIED's record reusing the old one's
+        # work when nothing it reads changed (core.records.pods.PodRecord.refresh).
+        self._refresh: Callable[[R, dict[str, Any]], R] | None = getattr(decode, "refresh", None)
         self.namespace = namespace
         self.label_selector = label_selector
         self.field_selector = field_selector
@@ -151,7 +154,9 @@ class Informer(Generic[R]):
             if rv:
                 self.resource_version = rv
             return
-        record = self.decode(obj)
+        refresh = self._refresh
+        old = self.items.get(object_key(obj)) if refresh and kind == "MODIFIED" else None
+        record = self.decode(obj) if old is None or refresh is None else refresh(old, obj)
         if kind in ("ADDED", "MODIFIED"):
             self._added(record)
         elif kind == "DELETED":
