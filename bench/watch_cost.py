@@ -1,13 +1,14 @@
-"""The CPU cost of one pod watch event through the informer into the extender's cache, on the
-raw watch protocol (core.kube.watch_transport) against aiohttp's stream, in the same run.
+"""The CPU cost of a pod watch event through the informer into the extender's cache: the old
+path (aiohttp's stream, a record built for every event) against the new (the raw watch protocol
+of core.kube.watch_transport, PodRecord.refresh), in the same run.
 
-A server process streams a pod watch at a steady rate (each pod ADDED, then MODIFIED when it
-is bound, as kube-apiserver sends them while kube-scheduler binds), so that most events arrive
-in a read of their own as on a real cluster; the client process runs a pod informer feeding a
-ClusterCache (as the extender wires it) and reports its CPU time per event. The paths alternate
-round by round; each path's best round is reported. Last line:
-`watch_us_per_event_before=... after=... ratio=...` (before: aiohttp's stream; after: the raw
-protocol).
+A server process streams a pod watch at a steady rate, so that most events arrive in a read of
+their own as on a real cluster: every pod ADDED, then every one MODIFIED by its binding (and,
+with --status-writes, by a kubelet status write no record reads). The client process runs a pod
+informer feeding a ClusterCache (as the extender wires it) and reads its CPU time at each
+phase's last event. The paths alternate round by round; each path's best round is reported.
+Last line: `watch_us_per_event_before=... after=... ratio=...` (the ADDED and binding MODIFIED
+together).
 """
 
 from __future__ import annotations
@@ -108,20 +109,35 @@ def pod(i: int, rv: int, node: str | None) -> dict[str, Any]:
     }
 
 
-def events(pods: int) -> list[bytes]:
-    """Each pod ADDED, then MODIFIED (bound) a few pods later, as one line each."""
-    out: list[bytes] = []
+def kubelet_status(obj: dict[str, Any]) -> dict[str, Any]:
+    """`obj` after its kubelet's first status write (nothing a record reads changes)."""
+    status = obj["status"]
+    status.update(podIP="10.0.0.1", hostIP="192.168.0.1", startTime="2026-11-29T06:00:02Z")
+    status["conditions"].append({"type": "Initialized", "status": "True"})
+    status["containerStatuses"] = [
+        {"name": "main", "ready": False, "restartCount": 0, "state": {"waiting": {}}}
+    ]
+    obj["metadata"]["managedFields"].append({"manager": "kubelet", "operation": "Update"})
+    return obj
+
+
+def events(pods: int, status_writes: bool) -> list[bytes]:
+    """Every pod ADDED, then every one MODIFIED by its binding, then (`status_writes`) by its
+    kubelet's first status write, one line each, in that order: the CPU is read at each
+    phase's last event."""
     rv = 10
-    lag = 4
-    for i in range(pods + lag):
-        if i < pods:
-            rv += 1
-            out.append(orjson.dumps({"type": "ADDED", "object": pod(i, rv, None)}) + b"\n")
-        if i >= lag:
-            rv += 1
-            bound = pod(i - lag, rv, f"node-{i % 100}")
-            out.append(orjson.dumps({"type": "MODIFIED", "object": bound}) + b"\n")
-    return out
+    phases: list[list[bytes]] = [[], [], []]
+    for i in range(pods):
+        for phase, (kind, obj) in enumerate(
+            (
+                ("ADDED", pod(i, rv + 1, None)),
+                ("MODIFIED", pod(i, rv + 2, f"node-{i % 100}")),
+                ("MODIFIED", kubelet_status(pod(i, rv + 3, f"node-{i % 100}"))),
+            )
+        ):
+            phases[phase].append(orjson.dumps({"type": kind, "object": obj}) + b"\n")
+        rv += 3
+    return phases[0] + phases[1] + (phases[2] if status_writes else [])
 
 
 # ---------------------------------------------------------------------------- the server
@@ -180,46 +196,58 @@ def _answer(conn: socket.socket, chunks: list[bytes], rate: float) -> None:
 # ---------------------------------------------------------------------------- the client
 
 
-async def one_round(url: str, pods: int, raw: bool) -> tuple[float, int]:
-    """(CPU seconds of this process from the watch's start to the last pod bound, events)."""
+PHASES = ("added", "bound", "status")
+
+
+async def one_round(url: str, pods: int, phases: int, after: bool) -> dict[str, float]:
+    """CPU µs of this process per event of each phase (added, bound, status), on the old path
+    (aiohttp's stream, every record built) or the new (the raw protocol, PodRecord.refresh)."""
     client = await KubeClient.connect(ClientOptions(master=url, qps=0, burst=0))
-    client.raw_watch = raw
+    client.raw_watch = after
     cache = ClusterCache()
     informer: Informer[PodRecord] = Informer(client, PODS, PodRecord)
+    if not after:
+        informer._refresh = None
     informer.add_handlers(cache.on_pod_add, cache.on_pod_update, cache.on_pod_delete)
     done = asyncio.Event()
-    bound = 0
+    marks: list[float] = []
+    seen = 0
 
-    def on_update(_old: PodRecord, new: PodRecord) -> None:
-        nonlocal bound
-        if new.node is not None:
-            bound += 1
-            if bound >= pods:
+    def count(*_: PodRecord) -> None:
+        nonlocal seen
+        seen += 1
+        if seen % pods == 0:
+            marks.append(time.process_time())
+            if len(marks) == phases:
                 done.set()
 
-    informer.add_handlers(on_update=on_update)
+    informer.add_handlers(count, count)
     await informer._list()  # the (empty) list is not measured
     started = time.process_time()
     task = asyncio.create_task(informer._watch())
     waiter = asyncio.create_task(done.wait())
     await asyncio.wait((task, waiter), return_when=asyncio.FIRST_COMPLETED)
-    spent = time.process_time() - started
     if not done.is_set():
         waiter.cancel()
         await client.close()
-        raise RuntimeError(f"the watch ended before every pod was bound: {task.exception()}")
+        raise RuntimeError(f"the watch ended before every event came: {task.exception()}")
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     await client.close()
-    assert len(cache.pods) == pods
-    return spent, 2 * pods
+    assert len(cache.pods) == pods and all(p.node for p in cache.pods.values())
+    return {
+        PHASES[n]: (mark - (marks[n - 1] if n else started)) / pods * 1e6
+        for n, mark in enumerate(marks)
+    }
 
 
-async def measure(pods: int, rounds: int, rate: float) -> dict[str, float]:
-    lines = events(pods)
+async def measure(pods: int, rounds: int, rate: float, status_writes: bool) -> dict[str, float]:
+    """Each path's best round, per phase and over the ADDED and binding MODIFIED together."""
+    lines = events(pods, status_writes)
+    phases = 3 if status_writes else 2
     best: dict[str, float] = {}
     for _ in range(rounds):
-        for label, raw in (("before", False), ("after", True)):
+        for label, after in (("before", False), ("after", True)):
             sock = socket.create_server(("127.0.0.1", 0))
             port = sock.getsockname()[1]
             server = multiprocessing.get_context("fork").Process(
@@ -228,13 +256,15 @@ async def measure(pods: int, rounds: int, rate: float) -> dict[str, float]:
             server.start()
             sock.close()
             try:
-                spent, count = await one_round(f"http://127.0.0.1:{port}", pods, raw)
+                costs = await one_round(f"http://127.0.0.1:{port}", pods, phases, after)
             finally:
                 server.kill()
                 server.join()
-            us = spent / count * 1e6
-            print(f"{label}: {us:.1f} us/event ({count} events)", flush=True)
-            best[label] = min(best.get(label, us), us)
+            costs["event"] = (costs["added"] + costs["bound"]) / 2
+            print(label, " ".join(f"{k}={v:.1f}us" for k, v in costs.items()), flush=True)
+            for phase, us in costs.items():
+                key = f"{label}_{phase}"
+                best[key] = min(best.get(key, us), us)
     return best
 
 
@@ -243,6 +273,11 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=3000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--rate", type=float, default=2000.0, help="events per second sent")
+    parser.add_argument(
+        "--status-writes",
+        action="store_true",
+        help="each pod also MODIFIED by a kubelet status write its record does not read",
+    )
     args = parser.parse_args()
     try:
         import uvloop
@@ -250,8 +285,11 @@ def main() -> None:
         run = uvloop.run
     except ImportError:
         run = asyncio.run
-    best = run(measure(args.pods, args.rounds, args.rate))
-    before, after = best["before"], best["after"]
+    best = run(measure(args.pods, args.rounds, args.rate, args.status_writes))
+    for phase in PHASES if args.status_writes else PHASES[:2]:
+        before, after = best[f"before_{phase}"], best[f"after_{phase}"]
+        print(f"{phase}: before={before:.1f}us after={after:.1f}us ratio={after / before:.2f}")
+    before, after = best["before_event"], best["after_event"]
     print(f"watch_us_per_event_before={before:.1f} after={after:.1f} ratio={after / before:.2f}")
 
 

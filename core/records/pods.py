@@ -46,8 +46,6 @@ POD_ANNOTATIONS = (
 # Kubernetes' StatefulSet controller labels each pod with the revision it was made from.
 CONTROLLER_REVISION_HASH = "controller-revision-hash"
 POD_LABELS = (keys.PREEMPTABLE, keys.COOLDOWN_TIME, CONTROLLER_REVISION_HASH)
-# What changes with every write and no record reads.
-_VOLATILE_META = frozenset(("resourceVersion", "managedFields"))
 # Marked by Volcano's job controller on a pod it is about to delete (not an eviction).
 OUT_OF_SYNC = "volcano.sh/controller-out-of-sync"
 
@@ -66,10 +64,11 @@ def pod_group_key(namespace: str, meta: Mapping[str, Any], spec: Mapping[str, An
 
 
 def pod_basis(obj: dict[str, Any]) -> int:
-    """A digest of what PodRecord reads of a pod: its metadata but the resourceVersion and
-    managedFields, its spec whole, and of its status the phase, nominated node, PodScheduled
-    condition, readiness, restarts and exit code as the record has them. Equal digests: equal
-    records (bar the resourceVersion); a key order the server changed only costs a rebuild."""
+    """A digest of what PodRecord reads of a pod (for one name, in one namespace): of its
+    metadata the uid, creation, deletion, labels, annotations and owners, its spec whole, and
+    of its status the phase, nominated node, PodScheduled condition, readiness, restarts and
+    exit code as the record has them. Equal digests: equal records (bar the resourceVersion);
+    a key order the server changed only costs a rebuild."""
     meta = obj["metadata"]
     status = obj.get("status") or NO_LABELS
     scheduled = next(
@@ -79,7 +78,12 @@ def pod_basis(obj: dict[str, Any]) -> int:
     return hash(
         orjson.dumps(
             (
-                {k: v for k, v in meta.items() if k not in _VOLATILE_META},
+                meta.get("uid"),
+                meta.get("creationTimestamp"),
+                meta.get("deletionTimestamp"),
+                meta.get("labels"),
+                meta.get("annotations"),
+                meta.get("ownerReferences"),
                 obj.get("spec"),
                 status.get("phase"),
                 status.get("nominatedNodeName"),

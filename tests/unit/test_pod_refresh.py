@@ -46,8 +46,9 @@ def slots(record: PodRecord) -> dict[str, Any]:
 
 
 def kubelet_write(obj: dict[str, Any]) -> None:
-    """A status write that changes nothing PodRecord reads."""
+    """A write that changes nothing PodRecord reads (its kubelet's first status, a finalizer)."""
     obj["metadata"]["managedFields"].append({"manager": "kubelet"})
+    obj["metadata"]["finalizers"] = ["example.com/keep"]
     status = obj["status"]
     status.update(podIP="10.0.0.1", hostIP="192.168.0.1", startTime="2026-11-29T06:00:02Z")
     status["conditions"].append({"type": "Initialized", "status": "True"})
@@ -72,6 +73,8 @@ CHANGES: dict[str, Callable[[dict[str, Any]], None]] = {
     "label": set_in("metadata.labels", {"app": "b"}),
     "annotation": set_in("metadata.annotations", {"scheduling.k8s.io/group-name": "h"}),
     "deleting": set_in("metadata.deletionTimestamp", "2026-11-29T06:01:00Z"),
+    "owner": set_in("metadata.ownerReferences", [{"kind": "Job", "name": "j", "uid": "o"}]),
+    "recreated": set_in("metadata.uid", "u2"),
     "gates lifted": set_in("spec.schedulingGates", []),
     "resized": set_in("spec.containers", [{"name": "c", "resources": {"requests": {"cpu": "2"}}}]),
     "phase": set_in("status.phase", "Running"),
