@@ -1,13 +1,13 @@
-"""A watch on a raw asyncio protocol: each read's complete lines handed over in one batch.
+"""A watch over HTTP/1.1 without aiohttp: each read's complete lines handed over in one batch.
 
 Why not aiohttp's client: a watch event went through its StreamReader and three async
 generators (chunks, lines, the client's stream) before the informer saw it, a task switch per
 read and generator hops per line, which under a stream of pod events cost the extender more than
 decoding them. Here the socket's read is parsed (httptools: chunked framing), split into lines
-and handed to a synchronous `sink` from the protocol's own callback; the informer decodes and
-applies the batch there. Reads are never paused (uvloop's TLS transport, paused and resumed,
-held back data it had already decrypted): a slow sink simply delays the next read, and TCP holds
-the rest back at the server.
+and handed to a synchronous `sink` from the reader's own callback; the informer decodes and
+applies the batch there. The socket is read by core.kube.watch_socket (which gathers the reads
+of a busy watch); a slow sink simply delays the next read, and TCP holds the rest back at the
+server.
 """
 
 from __future__ import annotations
@@ -22,7 +22,13 @@ from urllib.parse import urlsplit
 
 import httptools
 
+from core.kube.watch_socket import connect
+
 Sink = Callable[[list[bytes]], None]
+
+# Events a busy watch brings within this of each other are read (and woken for) together: a
+# burst of pods costs a wakeup per few events, not per event, for at most this much delay.
+READ_WINDOW = 0.002
 
 
 class WatchFailed(Exception):
@@ -180,10 +186,12 @@ async def watch(
     read_timeout: float,
     connect_timeout: float,
     ssl_context: ssl.SSLContext | None = None,
+    window: float = READ_WINDOW,
 ) -> None:
     """GET `url` (a watch) and hand each read's complete lines to `sink` until the server ends
     the answer. Raises WatchFailed (or whatever `sink` raised, the watch then closed).
-    `headers`: header lines, each ending in CRLF (Authorization, Accept)."""
+    `headers`: header lines, each ending in CRLF (Authorization, Accept); `window`: reads
+    within it of the last one wait for it to pass (core.kube.watch_socket)."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise WatchFailed(f"unsupported URL {url!r}")
@@ -194,18 +202,13 @@ async def watch(
         parts.netloc.encode(),
         headers,
     )
-    loop = asyncio.get_running_loop()
     context = None
     if parts.scheme == "https":
         context = ssl_context or ssl.create_default_context()
+    protocol = _WatchProtocol(request, sink, read_timeout)
     try:
         async with asyncio.timeout(connect_timeout):
-            _, protocol = await loop.create_connection(
-                lambda: _WatchProtocol(request, sink, read_timeout),
-                parts.hostname,
-                port,
-                ssl=context,
-            )
+            await connect(parts.hostname, port, context, protocol, window)
     except TimeoutError as exc:  # (an OSError too: first)
         raise WatchFailed(f"dial tcp {parts.hostname}:{port}: timed out") from exc
     except OSError as exc:

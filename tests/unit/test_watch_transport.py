@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import ssl
 from collections.abc import AsyncIterator, Callable
 
 import pytest
 
+from core.certs import write_serving_certs
 from core.kube.watch_transport import WatchFailed, watch
 
 CHUNKED = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
@@ -39,25 +41,42 @@ class Script:
         writer.close()
 
 
-async def serve(script: Script) -> AsyncIterator[str]:
-    server = await asyncio.start_server(script.handle, "127.0.0.1", 0)
+async def serve(script: Script, tls: ssl.SSLContext | None = None) -> AsyncIterator[str]:
+    server = await asyncio.start_server(script.handle, "127.0.0.1", 0, ssl=tls)
+    scheme = "https" if tls else "http"
     async with server:
-        yield f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/api/v1/pods?watch=true"
+        port = server.sockets[0].getsockname()[1]
+        yield f"{scheme}://127.0.0.1:{port}/api/v1/pods?watch=true"
 
 
 async def run(
-    script: Script, sink: Callable[[list[bytes]], None] | None = None, read_timeout: float = 30
+    script: Script,
+    sink: Callable[[list[bytes]], None] | None = None,
+    read_timeout: float = 30,
+    tls: tuple[ssl.SSLContext, ssl.SSLContext] | None = None,
 ) -> list[list[bytes]]:
+    """The batches `script` reaches the sink in; `tls`: (the server's, the client's)."""
     batches: list[list[bytes]] = []
-    async for url in serve(script):
+    async for url in serve(script, tls[0] if tls else None):
         await watch(
             url,
             b"Authorization: Bearer t\r\n",
             sink or batches.append,
             read_timeout=read_timeout,
             connect_timeout=5,
+            ssl_context=tls[1] if tls else None,
         )
     return batches
+
+
+@pytest.fixture(scope="module")
+def tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[ssl.SSLContext, ssl.SSLContext]:
+    """A server's TLS context and a client's that trusts it (and checks its name)."""
+    certs = write_serving_certs(tmp_path_factory.mktemp("certs"))
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server.load_cert_chain(certs.cert_file, certs.key_file)
+    client = ssl.create_default_context(cadata=certs.ca_pem.decode())
+    return server, client
 
 
 def lines(batches: list[list[bytes]]) -> list[bytes]:
@@ -129,3 +148,31 @@ async def test_nothing_listening_is_a_watch_failure() -> None:
         await watch(
             f"http://127.0.0.1:{port}/x", b"", lambda _: None, read_timeout=5, connect_timeout=5
         )
+
+
+async def test_over_tls_events_in_quick_succession_arrive_whole_and_in_order(
+    tls: tuple[ssl.SSLContext, ssl.SSLContext],
+) -> None:
+    events = [b'{"n":%d,"pad":"%s"}' % (n, b"x" * (n * 37 % 3000)) for n in range(500)]
+    body = b"".join(event + b"\n" for event in events)
+    pieces = [body[i : i + 1500] for i in range(0, len(body), 1500)]
+    script = Script([CHUNKED, *(chunk(p) for p in pieces), b"0\r\n\r\n"])
+    assert lines(await run(script, tls=tls)) == events
+
+
+async def test_over_tls_a_server_not_trusted_is_refused(
+    tls: tuple[ssl.SSLContext, ssl.SSLContext],
+) -> None:
+    script = Script([CHUNKED, b"0\r\n\r\n"])
+    with pytest.raises(WatchFailed, match="CERTIFICATE_VERIFY_FAILED"):
+        await run(script, tls=(tls[0], ssl.create_default_context()))
+
+
+async def test_over_tls_a_cut_inside_a_chunk_fails(
+    tls: tuple[ssl.SSLContext, ssl.SSLContext],
+) -> None:
+    batches: list[list[bytes]] = []
+    script = Script([CHUNKED, chunk(b'{"a":1}\n'), b'20\r\n{"b":'])
+    with pytest.raises(WatchFailed, match="lost"):
+        await run(script, batches.append, tls=tls)
+    assert lines(batches) == [b'{"a":1}']
