@@ -5,6 +5,7 @@ Each watch event is decoded once with orjson and projected by `decode` into a sl
 kubernetes-asyncio models. The resourceVersion is tracked from events and bookmarks; a 410 Expired
 relists (diffing against what is known, so deletes missed while away are delivered), a lost
 connection resumes the watch after a backoff. `synced` is set after the first full list.
+The watch hands over each read's events together (`KubeClient.watch`), applied in order there.
 """
 
 from __future__ import annotations
