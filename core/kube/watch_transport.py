@@ -17,12 +17,11 @@ import ssl
 import time
 import zlib
 from collections.abc import Callable
-from typing import cast
 from urllib.parse import urlsplit
 
 import httptools
 
-from core.kube.watch_socket import connect
+from core.kube.watch_socket import SocketReader, connect
 
 Sink = Callable[[list[bytes]], None]
 
@@ -41,14 +40,14 @@ class WatchFailed(Exception):
         self.body = body
 
 
-class _WatchProtocol(asyncio.Protocol):
+class _WatchProtocol:
     """One watch request on its own connection (never reused: a watch runs for minutes)."""
 
     def __init__(self, request: bytes, sink: Sink, read_timeout: float) -> None:
         self.request = request
         self.sink = sink
         self.read_timeout = read_timeout
-        self.transport: asyncio.Transport | None = None
+        self.transport: SocketReader | None = None
         self.parser = httptools.HttpResponseParser(self)
         self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.status = 0
@@ -62,12 +61,11 @@ class _WatchProtocol(asyncio.Protocol):
         self.last_read = time.monotonic()
         self.timer: asyncio.TimerHandle | None = None
 
-    # ------------------------------------------------------------------ asyncio callbacks
+    # ------------------------------------------------------------ the reader's callbacks
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # (uvloop's transports are not asyncio.Transport subclasses, but have its methods.)
-        self.transport = cast(asyncio.Transport, transport)
-        self.transport.write(self.request)
+    def connection_made(self, transport: SocketReader) -> None:
+        self.transport = transport
+        transport.write(self.request)
         self.timer = asyncio.get_running_loop().call_later(self.read_timeout, self._check_idle)
 
     def data_received(self, data: bytes) -> None:
@@ -95,7 +93,10 @@ class _WatchProtocol(asyncio.Protocol):
             self.timer.cancel()
         if self.done.done():
             return
-        if self.headers_done and self.eof_delimited and self.status == 200:
+        if self.headers_done and self.eof_delimited and self.status != 200:
+            self._finish(WatchFailed("watch refused", self.status, b"".join(self.error_body)))
+            return
+        if self.headers_done and self.eof_delimited:
             # No length and no chunks: the body is whatever came before the server closed.
             last = b"".join(self.parts)
             self.parts = []

@@ -114,6 +114,14 @@ async def test_a_refusal_carries_its_status_and_body() -> None:
     assert (exc.value.status, exc.value.body) == (403, body)
 
 
+async def test_a_refusal_without_length_ends_with_the_connection() -> None:
+    with pytest.raises(WatchFailed) as exc:
+        await run(
+            Script([b"HTTP/1.1 500 Internal Server Error\r\nConnection: close\r\n\r\n", b"boom"])
+        )
+    assert (exc.value.status, exc.value.body) == (500, b"boom")
+
+
 async def test_a_cut_inside_a_chunk_fails_and_the_partial_line_is_not_delivered() -> None:
     batches: list[list[bytes]] = []
     script = Script([CHUNKED, chunk(b'{"a":1}\n'), b'20\r\n{"b":'])
