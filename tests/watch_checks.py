@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import hashlib
 import threading
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -245,8 +246,6 @@ async def slow_reader(
 ) -> None:
     """A handler that takes its time on every event, while objects keep coming: every one is
     delivered, once, in order, and the watch keeps going."""
-    import time
-
     proxy, client, informer, task = await _watching(cluster, "slow")
     try:
         added: list[str] = []
