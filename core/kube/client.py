@@ -33,6 +33,8 @@ from core.kube.flags import ClientOptions
 from core.kube.flags import add_client_flags as add_client_flags
 from core.kube.flags import options_from_args as options_from_args
 from core.kube.go_transport import GoTransport, TransportError
+from core.kube.watch_transport import Sink, WatchFailed
+from core.kube.watch_transport import watch as raw_watch
 
 log = logging.getLogger("vulcan.kube.client")
 
@@ -206,6 +208,7 @@ class KubeClient:
         # (kubernetes-asyncio keeps them in its connector's SSL context). Not through a proxy
         # or to a TLS server name other than the host's: aiohttp's path serves those.
         context = getattr(shared.connector, "_ssl", None)
+        self._ssl = context if isinstance(context, ssl.SSLContext) else None
         self._lean: GoTransport | None = None
         if not (
             configuration.proxy
@@ -213,10 +216,10 @@ class KubeClient:
             or configuration.tls_server_name
             or (self.host.startswith("https:") and not isinstance(context, ssl.SSLContext))
         ):
-            self._lean = GoTransport(
-                self.options.connections,
-                ssl_context=context if isinstance(context, ssl.SSLContext) else None,
-            )
+            self._lean = GoTransport(self.options.connections, ssl_context=self._ssl)
+        # Watches on the raw protocol (core.kube.watch_transport) where the raw POST goes too;
+        # False: through aiohttp (`stream`), as through a proxy.
+        self.raw_watch = self._lean is not None
         # At most `connections` lean requests at once, as aiohttp's connector limits the rest:
         # a gang's burst of released binds then reuses kept connections instead of opening
         # (and, over TLS, handshaking) one per member.
@@ -413,6 +416,38 @@ class KubeClient:
                     yield line
         except (TimeoutError, aiohttp.ClientError, ConnectionError) as exc:
             raise ApiError(0, "ConnectionError", f"{type(exc).__name__}: {exc}") from exc
+
+    async def watch(
+        self, path: str, query: Mapping[str, Any], read_timeout: float, sink: Sink
+    ) -> None:
+        """A watch until the server ends it: `sink` gets each read's complete lines (one event
+        a line) in one call, from the connection's own callback. Errors (incl. non-200, and
+        whatever `sink` raised) raise; the caller decides about retrying."""
+        if not self.raw_watch:
+            async for line in self.stream(path, query, read_timeout):
+                sink([line])
+            return
+        await self._limiter.acquire()
+        url = (
+            self.host
+            + path
+            + "?"
+            + urlencode({k: _query_value(v) for k, v in query.items() if v is not None})
+        )
+        headers = _header_lines(await self._headers(None), skip="")
+        try:
+            await raw_watch(
+                url,
+                headers,
+                sink,
+                read_timeout=read_timeout,
+                connect_timeout=self.options.request_timeout,
+                ssl_context=self._ssl,
+            )
+        except WatchFailed as exc:
+            if exc.status:
+                raise ApiError.from_response(exc.status, exc.body) from exc
+            raise ApiError(0, "ConnectionError", f"WatchFailed: {exc}") from exc
 
 
 async def split_lines(chunks: AsyncIterable[bytes]) -> AsyncIterator[bytes]:

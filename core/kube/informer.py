@@ -5,6 +5,7 @@ Each watch event is decoded once with orjson and projected by `decode` into a sl
 kubernetes-asyncio models. The resourceVersion is tracked from events and bookmarks; a 410 Expired
 relists (diffing against what is known, so deletes missed while away are delivered), a lost
 connection resumes the watch after a backoff. `synced` is set after the first full list.
+The watch hands over each read's events together (`KubeClient.watch`), applied in order there.
 """
 
 from __future__ import annotations
@@ -85,6 +86,9 @@ class Informer(Generic[R]):
         self.client = client
         self.resource = resource
         self.decode = decode
+        # A decode may offer `refresh(old, obj)`: a MODIFIED's record reusing the old one's
+        # work when nothing it reads changed (core.records.pods.PodRecord.refresh).
+        self._refresh: Callable[[R, dict[str, Any]], R] | None = getattr(decode, "refresh", None)
         self.namespace = namespace
         self.label_selector = label_selector
         self.field_selector = field_selector
@@ -97,6 +101,7 @@ class Informer(Generic[R]):
         self.synced = asyncio.Event()
         self.resource_version: str | None = None
         self.relists = 0
+        self._collected: dict[str, R] | None = None  # a watch-list's initial state so far
         # When the API server was last heard from (monotonic; for the informer-lag metric).
         self.last_heard = 0.0
 
@@ -150,7 +155,9 @@ class Informer(Generic[R]):
             if rv:
                 self.resource_version = rv
             return
-        record = self.decode(obj)
+        refresh = self._refresh
+        old = self.items.get(object_key(obj)) if refresh and kind == "MODIFIED" else None
+        record = self.decode(obj) if old is None or refresh is None else refresh(old, obj)
         if kind in ("ADDED", "MODIFIED"):
             self._added(record)
         elif kind == "DELETED":
@@ -197,20 +204,30 @@ class Informer(Generic[R]):
             query.update(sendInitialEvents=True, resourceVersionMatch="NotOlderThan")
         else:
             query["resourceVersion"] = self.resource_version
-        collected: dict[str, R] | None = {} if initial else None
-        async for line in self.client.stream(
-            self.resource.path(self.namespace), query, read_timeout=timeout + 30
-        ):
-            self.last_heard = time.monotonic()
+        self._collected = {} if initial else None
+        try:
+            await self.client.watch(
+                self.resource.path(self.namespace), query, timeout + 30, self._on_lines
+            )
+        finally:
+            self._collected = None
+
+    def _on_lines(self, lines: list[bytes]) -> None:
+        """One read's events, applied in order as they come (from the watch's callback)."""
+        self.last_heard = time.monotonic()
+        collected = self._collected
+        applied = False
+        for line in lines:
             if collected is not None:
-                done = self._collect_initial(line, collected)
-                if done:
+                if self._collect_initial(line, collected):
                     self._replace(collected)
-                    collected = None
+                    self._collected = collected = None
                     self.relists += 1
                     self.synced.set()
                 continue
             self._apply_event(line)
+            applied = True
+        if applied:
             self.backoff.reset()
 
     def _collect_initial(self, line: bytes, collected: dict[str, R]) -> bool:
