@@ -16,19 +16,23 @@ Invariants (limits in `Limits`, each a flag of `python -m bench.soak`):
 - node overcommitted: pods holding room on a node (bound, not finished) request more than its
   allocatable — at once;
 - stall, and jobs reaching a final phase: `bench.soak_progress` (evaluated at each tick);
-- needless eviction: `bench.soak_evictions` (evaluated at each tick).
+- needless eviction: `bench.soak_evictions` (evaluated at each tick);
+- domain split and partial subgroup: `bench.soak_domains` (with each gang's check).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from bench.soak_domains import DOMAIN_SPLIT, PARTIAL_SUBGROUP, check_domains
 from bench.soak_evictions import EvictionLedger, evicted_for
 from bench.soak_model import (
     JOB_FINAL,
     TERMINAL,
     Group,
+    HyperNodeRecord,
     Job,
     Node,
     Pod,
@@ -39,10 +43,14 @@ from bench.soak_model import (
     show,
 )
 from bench.soak_progress import PASSING_PHASES, check_jobs, check_stalls
+from core.hypernode_tree import EMPTY_TREE, HyperNodeTree, build_tree
 
 # A job's gang in these phases is being taken down or finished by its controller on purpose.
 TEARDOWN_PHASES = (*PASSING_PHASES, *JOB_FINAL)
 
+
+# Episodes of a gang partly placed: their time is measured in worst_partial_s.
+PARTIAL_KINDS = ("partial-gang", PARTIAL_SUBGROUP, DOMAIN_SPLIT)
 
 # A scheduling pass the extender's memo decided otherwise than a pass without it
 # (`vulcan extender --scheduler-memo=check`).
@@ -110,6 +118,9 @@ class Checker:
     last_bind: dict[str, float] = field(default_factory=dict)  # group -> its latest bind
     gone_at: dict[str, float] = field(default_factory=dict)  # deleted pod key -> when
     deleting_at: dict[str, float] = field(default_factory=dict)  # pod key -> seen terminating
+    hypernodes: dict[str, HyperNodeRecord] = field(default_factory=dict)
+    subgroups_seen: dict[str, set[str]] = field(default_factory=dict)  # gang -> its subgroups
+    _tree: HyperNodeTree | None = None  # built from hypernodes and the nodes' labels, cached
     _episodes: dict[tuple[str, str], Episode] = field(default_factory=dict)
     _bound: dict[str, int] = field(default_factory=dict)  # group -> live bound members
     _by_group: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
@@ -175,10 +186,27 @@ class Checker:
             self.queues[key] = queue
 
     def node(self, key: str, node: Node | None) -> None:
-        if node is None:
-            self.nodes.pop(key, None)
-        else:
+        old = self.nodes.pop(key, None)
+        if node is not None:
             self.nodes[key] = node
+        if (old is None) != (node is None) or (old and node and old.labels != node.labels):
+            self._tree = None
+
+    def hypernode(self, key: str, hypernode: HyperNodeRecord | None) -> None:
+        if hypernode is None:
+            self.hypernodes.pop(key, None)
+        else:
+            self.hypernodes[key] = hypernode
+        self._tree = None
+
+    @property
+    def tree(self) -> HyperNodeTree:
+        """The HyperNode tree as the scheduler resolves it (members by name, regex, label)."""
+        if self._tree is None:
+            specs = {k: r.spec for k, r in self.hypernodes.items() if r.spec is not None}
+            labels = {k: n.labels for k, n in self.nodes.items()}
+            self._tree = build_tree(specs, labels) if specs else EMPTY_TREE
+        return self._tree
 
     def job(self, key: str, job: Job | None, now: float = 0.0) -> None:
         old = self.jobs.pop(key, None)
@@ -238,7 +266,7 @@ class Checker:
     def _close(self, kind: str, subject: str, episode: Episode, now: float, still_on: bool) -> None:
         self._episodes.pop((kind, subject), None)
         lasted = now - episode.since
-        if kind == "partial-gang" and episode.counted:
+        if kind in PARTIAL_KINDS and episode.counted:
             self.worst_partial = max(self.worst_partial, lasted)
         if episode.violation is None and lasted > episode.limit:
             # Passed its limit between two looks: still a violation.
@@ -257,8 +285,11 @@ class Checker:
             "job-not-final": self.jobs,
             "job-stuck": self.jobs,
         }
+        for kind in PARTIAL_KINDS:
+            present[kind] = self.groups
         for (kind, subject), episode in list(self._episodes.items()):
-            if subject not in present.get(kind, {subject: None}):
+            # (a subgroup's subject is "<gang> <subgroup>")
+            if subject.split(" ")[0] not in present.get(kind, {subject: None}):
                 self._close(kind, subject, episode, now, still_on=False)
 
     # ------------------------------------------------------------------ gangs
@@ -274,9 +305,7 @@ class Checker:
         group = self.groups.get(key)
         members = self.members(key)
         bound = sum(1 for p in members if p.live_bound)
-        before = self._bound.get(key, 0)
-        self._bound[key] = bound
-        if bound != before and group is not None:
+        if bound != self._bound.get(key, 0) and group is not None:
             self.note(key, now, f"{bound}/{group.min_member} live bound")
         if group is not None and bound >= group.min_member:
             self.whole.add(key)
@@ -287,21 +316,46 @@ class Checker:
             and all(p.phase == "Succeeded" for p in members)
         ):
             self.completed.add(key)
-        partial = group is not None and 0 < bound < group.min_member
         job = self.jobs.get(group.job) if group is not None and group.job else None
-        if partial and (
-            # Members that ran to their end (not taken away): the gang is finishing.
-            any(p.phase in TERMINAL and not p.disruption and not p.deleting for p in members)
-            or (job is not None and job.phase in TEARDOWN_PHASES)
-        ):
-            partial = False
-        episode = self._episodes.get(("partial-gang", key))
+        # Members that ran to their end (not taken away), or a job taken down: it is ending.
+        finishing = any(
+            p.phase in TERMINAL and not p.disruption and not p.deleting for p in members
+        ) or (job is not None and job.phase in TEARDOWN_PHASES)
+        check_domains(self, key, group, members, finishing, now)
+        self.partial_episode(
+            "partial-gang",
+            key,
+            group is not None and 0 < bound < group.min_member and not finishing,
+            bound,
+            bare=group is not None and not group.job,
+            now=now,
+            describe=lambda: self._describe_gang(key),
+        )
+
+    def partial_episode(
+        self,
+        kind: str,
+        subject: str,
+        partial: bool,
+        bound: int,
+        *,
+        bare: bool,
+        now: float,
+        describe: Callable[[], str],
+    ) -> None:
+        """A gang's (or subgroup's) partial placement: timed by `partial_window` from a bind
+        that left it short, by `loss_window` from a loss (its job's controller makes it whole
+        again); a bare gang's loss is only counted (nobody makes a bare pod again)."""
+        before = self._bound.get(subject, 0)
+        self._bound[subject] = bound
+        episode = self._episodes.get((kind, subject))
         if partial and episode is None:
             cause = "bind" if before < bound else "loss"
-            if cause == "loss" and group is not None and not group.job:
-                self.degraded.add(key)  # nobody makes a bare pod again: only counted
+            if cause == "loss" and bare:
+                if kind == "partial-gang":
+                    self.degraded.add(subject)
                 return
-            episode = self._episodes[("partial-gang", key)] = Episode(since=now, cause=cause)
+            episode = self._episodes[(kind, subject)] = Episode(since=now, cause=cause)
         elif partial and episode is not None and bound > before:
             if episode.cause == "loss":
                 # Its replacements are bound piecemeal: timed from the first of them (not from
@@ -314,7 +368,11 @@ class Checker:
             episode.limit = (
                 self.limits.partial_window if episode.cause == "bind" else self.limits.loss_window
             )
-        self.hold("partial-gang", key, partial, now, episode.limit, self._describe_gang(key))
+        self.hold(kind, subject, partial, now, episode.limit, describe())
+
+    def describe(self, key: str, what: str) -> str:
+        """`what` of gang `key`, then the gang as `_describe_gang` tells it."""
+        return f"{what}; {self._describe_gang(key)}"
 
     def _describe_gang(self, key: str) -> str:
         group = self.groups.get(key)

@@ -177,7 +177,7 @@ def _reasons(tally: Tally) -> str:
 
 
 # Violations about one gang: the extender's view of it is printed with them.
-GANG_KINDS = ("stall", "partial-gang")
+GANG_KINDS = ("stall", "partial-gang", "partial-subgroup", "domain-split")
 
 
 def extender_summary(view: Any, queues: Any) -> str:
