@@ -109,6 +109,8 @@ class Checker:
     worst_partial: float = 0.0
     degraded: set[str] = field(default_factory=set)  # bare gangs that lost members
     whole: set[str] = field(default_factory=set)  # gangs seen with minMember live bound
+    whole_in_domain: set[str] = field(default_factory=set)  # ... of them with networkTopology
+    whole_subgroups: set[str] = field(default_factory=set)  # "<gang> <subgroup>" seen whole
     completed: set[str] = field(default_factory=set)  # bare gangs whose members all succeeded
     # Recent happenings per gang or job (bound counts, phases, evictions), told with violations.
     history: dict[str, deque[tuple[float, str]]] = field(
@@ -309,6 +311,8 @@ class Checker:
             self.note(key, now, f"{bound}/{group.min_member} live bound")
         if group is not None and bound >= group.min_member:
             self.whole.add(key)
+            if group.topology:
+                self.whole_in_domain.add(key)
         if (
             group is not None
             and not group.job

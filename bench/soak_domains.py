@@ -125,6 +125,8 @@ def check_domains(
             DOMAIN_SPLIT, subject, bool(why), now, 0.0, why and checker.describe(key, told)
         )
         bound, size = sum(1 for p in pods if p.live_bound), size_of(policy)
+        if bound >= size:
+            checker.whole_subgroups.add(subject)
         checker.partial_episode(
             PARTIAL_SUBGROUP,
             subject,

@@ -114,6 +114,7 @@ def test_a_hard_gang_inside_one_domain_is_no_violation() -> None:
     checker.tick(10.0)
     checker.finish(11.0)
     assert kinds(checker) == []
+    assert checker.whole_in_domain == {"ns/one", "ns/two"}  # counted in the report
 
 
 def test_a_soft_gang_or_one_of_no_topology_may_span_any_nodes() -> None:
@@ -143,6 +144,7 @@ def test_a_subgroup_bound_partly_past_the_window_is_partial() -> None:
     bind(checker, "sg", 1, "node-0", 7.0)
     bind(checker, "sg", 3, "node-1", 7.0)
     assert all(v.until == 7.0 for v in checker.violations)
+    assert checker.whole_subgroups == {"ns/sg part-0", "ns/sg part-1"}
     assert kinds(checker) == ["partial-subgroup"] * 2
 
 
