@@ -10,11 +10,7 @@ Invariants (limits in `Limits`, each a flag of `python -m bench.soak`):
   Job (its controller must make the gang whole again). A bare-pod gang that lost members (no
   controller makes its pods again) and a gang whose members are finishing are not partial
   placements and are only counted;
-- queue over capability: the live bound pods of a queue's gangs request more than its
-  capability for longer than `capacity_grace` (watch streams of different kinds may be seen
-  slightly out of order);
-- node overcommitted: pods holding room on a node (bound, not finished) request more than its
-  allocatable — at once;
+- queue over capability and node overcommitted: `bench.soak_room`;
 - stall, and jobs reaching a final phase: `bench.soak_progress` (evaluated at each tick);
 - needless eviction: `bench.soak_evictions` (evaluated at each tick);
 - domain split and partial subgroup: `bench.soak_domains` (with each gang's check).
@@ -37,12 +33,9 @@ from bench.soak_model import (
     Node,
     Pod,
     Queue,
-    Resources,
-    add,
-    over,
-    show,
 )
 from bench.soak_progress import PASSING_PHASES, check_jobs, check_stalls
+from bench.soak_room import check_node, check_queues
 from core.hypernode_tree import EMPTY_TREE, HyperNodeTree, build_tree
 
 # A job's gang in these phases is being taken down or finished by its controller on purpose.
@@ -154,7 +147,7 @@ class Checker:
         for group in {p.group for p in (old, pod) if p is not None and p.group}:
             self.check_gang(group, now)
         for node in {p.node for p in (old, pod) if p is not None and p.node}:
-            self.check_node(node, now)
+            check_node(self, node, now)
 
     def note(self, subject: str, now: float, text: str) -> None:
         self.history[subject].append((now, text))
@@ -224,8 +217,8 @@ class Checker:
         for group in list(self.groups):
             self.check_gang(group, now)
         for node in list(self.nodes):
-            self.check_node(node, now)
-        self.check_queues(now)
+            check_node(self, node, now)
+        check_queues(self, now)
         check_stalls(self, now)
         check_jobs(self, now)
         self.evictions.check(self, now)
@@ -411,74 +404,10 @@ class Checker:
         )
         return "; ".join(f"t={t - self.origin:.1f}s {text}" for t, text in told) or "-"
 
-    # ------------------------------------------------------------------ room
+    def on_node(self, node: str) -> set[str]:
+        """The keys of the pods on `node`."""
+        return self._by_node.get(node, set())
 
     def node_up(self, name: str) -> bool:
         node = self.nodes.get(name)
         return node is not None and node.ready
-
-    def used_on(self, node: str) -> Resources:
-        used: Resources = {}
-        for key in self._by_node.get(node, ()):
-            pod = self.pods.get(key)
-            if pod is not None and pod.occupies:
-                used = add(used, pod.requests)
-        return used
-
-    def check_node(self, key: str, now: float) -> None:
-        node = self.nodes.get(key)
-        if node is None:
-            return
-        excess = over(self.used_on(key), node.allocatable)
-        why = ""
-        if excess:
-            pods = [
-                f"{p.key} {show(p.requests)}"
-                for k in sorted(self._by_node.get(key, ()))
-                if (p := self.pods.get(k)) is not None and p.occupies
-            ]
-            dims = ", ".join(f"{n} {u} > {c}" for n, (u, c) in excess.items())
-            why = f"requests exceed allocatable ({dims}); pods: {'; '.join(pods)}"
-        self.hold("node-overcommitted", key, bool(excess), now, 0.0, why)
-
-    def queue_used(self) -> dict[str, Resources]:
-        used: dict[str, Resources] = defaultdict(dict)
-        for pod in self.pods.values():
-            group = self.groups.get(pod.group)
-            if group is not None and pod.live_bound:
-                used[group.queue] = add(used[group.queue], pod.requests)
-        return used
-
-    def check_queues(self, now: float) -> None:
-        used = self.queue_used()
-        for key, queue in self.queues.items():
-            excess = over(used.get(key, {}), queue.capability) if queue.capability else {}
-            why = ""
-            if excess:
-                dims = ", ".join(f"{n} {u} > {c}" for n, (u, c) in excess.items())
-                why = (
-                    f"live bound pods request {show(used.get(key, {}))}; capability {dims}; "
-                    f"gangs: {self._queue_gangs(key)}"
-                )
-            self.hold(
-                "queue-over-capability", key, bool(excess), now, self.limits.capacity_grace, why
-            )
-
-    def _queue_gangs(self, queue: str) -> str:
-        parts = []
-        for key, group in sorted(self.groups.items()):
-            if group.queue != queue:
-                continue
-            bound = [p for p in self.members(key) if p.live_bound]
-            if not bound:
-                continue
-            total: Resources = {}
-            for pod in bound:
-                total = add(total, pod.requests)
-            job = f" job={group.job}" if group.job else ""
-            times = [self.bound_at.get(p.uid, (0.0, ""))[0] - self.origin for p in bound]
-            parts.append(
-                f"{key} {len(bound)} bound (minMember {group.min_member}{job}) {show(total)} "
-                f"bound t={min(times):.1f}-{max(times):.1f}s [{self.story(key, group.job)}]"
-            )
-        return "; ".join(parts)

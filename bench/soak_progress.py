@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from bench.soak_domains import place
 from bench.soak_fit import SHARE_DIMENSIONS, deserved, pack
 from bench.soak_model import JOB_FINAL, TERMINAL, Group, Pod, Resources, add, over, show, sub
+from bench.soak_room import queue_used, used_on
 
 if TYPE_CHECKING:
     from bench.soak_checker import Checker
@@ -36,7 +37,7 @@ PASSING_PHASES = ("Restarting", "Aborting", "Terminating", "Completing")
 
 def check_stalls(checker: Checker, now: float) -> None:
     free = {
-        key: sub(node.allocatable, checker.used_on(key))
+        key: sub(node.allocatable, used_on(checker, key))
         for key, node in checker.nodes.items()
         if node.schedulable
     }
@@ -44,7 +45,7 @@ def check_stalls(checker: Checker, now: float) -> None:
     for node in checker.nodes.values():
         if node.schedulable:
             total = add(total, node.allocatable)
-    used = checker.queue_used()
+    used = queue_used(checker)
     waiting: dict[str, list[Resources]] = {}
     needed: dict[str, list[Pod]] = {}  # the members `waiting` holds the requests of
     for key, group in checker.groups.items():
