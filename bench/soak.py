@@ -3,9 +3,11 @@
 It starts `vulcan sim up --with-extender --with-controllers` (4 hollow nodes x 32 cpu, a short
 pod eviction timeout so a failed node's pods are evicted within the soak) or, with `--real`, a
 real control plane with vulcan installed (`bench.soak_real`), submits the workload
-of `bench.soak_workload` for `--duration` from `--seed`, watches the API server and checks the
-invariants of `bench.soak_checker` continuously (and, from the extender's /debug/invariants,
-each queue accounting invariant a scheduling pass broke: `inqueue-over-capability`,
+of `bench.soak_workload` for `--duration` from `--seed` (with `--topology on`, the default: a
+HyperNode tree over the nodes and topology-constrained gangs, the extender's conf naming
+network-topology-aware), watches the API server and checks the invariants of
+`bench.soak_checker` continuously (and, from the extender's /debug/invariants, each queue
+accounting invariant a scheduling pass broke: `inqueue-over-capability`,
 `allocated-over-capability`, `victim-promised-twice`), then accounts for every submitted object
 and prints what happened and every violation. Exits 1 on any violation. The last line:
 

@@ -4,7 +4,7 @@ the networkTopology and subgroups given to a share of its gangs, sized to fit a 
 - The tree: a tier-1 HyperNode per node (`soak-leaf-<i>`: one node, 32 cpu) under tier-2
   HyperNodes of two leaves each (`soak-tor-<j>`: 64 cpu); the cluster itself is tier 3.
 - A PodGroup gang or a Volcano Job may get `networkTopology` hard (tier 1 when all its members
-  fit one node, else tier 2 when they fit two) or soft.
+  ask at most half a node, tier 2 when at most half of two: room a busy cluster frees) or soft.
 - A Job may be partitioned instead: one task of 2 partitions (`partitionPolicy`, both needed),
   each placed within a HyperNode of its own tier, the job within a tier-2 one or anywhere.
 - A PodGroup gang of 4 may have two subgroups of 2 (`subGroupPolicy` on label `soak-part`,
@@ -56,7 +56,7 @@ def _hypernode(name: str, tier: int, kind: str, members: list[str]) -> dict[str,
 
 def topology_for(rng: random.Random, cpu_total: int, node_cpu: int) -> dict[str, Any] | None:
     """A networkTopology for a gang whose members ask `cpu_total` cpu in all (or None: most
-    gangs have none): hard at the lowest tier it fits (one node, two nodes), or soft."""
+    gangs have none): hard at a tier whose HyperNodes it fills at most half, or soft."""
     roll = rng.random()
     if roll >= 0.45:
         return None
