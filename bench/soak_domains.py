@@ -113,7 +113,10 @@ def check_domains(
     for name in checker.subgroups_seen.get(key, set()) - set(found):
         for kind in (DOMAIN_SPLIT, PARTIAL_SUBGROUP):
             checker.hold(kind, f"{key} {name}", False, now, 0.0, "")
-    checker.subgroups_seen[key] = set(found)
+    if found:
+        checker.subgroups_seen[key] = set(found)
+    else:
+        checker.subgroups_seen.pop(key, None)
     for name, (policy, pods) in found.items():
         subject = f"{key} {name}"
         sub_live = {p.node for p in pods if p.live_bound}

@@ -224,3 +224,15 @@ def test_decoding_keeps_what_the_checks_read() -> None:
     assert group.topology == HARD_1 and group.subgroups == SUBGROUPS
     broken = decode_hypernode({"metadata": {"name": "h"}, "spec": {"tier": "x"}})
     assert broken.key == "h" and broken.spec is None
+
+
+def test_a_partial_subgroup_whose_gang_goes_inside_the_window_is_no_violation() -> None:
+    checker = cluster()
+    gang(checker, "sg", 4, None, SUBGROUPS)
+    bind(checker, "sg", 0, "node-0", 1.0)
+    checker.group("ns/sg", None, 3.0)
+    for index in range(4):
+        checker.pod(f"ns/sg-{index}", None, 3.0)
+    checker.tick(10.0)
+    checker.finish(11.0)
+    assert kinds(checker) == [] and checker.subgroups_seen == {}
