@@ -3,9 +3,11 @@
 It starts `vulcan sim up --with-extender --with-controllers` (4 hollow nodes x 32 cpu, a short
 pod eviction timeout so a failed node's pods are evicted within the soak) or, with `--real`, a
 real control plane with vulcan installed (`bench.soak_real`), submits the workload
-of `bench.soak_workload` for `--duration` from `--seed`, watches the API server and checks the
-invariants of `bench.soak_checker` continuously (and, from the extender's /debug/invariants,
-each queue accounting invariant a scheduling pass broke: `inqueue-over-capability`,
+of `bench.soak_workload` for `--duration` from `--seed` (with `--topology on`, the default: a
+HyperNode tree over the nodes and topology-constrained gangs, the extender's conf naming
+network-topology-aware), watches the API server and checks the invariants of
+`bench.soak_checker` continuously (and, from the extender's /debug/invariants, each queue
+accounting invariant a scheduling pass broke: `inqueue-over-capability`,
 `allocated-over-capability`, `victim-promised-twice`), then accounts for every submitted object
 and prints what happened and every violation. Exits 1 on any violation. The last line:
 
@@ -44,12 +46,14 @@ from bench.soak_watch import Tally, Watches
 from bench.soak_workload import NAMESPACE, Shape, schedule
 from core.durations import parse_duration
 from core.kube.client import PODS, ApiError
+from plugins.framework.config import DEFAULT_SCHEDULER_CONF
 
 NODES = 4
 NODE_CPU = 32
 NODE_PROFILE = "cpu=32,memory=128Gi,pods=110"  # bench.sim_cluster's, for the real nodes too
 CLEAN_EVERY = 15.0  # seconds between removals of finished bare gangs and plain pods
 TICK = 0.25  # seconds between re-evaluations of the invariants that span several kinds
+TOPOLOGY_CONF = DEFAULT_SCHEDULER_CONF.rstrip() + "\n  - name: network-topology-aware\n"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -130,6 +134,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="run the extender with --scheduler-memo=check: each pass is decided with the memo "
         "and without it, and every difference is a violation (memo-divergence)",
     )
+    parser.add_argument(
+        "--topology",
+        choices=("on", "off"),
+        default="on",
+        help="a HyperNode tree over the nodes and topology-constrained gangs and subgroups in "
+        "the workload, the extender's conf naming network-topology-aware (on)",
+    )
     parser.add_argument("--start-timeout", type=float, default=120.0)
     return parser.parse_args(argv)
 
@@ -146,6 +157,7 @@ async def soak(args: argparse.Namespace, out=sys.stdout) -> int:
         node_failure=not args.no_node_failure,
         deployments=deployments,
         load=args.shape,
+        topology=args.topology == "on",
     )
     actions = schedule(seed, args.duration, shape)
     (state / "soak-schedule.txt").write_text(
@@ -226,6 +238,11 @@ async def soak(args: argparse.Namespace, out=sys.stdout) -> int:
 
 def _cluster(args: argparse.Namespace, state: Path) -> AbstractAsyncContextManager[SimCluster]:
     memo = ["--scheduler-memo", "check"] if args.check_memo else []
+    conf = None
+    if args.topology == "on":
+        # A networkTopology is honoured only where the conf names network-topology-aware.
+        conf = state / "extender-conf.yaml"
+        conf.write_text(TOPOLOGY_CONF)
     if args.real:
         return real_cluster(
             NODES,
@@ -234,6 +251,7 @@ def _cluster(args: argparse.Namespace, state: Path) -> AbstractAsyncContextManag
             args.start_timeout,
             namespace=NAMESPACE,
             extender_flags=tuple(memo),
+            extender_conf=conf,
             pod_eviction_timeout=args.pod_eviction_timeout,
             node_monitor_grace_period=args.node_monitor_grace_period,
         )
@@ -245,6 +263,7 @@ def _cluster(args: argparse.Namespace, state: Path) -> AbstractAsyncContextManag
         str(args.pod_eviction_timeout),
         "--node-monitor-grace-period",
         args.node_monitor_grace_period,
+        *(["--extender-config", str(conf)] if conf is not None else []),
     ]
     return running_cluster(NODES, str(state), args.start_timeout, *extra)
 
@@ -267,10 +286,11 @@ async def _tick(checker: Checker, out, sim: SimCluster, check_memo: bool = False
             violation = checker.violations[told]
             print(violation.describe(checker.origin), file=out, flush=True)
             if violation.kind in GANG_KINDS and "/" in violation.subject:
-                view = await sim.extender_debug(f"/debug/gangs/{violation.subject}")
+                gang = violation.subject.split(" ")[0]  # (a subgroup's: "<gang> <subgroup>")
+                view = await sim.extender_debug(f"/debug/gangs/{gang}")
                 queues = await sim.extender_debug("/debug/queues")
                 print(f"  extender: {extender_summary(view, queues)}", file=out, flush=True)
-                for line in members_summary(await _members(sim, violation.subject), view):
+                for line in members_summary(await _members(sim, gang), view):
                     print(f"    {line}", file=out, flush=True)
             told += 1
 

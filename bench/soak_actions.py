@@ -10,9 +10,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.soak_topology import hypernodes
 from bench.soak_workload import NAMESPACE, Action
 from core.kube.client import (
     COMMANDS,
+    HYPERNODES,
     NAMESPACES,
     NODES,
     PODGROUPS,
@@ -93,6 +95,17 @@ class Actor:
         nodes = await self.client.list(NODES)
         self.node_names = sorted(n["metadata"]["name"] for n in nodes["items"])
         self.counts["queues"] = sum(1 for o in action.objects if o["kind"] == "Queue")
+
+    async def _hypernodes(self, _action: Action) -> None:
+        """The HyperNode tree over the nodes the setup found (`bench.soak_topology`)."""
+        tree = hypernodes(self.node_names)
+        for obj in tree:
+            try:
+                await self.client.create(HYPERNODES, obj)
+            except ApiError as exc:
+                if not exc.conflict:
+                    raise
+        self.counts["hypernodes"] = len(tree)
 
     async def _submit(self, obj: dict[str, Any], group: str = "") -> None:
         meta = obj["metadata"]

@@ -10,39 +10,40 @@ Invariants (limits in `Limits`, each a flag of `python -m bench.soak`):
   Job (its controller must make the gang whole again). A bare-pod gang that lost members (no
   controller makes its pods again) and a gang whose members are finishing are not partial
   placements and are only counted;
-- queue over capability: the live bound pods of a queue's gangs request more than its
-  capability for longer than `capacity_grace` (watch streams of different kinds may be seen
-  slightly out of order);
-- node overcommitted: pods holding room on a node (bound, not finished) request more than its
-  allocatable — at once;
+- queue over capability and node overcommitted: `bench.soak_room`;
 - stall, and jobs reaching a final phase: `bench.soak_progress` (evaluated at each tick);
-- needless eviction: `bench.soak_evictions` (evaluated at each tick).
+- needless eviction: `bench.soak_evictions` (evaluated at each tick);
+- domain split and partial subgroup: `bench.soak_domains` (with each gang's check).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict, deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from bench.soak_domains import DOMAIN_SPLIT, PARTIAL_SUBGROUP, check_domains
 from bench.soak_evictions import EvictionLedger, evicted_for
 from bench.soak_model import (
     JOB_FINAL,
     TERMINAL,
     Group,
+    HyperNodeRecord,
     Job,
     Node,
     Pod,
     Queue,
-    Resources,
-    add,
-    over,
-    show,
 )
 from bench.soak_progress import PASSING_PHASES, check_jobs, check_stalls
+from bench.soak_room import check_node, check_queues
+from core.hypernode_tree import EMPTY_TREE, HyperNodeTree, build_tree
 
 # A job's gang in these phases is being taken down or finished by its controller on purpose.
 TEARDOWN_PHASES = (*PASSING_PHASES, *JOB_FINAL)
 
+
+# Episodes of a gang partly placed: their time is measured in worst_partial_s.
+PARTIAL_KINDS = ("partial-gang", PARTIAL_SUBGROUP, DOMAIN_SPLIT)
 
 # A scheduling pass the extender's memo decided otherwise than a pass without it
 # (`vulcan extender --scheduler-memo=check`).
@@ -101,6 +102,8 @@ class Checker:
     worst_partial: float = 0.0
     degraded: set[str] = field(default_factory=set)  # bare gangs that lost members
     whole: set[str] = field(default_factory=set)  # gangs seen with minMember live bound
+    whole_in_domain: set[str] = field(default_factory=set)  # ... of them with networkTopology
+    whole_subgroups: set[str] = field(default_factory=set)  # "<gang> <subgroup>" seen whole
     completed: set[str] = field(default_factory=set)  # bare gangs whose members all succeeded
     # Recent happenings per gang or job (bound counts, phases, evictions), told with violations.
     history: dict[str, deque[tuple[float, str]]] = field(
@@ -110,6 +113,9 @@ class Checker:
     last_bind: dict[str, float] = field(default_factory=dict)  # group -> its latest bind
     gone_at: dict[str, float] = field(default_factory=dict)  # deleted pod key -> when
     deleting_at: dict[str, float] = field(default_factory=dict)  # pod key -> seen terminating
+    hypernodes: dict[str, HyperNodeRecord] = field(default_factory=dict)
+    subgroups_seen: dict[str, set[str]] = field(default_factory=dict)  # gang -> its subgroups
+    _tree: HyperNodeTree | None = None  # built from hypernodes and the nodes' labels, cached
     _episodes: dict[tuple[str, str], Episode] = field(default_factory=dict)
     _bound: dict[str, int] = field(default_factory=dict)  # group -> live bound members
     _by_group: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
@@ -141,7 +147,7 @@ class Checker:
         for group in {p.group for p in (old, pod) if p is not None and p.group}:
             self.check_gang(group, now)
         for node in {p.node for p in (old, pod) if p is not None and p.node}:
-            self.check_node(node, now)
+            check_node(self, node, now)
 
     def note(self, subject: str, now: float, text: str) -> None:
         self.history[subject].append((now, text))
@@ -175,10 +181,27 @@ class Checker:
             self.queues[key] = queue
 
     def node(self, key: str, node: Node | None) -> None:
-        if node is None:
-            self.nodes.pop(key, None)
-        else:
+        old = self.nodes.pop(key, None)
+        if node is not None:
             self.nodes[key] = node
+        if (old is None) != (node is None) or (old and node and old.labels != node.labels):
+            self._tree = None
+
+    def hypernode(self, key: str, hypernode: HyperNodeRecord | None) -> None:
+        if hypernode is None:
+            self.hypernodes.pop(key, None)
+        else:
+            self.hypernodes[key] = hypernode
+        self._tree = None
+
+    @property
+    def tree(self) -> HyperNodeTree:
+        """The HyperNode tree as the scheduler resolves it (members by name, regex, label)."""
+        if self._tree is None:
+            specs = {k: r.spec for k, r in self.hypernodes.items() if r.spec is not None}
+            labels = {k: n.labels for k, n in self.nodes.items()}
+            self._tree = build_tree(specs, labels) if specs else EMPTY_TREE
+        return self._tree
 
     def job(self, key: str, job: Job | None, now: float = 0.0) -> None:
         old = self.jobs.pop(key, None)
@@ -194,8 +217,8 @@ class Checker:
         for group in list(self.groups):
             self.check_gang(group, now)
         for node in list(self.nodes):
-            self.check_node(node, now)
-        self.check_queues(now)
+            check_node(self, node, now)
+        check_queues(self, now)
         check_stalls(self, now)
         check_jobs(self, now)
         self.evictions.check(self, now)
@@ -238,7 +261,7 @@ class Checker:
     def _close(self, kind: str, subject: str, episode: Episode, now: float, still_on: bool) -> None:
         self._episodes.pop((kind, subject), None)
         lasted = now - episode.since
-        if kind == "partial-gang" and episode.counted:
+        if kind in PARTIAL_KINDS and episode.counted:
             self.worst_partial = max(self.worst_partial, lasted)
         if episode.violation is None and lasted > episode.limit:
             # Passed its limit between two looks: still a violation.
@@ -257,8 +280,11 @@ class Checker:
             "job-not-final": self.jobs,
             "job-stuck": self.jobs,
         }
+        for kind in PARTIAL_KINDS:
+            present[kind] = self.groups
         for (kind, subject), episode in list(self._episodes.items()):
-            if subject not in present.get(kind, {subject: None}):
+            # (a subgroup's subject is "<gang> <subgroup>")
+            if subject.split(" ")[0] not in present.get(kind, {subject: None}):
                 self._close(kind, subject, episode, now, still_on=False)
 
     # ------------------------------------------------------------------ gangs
@@ -274,12 +300,12 @@ class Checker:
         group = self.groups.get(key)
         members = self.members(key)
         bound = sum(1 for p in members if p.live_bound)
-        before = self._bound.get(key, 0)
-        self._bound[key] = bound
-        if bound != before and group is not None:
+        if bound != self._bound.get(key, 0) and group is not None:
             self.note(key, now, f"{bound}/{group.min_member} live bound")
         if group is not None and bound >= group.min_member:
             self.whole.add(key)
+            if group.topology:
+                self.whole_in_domain.add(key)
         if (
             group is not None
             and not group.job
@@ -287,21 +313,46 @@ class Checker:
             and all(p.phase == "Succeeded" for p in members)
         ):
             self.completed.add(key)
-        partial = group is not None and 0 < bound < group.min_member
         job = self.jobs.get(group.job) if group is not None and group.job else None
-        if partial and (
-            # Members that ran to their end (not taken away): the gang is finishing.
-            any(p.phase in TERMINAL and not p.disruption and not p.deleting for p in members)
-            or (job is not None and job.phase in TEARDOWN_PHASES)
-        ):
-            partial = False
-        episode = self._episodes.get(("partial-gang", key))
+        # Members that ran to their end (not taken away), or a job taken down: it is ending.
+        finishing = any(
+            p.phase in TERMINAL and not p.disruption and not p.deleting for p in members
+        ) or (job is not None and job.phase in TEARDOWN_PHASES)
+        check_domains(self, key, group, members, finishing, now)
+        self.partial_episode(
+            "partial-gang",
+            key,
+            group is not None and 0 < bound < group.min_member and not finishing,
+            bound,
+            bare=group is not None and not group.job,
+            now=now,
+            describe=lambda: self._describe_gang(key),
+        )
+
+    def partial_episode(
+        self,
+        kind: str,
+        subject: str,
+        partial: bool,
+        bound: int,
+        *,
+        bare: bool,
+        now: float,
+        describe: Callable[[], str],
+    ) -> None:
+        """A gang's (or subgroup's) partial placement: timed by `partial_window` from a bind
+        that left it short, by `loss_window` from a loss (its job's controller makes it whole
+        again); a bare gang's loss is only counted (nobody makes a bare pod again)."""
+        before = self._bound.get(subject, 0)
+        self._bound[subject] = bound
+        episode = self._episodes.get((kind, subject))
         if partial and episode is None:
             cause = "bind" if before < bound else "loss"
-            if cause == "loss" and group is not None and not group.job:
-                self.degraded.add(key)  # nobody makes a bare pod again: only counted
+            if cause == "loss" and bare:
+                if kind == "partial-gang":
+                    self.degraded.add(subject)
                 return
-            episode = self._episodes[("partial-gang", key)] = Episode(since=now, cause=cause)
+            episode = self._episodes[(kind, subject)] = Episode(since=now, cause=cause)
         elif partial and episode is not None and bound > before:
             if episode.cause == "loss":
                 # Its replacements are bound piecemeal: timed from the first of them (not from
@@ -314,7 +365,11 @@ class Checker:
             episode.limit = (
                 self.limits.partial_window if episode.cause == "bind" else self.limits.loss_window
             )
-        self.hold("partial-gang", key, partial, now, episode.limit, self._describe_gang(key))
+        self.hold(kind, subject, partial, now, episode.limit, describe())
+
+    def describe(self, key: str, what: str) -> str:
+        """`what` of gang `key`, then the gang as `_describe_gang` tells it."""
+        return f"{what}; {self._describe_gang(key)}"
 
     def _describe_gang(self, key: str) -> str:
         group = self.groups.get(key)
@@ -349,74 +404,10 @@ class Checker:
         )
         return "; ".join(f"t={t - self.origin:.1f}s {text}" for t, text in told) or "-"
 
-    # ------------------------------------------------------------------ room
+    def on_node(self, node: str) -> set[str]:
+        """The keys of the pods on `node`."""
+        return self._by_node.get(node, set())
 
     def node_up(self, name: str) -> bool:
         node = self.nodes.get(name)
         return node is not None and node.ready
-
-    def used_on(self, node: str) -> Resources:
-        used: Resources = {}
-        for key in self._by_node.get(node, ()):
-            pod = self.pods.get(key)
-            if pod is not None and pod.occupies:
-                used = add(used, pod.requests)
-        return used
-
-    def check_node(self, key: str, now: float) -> None:
-        node = self.nodes.get(key)
-        if node is None:
-            return
-        excess = over(self.used_on(key), node.allocatable)
-        why = ""
-        if excess:
-            pods = [
-                f"{p.key} {show(p.requests)}"
-                for k in sorted(self._by_node.get(key, ()))
-                if (p := self.pods.get(k)) is not None and p.occupies
-            ]
-            dims = ", ".join(f"{n} {u} > {c}" for n, (u, c) in excess.items())
-            why = f"requests exceed allocatable ({dims}); pods: {'; '.join(pods)}"
-        self.hold("node-overcommitted", key, bool(excess), now, 0.0, why)
-
-    def queue_used(self) -> dict[str, Resources]:
-        used: dict[str, Resources] = defaultdict(dict)
-        for pod in self.pods.values():
-            group = self.groups.get(pod.group)
-            if group is not None and pod.live_bound:
-                used[group.queue] = add(used[group.queue], pod.requests)
-        return used
-
-    def check_queues(self, now: float) -> None:
-        used = self.queue_used()
-        for key, queue in self.queues.items():
-            excess = over(used.get(key, {}), queue.capability) if queue.capability else {}
-            why = ""
-            if excess:
-                dims = ", ".join(f"{n} {u} > {c}" for n, (u, c) in excess.items())
-                why = (
-                    f"live bound pods request {show(used.get(key, {}))}; capability {dims}; "
-                    f"gangs: {self._queue_gangs(key)}"
-                )
-            self.hold(
-                "queue-over-capability", key, bool(excess), now, self.limits.capacity_grace, why
-            )
-
-    def _queue_gangs(self, queue: str) -> str:
-        parts = []
-        for key, group in sorted(self.groups.items()):
-            if group.queue != queue:
-                continue
-            bound = [p for p in self.members(key) if p.live_bound]
-            if not bound:
-                continue
-            total: Resources = {}
-            for pod in bound:
-                total = add(total, pod.requests)
-            job = f" job={group.job}" if group.job else ""
-            times = [self.bound_at.get(p.uid, (0.0, ""))[0] - self.origin for p in bound]
-            parts.append(
-                f"{key} {len(bound)} bound (minMember {group.min_member}{job}) {show(total)} "
-                f"bound t={min(times):.1f}-{max(times):.1f}s [{self.story(key, group.job)}]"
-            )
-        return "; ".join(parts)

@@ -1,6 +1,6 @@
 """The soak's view of the cluster: slim records of the objects it watches (pods, PodGroups,
-queues, nodes, Volcano Jobs), decoded from the API server's JSON, and resource arithmetic on
-plain dicts (`{"cpu": millicores, "memory": bytes, "pods": count}`).
+queues, nodes, Volcano Jobs, HyperNodes), decoded from the API server's JSON, and resource
+arithmetic on plain dicts (`{"cpu": millicores, "memory": bytes, "pods": count}`).
 
 Only what the invariants need is kept; the checker (`bench.soak_checker`) reads these records
 and nothing else, so its unit tests build them directly."""
@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.api.topology import HyperNode
 from core.resources_parse import cpu_milli, to_int
 
 GROUP_NAME = "scheduling.k8s.io/group-name"
@@ -78,6 +79,7 @@ class Pod:
     created: str = ""
     disruption: str = ""  # why the system took the pod away (DisruptionTarget, NodeLost, ...)
     priority: int = 0  # spec.priority, as priority admission resolved its priorityClassName
+    labels: dict[str, str] = field(default_factory=dict)  # (a subgroup is chosen by them)
 
     @property
     def live_bound(self) -> bool:
@@ -105,6 +107,8 @@ class Group:
     job: str = ""  # namespace/vcjob that owns the PodGroup, if any
     message: str = ""  # its last condition's message (why it waits)
     created: str = ""
+    topology: dict[str, Any] | None = None  # spec.networkTopology
+    subgroups: list[dict[str, Any]] = field(default_factory=list)  # spec.subGroupPolicy
 
 
 @dataclass(slots=True)
@@ -124,6 +128,14 @@ class Node:
     allocatable: Resources = field(default_factory=dict)
     ready: bool = True
     schedulable: bool = True  # no NoSchedule/NoExecute taint, not cordoned
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class HyperNodeRecord:
+    key: str
+    rv: str = ""
+    spec: HyperNode | None = None  # None: one the webhook would refuse (never placed on)
 
 
 @dataclass(slots=True)
@@ -196,6 +208,7 @@ def decode_pod(obj: dict[str, Any]) -> Pod:
         created=meta.get("creationTimestamp", ""),
         disruption=disruption or "",
         priority=int(spec.get("priority") or 0),
+        labels=dict(meta.get("labels") or {}),
     )
 
 
@@ -212,6 +225,8 @@ def decode_group(obj: dict[str, Any]) -> Group:
         job=_owner(obj, "Job"),
         message=(conditions[-1].get("message") or "") if conditions else "",
         created=meta.get("creationTimestamp", ""),
+        topology=spec.get("networkTopology") or None,
+        subgroups=[p for p in spec.get("subGroupPolicy") or () if isinstance(p, dict)],
     )
 
 
@@ -240,7 +255,17 @@ def decode_node(obj: dict[str, Any]) -> Node:
         allocatable=parse_resources(status.get("allocatable")),
         ready=ready,
         schedulable=ready and not tainted and not spec.get("unschedulable"),
+        labels=dict(meta.get("labels") or {}),
     )
+
+
+def decode_hypernode(obj: dict[str, Any]) -> HyperNodeRecord:
+    meta = _meta(obj)
+    try:
+        spec: HyperNode | None = HyperNode.model_validate(obj)
+    except ValueError:
+        spec = None
+    return HyperNodeRecord(key=_key(obj), rv=meta.get("resourceVersion", ""), spec=spec)
 
 
 def decode_job(obj: dict[str, Any]) -> Job:

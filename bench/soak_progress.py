@@ -1,10 +1,12 @@
 """The soak's progress invariants, evaluated on the checker's records at each tick:
 
 - stall: a gang with no member bound whose minMember waiting pods fit the free room of the
-  schedulable nodes, in a queue with room under its capability and its deserved share, for
-  longer than `Limits.stall_after` — room and share left after the waiting gangs ahead of it
-  in line (as Volcano's allocate orders jobs: a gang whose minimum is not met yet before one
-  whose finished members met it, then priority, then age) that fit took theirs: a gang
+  schedulable nodes (within one HyperNode its networkTopology allows, each subgroup within one
+  of its own: `bench.soak_domains.place`), in a queue with room under its capability and its
+  deserved share, for longer than `Limits.stall_after` — room and share left after the waiting
+  gangs ahead of it in line (as Volcano's allocate orders jobs: a gang whose minimum is not met
+  yet before one whose finished members met it, then priority, then age) that fit took theirs:
+  a gang
   behind older work that takes the room it would need waits its turn and is no stall (the
   first of a line that does not move still is one); so the room vulcan reserved for an
   admitted gang not yet bound (which the API server does not show) counts as taken for the
@@ -22,8 +24,10 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from bench.soak_domains import place
 from bench.soak_fit import SHARE_DIMENSIONS, deserved, pack
 from bench.soak_model import JOB_FINAL, TERMINAL, Group, Pod, Resources, add, over, show, sub
+from bench.soak_room import queue_used, used_on
 
 if TYPE_CHECKING:
     from bench.soak_checker import Checker
@@ -33,7 +37,7 @@ PASSING_PHASES = ("Restarting", "Aborting", "Terminating", "Completing")
 
 def check_stalls(checker: Checker, now: float) -> None:
     free = {
-        key: sub(node.allocatable, checker.used_on(key))
+        key: sub(node.allocatable, used_on(checker, key))
         for key, node in checker.nodes.items()
         if node.schedulable
     }
@@ -41,8 +45,9 @@ def check_stalls(checker: Checker, now: float) -> None:
     for node in checker.nodes.values():
         if node.schedulable:
             total = add(total, node.allocatable)
-    used = checker.queue_used()
+    used = queue_used(checker)
     waiting: dict[str, list[Resources]] = {}
+    needed: dict[str, list[Pod]] = {}  # the members `waiting` holds the requests of
     for key, group in checker.groups.items():
         members = checker.members(key)
         if any(p.live_bound for p in members):
@@ -51,12 +56,13 @@ def check_stalls(checker: Checker, now: float) -> None:
         if job is not None and job.phase not in ("", "Pending", "Running"):
             continue
         pending = sorted(
-            (p.requests for p in members if p.waiting),
-            key=lambda r: (r.get("cpu", 0), r.get("memory", 0)),
+            (p for p in members if p.waiting),
+            key=lambda p: (p.requests.get("cpu", 0), p.requests.get("memory", 0)),
             reverse=True,
         )
         if len(pending) >= group.min_member:
-            waiting[key] = pending[: group.min_member]
+            needed[key] = pending[: group.min_member]
+            waiting[key] = [p.requests for p in needed[key]]
     requests: dict[str, Resources] = {q: dict(used.get(q, {})) for q in checker.queues}
     for key, need in waiting.items():
         queue = checker.groups[key].queue
@@ -84,7 +90,7 @@ def check_stalls(checker: Checker, now: float) -> None:
         share = shares.get(group.queue, {})
         held_back = enqueue.refusal(key, taken.get(group.queue, {}))
         placed = (
-            pack(need, room)
+            _pack(checker, group, needed[key], room)
             if queue is not None
             and queue.state == "Open"
             and not held_back
@@ -108,6 +114,16 @@ def check_stalls(checker: Checker, now: float) -> None:
         checker.hold(
             "stall", key, fitting.get(key, False), now, checker.limits.stall_after, why.get(key, "")
         )
+
+
+def _pack(
+    checker: Checker, group: Group, pods: list[Pod], room: dict[str, Resources]
+) -> dict[int, str] | None:
+    """Where the members would go: within a HyperNode (each subgroup within one of its own)
+    when the gang has a networkTopology or subgroups, else anywhere."""
+    if group.topology or group.subgroups:
+        return place(checker.tree, group, pods, room)
+    return pack([p.requests for p in pods], room)
 
 
 class _EnqueueRoom:

@@ -37,6 +37,7 @@ async def real_cluster(
     *,
     namespace: str,
     extender_flags: tuple[str, ...] = (),
+    extender_conf: Path | None = None,
     pod_eviction_timeout: int = 5,
     node_monitor_grace_period: str = "20s",
 ) -> AsyncIterator[SimCluster]:
@@ -48,6 +49,7 @@ async def real_cluster(
         node_profiles=(f"count={nodes},{profile}",),
         pod_duration="forever",  # each pod says its own (vulcan.sh/sim-duration)
         extender_flags=extender_flags,
+        extender_conf=extender_conf,
         apiserver_flags=(
             f"--default-not-ready-toleration-seconds={pod_eviction_timeout}",
             f"--default-unreachable-toleration-seconds={pod_eviction_timeout}",

@@ -133,6 +133,10 @@ def print_report(
         w(f"  {name}: {count}\n")
     w("what the cluster did:\n")
     w(f"  gangs seen whole (ran): {len(checker.whole)}\n")
+    w(
+        f"  ... with a networkTopology: {len(checker.whole_in_domain)}; subgroups seen whole: "
+        f"{len(checker.whole_subgroups)}\n"
+    )
     w(f"  gangs completed: {gangs_completed(checker, tally)} ({len(tally.jobs_completed)} jobs)\n")
     w(f"  jobs failed: {len(tally.jobs_failed)}\n")
     w(f"  evictions: {len(tally.evicted)} pods ({_reasons(tally)})\n")
@@ -177,7 +181,7 @@ def _reasons(tally: Tally) -> str:
 
 
 # Violations about one gang: the extender's view of it is printed with them.
-GANG_KINDS = ("stall", "partial-gang")
+GANG_KINDS = ("stall", "partial-gang", "partial-subgroup", "domain-split")
 
 
 def extender_summary(view: Any, queues: Any) -> str:

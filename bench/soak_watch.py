@@ -1,6 +1,6 @@
 """The soak's eyes: informers (list + watch) on the API server for pods, PodGroups, queues,
-nodes, Volcano Jobs and Events, feeding the invariant checker and the tally of what happened.
-Nothing is read from the extender's or the controllers' memory."""
+nodes, Volcano Jobs, HyperNodes and Events, feeding the invariant checker and the tally of
+what happened. Nothing is read from the extender's or the controllers' memory."""
 
 from __future__ import annotations
 
@@ -17,12 +17,22 @@ from bench.soak_model import (
     Node,
     Pod,
     decode_group,
+    decode_hypernode,
     decode_job,
     decode_node,
     decode_pod,
     decode_queue,
 )
-from core.kube.client import EVENTS, NODES, PODGROUPS, PODS, QUEUES, VCJOBS, KubeClient
+from core.kube.client import (
+    EVENTS,
+    HYPERNODES,
+    NODES,
+    PODGROUPS,
+    PODS,
+    QUEUES,
+    VCJOBS,
+    KubeClient,
+)
 from core.kube.informer import Informer
 
 EVICTION_REASONS = ("Preempted", "TaintManagerEviction", "Evicted")
@@ -156,6 +166,7 @@ class Watches:
         self.nodes = Informer(client, NODES, decode_node)
         self.jobs = Informer(client, VCJOBS, decode_job)
         self.events = Informer(client, EVENTS, decode_event)
+        self.hypernodes = Informer(client, HYPERNODES, decode_hypernode)
         self._tasks: list[asyncio.Task[None]] = []
         now = time.monotonic
 
@@ -193,6 +204,11 @@ class Watches:
             checker.node(record.key, record)
 
         self.nodes.add_handlers(on_node, on_node, lambda n: checker.node(n.key, None))
+        self.hypernodes.add_handlers(
+            lambda h: checker.hypernode(h.key, h),
+            lambda _o, h: checker.hypernode(h.key, h),
+            lambda h: checker.hypernode(h.key, None),
+        )
 
         def on_job(_old: Any, job: Job | None = None) -> None:
             record = job if job is not None else _old
@@ -227,6 +243,7 @@ class Watches:
     async def start(self, timeout: float = 60.0) -> None:
         informers: list[Informer[Any]] = [
             self.nodes,
+            self.hypernodes,
             self.queues,
             self.jobs,
             self.groups,

@@ -11,6 +11,9 @@ depends on timing). The mix:
   CompleteJob), some tasks failing (`vulcan.sh/sim-exit-code`), run times from
   `vulcan.sh/sim-duration`;
 - PodGroup gangs of plain annotated pods; plain pods of no gang (schedulerName volcano);
+- with topology (on by default): a HyperNode tree over the nodes (made at the start) and
+  networkTopology, partitioned Jobs and PodGroup subgroups on a share of the gangs
+  (`bench.soak_topology`, drawn from generators of their own: the rest stays as it was);
 - disruptions: deleting a job or a gang, deleting one member of a job (its controller makes it
   again), suspending a job and resuming it (bus.volcano.sh Commands, as vcctl makes them), and
   a node going NotReady and coming back (one in each five minutes).
@@ -29,6 +32,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from typing import Any
+
+from bench import soak_topology
 
 NAMESPACE = "soak"
 PRIORITY_CLASSES = (("soak-high", 1000), ("soak-low", 10))
@@ -57,6 +62,7 @@ class Shape:
     node_failure: bool = True
     deployments: bool = False  # the cluster runs a Deployment controller
     load: str = "heavy"  # or "light" (the module docstring)
+    topology: bool = True  # HyperNodes and topology-constrained gangs (bench.soak_topology)
 
 
 def _container(cpu: int, memory_gi: int) -> dict[str, Any]:
@@ -246,6 +252,9 @@ def schedule(seed: int, duration: float, shape: Shape | None = None) -> list[Act
     setup = priority_classes() + queues(rng, shape)
     queue_names = [q["metadata"]["name"] for q in setup if q["kind"] == "Queue"]
     actions = [Action(0.0, "setup", objects=setup)]
+    if shape.topology:
+        # Made by the actor from the nodes' names once the cluster is up.
+        actions.append(Action(0.0, "hypernodes", "tree"))
     jobs: list[str] = []
     gangs: list[str] = []
     t = 1.0
@@ -259,11 +268,17 @@ def schedule(seed: int, duration: float, shape: Shape | None = None) -> list[Act
         queue = rng.choice(queue_names)
         if roll < 0.45:
             name = f"job-{counter}"
-            actions.append(Action(t, "job", f"{NAMESPACE}/{name}", [vcjob(rng, name, queue)]))
+            job = vcjob(rng, name, queue)  # drawn either way: same stream
+            if shape.topology:
+                job = _topology_job(soak_topology.rng_for(seed, counter), job, shape)
+            actions.append(Action(t, "job", f"{NAMESPACE}/{name}", [job]))
             jobs.append(name)
         elif roll < 0.75:
             name = f"gang-{counter}"
-            actions.append(Action(t, "gang", f"{NAMESPACE}/{name}", gang(rng, name, queue)))
+            objects = gang(rng, name, queue)
+            if shape.topology:
+                objects = _topology_gang(soak_topology.rng_for(seed, counter), objects, shape)
+            actions.append(Action(t, "gang", f"{NAMESPACE}/{name}", objects))
             gangs.append(name)
         elif roll < 0.82:
             pod = plain_pod(rng, f"pod-{counter}")  # drawn either way: same stream
@@ -309,3 +324,33 @@ def schedule(seed: int, duration: float, shape: Shape | None = None) -> list[Act
             start += NODE_FAILURE_EVERY
     actions.sort(key=lambda a: a.at)
     return actions
+
+
+def _cpu(pod_spec: dict[str, Any]) -> int:
+    return sum(int(c["resources"]["requests"]["cpu"]) for c in pod_spec["containers"])
+
+
+def _topology_job(sub: random.Random, job: dict[str, Any], shape: Shape) -> dict[str, Any]:
+    """`job` with a networkTopology, or a partitioned Job in its place, or `job` as it is."""
+    spec = job["spec"]
+    if sub.random() < 0.2:
+        meta = job["metadata"]
+        return soak_topology.partitioned_job(sub, meta["name"], spec["queue"], NAMESPACE)
+    total = sum(t["replicas"] * _cpu(t["template"]["spec"]) for t in spec["tasks"])
+    if (topology := soak_topology.topology_for(sub, total, shape.node_cpu)) is not None:
+        spec["networkTopology"] = topology
+    return job
+
+
+def _topology_gang(
+    sub: random.Random, objects: list[dict[str, Any]], shape: Shape
+) -> list[dict[str, Any]]:
+    """The gang with subgroups, or a networkTopology, or as it is."""
+    group, *pods = objects
+    objects = soak_topology.with_subgroups(objects, sub)
+    if "subGroupPolicy" in group["spec"]:
+        return objects
+    total = sum(_cpu(p["spec"]) for p in pods)
+    if (topology := soak_topology.topology_for(sub, total, shape.node_cpu)) is not None:
+        group["spec"]["networkTopology"] = topology
+    return objects

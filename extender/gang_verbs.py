@@ -17,6 +17,7 @@ from core.records import PodGroupRecord, pod_group_key
 from core.resources import ResourceVector, pod_requests
 from extender import numa_verbs
 from extender.binder import BindError
+from extender.domain_filter import domain_nodes
 from extender.gang_hold import GangRequirement
 from extender.ledger import Reservation
 from extender.protocol import BindingArgs, PodInfo
@@ -97,8 +98,12 @@ class GangVerbs:
                 return FilterStatus.unresolvable(refused, self.gangs.policy.queue_model)
         # Where nodes report NUMA cells, a Guaranteed member only where its cpus align.
         numa = self._numa_refusals(pod, candidates) if self.gangs.cache.numa else None
+        # Only where the gang (and its subgroup) stays within one HyperNode it allows.
+        domain, bounds = domain_nodes(
+            self.gangs.policy, self.gangs.cache, self.gangs.ledger, group, pod.key
+        )
         for name in candidates:
-            if numa and name in numa:
+            if (numa and name in numa) or (domain is not None and name not in domain):
                 continue
             if self.gangs.slots.fits(pod.key, name, request):
                 # The group's held sum is a decision input: a new slot (a member beyond
@@ -126,6 +131,8 @@ class GangVerbs:
             )
         else:
             reason = f"gang {key}: no candidate node has room for this member"
+        if domain is not None and blocked is None:
+            reason += f" within the HyperNode of its other members ({bounds})"
         return FilterStatus.unresolvable(reason, GANG)
 
     def _numa_refusals(self, pod: PodInfo, candidates: list[str]) -> dict[str, str] | None:

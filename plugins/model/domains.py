@@ -40,6 +40,7 @@ __all__ = [
     "domain_score",
     "gang_of",
     "gradients",
+    "nodes_allowed",
     "place_in_domains",
 ]
 
@@ -94,6 +95,24 @@ def gradients(constraint: Constraint, tree: HyperNodeTree) -> list[list[Domain |
     if constraint.highest >= tree.top_tier:
         out.append([None])
     return out
+
+
+def nodes_allowed(
+    constraint: Constraint, tree: HyperNodeTree, placed: Collection[str]
+) -> frozenset[str] | None:
+    """The nodes one more member may take so that it and the members on `placed` stay within
+    one HyperNode the constraint allows (None: any node, as soft or the whole cluster allow)."""
+    if constraint.mode == "soft":
+        return None
+    held = set(placed)
+    out: set[str] = set()
+    for gradient in gradients(constraint, tree):
+        for domain in gradient:
+            if domain is None:
+                return None
+            if held <= domain.nodes:
+                out |= domain.nodes
+    return frozenset(out)
 
 
 def domain_score(

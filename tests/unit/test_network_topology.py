@@ -25,6 +25,7 @@ from plugins.model.domains import (
     domain_score,
     gang_of,
     gradients,
+    nodes_allowed,
 )
 from tests.session_harness import run
 
@@ -184,6 +185,22 @@ def test_tiers_tried_hard_soft_and_by_name() -> None:
     unknown = constraint_of({"mode": "hard", "highestTierName": "rack"}, tree)
     assert unknown is not None and gradients(unknown, tree) == [[None]]  # Volcano: untranslated
     assert constraint_of(None, tree) is None
+
+
+def test_nodes_one_more_member_may_take_keep_the_gang_in_one_hypernode() -> None:
+    tree = cluster().live_view().hypernodes
+    s0 = {f"n{i}" for i in range(4)}
+    hard1 = constraint_of({"mode": "hard", "highestTierAllowed": 1}, tree)
+    hard2 = constraint_of({"mode": "hard", "highestTierAllowed": 2}, tree)
+    soft = constraint_of({"mode": "soft"}, tree)
+    top = constraint_of({"mode": "hard", "highestTierAllowed": 3}, tree)
+    assert hard1 is not None and hard2 is not None and soft is not None and top is not None
+    assert nodes_allowed(hard1, tree, ["n0", "n3"]) == s0
+    assert nodes_allowed(hard2, tree, ["n0", "n5"]) == {f"n{i}" for i in range(8)}  # spine a
+    assert nodes_allowed(hard1, tree, ["n0", "n5"]) == set()  # already split: nowhere
+    assert nodes_allowed(hard1, tree, []) == {f"n{i}" for i in range(16)}
+    assert nodes_allowed(soft, tree, ["n0"]) is None
+    assert nodes_allowed(top, tree, ["n0"]) is None  # the whole cluster allowed
 
 
 def test_binpack_score_is_volcanos() -> None:
