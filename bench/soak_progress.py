@@ -130,8 +130,8 @@ class _EnqueueRoom:
     """Volcano's enqueue rule as the stall check applies it: a gang not enqueued yet is refused
     while allocated + inqueue - elastic + its minResources exceed its queue's realCapability
     (capability, else the cluster's total: the soak's queues have no guarantee), on the
-    dimensions it asks for. `inqueue`: the minResources of the queue's enqueued gangs waiting
-    with no member bound, less those the walk placed."""
+    dimensions it asks for. `inqueue`: what vulcan's books count for the queue's enqueued gangs
+    waiting with no member bound (`_hold`), less those the walk placed."""
 
     def __init__(self, checker: Checker, waiting: dict[str, list[Resources]], total: Resources):
         self._checker = checker
@@ -142,7 +142,7 @@ class _EnqueueRoom:
             group = checker.groups[key]
             if group.phase not in ("", "Pending"):
                 self._enqueued.add(key)
-                self._inqueue[group.queue] = add(self._inqueue[group.queue], _minimum(group))
+                self._inqueue[group.queue] = add(self._inqueue[group.queue], self._hold(group))
         self._elastic: dict[str, Resources] = defaultdict(dict)
         bound: dict[str, Resources] = defaultdict(dict)
         for pod in checker.pods.values():
@@ -153,10 +153,24 @@ class _EnqueueRoom:
             beyond = {n: v for n, v in sub(held, _minimum(group)).items() if v > 0}
             self._elastic[group.queue] = add(self._elastic[group.queue], beyond)
 
+    def _hold(self, group: Group) -> Resources:
+        """What vulcan's books count for an enqueued gang with no member bound: its
+        minResources, or what its largest members ask where that is more (its placement takes
+        the largest first: `plugins.model.group_contribution`)."""
+        minimum = _minimum(group)
+        pending = sorted(
+            (p for p in self._checker.members(group.key) if not p.node and not p.deleting),
+            key=lambda p: (-p.requests.get("cpu", 0), -p.requests.get("memory", 0), p.key),
+        )
+        asked: Resources = {}
+        for pod in pending[: group.min_member]:
+            asked = add(asked, pod.requests)
+        return {n: max(v, asked.get(n, 0)) for n, v in minimum.items()}
+
     def placed(self, key: str) -> None:
         if key in self._enqueued:
             group = self._checker.groups[key]
-            self._inqueue[group.queue] = sub(self._inqueue[group.queue], _minimum(group))
+            self._inqueue[group.queue] = sub(self._inqueue[group.queue], self._hold(group))
 
     def refusal(self, key: str, allocated: Resources) -> str:
         """Why enqueue refuses gang `key` now ("" when it may be enqueued, or already is)."""

@@ -494,7 +494,7 @@ def test_a_gang_violation_lists_its_unbound_members() -> None:
     ]
 
 
-def _enqueued_gang_that_cannot_fit(phase: str) -> Checker:
+def _enqueued_gang_that_cannot_fit(phase: str, big_minimum: int = 20) -> Checker:
     """Queue q (capability 24 cpu); 8 of each node's 16 cpu taken by other pods; `big` (2 x 10
     cpu, minResources 20) cannot fit the free 8 + 8; `small` (2 x 4 cpu) can."""
     checker = cluster(Limits(stall_after=10.0), nodes=2, cpu=16)
@@ -504,7 +504,7 @@ def _enqueued_gang_that_cannot_fit(phase: str) -> Checker:
         checker.pod(key, Pod(key, uid=key, requests={"cpu": 8000}, node=f"node-{index}"), 0.0)
     for name, size, made in (("big", 10, "10:00:01"), ("small", 4, "10:00:05")):
         key = f"ns/{name}"
-        minimum = {"cpu": 2 * size * 1000}
+        minimum = {"cpu": (big_minimum if name == "big" else 2 * size) * 1000}
         group = Group(
             key,
             min_member=2,
@@ -529,3 +529,9 @@ def test_a_gang_held_back_by_its_queues_enqueued_gangs_is_not_a_stall() -> None:
     # `big` not enqueued holds nothing: `small` could be enqueued and placed, and waits.
     checker = _enqueued_gang_that_cannot_fit("Pending")
     assert [v.subject for v in checker.violations] == ["ns/small"]
+
+
+def test_an_enqueued_gang_holds_what_its_largest_members_ask() -> None:
+    """`big`'s minResources say 12 cpu, its two members ask 20: vulcan's books count 20 for it
+    (its placement takes the largest members first), so `small` waits: 0 + 20 + 8 > 24."""
+    assert kinds(_enqueued_gang_that_cannot_fit("Inqueue", big_minimum=12)) == []
