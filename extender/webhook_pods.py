@@ -22,10 +22,22 @@ from typing import Any
 from core.api import keys
 from core.records import PodGroupRecord, PodRecord
 
-__all__ = ["gate_patch"]
+__all__ = ["gate_patch", "gated_pods"]
 
 # PodGroup phases before its gang runs: a group in any other phase was placed.
 WAITING_PHASES = frozenset({"", "Pending", "Inqueue"})
+
+
+def gated_pods(
+    served: Callable[[PodRecord], bool], bind_marker: str | None
+) -> Callable[[PodRecord], bool]:
+    """The pods a waiting gang's members are gated among: vulcan's (`served`) and, where the
+    bind entry takes only pods with `bind_marker`, those carrying it. One without it is refused
+    at filter with the fix in words (`core.api.markers.unmarked_member`), which it would never
+    reach gated, its gang never admitted."""
+    if not bind_marker:
+        return served
+    return lambda pod: served(pod) and bind_marker in pod.markers
 
 
 def gate_patch(

@@ -17,6 +17,7 @@ from core.kube.client import KubeClient
 from extender.ungrouped import served_pods
 from extender.webhook_cert_keeper import ServingCertKeeper
 from extender.webhook_flags import DEFAULT_WEBHOOK_PORT, managed_cert_options, webhook_flag_errors
+from extender.webhook_pods import gated_pods
 from extender.webhook_view import WebhookView
 from extender.webhooks import AdmissionWebhooks
 
@@ -66,7 +67,9 @@ class WebhookServing:
             return
         self.view = WebhookView(client, cache, scheduler_names=(keys.DEFAULT_SCHEDULER_NAME,))
         self.view.start()
-        gated = served_pods(self.args) if self.args.queue_allocation_gate else None
+        gated = None
+        if self.args.queue_allocation_gate:
+            gated = gated_pods(served_pods(self.args), self.args.bind_marker or None)
         self.webhooks = AdmissionWebhooks(client, self.view, gated=gated)
         port = self.args.webhook_port
         host = self.args.bind_address

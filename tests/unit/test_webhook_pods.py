@@ -10,7 +10,7 @@ from core.api import keys
 from core.records import PodGroupRecord
 from core.served import ServedPods
 from extender.webhook_configs import POD_GATE_CONDITIONS, webhook_configurations
-from extender.webhook_pods import gate_patch
+from extender.webhook_pods import gate_patch, gated_pods
 
 SERVED = ServedPods.of(["volcano"])
 GATE = {"name": keys.QUEUE_ALLOCATION_GATE}
@@ -85,3 +85,15 @@ def test_the_configuration_sends_only_podgroup_members_and_ignores_failures() ->
     assert hook["rules"][0]["resources"] == ["pods"]
     assert hook["rules"][0]["operations"] == ["CREATE"]
     assert hook["matchConditions"] == list(POD_GATE_CONDITIONS)
+
+
+def test_where_binds_need_a_marker_a_pod_without_it_is_not_gated() -> None:
+    """It is refused at filter with the fix in words, which it would never reach gated."""
+    marker = "vulcan.sh/managed-bind"
+    gated = gated_pods(SERVED, marker)
+    plain = pod()
+    assert gate_patch(plain, "ns", gated, {}) == []
+    marked = pod()
+    marked["spec"]["containers"][0]["resources"] = {"limits": {marker: "1"}}
+    assert gate_patch(marked, "ns", gated, {}) != []
+    assert gated_pods(SERVED, None) is SERVED
