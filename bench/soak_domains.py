@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING, Any
 
 from bench.soak_fit import pack
 from bench.soak_model import Group, Pod, Resources, sub
-from core.api.topology import LabelSelector
 from core.api.topology_members import selector_matches
 from core.hypernode_tree import Domain, HyperNodeTree
+from plugins.model.subgroups import policy_selector
 
 if TYPE_CHECKING:
     from bench.soak_checker import Checker
@@ -64,21 +64,12 @@ def _lowest(node: str, tree: HyperNodeTree) -> str:
     return f"{lowest.name}, tier {lowest.tier}"
 
 
-def _selector(raw: Any) -> LabelSelector | None:
-    if raw is None:
-        return None
-    try:
-        return LabelSelector.model_validate(raw)
-    except ValueError:
-        return LabelSelector(match_labels={"": "\0"})  # invalid: matches nothing
-
-
 def subgroups(group: Group, members: Sequence[Pod]) -> dict[str, tuple[dict[str, Any], list[Pod]]]:
     """The PodGroup's subgroups among `members`: "<policy>-<values>" -> (its policy, its pods).
     A pod joins the first policy whose labelSelector it matches and whose every
     matchLabelKeys label it carries with a value; pods no policy takes form no subgroup."""
     out: dict[str, tuple[dict[str, Any], list[Pod]]] = {}
-    selectors = [_selector(p.get("labelSelector")) for p in group.subgroups]
+    selectors = [policy_selector(p.get("labelSelector")) for p in group.subgroups]
     for pod in members:
         for policy, selector in zip(group.subgroups, selectors, strict=True):
             if selector is not None and not selector_matches(selector, pod.labels):

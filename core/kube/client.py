@@ -243,6 +243,16 @@ class KubeClient:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    def _url(self, path: str, query: Mapping[str, Any] | None) -> str:
+        if not query:
+            return self.host + path
+        return (
+            self.host
+            + path
+            + "?"
+            + urlencode({k: _query_value(v) for k, v in query.items() if v is not None})
+        )
+
     async def _headers(self, content_type: str | None) -> dict[str, str]:
         headers = {"Accept": JSON}
         if content_type:
@@ -271,9 +281,7 @@ class KubeClient:
         client, for the extender's per-pod Binding; same retries, same errors (a 429's
         Retry-After is not read there: the backoff alone spaces the retries)."""
         data = body if isinstance(body, bytes | None) else orjson.dumps(body)
-        url = self.host + path
-        if query:
-            url += "?" + urlencode({k: _query_value(v) for k, v in query.items() if v is not None})
+        url = self._url(path, query)
         raw = self._lean if lean and method == "POST" and data is not None else None
         backoff = Backoff(self.options.retry_initial, self.options.retry_max)
         while True:
@@ -397,12 +405,7 @@ class KubeClient:
         """A watch: yields one raw JSON line per event. Errors (incl. non-200) raise ApiError;
         the caller decides about retrying (informers relist or resume)."""
         await self._limiter.acquire()
-        url = (
-            self.host
-            + path
-            + "?"
-            + urlencode({k: _query_value(v) for k, v in query.items() if v is not None})
-        )
+        url = self._url(path, query)
         timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=self.options.request_timeout, sock_read=read_timeout
         )
@@ -428,12 +431,7 @@ class KubeClient:
                 sink([line])
             return
         await self._limiter.acquire()
-        url = (
-            self.host
-            + path
-            + "?"
-            + urlencode({k: _query_value(v) for k, v in query.items() if v is not None})
-        )
+        url = self._url(path, query)
         headers = _header_lines(await self._headers(None), skip="")
         try:
             await raw_watch(

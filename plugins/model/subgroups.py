@@ -24,7 +24,7 @@ from core.api.topology import LabelSelector
 from core.api.topology_members import selector_matches
 from core.records import PodRecord
 
-__all__ = ["DEFAULT", "SubGroup", "SubGroups", "subgroups_of"]
+__all__ = ["DEFAULT", "SubGroup", "SubGroups", "policy_selector", "subgroups_of"]
 
 DEFAULT = ""  # the key of the default subgroup
 
@@ -49,7 +49,8 @@ class SubGroups:
         return any(g.key != DEFAULT for g in self.groups)
 
 
-def _selector(raw: Any) -> LabelSelector | None:
+def policy_selector(raw: Any) -> LabelSelector | None:
+    """A subGroupPolicy's labelSelector (None: every pod); an invalid one matches nothing."""
     if raw is None:
         return None
     try:
@@ -65,7 +66,7 @@ def _int(value: Any, default: int) -> int:
 def subgroups_of(spec: Mapping[str, Any], pods: Iterable[PodRecord]) -> SubGroups:
     """The PodGroup's (`spec`) subgroups among `pods` (its members)."""
     policies = [p for p in spec.get("subGroupPolicy") or () if isinstance(p, Mapping)]
-    selectors = [_selector(p.get("labelSelector")) for p in policies]
+    selectors = [policy_selector(p.get("labelSelector")) for p in policies]
     found: dict[str, SubGroup] = {}
     order: dict[str, tuple[int, int, str]] = {}
     for pod in pods:
