@@ -261,7 +261,7 @@ class AdmissionWebhooks:
         return Verdict(patch=[{"op": op, "path": "/spec/queue", "value": queue}])
 
     async def mutate_pod(self, req: dict[str, Any]) -> Verdict:
-        """A member of a gang not admitted yet is created behind the queue-allocation gate
+        """A member of a gang not running yet is created behind the queue-allocation gate
         (`webhook_pods`); a view not synced yet gates nothing rather than wait."""
         obj = req.get("object")
         if self.gated is None or req.get("operation") != "CREATE" or not isinstance(obj, dict):
