@@ -16,6 +16,7 @@ the rest of a seed's schedule as it was."""
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from typing import Any
 
 SUBGROUP_LABEL = "soak-part"
@@ -33,16 +34,22 @@ def hypernodes(node_names: list[str]) -> list[dict[str, Any]]:
     """The tree over `node_names` (sorted): a leaf per node, a ToR per two leaves."""
     leaves = [f"soak-leaf-{i}" for i in range(len(node_names))]
     out = [
-        _hypernode(leaf, 1, "Node", [node]) for leaf, node in zip(leaves, node_names, strict=True)
+        hypernode_manifest(leaf, 1, [node]) for leaf, node in zip(leaves, node_names, strict=True)
     ]
     for j in range(0, len(leaves), TOR_NODES):
         out.append(
-            _hypernode(f"soak-tor-{j // TOR_NODES}", 2, "HyperNode", leaves[j : j + TOR_NODES])
+            hypernode_manifest(
+                f"soak-tor-{j // TOR_NODES}", 2, leaves[j : j + TOR_NODES], kind="HyperNode"
+            )
         )
     return out
 
 
-def _hypernode(name: str, tier: int, kind: str, members: list[str]) -> dict[str, Any]:
+def hypernode_manifest(
+    name: str, tier: int, members: Sequence[str], kind: str = "Node"
+) -> dict[str, Any]:
+    """A HyperNode of `tier` whose members are these nodes (or, `kind` HyperNode, these
+    HyperNodes) by exact name."""
     return {
         "apiVersion": "topology.volcano.sh/v1alpha1",
         "kind": "HyperNode",

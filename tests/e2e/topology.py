@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.soak_topology import hypernode_manifest
 from plugins.framework.config import DEFAULT_SCHEDULER_CONF
 from tests.e2e.conftest import SimCluster, pod_manifest, wait_for
 
@@ -21,22 +22,9 @@ def leaves(nodes: list[str]) -> dict[str, list[str]]:
 
 
 def hypernodes(leaves: dict[str, list[str]]) -> list[dict[str, Any]]:
-    def one(name: str, tier: int, kind: str, members: list[str]) -> dict[str, Any]:
-        return {
-            "apiVersion": "topology.volcano.sh/v1alpha1",
-            "kind": "HyperNode",
-            "metadata": {"name": name},
-            "spec": {
-                "tier": tier,
-                "members": [
-                    {"type": kind, "selector": {"exactMatch": {"name": m}}} for m in members
-                ],
-            },
-        }
-
     return [
-        *(one(name, 1, "Node", nodes) for name, nodes in leaves.items()),
-        *(one(name, 2, "HyperNode", leaves) for name, leaves in SPINES.items()),
+        *(hypernode_manifest(name, 1, nodes) for name, nodes in leaves.items()),
+        *(hypernode_manifest(name, 2, leaves, kind="HyperNode") for name, leaves in SPINES.items()),
     ]
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.soak_topology import hypernode_manifest
 from core.cache import ClusterCache
 from core.kube.client import HYPERNODES, PODGROUPS, PODS, KubeClient
 from extender.binder import Binder
@@ -20,18 +21,6 @@ from tests.integration.test_queue_scheduling import admit_until_stable
 
 NODES = ["n0", "n1", "n2", "n3"]
 CONF = DEFAULT_SCHEDULER_CONF + "  - name: network-topology-aware\n"
-
-
-def hypernode(name: str, tier: int, kind: str, members: list[str]) -> dict[str, Any]:
-    return {
-        "apiVersion": "topology.volcano.sh/v1alpha1",
-        "kind": "HyperNode",
-        "metadata": {"name": name},
-        "spec": {
-            "tier": tier,
-            "members": [{"type": kind, "selector": {"exactMatch": {"name": m}}} for m in members],
-        },
-    }
 
 
 def member(group: str, index: int, labels: dict[str, str] | None = None) -> dict[str, Any]:
@@ -53,9 +42,13 @@ async def started(client: KubeClient, pods: int) -> GangScheduler:
     """4 nodes of 16 cpu, a tier-1 HyperNode each, tier-2 ones of two (t0: n0 n1; t1: n2 n3)."""
     for name in NODES:
         await add_ready_node(client, name, {"cpu": "16", "memory": "64Gi", "pods": "110"})
-        await client.create(HYPERNODES, hypernode(f"leaf-{name}", 1, "Node", [name]))
-    await client.create(HYPERNODES, hypernode("t0", 2, "HyperNode", ["leaf-n0", "leaf-n1"]))
-    await client.create(HYPERNODES, hypernode("t1", 2, "HyperNode", ["leaf-n2", "leaf-n3"]))
+        await client.create(HYPERNODES, hypernode_manifest(f"leaf-{name}", 1, [name]))
+    await client.create(
+        HYPERNODES, hypernode_manifest("t0", 2, ["leaf-n0", "leaf-n1"], kind="HyperNode")
+    )
+    await client.create(
+        HYPERNODES, hypernode_manifest("t1", 2, ["leaf-n2", "leaf-n3"], kind="HyperNode")
+    )
     cache = ClusterCache()
     cache.start(client)
     await cache.wait_synced(10)

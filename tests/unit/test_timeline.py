@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from bench.soak_topology import hypernode_manifest
 from core.timestamps import parse_time
 from tests.helpers import REPO
 from vulcan.timeline.data import NO_QUEUE, PENDING_LANE, build_timeline
@@ -440,18 +441,6 @@ def test_the_legend_names_every_gang_explains_every_mark_and_fits() -> None:
     assert columns * widest <= WIDTH_IN and columns * rows >= len(handles)
 
 
-def hypernode(name: str, tier: int, members: list[str], kind: str = "Node") -> dict[str, Any]:
-    return {
-        "apiVersion": "topology.volcano.sh/v1alpha1",
-        "kind": "HyperNode",
-        "metadata": {"name": name},
-        "spec": {
-            "tier": tier,
-            "members": [{"type": kind, "selector": {"exactMatch": {"name": m}}} for m in members],
-        },
-    }
-
-
 def test_node_lanes_are_grouped_and_coloured_by_their_lowest_tier_hypernode(
     tmp_path: Path,
 ) -> None:
@@ -459,9 +448,9 @@ def test_node_lanes_are_grouped_and_coloured_by_their_lowest_tier_hypernode(
 
     # Two leaves under a spine; n4 is in none. Lanes go leaf by leaf, the loose node last.
     tree = [
-        hypernode("spine", 2, ["leaf-b", "leaf-a"], kind="HyperNode"),
-        hypernode("leaf-b", 1, ["n0", "n3"]),
-        hypernode("leaf-a", 1, ["n1", "n2"]),
+        hypernode_manifest("spine", 2, ["leaf-b", "leaf-a"], kind="HyperNode"),
+        hypernode_manifest("leaf-b", 1, ["n0", "n3"]),
+        hypernode_manifest("leaf-a", 1, ["n1", "n2"]),
     ]
     pods = [
         pod("a", node="n0", created=0, scheduled=1, finished=4, group="g"),
