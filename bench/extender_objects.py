@@ -13,6 +13,17 @@ from bench.apiserver_common import BenchError
 from bench.apiserver_objects import JOB_SIZE, node_body, pod_body
 from bench.extender_settings import FULL_NODE_EVERY, GPUS_PER_NODE, REGION, SEED
 
+# What kube-apiserver's DefaultTolerationSeconds admission adds to every pod.
+DEFAULT_TOLERATIONS: tuple[dict[str, Any], ...] = tuple(
+    {
+        "key": f"node.kubernetes.io/{taint}",
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 300,
+    }
+    for taint in ("not-ready", "unreachable")
+)
+
 # ------------------------------------------------------------------------------- objects
 
 
@@ -157,18 +168,7 @@ def scheduling_pod(cpu: str = "4") -> dict[str, Any]:
             "preemptionPolicy": "PreemptLowerPriority",
             "tolerations": [
                 {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
-                {
-                    "key": "node.kubernetes.io/not-ready",
-                    "operator": "Exists",
-                    "effect": "NoExecute",
-                    "tolerationSeconds": 300,
-                },
-                {
-                    "key": "node.kubernetes.io/unreachable",
-                    "operator": "Exists",
-                    "effect": "NoExecute",
-                    "tolerationSeconds": 300,
-                },
+                *(dict(t) for t in DEFAULT_TOLERATIONS),
             ],
         }
     )

@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from bench.extender_objects import DEFAULT_TOLERATIONS
 from core.cache import ClusterCache
 from core.kube.client import PODS, KubeClient
 from core.kube.flags import ClientOptions
@@ -64,20 +65,7 @@ def pod(i: int, rv: int, node: str | None) -> dict[str, Any]:
         "serviceAccount": "default",
         "securityContext": {},
         "schedulerName": "default-scheduler",
-        "tolerations": [
-            {
-                "key": "node.kubernetes.io/not-ready",
-                "operator": "Exists",
-                "effect": "NoExecute",
-                "tolerationSeconds": 300,
-            },
-            {
-                "key": "node.kubernetes.io/unreachable",
-                "operator": "Exists",
-                "effect": "NoExecute",
-                "tolerationSeconds": 300,
-            },
-        ],
+        "tolerations": [dict(t) for t in DEFAULT_TOLERATIONS],
         "priority": 0,
         "enableServiceLinks": True,
         "preemptionPolicy": "PreemptLowerPriority",
