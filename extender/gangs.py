@@ -303,7 +303,7 @@ class GangScheduler:
         for decision in result.decisions:
             if self.applier.apply(decision, snapshot, gang_enabled):
                 unsettled.add(decision.key)
-            self.reach.observe(decision, snapshot.podgroups.get(decision.key))
+            self.reach.observe(decision, snapshot.podgroups.get(decision.key), members)
         # Gangs looked at again every pass until what they wait for is there (the memo keeps
         # none of their decisions, so each is among the decisions of every pass).
         self.unsettled = frozenset(unsettled)

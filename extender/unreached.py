@@ -134,19 +134,31 @@ class ReachWatch:
                 found.append(Expiry(key, MEMBERS_NOT_MADE, self.expire_unmade(key, group.queue)))
         return found
 
-    def observe(self, decision: Decision, group: PodGroupRecord | None) -> None:
-        """A pass's decision: an enqueued gang refused for want of its pods is timed until
-        they are made (or it is no longer enqueued)."""
-        if (
-            isinstance(decision, Waiting)
-            and decision.unmade
-            and not decision.dequeue
-            and group is not None
-            and group.phase == "Inqueue"
-        ):
-            self.unmade(decision.key)
+    def observe(
+        self,
+        decision: Decision,
+        group: PodGroupRecord | None,
+        members: Callable[[str], Iterable[PodRecord]] = lambda key: (),
+    ) -> None:
+        """A pass's decision for a gang (`members`: a gang's pods): an enqueued gang whose pods
+        are short is timed until they are made or it is no longer enqueued, whatever refused it
+        (a queue's hold does not restart the clock). Its backoff's strikes are kept until it is
+        seen with its pods made: enqueued again after each backoff, a group whose pods never
+        come backs off longer each time."""
+        key = decision.key
+        short = False
+        if isinstance(decision, Waiting):
+            short = decision.unmade or (
+                key in self._unmade
+                and group is not None
+                and sum(not pod.deleting for pod in members(key)) < group.min_member
+            )
+        if not short:
+            self.made(key)
+        elif group is not None and group.phase == "Inqueue" and not decision.dequeue:
+            self.unmade(key)
         else:
-            self.made(decision.key)
+            self._unmade.pop(key, None)
 
     def unmade(self, key: str) -> None:
         """Enqueued gang `key` waits for its pods to be made: timed from the first time."""

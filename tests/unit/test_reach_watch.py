@@ -115,7 +115,9 @@ def test_pods_made_or_a_gang_no_longer_enqueued_stop_the_clock() -> None:
     watch = ReachWatch(30.0, clock=clock)
     inqueue = _group("a", "Inqueue")
     watch.observe(_refused_for_pods("ns/a"), inqueue)
-    watch.observe(Waiting("ns/a", "q", ALLOCATE, "allocate", reason="no room"), inqueue)
+    made = [_member("p0"), _member("p1")]
+    no_room = Waiting("ns/a", "q", ALLOCATE, "allocate", reason="no room")
+    watch.observe(no_room, inqueue, lambda key: made)
     watch.observe(_refused_for_pods("ns/b"), _group("b", "Pending"))
     clock.now += 60.0
     groups = {"ns/a": inqueue, "ns/b": _group("b", "Pending")}
@@ -198,3 +200,51 @@ def test_an_admitted_gang_whose_members_were_not_tried_yet_is_timed_again() -> N
 )
 def test_whose_words_a_refusal_is(message: str, vulcans: bool) -> None:
     assert vulcan_refused(message, "ns/g") is vulcans
+
+
+def test_a_hold_does_not_restart_the_clock_of_an_enqueued_gang_without_its_pods() -> None:
+    clock = Clock()
+    watch = ReachWatch(30.0, clock=clock)
+    inqueue = _group("a", "Inqueue")
+    watch.observe(_refused_for_pods("ns/a"), inqueue)
+    clock.now += 20.0
+    # Its queue drains for a starving gang: refused by the hold, its pods still not there.
+    held = Waiting("ns/a", "q", ALLOCATE, "allocate", reason="hold", held=True)
+    watch.observe(held, inqueue, lambda key: [_member("p0")])
+    clock.now += 10.0
+    [expiry] = watch.expiries({"ns/a": inqueue}, (), *_parts())
+    assert expiry.reason == MEMBERS_NOT_MADE
+    # Its two pods made: a refusal for another reason stops the clock.
+    watch.observe(_refused_for_pods("ns/b"), _group("b", "Inqueue"))
+    held_b = Waiting("ns/b", "q", ALLOCATE, "allocate", reason="hold", held=True)
+    watch.observe(held_b, _group("b", "Inqueue"), lambda key: [_member("p0"), _member("p1")])
+    clock.now += 60.0
+    assert watch.expiries({"ns/b": _group("b", "Inqueue")}, (), *_parts()) == []
+
+
+def test_a_group_whose_pods_never_come_backs_off_longer_each_time_it_is_enqueued_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = Clock()
+    wall = [1_000.0]
+    monkeypatch.setattr("extender.unreached.time.time", lambda: wall[0])
+    watch = ReachWatch(30.0, backoff=10.0, max_backoff=300.0, clock=clock)
+    inqueue, pending = _group("a", "Inqueue"), _group("a", "Pending")
+    waits = []
+    for _ in range(3):
+        watch.observe(_refused_for_pods("ns/a"), inqueue)
+        clock.now += 30.0
+        assert len(watch.expiries({"ns/a": inqueue}, (), *_parts())) == 1
+        waits.append(watch.backoffs()["ns/a"][1] - wall[0])
+        # Sent back to Pending, it waits out its backoff, refused at enqueue meanwhile and
+        # once more after it (the queue is full), then is enqueued again.
+        dequeued = Waiting(
+            "ns/a", "q", ALLOCATE, "allocate", reason="back", dequeue=True, unmade=True
+        )
+        watch.observe(dequeued, inqueue)
+        full = Waiting("ns/a", "q", "enqueue", "enqueue", reason="queue q is full")
+        watch.observe(full, pending)
+        wall[0] += waits[-1]
+        assert "ns/a" not in watch.backoffs()
+        watch.observe(full, pending)
+    assert waits == pytest.approx([10.0, 20.0, 40.0])
