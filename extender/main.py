@@ -66,7 +66,9 @@ class Extender:
         policy, framework = conf.policy, conf.framework
         # A gang's commit sends all its Bindings at once: Go's clients multiplex them over
         # HTTP/2 (250 streams per connection by default), ours need a connection each.
-        options = dataclasses.replace(options_from_args(args), connections=API_SERVER_CONNECTIONS)
+        options = dataclasses.replace(
+            options_from_args(args, "extender"), connections=API_SERVER_CONNECTIONS
+        )
         client = await KubeClient.connect(options)
         cache = ClusterCache()
         metrics = ExtenderMetrics()

@@ -16,7 +16,7 @@ from typing import Any, TextIO
 import yaml
 
 from core.kube.client import ApiError, KubeClient, Resource
-from core.kube.flags import ClientOptions
+from core.kube.flags import ClientOptions, user_agent
 
 # client-go's in-cluster namespace sources, in its order.
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
@@ -55,6 +55,7 @@ def client_options(target: Target) -> ClientOptions:
         retry_initial=0.2,
         retry_max=1.0,
         connections=4,
+        user_agent=user_agent("vcctl"),
     )
 
 

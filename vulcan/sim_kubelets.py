@@ -68,7 +68,7 @@ async def _serve(args: argparse.Namespace) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    async with await KubeClient.connect(options_from_args(args)) as client:
+    async with await KubeClient.connect(options_from_args(args, "kubelets")) as client:
         kubelets = HollowKubelets(
             client, profiles, name_prefix=args.name_prefix, default_duration=args.pod_duration
         )

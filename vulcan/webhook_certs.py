@@ -23,7 +23,7 @@ log = logging.getLogger("vulcan.webhook_certs")
 
 async def run(opts: Options, args: argparse.Namespace) -> None:
     try:
-        client = await KubeClient.connect(options_from_args(args))
+        client = await KubeClient.connect(options_from_args(args, "webhook-certs"))
     except ValueError as exc:  # no kubeconfig, no in-cluster service account
         raise CertsError(str(exc)) from exc
     async with client:

@@ -157,7 +157,7 @@ async def run(
     """`vulcan controllers`: the controllers of `available` that `--controllers` selects, under
     leader election, until SIGINT/SIGTERM. `describe`: extra fields for the start-up log."""
     enabled = select_controllers(args.controllers, tuple(available))
-    client = await KubeClient.connect(options_from_args(args))
+    client = await KubeClient.connect(options_from_args(args, "controllers"))
     manager = ControllerManager(client, {name: available[name] for name in enabled})
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

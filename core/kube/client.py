@@ -16,7 +16,7 @@ import asyncio
 import logging
 import os
 import ssl
-from collections.abc import AsyncIterable, AsyncIterator, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -171,9 +171,9 @@ async def load_configuration(options: ClientOptions) -> Configuration:
     return configuration
 
 
-def _header_lines(headers: Mapping[str, str], skip: str) -> bytes:
+def _header_lines(headers: Mapping[str, str], skip: Collection[str]) -> bytes:
     return b"".join(
-        f"{name}: {value}\r\n".encode() for name, value in headers.items() if name != skip
+        f"{name}: {value}\r\n".encode() for name, value in headers.items() if name not in skip
     )
 
 
@@ -190,6 +190,7 @@ class KubeClient:
         self.configuration = configuration
         self.host = configuration.host.rstrip("/")
         self.typed = ApiClient(configuration)
+        self.typed.user_agent = self.options.user_agent
         # kubernetes-asyncio's session carries the TLS settings of the kubeconfig (in its
         # connector). It trusts the environment, which makes aiohttp look up ~/.netrc in a
         # worker thread and the proxy variables on every request (~15% of the extender's time
@@ -216,7 +217,11 @@ class KubeClient:
             or configuration.tls_server_name
             or (self.host.startswith("https:") and not isinstance(context, ssl.SSLContext))
         ):
-            self._lean = GoTransport(self.options.connections, ssl_context=self._ssl)
+            self._lean = GoTransport(
+                self.options.connections,
+                ssl_context=self._ssl,
+                user_agent=self.options.user_agent.encode(),
+            )
         # Watches on the raw protocol (core.kube.watch_transport) where the raw POST goes too;
         # False: through aiohttp (`stream`), as through a proxy.
         self.raw_watch = self._lean is not None
@@ -254,7 +259,7 @@ class KubeClient:
         )
 
     async def _headers(self, content_type: str | None) -> dict[str, str]:
-        headers = {"Accept": JSON}
+        headers = {"Accept": JSON, "User-Agent": self.options.user_agent}
         if content_type:
             headers["Content-Type"] = content_type
         auth = (await self.configuration.auth_settings()).get("BearerToken")
@@ -297,7 +302,7 @@ class KubeClient:
                             data,
                             content_type.encode(),
                             self.options.request_timeout,
-                            _header_lines(headers, skip="Content-Type"),
+                            _header_lines(headers, skip=("Content-Type", "User-Agent")),
                         )
                     if status < 300:
                         return orjson.loads(answer) if answer else None
@@ -432,7 +437,7 @@ class KubeClient:
             return
         await self._limiter.acquire()
         url = self._url(path, query)
-        headers = _header_lines(await self._headers(None), skip="")
+        headers = _header_lines(await self._headers(None), skip=())
         try:
             await raw_watch(
                 url,

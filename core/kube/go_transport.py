@@ -143,11 +143,14 @@ class GoTransport:
         *,
         headers: bytes = b"",
         ssl_context: ssl.SSLContext | None = None,
+        user_agent: bytes = b"Go-http-client/1.1",
     ) -> None:
         """`headers`: extra header lines sent with every request (each ending in CRLF, e.g. an
-        Authorization); `ssl_context`: for https (default: verified as Go's default is)."""
+        Authorization); `ssl_context`: for https (default: verified as Go's default is);
+        `user_agent`: Go's own unless the caller names itself."""
         self.max_idle_per_host = max_idle_per_host
         self._headers = headers
+        self._user_agent = user_agent
         self._ssl = ssl_context
         self._idle: dict[_Host, list[_Connection]] = {}
         self._origins: dict[str, tuple[_Host, bytes]] = {}  # scheme://netloc -> host, netloc
@@ -210,9 +213,10 @@ class GoTransport:
             self._origins[origin] = known
         host, netloc = known
         path = path.split("#", 1)[0]
-        return host, b"POST %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: Go-http-client/1.1\r\n" % (
+        return host, b"POST %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: %s\r\n" % (
             path.encode(),
             netloc,
+            self._user_agent,
         )
 
     async def _connection(self, host: _Host) -> _Connection:

@@ -191,14 +191,14 @@ async def watch(
 ) -> None:
     """GET `url` (a watch) and hand each read's complete lines to `sink` until the server ends
     the answer. Raises WatchFailed (or whatever `sink` raised, the watch then closed).
-    `headers`: header lines, each ending in CRLF (Authorization, Accept); `window`: reads
-    within it of the last one wait for it to pass (core.kube.watch_socket)."""
+    `headers`: header lines, each ending in CRLF (Authorization, Accept, User-Agent);
+    `window`: reads within it of the last one wait for it to pass (core.kube.watch_socket)."""
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise WatchFailed(f"unsupported URL {url!r}")
     port = parts.port or (443 if parts.scheme == "https" else 80)
     target = parts.path + (f"?{parts.query}" if parts.query else "")
-    request = b"GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: vulcan\r\n%s\r\n" % (
+    request = b"GET %s HTTP/1.1\r\nHost: %s\r\n%s\r\n" % (
         target.encode(),
         parts.netloc.encode(),
         headers,

@@ -13,7 +13,7 @@ import pytest_asyncio
 from aiohttp import web
 from kubernetes_asyncio.client import Configuration
 
-from core.kube.client import NODES, PODS, ApiError, ClientOptions, KubeClient
+from core.kube.client import LEASES, NODES, PODS, ApiError, ClientOptions, KubeClient
 from core.kube.informer import Informer
 from core.records import PodRecord
 from sim.apiserver.server import EmbeddedApiServer
@@ -115,7 +115,7 @@ async def test_a_lean_post_retries_like_any_request_and_carries_the_token(
         assert (method, path) == ("POST", "/api/v1/namespaces/ns/pods/p/binding")
         assert headers["Authorization"] == "Bearer sekret"
         assert headers["Content-Type"] == "application/json"
-        assert headers["User-Agent"] == "Go-http-client/1.1"  # the raw transport, not aiohttp
+        assert headers["User-Agent"] == "vulcan"  # the client names itself on the raw path too
         assert orjson.loads(body) == {
             "apiVersion": "v1",
             "kind": "Binding",
@@ -244,3 +244,25 @@ async def test_lean_posts_in_flight_are_bounded_by_the_connections_option() -> N
         await runner.cleanup()
     assert state["most"] == 3
     assert len(transports) <= 3
+
+
+async def test_each_part_of_vulcan_names_itself_as_the_field_manager_of_its_writes(
+    apiserver: EmbeddedApiServer,
+) -> None:
+    """The API server names a write's field manager after its User-Agent's prefix: what
+    `kubectl get --show-managed-fields` shows is vulcan's part, not "Python"."""
+    import argparse
+
+    from core.kube.client import add_client_flags, options_from_args
+
+    parser = argparse.ArgumentParser()
+    add_client_flags(parser)
+    args = parser.parse_args(["--master", apiserver.url])
+    async with await KubeClient.connect(options_from_args(args, "extender")) as client:
+        body = {
+            "metadata": {"name": "lease", "namespace": "default"},
+            "spec": {"holderIdentity": "a"},
+        }
+        created = await client.create(LEASES, body, "default")
+    [entry] = created["metadata"]["managedFields"]
+    assert entry["manager"] == "vulcan-extender"
