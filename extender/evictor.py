@@ -28,12 +28,15 @@ class Evictor:
         writer: GangWriter,
         spawn: Callable[[Coroutine[Any, Any, None]], None],
         poke: Callable[[], None],
+        emptied: Callable[[str, str], None] = lambda key, why: None,
     ) -> None:
+        """`emptied(group, why)`: a gang no controller owns was evicted whole."""
         self.cache = cache
         self.ledger = ledger
         self.writer = writer
         self._spawn = spawn
         self._poke = poke
+        self._emptied = emptied
         # pod -> (node, requests) of the room being freed.
         self.releasing: dict[str, tuple[str, ResourceVector]] = {}
         # pod -> why vulcan evicted it, until it is gone (its gang's GangBroken says it).
@@ -109,6 +112,8 @@ class Evictor:
                     pods=len(unit.pods),
                     reason=note,
                 )
+                if not unit.elastic and victim_group.owner is None:
+                    self._emptied(victim_group.key, note)
             for pod_key in unit.pods:
                 victim = snapshot.pods[pod_key]
                 self.notes[pod_key] = note

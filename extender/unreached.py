@@ -16,11 +16,13 @@ pods are made once it is Inqueue (by a Volcano Job's controller, an operator, a 
 members are still not all made `timeout` after the pass first found it so (a gang evicted whole
 whose PodGroup stays, a job whose pods cannot be made) would hold its queue's room for nobody:
 it backs off the same way, and the pass sends it back to Pending for the backoff
-(`plugins.actions.allocate`).
+(`plugins.actions.allocate`). A group of no controller whose pods vulcan evicted whole has
+nothing to make them again: it backs off until one of its pods exists (`emptied`).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -85,6 +87,7 @@ class ReachWatch:
         self._backoffs: dict[str, tuple[str, float]] = {}  # gang -> (why, until: wall clock)
         self._unmade: dict[str, float] = {}  # enqueued gang -> since when its pods are short
         self._unmade_strikes: dict[str, int] = {}
+        self._emptied: dict[str, str] = {}  # gang of no controller evicted whole -> why
 
     def admitted(self, key: str) -> None:
         """Gang `key` was admitted: its members go to kube-scheduler now."""
@@ -109,6 +112,26 @@ class ReachWatch:
             self._backoffs.pop(key, None)
             self._unmade.pop(key, None)
             self._unmade_strikes.pop(key, None)
+            self._emptied.pop(key, None)
+
+    def emptied(self, key: str, why: str) -> None:
+        """Vulcan evicted the pods of gang `key`, a group no controller owns, whole (`why`):
+        nothing will make them again, so it is not enqueued until one of them exists
+        (enqueued on its minResources, it would hold its queue's room for nobody)."""
+        self._emptied[key] = (
+            f"gang {key}: its pods were evicted ({why}) and no controller owns its PodGroup to "
+            "make them again; it is enqueued again once one of its pods is created"
+        )
+
+    def refilled(
+        self,
+        groups: Mapping[str, PodGroupRecord],
+        members: Callable[[str], Iterable[PodRecord]],
+    ) -> None:
+        """Gangs evicted whole that have a pod again (or are gone) may be enqueued again."""
+        for key in list(self._emptied):
+            if key not in groups or any(not pod.deleting for pod in members(key)):
+                del self._emptied[key]
 
     # ------------------------------------------------------------------ pods never made
 
@@ -238,10 +261,12 @@ class ReachWatch:
         return why
 
     def backoffs(self) -> dict[str, tuple[str, float]]:
-        """gang -> (why, until when on the wall clock) for every gang backing off now."""
+        """gang -> (why, until when on the wall clock) for every gang backing off now (a gang
+        evicted whole until one of its pods exists: `math.inf`)."""
+        found = {key: (why, math.inf) for key, why in self._emptied.items()}
         if not self._backoffs:
-            return {}
+            return found
         now = time.time()
         for key in [k for k, (_, until) in self._backoffs.items() if until <= now]:
             del self._backoffs[key]
-        return dict(self._backoffs)
+        return {**self._backoffs, **found}

@@ -7,12 +7,13 @@ gang waits. The same gang at 10 cpu evicts the low gang alone."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import pytest
 
 from core.cache import ClusterCache
-from core.kube.client import PODGROUPS, PODS, PRIORITY_CLASSES, KubeClient
+from core.kube.client import PODGROUPS, PODS, PRIORITY_CLASSES, ApiError, KubeClient
 from core.served import ServedPods
 from extender.binder import Binder
 from extender.gang_options import GangOptions
@@ -164,4 +165,40 @@ async def test_enough_with_the_low_gang_evicts_it_and_never_the_other_schedulers
     evicted = set(gangs.evictor.notes)
     assert evicted == {f"default/low-{i}" for i in range(8)}
     assert "default/web" not in gangs.evictor.releasing
+    await gangs.stop()
+
+
+async def test_a_gang_of_no_controller_evicted_whole_is_not_enqueued_again_until_a_pod_exists(
+    client: KubeClient,
+) -> None:
+    """Nothing makes a bare gang's pods again: enqueued on its minResources it would hold its
+    queue's room for nobody. It waits, saying why, until one of its pods is created."""
+    gangs = await cluster(client)
+    await add_high(client, gangs, 10, owned=False)
+    gangs.schedule_pass()
+    assert set(gangs.evictor.notes) == {f"default/low-{i}" for i in range(8)}
+    low = "default/low"
+    await until(lambda: all(p.deleting for p in gangs.cache.pods.values() if p.group == low))
+    for index in range(8):  # their kubelet (none here) ends them
+        with contextlib.suppress(ApiError):
+            await client.delete(PODS, f"low-{index}", "default", grace_period=0)
+    await until(lambda: not gangs.cache.pods_by_group.get(low))
+    for _ in range(3):
+        gangs.schedule_pass()
+        await gangs.status_writer.flush()
+    status = (await client.get(PODGROUPS, "low", "default"))["status"]
+    assert status["phase"] == "Pending"
+    [condition] = status["conditions"]
+    for why in (gangs.reasons[low], condition["message"]):
+        assert "its pods were evicted (preempted (whole) by gang default/high" in why
+        assert "enqueued again once one of its pods is created" in why
+    # One of its pods again: it is enqueued as any PodGroup (its queue has no room left, so
+    # it waits for that instead).
+    await client.create(
+        PODS, pod_body("low-0", 1, group="low", priority=1, scheduler="volcano", node=None)
+    )
+    await until(lambda: bool(gangs.cache.pods_by_group.get(low)))
+    gangs.schedule_pass()
+    assert low not in gangs.reach.backoffs()
+    assert "its pods were evicted" not in gangs.reasons.get(low, "")
     await gangs.stop()

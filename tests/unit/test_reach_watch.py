@@ -248,3 +248,19 @@ def test_a_group_whose_pods_never_come_backs_off_longer_each_time_it_is_enqueued
         assert "ns/a" not in watch.backoffs()
         watch.observe(full, pending)
     assert waits == pytest.approx([10.0, 20.0, 40.0])
+
+
+def test_a_gang_evicted_whole_backs_off_until_one_of_its_pods_exists() -> None:
+    watch = ReachWatch(30.0)
+    watch.emptied("ns/a", "preempted (whole) by gang ns/b")
+    groups = {"ns/a": _group("a", "Pending")}
+    pods: list[PodRecord] = []
+    watch.refilled(groups, lambda key: pods)
+    [(why, until)] = watch.backoffs().values()
+    assert until == float("inf") and "preempted (whole) by gang ns/b" in why
+    pods.append(_member("p0"))
+    watch.refilled(groups, lambda key: pods)
+    assert watch.backoffs() == {}
+    watch.emptied("ns/a", "again")
+    watch.refilled({}, lambda key: [])  # its PodGroup deleted
+    assert watch.backoffs() == {}
