@@ -119,10 +119,8 @@ class GangScheduler:
             cache, self.slots, self.writer, self._spawn, writes=client is not None
         )
         # Applies evictions, and keeps the room being freed (Volcano's Releasing).
-        self.reach = ReachWatch(options.member_reach_timeout, options.backoff, clock=clock)
-        self.evictor = Evictor(
-            cache, ledger, self.writer, self._spawn, self.poke, emptied=self.reach.emptied
-        )
+        reach = self.reach = ReachWatch(options.member_reach_timeout, options.backoff, clock=clock)
+        self.evictor = Evictor(cache, ledger, self.writer, self._spawn, self.poke, reach.emptied)
         # A committed gang that loses members returns to all-or-nothing (`extender.gang_events`).
         self.quorum = QuorumWatch(cache, self.barrier, self.evictor.why_evicted)
         self.applier = DecisionApplier(
@@ -284,7 +282,6 @@ class GangScheduler:
         snapshot = self.cache.live_view(numa=self.policy.numa_filters)
         self._release_bound(snapshot)
         groups, admitted, members = snapshot.podgroups, self.admissions.keys, snapshot.group_pods
-        self.reach.refilled(groups, members)
         for expiry in self.reach.expiries(groups, admitted, self.ledger, self.slots, members):
             if expiry.reason == MEMBERS_NOT_REACHED:
                 self.forget_group(expiry.key, expiry.why, NOT_REACHED)

@@ -144,7 +144,9 @@ class ReachWatch:
         members: Callable[[str], Iterable[PodRecord]],
     ) -> list[Expiry]:
         """What expired since the last pass: admissions whose members never reached filter,
-        enqueued gangs whose pods were never made (`members`: a gang's pods)."""
+        enqueued gangs whose pods were never made (`members`: a gang's pods). Gangs evicted
+        whole that have a pod again are let go (`refilled`)."""
+        self.refilled(groups, members)
         found = [
             Expiry(key, MEMBERS_NOT_REACHED, why)
             for key, why in self.expired(admitted, ledger, slots, members)
