@@ -24,6 +24,14 @@ What to read:
   members bound. Bindings are created together but land (and are watched) one by one, so a short
   window is expected; a long one would break the all-or-nothing property.
 
+With `--topology` (issue 50: the planner within network domains), the cluster's nodes are
+split into `--hypernodes` tier-1 HyperNodes of consecutive nodes (5,000 nodes in 50 of 100) and
+the extender's conf names network-topology-aware; each repeat places the gang without a
+networkTopology, then the same gang with `networkTopology: {mode: hard, highestTierAllowed: 1}`
+(all its members within one HyperNode), alternating so both sample the same stretch of a noisy
+machine. `topology_ratio` (the line before the last) is the hard gang's p50 over the plain
+gang's (target <= 2); `gang_bound_s` stays the plain gang's.
+
 Last line: `gang_bound_s=<X>`.
 """
 
@@ -34,13 +42,16 @@ import asyncio
 import contextlib
 import os
 import statistics
+import tempfile
 import time
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from bench.sim_cluster import describe_totals, running_cluster
-from core.kube.client import PODGROUPS, PODS, ApiError, KubeClient
+from bench.soak_topology import TOPOLOGY_CONF, hypernode_manifest
+from core.kube.client import HYPERNODES, PODGROUPS, PODS, ApiError, KubeClient
 from core.kube.informer import Informer
 
 NAMESPACE = "default"
@@ -130,15 +141,36 @@ class GangWatch:
         return end - self.first_bound_at
 
 
-def podgroup_body(name: str, min_member: int) -> bytes:
+HARD_TIER_1 = {"mode": "hard", "highestTierAllowed": 1}
+
+
+def podgroup_body(name: str, min_member: int, topology: dict[str, Any] | None = None) -> bytes:
+    spec: dict[str, Any] = {"minMember": min_member}
+    if topology is not None:
+        spec["networkTopology"] = topology
     return orjson.dumps(
         {
             "apiVersion": "scheduling.volcano.sh/v1beta1",
             "kind": "PodGroup",
             "metadata": {"name": name, "namespace": NAMESPACE},
-            "spec": {"minMember": min_member},
+            "spec": spec,
         }
     )
+
+
+def hypernode_bodies(nodes: int, count: int) -> list[dict[str, Any]]:
+    """`count` tier-1 HyperNodes over consecutive hollow nodes (sim up names them
+    hollow-node-0 ...), each naming its members exactly."""
+    per = -(-nodes // count)
+    return [
+        hypernode_manifest(
+            f"domain-{i}",
+            1,
+            [f"hollow-node-{n}" for n in range(i * per, min(nodes, (i + 1) * per))],
+        )
+        for i in range(count)
+        if i * per < nodes
+    ]
 
 
 def member_body(gang: str, index: int, gated: bool = False) -> bytes:
@@ -196,11 +228,13 @@ async def run_gang(
     concurrency: int,
     timeout: float,
     gated: bool = False,
+    topology: dict[str, Any] | None = None,
 ) -> tuple[float, float, float]:
     """Creates one gang and waits until it is bound; returns (seconds to create the members,
     seconds from the last create to the last member bound, longest partial window)."""
     watch.start(gang, size)
-    await client.request("POST", PODGROUPS.path(NAMESPACE), body=podgroup_body(gang, size))
+    body = podgroup_body(gang, size, topology)
+    await client.request("POST", PODGROUPS.path(NAMESPACE), body=body)
     bodies = [member_body(gang, i, gated) for i in range(size)]
     path = PODS.path(NAMESPACE)
     next_index = 0
@@ -282,38 +316,62 @@ async def delete_gang(client: KubeClient, watch: GangWatch, gang: str, timeout: 
 
 async def main(args: argparse.Namespace) -> None:
     runs: list[tuple[float, float, float]] = []
-    async with running_cluster(
-        args.nodes, args.state_dir, args.start_timeout, "--with-extender"
-    ) as cluster:
-        client = cluster.client
-        watch = GangWatch()
-        informer: Informer[_Member] = Informer(
-            client, PODS, _Member, namespace=NAMESPACE, label_selector=GANG_LABEL
-        )
-        informer.add_handlers(watch.on_add, watch.on_update, watch.on_delete)
-        watcher = asyncio.create_task(informer.run())
-        await informer.wait_synced()
-        for repeat in range(args.repeats):
-            gang = f"gang-{repeat}"
-            before = await cluster.extender_totals()
-            created, bound_after, partial = await run_gang(
-                client, watch, gang, args.gang, args.concurrency, args.timeout, args.gated
+    hard: list[float] = []  # --topology: the hard tier-1 gang's bound-after-last-create
+    with tempfile.TemporaryDirectory(prefix="vulcan-bench-conf-") as conf_dir:
+        extra = ["--with-extender"]
+        if args.topology:
+            conf = Path(conf_dir) / "extender-conf.yaml"
+            conf.write_text(TOPOLOGY_CONF)
+            extra += ["--extender-config", str(conf)]
+        async with running_cluster(
+            args.nodes, args.state_dir, args.start_timeout, *extra
+        ) as cluster:
+            client = cluster.client
+            if args.topology:
+                for hypernode in hypernode_bodies(args.nodes, args.hypernodes):
+                    await client.create(HYPERNODES, hypernode)
+            watch = GangWatch()
+            informer: Informer[_Member] = Informer(
+                client, PODS, _Member, namespace=NAMESPACE, label_selector=GANG_LABEL
             )
-            runs.append((created, bound_after, partial))
-            print(
-                f"[{gang}] {args.gang} members created in {created:.2f}s "
-                f"({args.gang / created:.0f}/s); first member bound "
-                f"{bound_after - partial:.2f}s and all bound {bound_after:.2f}s after the "
-                f"last create; partially bound for {partial:.2f}s",
-                flush=True,
-            )
-            spent = describe_totals(before, await cluster.extender_totals())
-            print(f"[{gang}] extender, create to bound: {spent}", flush=True)
-            gone = await delete_gang(client, watch, gang, args.timeout)
-            print(f"[{gang}] deleted and gone in {gone:.1f}s", flush=True)
-        watcher.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await watcher
+            informer.add_handlers(watch.on_add, watch.on_update, watch.on_delete)
+            watcher = asyncio.create_task(informer.run())
+            await informer.wait_synced()
+            shapes = [None, HARD_TIER_1] if args.topology else [None]
+            for repeat in range(args.repeats):
+                for topology in shapes:
+                    gang = f"gang-{repeat}" + ("-hard" if topology else "")
+                    before = await cluster.extender_totals()
+                    created, bound_after, partial = await run_gang(
+                        client,
+                        watch,
+                        gang,
+                        args.gang,
+                        args.concurrency,
+                        args.timeout,
+                        args.gated,
+                        topology,
+                    )
+                    if topology is None:
+                        runs.append((created, bound_after, partial))
+                    else:
+                        hard.append(bound_after)
+                    print(
+                        f"[{gang}] {args.gang} members created in {created:.2f}s "
+                        f"({args.gang / created:.0f}/s); first member bound "
+                        f"{bound_after - partial:.2f}s and all bound {bound_after:.2f}s after "
+                        f"the last create; partially bound for {partial:.2f}s",
+                        flush=True,
+                    )
+                    spent = describe_totals(before, await cluster.extender_totals())
+                    print(f"[{gang}] extender, create to bound: {spent}", flush=True)
+                    if topology is not None:
+                        print(f"[{gang}] on nodes of {await domains_of(client, gang)}")
+                    gone = await delete_gang(client, watch, gang, args.timeout)
+                    print(f"[{gang}] deleted and gone in {gone:.1f}s", flush=True)
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
     bound = [b for _, b, _ in runs]
     p50 = statistics.median(bound)
     baseline = statistics.median(c for c, _, _ in runs)  # in-run: creating the members
@@ -330,7 +388,27 @@ async def main(args: argparse.Namespace) -> None:
         f"BENCH gang.bound_after_last_create value={p50:.3f} unit=s baseline={baseline:.3f} "
         f"ratio={p50 / baseline:.3f}"
     )
+    if hard:
+        hard_p50 = statistics.median(hard)
+        print(
+            f"BENCH gang.hard_topology_bound value={hard_p50:.3f} unit=s baseline={p50:.3f} "
+            f"ratio={hard_p50 / p50:.3f}"
+        )
+        print(f"hard_gang_bound_s={hard_p50:.3f} topology_ratio={hard_p50 / p50:.3f}")
     print(f"gang_bound_s={p50:.3f}")
+
+
+async def domains_of(client: KubeClient, gang: str) -> str:
+    """The HyperNodes a gang's members landed in (one, for a hard tier-1 gang)."""
+    pods = await client.list(PODS, NAMESPACE, labelSelector=f"{GANG_LABEL}={gang}")
+    nodes = {pod["spec"].get("nodeName") for pod in pods["items"]}
+    hypernodes = (await client.list(HYPERNODES))["items"]
+    names = sorted(
+        h["metadata"]["name"]
+        for h in hypernodes
+        if nodes & {m["selector"]["exactMatch"]["name"] for m in h["spec"]["members"]}
+    )
+    return f"{len(nodes)} node(s) in HyperNode(s) {', '.join(names)}"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -343,6 +421,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--gated",
         action="store_true",
         help="members carry Volcano's queue-allocation gate (as its webhook adds it)",
+    )
+    parser.add_argument(
+        "--topology",
+        action="store_true",
+        help="also place each gang hard within one tier-1 HyperNode (issue 50's figure)",
+    )
+    parser.add_argument(
+        "--hypernodes", type=int, default=50, help="tier-1 HyperNodes over the nodes (--topology)"
     )
     parser.add_argument(
         "--start-timeout", type=float, default=600.0, help="sim up's --start-timeout (seconds)"

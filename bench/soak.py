@@ -42,18 +42,17 @@ from bench.soak_report import (
     members_summary,
     print_report,
 )
+from bench.soak_topology import TOPOLOGY_CONF
 from bench.soak_watch import Tally, Watches
 from bench.soak_workload import NAMESPACE, Shape, schedule
 from core.durations import parse_duration
 from core.kube.client import PODS, ApiError
-from plugins.framework.config import DEFAULT_SCHEDULER_CONF
 
 NODES = 4
 NODE_CPU = 32
 NODE_PROFILE = "cpu=32,memory=128Gi,pods=110"  # bench.sim_cluster's, for the real nodes too
 CLEAN_EVERY = 15.0  # seconds between removals of finished bare gangs and plain pods
 TICK = 0.25  # seconds between re-evaluations of the invariants that span several kinds
-TOPOLOGY_CONF = DEFAULT_SCHEDULER_CONF.rstrip() + "\n  - name: network-topology-aware\n"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

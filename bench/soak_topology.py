@@ -19,6 +19,11 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from plugins.framework.config import DEFAULT_SCHEDULER_CONF
+
+# The extender's conf where a networkTopology is honoured: Volcano's default plus the plugin.
+TOPOLOGY_CONF = DEFAULT_SCHEDULER_CONF.rstrip() + "\n  - name: network-topology-aware\n"
+
 SUBGROUP_LABEL = "soak-part"
 TOR_NODES = 2  # nodes per tier-2 HyperNode
 JOB_TTL = 30  # as bench.soak_workload's
