@@ -290,6 +290,10 @@ class Memo:
         unsettled = key in ssn.facts.unsettled
         if unsettled:
             log.keep = False  # its status follows its members' room: seen every pass
+        if isinstance(decision, Seen) and decision.elastic:
+            # Its waiting elastic members reach backfill through this decision, which reads
+            # nothing backfill does (a HyperNode rewired, room freed): seen every pass too.
+            log.keep = False
         facts = self.facts(ssn, key)
         self._entries[key] = _Entry(decision, facts, log, phase, stage)
         self._members.setdefault((decision.queue, phase), set()).add(key)
