@@ -19,9 +19,9 @@ import platform
 import sys
 from collections.abc import Awaitable, Callable
 from functools import partial
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any, NoReturn
 
+from core.release import release
 from vcctl import flows, job_explain, job_view, jobs, pods, queues
 from vcctl.kube import Session, Target, VcctlError, connect, one_line
 
@@ -249,14 +249,10 @@ def add_pod_commands(root: Any) -> None:
 
 def version_lines() -> list[str]:
     """Volcano's version.Info, with Python where Go's runtime is named."""
-    try:
-        release = version("vulcan")
-    except PackageNotFoundError:
-        release = "0+unknown"
     arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(platform.machine(), platform.machine())
     return [
         "API Version: v1alpha1",
-        f"Version: {release}",
+        f"Version: {release()}",
         "Git SHA: Not provided.",
         "Built At: Not provided.",
         f"Python Version: {platform.python_version()}",

@@ -6,14 +6,8 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable
-from importlib.metadata import PackageNotFoundError, version
 
-
-def _version() -> str:
-    try:
-        return version("vulcan")
-    except PackageNotFoundError:
-        return "0+unknown"
+from core.release import release
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
@@ -95,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="vulcan",
         description="Volcano-compatible gang and queue scheduling for the stock kube-scheduler.",
     )
-    parser.add_argument("--version", action="version", version=f"vulcan {_version()}")
+    parser.add_argument("--version", action="version", version=f"vulcan {release()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     validate = sub.add_parser(

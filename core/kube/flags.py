@@ -7,19 +7,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.durations import parse_duration
+from core.release import release
 
 
 def user_agent(component: str) -> str:
     """`vulcan-<component>/<version>`: the API server names the field manager of a write that
     names none after the part before the slash (as `kubectl get --show-managed-fields` shows),
     and its audit log and metrics name the client by it."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        release = version("vulcan")
-    except PackageNotFoundError:
-        release = "dev"
-    return f"vulcan-{component}/{release}"
+    return f"vulcan-{component}/{release()}"
 
 
 @dataclass(slots=True)
