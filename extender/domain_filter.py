@@ -28,11 +28,8 @@ def domain_nodes(
     if not group.network_topology and not group.spec.get("subGroupPolicy"):
         return None, ""
     tree = cache.topology.tree()
-    members = [
-        pod
-        for key in sorted(cache.pods_by_group.get(group.key, ()))
-        if (pod := cache.pods.get(key)) is not None
-    ]
+    pods = cache.pods
+    members = [pod for key in cache.pods_by_group.get(group.key, ()) if (pod := pods.get(key))]
     allowed: frozenset[str] | None = None
     words: list[str] = []
 
@@ -54,13 +51,14 @@ def domain_nodes(
     return allowed, "; ".join(words)
 
 
-def _placed(members: Iterable[PodRecord], pod_key: str, ledger: GangLedger) -> list[str]:
+def _placed(members: Iterable[PodRecord], pod_key: str, ledger: GangLedger) -> set[str]:
     """The nodes the other members hold: bound (not leaving) or given a slot."""
-    out = []
+    slot_of = ledger.slot_of
+    out = set()
     for pod in members:
         if pod.key == pod_key or pod.terminal or pod.deleting:
             continue
-        node = pod.node or ledger.slot_of(pod.key)
+        node = pod.node or slot_of(pod.key)
         if node is not None:
-            out.append(node)
+            out.add(node)
     return out

@@ -1,7 +1,8 @@
 """kube-scheduler's extender verbs for gang members (`GangVerbs` holds the `GangScheduler` whose
 state they answer from): **filter**
 (a member of a group not admitted is rejected on every node as unresolvable, with the reason; an
-admitted member is steered to its reserved node, or re-planned onto a candidate with room),
+admitted member is steered to its reserved node, re-planned onto a candidate with room, or given
+the slot of another member of its gang on a candidate in exchange for its own),
 **bind** (held by the bind barrier until the gang has quorum, then committed together), and
 **preempt** (no preemption for a member of a gang that is only waiting, no victim that is a
 member of a running gang). The scheduling loop (`extender.gangs`) decides admission; these
@@ -21,6 +22,7 @@ from extender.domain_filter import domain_nodes
 from extender.gang_hold import GangRequirement
 from extender.ledger import Reservation
 from extender.protocol import BindingArgs, PodInfo
+from extender.slot_trade import trade_slot
 from plugins.actions.starvation import held_for
 from plugins.model import gang as gangs
 from plugins.model.elastic import holds_minimum
@@ -79,6 +81,7 @@ class GangVerbs:
             and self.gangs.slots.fits(pod.key, reservation.node, reservation.request)
         ):
             self.gangs.slots.unpark(pod.key)
+            self.gangs.ledger.steer(pod.key)
             return FilterStatus.passes(reservation.node, GANG)
         # No slot (a member beyond minMember) or the slot is unusable: re-plan onto a candidate
         # with room no other member holds (the slot moves; the room it leaves is free again).
@@ -108,12 +111,16 @@ class GangVerbs:
             if self.gangs.slots.fits(pod.key, name, request):
                 # The group's held sum is a decision input: a new slot (a member beyond
                 # minMember) changes it and so re-decides the group; a moved slot does not.
-                self.gangs.ledger.reserve(Reservation(pod.key, name, request, key))
+                self.gangs.ledger.reserve(Reservation(pod.key, name, request, key, steered=True))
                 self.gangs.slots.unpark(pod.key)
                 if elastic:
                     # Counted against its queue until the next pass sees its reservation.
                     self.gangs.queue_gate.book(self.gangs.policy, group.queue, request)
                 return FilterStatus.passes(name, GANG)
+        traded = self._trade(group, reservation, request, candidates, domain)
+        if traded is not None:
+            self.gangs.slots.unpark(pod.key)
+            return FilterStatus.passes(traded, GANG)
         if elastic:
             # No room: the pass may reclaim or preempt elastic work for it.
             self.gangs.elastic.wait(key, (pod.key,))
@@ -134,6 +141,27 @@ class GangVerbs:
         if domain is not None and blocked is None:
             reason += f" within the HyperNode of its other members ({bounds})"
         return FilterStatus.unresolvable(reason, GANG)
+
+    def _trade(
+        self,
+        group: PodGroupRecord,
+        reservation: Reservation | None,
+        request: ResourceVector,
+        candidates: list[str],
+        domain: frozenset[str] | None,
+    ) -> str | None:
+        """A slot of another member on an offered node, traded for this member's own
+        (`slot_trade`). Not where NUMA cells or subgroups make members' slots unlike."""
+        if reservation is None or self.gangs.cache.numa or group.spec.get("subGroupPolicy"):
+            return None
+        return trade_slot(
+            self.gangs.ledger,
+            self.gangs.slots,
+            reservation,
+            request,
+            candidates,
+            (lambda _name: True) if domain is None else domain.__contains__,
+        )
 
     def _numa_refusals(self, pod: PodInfo, candidates: list[str]) -> dict[str, str] | None:
         numa = self.gangs.policy.numa if self.gangs.policy.numa_filters else None

@@ -7,8 +7,8 @@ bind consumes them); this module keeps the per-node sums exact.
 
 from __future__ import annotations
 
-from collections.abc import Callable, KeysView
-from dataclasses import dataclass
+from collections.abc import Callable, KeysView, Set
+from dataclasses import dataclass, replace
 
 from core.resources import ResourceVector
 
@@ -21,6 +21,9 @@ class Reservation:
     node: str
     request: ResourceVector
     group: str | None = None
+    # kube-scheduler was steered onto this slot by filter (it may be binding the member there
+    # now): the slot is the member's and is not traded to another member of its gang.
+    steered: bool = False
 
 
 class GangLedger:
@@ -29,6 +32,7 @@ class GangLedger:
         self._by_node: dict[str, ResourceVector] = {}
         self._by_group: dict[str, ResourceVector] = {}
         self._members: dict[str, set[str]] = {}  # group -> members holding a reservation
+        self._on_node: dict[str, set[str]] = {}  # node -> members holding a reservation there
         # Tells the cache a node's reserved capacity changed (its memos forget that node).
         self._on_node_change = on_node_change or (lambda _node: None)
         # Told the group whose reservations changed (what it holds is a fact of its gang).
@@ -43,6 +47,7 @@ class GangLedger:
         group = reservation.group
         self._by_group[group] = self._by_group.get(group, _ZERO) + reservation.request
         self._members.setdefault(group, set()).add(reservation.pod_key)
+        self._on_node.setdefault(reservation.node, set()).add(reservation.pod_key)
         self._on_node_change(reservation.node)
         self._group_changed(group)
 
@@ -54,6 +59,11 @@ class GangLedger:
                 self._by_node.pop(reservation.node, None)
             else:
                 self._by_node[reservation.node] = left
+            on_node = self._on_node.get(reservation.node)
+            if on_node is not None:
+                on_node.discard(pod_key)
+                if not on_node:
+                    del self._on_node[reservation.node]
             group = reservation.group
             members = self._members.get(group)
             if members is not None:
@@ -71,6 +81,18 @@ class GangLedger:
         if group is not None:
             for listener in self.group_listeners:
                 listener(group)
+
+    def steer(self, pod_key: str) -> None:
+        """Mark `pod_key`'s slot as the node kube-scheduler was steered to (same node, same
+        room: no sum changes, nobody told)."""
+        reservation = self._by_pod.get(pod_key)
+        if reservation is not None and not reservation.steered:
+            self._by_pod[pod_key] = replace(reservation, steered=True)
+
+    def members_on(self, node: str) -> Set[str]:
+        """The members holding a reservation on `node` (a live view: read it without
+        awaiting, copy it before reserving or releasing)."""
+        return self._on_node.get(node, frozenset())
 
     def reservation_of(self, pod_key: str) -> Reservation | None:
         return self._by_pod.get(pod_key)

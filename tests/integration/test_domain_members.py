@@ -134,3 +134,46 @@ async def test_a_member_of_a_subgroup_stays_in_its_subgroups_hypernode(
         assert len(used) == 1 and passed == sorted(used), (used, passed)
     finally:
         await gangs.stop()
+
+
+async def test_a_member_not_offered_its_slot_trades_for_one_in_its_domain(
+    client: KubeClient,
+) -> None:
+    # kube-scheduler offers a sample of the nodes; a hard gang's offered domain nodes are full
+    # of its own slots. A member offered only such a node takes the slot of a member that
+    # kube-scheduler was not steered to yet, which gets the member's slot in exchange.
+    spec = {"minMember": 8, "networkTopology": {"mode": "hard", "highestTierAllowed": 2}}
+    await client.create(
+        PODGROUPS, {"metadata": {"name": "t", "namespace": "default"}, "spec": spec}
+    )
+    for index in range(8):
+        await client.create(PODS, member("t", index))
+    gangs = await started(client, 8)
+    try:
+        gangs.schedule_pass()
+        ledger = gangs.ledger
+        slots = {f"default/t-{i}": ledger.slot_of(f"default/t-{i}") for i in range(8)}
+        home, other = sorted(set(slots.values()))  # 32 cpu: both nodes of one tier-2 domain
+        outside = [n for n in NODES if n not in (home, other)]
+        on_home = sorted(k for k, n in slots.items() if n == home)
+        on_other = sorted(k for k, n in slots.items() if n == other)
+        assert len(on_home) == len(on_other) == 4
+
+        async def offer(pod_key: str, nodes: list[str]) -> Any:
+            pod = await client.get(PODS, pod_key.split("/")[1], "default")
+            return member_filter(gangs, pod_info(pod), nodes)
+
+        for pod_key in on_other[:3]:  # steered onto their own slots
+            assert (await offer(pod_key, [other]))[0] == [other]
+        traded = on_home[0]
+        passed, _, _ = await offer(traded, [*outside, other])
+        assert passed == [other]
+        assert ledger.slot_of(traded) == other and ledger.slot_of(on_other[3]) == home
+        # Every slot on `other` is now steered: nothing is left to trade.
+        passed, _, refused = await offer(on_home[1], [*outside, other])
+        assert passed == [] and "within the HyperNode" in refused[other], refused
+        assert ledger.slot_of(on_home[1]) == home
+        # The member that gave its slot away passes on the one it was given.
+        assert (await offer(on_other[3], [home]))[0] == [home]
+    finally:
+        await gangs.stop()
