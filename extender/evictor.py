@@ -42,6 +42,11 @@ class Evictor:
         # pod -> why vulcan evicted it, until it is gone (its gang's GangBroken says it).
         self.notes: dict[str, str] = {}
         self.evictions = 0  # evict_units calls so far: what may be evicted changed with each
+        # Gang -> why it was evicted whole, until it is admitted again. A member whose bind was
+        # on its way when the pass chose the gang lands after its unit was evicted and would run
+        # alone (soak seed 20261126: an elastic member of a gang of minMember 2, for minutes).
+        self.evicted_whole: dict[str, str] = {}
+        self._leftovers: set[str] = set()
 
     def pod_changed(self, pod_key: str, pod: PodRecord | None) -> None:
         """Track the room a terminating pod holds until it is gone."""
@@ -51,6 +56,27 @@ class Evictor:
             self.releasing.pop(pod_key, None)
         elif pod.deleting:
             self.releasing[pod_key] = (pod.node, pod.requests)
+        elif pod.group in self.evicted_whole and pod_key not in self.notes:
+            self._leftovers.add(pod_key)  # bound after its gang was evicted whole
+            self._poke()
+
+    def evict_leftovers(self) -> None:
+        """Evict the members found bound after their gang was evicted whole (before a pass
+        reads the cache: counted live, they would make the gang look half there)."""
+        leftovers, self._leftovers = self._leftovers, set()
+        for pod_key in sorted(leftovers):
+            pod = self.cache.pods.get(pod_key)
+            note = self.evicted_whole.get(pod.group or "") if pod is not None else None
+            if pod is None or note is None or pod.node is None or pod.deleting or pod.terminal:
+                continue
+            self.notes[pod_key] = note
+            self.releasing[pod_key] = (pod.node, pod.requests)
+            self.cache.assume_deleting(pod)
+            self._spawn(self._evict(pod, note))
+
+    def forget_whole_eviction(self, group: str) -> None:
+        """The gang is admitted again (its members bind for the new placement) or gone."""
+        self.evicted_whole.pop(group, None)
 
     def why_evicted(self, pod_key: str) -> str | None:
         return self.notes.get(pod_key)
@@ -114,6 +140,8 @@ class Evictor:
                 )
                 if not unit.elastic and victim_group.owner is None:
                     self._emptied(victim_group.key, note)
+            if not unit.elastic and unit.group is not None:
+                self.evicted_whole[unit.group] = note
             for pod_key in unit.pods:
                 victim = snapshot.pods[pod_key]
                 self.notes[pod_key] = note

@@ -123,25 +123,15 @@ class GangScheduler:
         self.evictor = Evictor(cache, ledger, self.writer, self._spawn, self.poke, reach.emptied)
         # A committed gang that loses members returns to all-or-nothing (`extender.gang_events`).
         self.quorum = QuorumWatch(cache, self.barrier, self.evictor.why_evicted)
+        parts = (self.slots, self.evictor, self.release, self.writer, self.admissions)
         self.applier = DecisionApplier(
-            GangParts(
-                ledger,
-                self.slots,
-                self.evictor,
-                self.release,
-                self.writer,
-                self.admissions,
-                self.barrier,
-                self.elastic,
-                metrics,
-            ),
-            self.forget_group,
+            GangParts(ledger, *parts, self.barrier, self.elastic, metrics), self.forget_group
         )
         self.unsettled: frozenset[str] = frozenset()  # admitted gangs looked at every pass
         # group -> its bound members counted once per group version (`GangVerbs.bind`).
         self.bound_counts: dict[str, tuple[Any, int, dict[str, int]]] = {}
         self.backoffs = BackoffWords(self.barrier)
-        self.admissions.admit_listeners.append(self.reach.admitted)
+        self.admissions.admit_listeners += [self.reach.admitted, self.evictor.forget_whole_eviction]
         self._wake = asyncio.Event()
         self._plain_change = False
         self._plain_timer: asyncio.TimerHandle | None = None
@@ -279,6 +269,7 @@ class GangScheduler:
         """One pass: the session over the cache's snapshot and this extender's facts, its
         decisions applied after it closed."""
         # The pass never awaits, so no event can change the cache under it: read it in place.
+        self.evictor.evict_leftovers()
         snapshot = self.cache.live_view(numa=self.policy.numa_filters)
         self._release_bound(snapshot)
         groups, admitted, members = snapshot.podgroups, self.admissions.keys, snapshot.group_pods
@@ -350,6 +341,7 @@ class GangScheduler:
         self.barrier.forget(key)
         self.admissions.deleted(key)
         self.bound_counts.pop(key, None)
+        self.evictor.forget_whole_eviction(key)
         self.elastic.forget(key)
         self.applier.enqueue_logged.discard(key)
         if self.gang_metrics is not None:
