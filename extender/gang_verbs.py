@@ -14,7 +14,7 @@ import time
 from typing import TYPE_CHECKING
 
 from core.api import keys, markers
-from core.records import PodGroupRecord, pod_group_key
+from core.records import PodGroupRecord, PodRecord, pod_group_key
 from core.resources import ResourceVector, pod_requests
 from extender import numa_verbs
 from extender.binder import BindError
@@ -117,7 +117,8 @@ class GangVerbs:
                     # Counted against its queue until the next pass sees its reservation.
                     self.gangs.queue_gate.book(self.gangs.policy, group.queue, request)
                 return FilterStatus.passes(name, GANG)
-        traded = self._trade(group, reservation, request, candidates, domain)
+        known = record if record is not None and record.uid == pod.uid else None
+        traded = self._trade(group, known, reservation, request, candidates, domain)
         if traded is not None:
             self.gangs.slots.unpark(pod.key)
             return FilterStatus.passes(traded, GANG)
@@ -145,22 +146,32 @@ class GangVerbs:
     def _trade(
         self,
         group: PodGroupRecord,
+        record: PodRecord | None,
         reservation: Reservation | None,
         request: ResourceVector,
         candidates: list[str],
         domain: frozenset[str] | None,
     ) -> str | None:
         """A slot of another member on an offered node, traded for this member's own
-        (`slot_trade`). Not where NUMA cells or subgroups make members' slots unlike."""
-        if reservation is None or self.gangs.cache.numa or group.spec.get("subGroupPolicy"):
+        (`slot_trade`): only with a member whose placement constraints are this one's, which
+        may then go wherever this one could; not where NUMA cells, subgroups or constraints
+        that depend on the pods around (pod affinity, spread, host ports) make slots unlike."""
+        if reservation is None or record is None:
             return None
+        constraints = record.constraints
+        if constraints is not None and constraints.dynamic:
+            return None
+        if self.gangs.cache.numa or group.spec.get("subGroupPolicy"):
+            return None
+        pods = self.gangs.cache.pods
+
+        def alike(other_key: str) -> bool:
+            other = pods.get(other_key)
+            return other is not None and other.constraints == constraints
+
+        allowed = (lambda _name: True) if domain is None else domain.__contains__
         return trade_slot(
-            self.gangs.ledger,
-            self.gangs.slots,
-            reservation,
-            request,
-            candidates,
-            (lambda _name: True) if domain is None else domain.__contains__,
+            self.gangs.ledger, self.gangs.slots, reservation, request, candidates, allowed, alike
         )
 
     def _numa_refusals(self, pod: PodInfo, candidates: list[str]) -> dict[str, str] | None:

@@ -27,10 +27,12 @@ def trade_slot(
     request: ResourceVector,
     candidates: Iterable[str],
     allowed: Callable[[str], bool],
+    alike: Callable[[str], bool],
 ) -> str | None:
     """The offered node whose slot the member of `own` took (the trade is in the ledger, the
     member's new slot steered), or None when no member's slot on an offered node would do:
-    each must fit where the other's was and both nodes be `allowed` for the gang."""
+    each must fit where the other's was, both nodes be `allowed` for the gang, and the other
+    member be `alike` (able to go wherever this one can)."""
     home = own.node
     if not allowed(home):
         return None
@@ -44,6 +46,7 @@ def trade_slot(
                 or other.steered
                 or other.group != own.group
                 or other_key == own.pod_key
+                or not alike(other_key)
                 or not slots.fits(other_key, name, request)
                 or not slots.fits(own.pod_key, home, other.request)
             ):

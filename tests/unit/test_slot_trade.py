@@ -34,6 +34,10 @@ def anywhere(_node: str) -> bool:
     return True
 
 
+def alike(_pod_key: str) -> bool:
+    return True
+
+
 def test_the_ledger_knows_who_holds_a_slot_on_a_node_and_which_are_steered() -> None:
     ledger, _ = world({"a": "2", "b": "2"})
     ledger.reserve(Reservation("ns/m0", "a", CPU, "ns/g"))
@@ -54,9 +58,11 @@ def test_a_slot_is_traded_with_an_unsteered_member_of_the_same_gang() -> None:
     ledger.reserve(own)
     ledger.reserve(Reservation("ns/x0", "full", CPU, "ns/other"))  # another gang's
     ledger.reserve(Reservation("ns/m1", "full", CPU, "ns/g", steered=True))
-    assert trade_slot(ledger, slots, own, CPU, ["full"], anywhere) is None
+    assert trade_slot(ledger, slots, own, CPU, ["full"], anywhere, alike) is None
     ledger.reserve(Reservation("ns/m1", "full", CPU, "ns/g"))  # refused later: not steered
-    assert trade_slot(ledger, slots, own, CPU, ["full"], anywhere) == "full"
+    # A member whose constraints differ (a node selector, a toleration) is not traded with.
+    assert trade_slot(ledger, slots, own, CPU, ["full"], anywhere, lambda _k: False) is None
+    assert trade_slot(ledger, slots, own, CPU, ["full"], anywhere, alike) == "full"
     assert ledger.reservation_of("ns/m0") == Reservation("ns/m0", "full", CPU, "ns/g", True)
     assert ledger.reservation_of("ns/m1") == Reservation("ns/m1", "home", CPU, "ns/g")
     assert ledger.slot_of("ns/x0") == "full"
@@ -69,9 +75,9 @@ def test_no_trade_where_either_member_would_not_fit_or_a_node_is_not_allowed() -
     ledger.reserve(Reservation("ns/m1", "big", TWO, "ns/g"))  # would not fit on home
     ledger.reserve(Reservation("ns/m2", "full", CPU, "ns/g"))
     ledger.reserve(Reservation("ns/m3", "full", CPU, "ns/g"))
-    assert trade_slot(ledger, slots, own, CPU, ["big"], anywhere) is None
-    assert trade_slot(ledger, slots, own, TWO, ["full"], anywhere) is None  # asks more now
-    assert trade_slot(ledger, slots, own, CPU, ["full"], lambda n: n != "full") is None
-    assert trade_slot(ledger, slots, own, CPU, ["full"], lambda n: n != "home") is None
+    assert trade_slot(ledger, slots, own, CPU, ["big"], anywhere, alike) is None
+    assert trade_slot(ledger, slots, own, TWO, ["full"], anywhere, alike) is None  # asks more now
+    assert trade_slot(ledger, slots, own, CPU, ["full"], lambda n: n != "full", alike) is None
+    assert trade_slot(ledger, slots, own, CPU, ["full"], lambda n: n != "home", alike) is None
     assert ledger.slot_of("ns/m0") == "home"
-    assert trade_slot(ledger, slots, own, CPU, ["big", "full"], anywhere) == "full"
+    assert trade_slot(ledger, slots, own, CPU, ["big", "full"], anywhere, alike) == "full"
