@@ -177,3 +177,39 @@ async def test_a_member_not_offered_its_slot_trades_for_one_in_its_domain(
         assert (await offer(on_other[3], [home]))[0] == [home]
     finally:
         await gangs.stop()
+
+
+async def test_no_trade_with_a_member_whose_constraints_differ(client: KubeClient) -> None:
+    # t-7 tolerates a taint the others do not: a slot it could take another may not.
+    spec = {"minMember": 8, "networkTopology": {"mode": "hard", "highestTierAllowed": 2}}
+    await client.create(
+        PODGROUPS, {"metadata": {"name": "t", "namespace": "default"}, "spec": spec}
+    )
+    for index in range(8):
+        pod = member("t", index)
+        if index == 7:
+            pod["spec"]["tolerations"] = [{"key": "dedicated", "operator": "Exists"}]
+        await client.create(PODS, pod)
+    gangs = await started(client, 8)
+    try:
+        gangs.schedule_pass()
+        ledger = gangs.ledger
+        slots = {f"default/t-{i}": ledger.slot_of(f"default/t-{i}") for i in range(8)}
+        odd = "default/t-7"
+        other = next(n for n in set(slots.values()) if n != slots[odd])
+        home = slots[odd]
+        outside = [n for n in NODES if n not in (home, other)]
+
+        async def offer(pod_key: str, nodes: list[str]) -> Any:
+            pod = await client.get(PODS, pod_key.split("/")[1], "default")
+            return member_filter(gangs, pod_info(pod), nodes)
+
+        on_other = sorted(k for k, n in slots.items() if n == other)
+        for pod_key in on_other[:-1]:  # every slot on `other` but one steered
+            assert (await offer(pod_key, [other]))[0] == [other]
+        passed, _, _ = await offer(odd, [*outside, other])
+        assert passed == [] and ledger.slot_of(odd) == home
+        plain = next(k for k, n in slots.items() if n == home and k != odd)
+        assert (await offer(plain, [*outside, other]))[0] == [other]  # alike: traded
+    finally:
+        await gangs.stop()
