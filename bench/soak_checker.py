@@ -48,8 +48,6 @@ PARTIAL_KINDS = ("partial-gang", PARTIAL_SUBGROUP, DOMAIN_SPLIT)
 # A scheduling pass the extender's memo decided otherwise than a pass without it
 # (`vulcan extender --scheduler-memo=check`).
 MEMO_DIVERGENCE = "memo-divergence"
-# How long before a victim's eviction event its gang's decision may be (the evictions' calls).
-DECISION_SLACK = 10.0
 
 
 @dataclass(slots=True)
@@ -115,9 +113,6 @@ class Checker:
     last_bind: dict[str, float] = field(default_factory=dict)  # group -> its latest bind
     gone_at: dict[str, float] = field(default_factory=dict)  # deleted pod key -> when
     deleting_at: dict[str, float] = field(default_factory=dict)  # pod key -> seen terminating
-    # gang -> when vulcan last decided to evict for it (its PodGroup's Preempting or Reclaiming
-    # event, written at the decision; the victims' own events come once the evictions return).
-    decided_at: dict[str, float] = field(default_factory=dict)
     hypernodes: dict[str, HyperNodeRecord] = field(default_factory=dict)
     subgroups_seen: dict[str, set[str]] = field(default_factory=dict)  # gang -> its subgroups
     _tree: HyperNodeTree | None = None  # built from hypernodes and the nodes' labels, cached
@@ -167,17 +162,7 @@ class Checker:
             # that watch saw.
             gone = None if victim in self.pods else self.gone_at.get(victim, when)
             when = min(when, self.deleting_at.get(victim, when), gone or when)
-            # On a real control plane the evictions may return after the gang's own binds
-            # landed: dated by the decision, those binds used the room.
-            decided = self.decided_at.get(gang)
-            if decided is not None and when - DECISION_SLACK <= decided <= when:
-                when = decided
             self.evictions.evicted(victim, gang, when, gone)
-
-    def evicting(self, gang: str, when: float) -> None:
-        """vulcan decided at `when` to evict for `gang` (its PodGroup's Preempting or
-        Reclaiming event)."""
-        self.decided_at[gang] = when
 
     def group(self, key: str, group: Group | None, now: float) -> None:
         old = self.groups.pop(key, None)

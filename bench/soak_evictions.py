@@ -6,7 +6,8 @@ The victims and the gang they were evicted for come from vulcan's Pod events ("p
 (whole) by gang ns/g of priority 5: ...", "reclaimed (whole) by queue q for gang ns/g: ..."),
 dated when they happened (they may arrive late). The clock starts only once every victim of
 the gang is gone (a victim held terminating by a node that is down frees nothing); a gang one
-of whose members bound after the eviction used the room (even if it lost it again since), and
+of whose members bound after the eviction (or `LANDING_SLACK` before it was seen) used the room
+(even if it lost it again since), and
 a gang deleted, finished (its PodGroup Completed), or whose job is torn down or finished, owes
 nothing.
 
@@ -23,6 +24,11 @@ if TYPE_CHECKING:
     from bench.soak_checker import Checker
 
 NEEDLESS_EVICTION = "needless-eviction"
+# How long before its victims' eviction is seen a gang's bind still counts as using the room:
+# the decision evicts and places together, and on a real API server the gang's Bindings (a
+# queue's room, on nodes with room) may land before the Eviction calls return (real soak seed
+# 20261126: bound 0.1 s after the decision, the eviction seen 0.2 s later).
+LANDING_SLACK = 2.0
 
 # The gang a victim was evicted for, as `extender.evictor` words the victim's event.
 _FOR_GANG = re.compile(
@@ -83,7 +89,7 @@ class EvictionLedger:
                 or group.phase == "Completed"  # it ran: the room was used
                 or (job is not None and job.phase not in ("", "Pending", "Running"))
                 or checker.bound(gang) >= group.min_member
-                or checker.last_bind.get(gang, float("-inf")) >= debt.since
+                or checker.last_bind.get(gang, float("-inf")) >= debt.since - LANDING_SLACK
             ):
                 self._settle(gang)
                 continue

@@ -233,11 +233,9 @@ class Watches:
                 if record.kind == "Pod" and (pod := checker.pods.get(record.name)) is not None:
                     subject = pod.group or record.name
                 checker.note(subject, now(), f"{record.reason} {record.name}: {record.note}")
-            # Events may come seconds late: each is dated when it happened.
-            late = max(0.0, time.time() - record.at) if record.at else 0.0
-            if record.kind == "PodGroup" and record.reason in ("Preempting", "Reclaiming"):
-                checker.evicting(record.name, now() - late)
             if record.kind == "Pod" and record.reason == "Preempted":
+                # Events may come seconds late: the eviction is dated when it happened.
+                late = max(0.0, time.time() - record.at) if record.at else 0.0
                 checker.eviction(record.name, record.note, now() - late)
 
         self.events.add_handlers(on_event, on_event, None)

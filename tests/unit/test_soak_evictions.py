@@ -136,24 +136,22 @@ def test_an_eviction_dated_after_the_bind_it_made_room_for_is_ordered_by_the_pod
     assert NEEDLESS_EVICTION not in kinds(checker)
 
 
-def test_a_gang_bound_before_its_evictions_returned_used_the_room() -> None:
-    # A real control plane: the gang, placed on the queue room its victims' eviction freed,
-    # binds whole before the eviction calls return (their events and the victims' terminating
-    # state come after). Dated by the decision (the gang's Preempting event), it used the room
-    # even if it loses members later and its victims are slow to go.
-    def run(decided: bool) -> list[str]:
+def test_a_gang_bound_just_before_its_evictions_were_seen_used_the_room() -> None:
+    # A real control plane: the gang's Bindings (queue room, nodes with room) land before the
+    # Eviction calls its decision made return; later it loses a member and its victims are
+    # slow to go. Bound within the slack before the eviction was seen, it used the room; bound
+    # well before, it did not.
+    def run(bound_at: float) -> list[str]:
         checker = _low_and_big()
-        if decided:
-            checker.evicting("ns/big", 1.0)
-        bind(checker, "big", 0, "node-1", 1.5)
-        bind(checker, "big", 1, "node-1", 1.5)
+        bind(checker, "big", 0, "node-1", bound_at)
+        bind(checker, "big", 1, "node-1", bound_at)
         for index in range(2):
-            checker.eviction(f"ns/low-{index}", PREEMPTED, 2.0)
-        checker.pod("ns/big-1", None, 5.0)  # a member lost: its job makes it again later
+            checker.eviction(f"ns/low-{index}", PREEMPTED, 10.0)
+        checker.pod("ns/big-1", None, 15.0)  # a member lost: its job makes it again later
         for index in range(2):
             checker.pod(f"ns/low-{index}", None, 40.0)
         checker.tick(80.0)
         return [k for k in kinds(checker) if k == NEEDLESS_EVICTION]
 
-    assert run(decided=True) == []
-    assert run(decided=False) == [NEEDLESS_EVICTION]  # dated by the events alone
+    assert run(bound_at=9.8) == []
+    assert run(bound_at=5.0) == [NEEDLESS_EVICTION]
