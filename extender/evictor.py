@@ -69,10 +69,7 @@ class Evictor:
             note = self.evicted_whole.get(pod.group or "") if pod is not None else None
             if pod is None or note is None or pod.node is None or pod.deleting or pod.terminal:
                 continue
-            self.notes[pod_key] = note
-            self.releasing[pod_key] = (pod.node, pod.requests)
-            self.cache.assume_deleting(pod)
-            self._spawn(self._evict(pod, note))
+            self._start(pod, note)
 
     def forget_whole_eviction(self, group: str) -> None:
         """The gang is admitted again (its members bind for the new placement) or gone."""
@@ -143,18 +140,7 @@ class Evictor:
             if not unit.elastic and unit.group is not None:
                 self.evicted_whole[unit.group] = note
             for pod_key in unit.pods:
-                victim = snapshot.pods[pod_key]
-                self.notes[pod_key] = note
-                if victim.node is not None:
-                    self.releasing[pod_key] = (victim.node, victim.requests)
-                # The cache shows the victim being deleted from now on, not when the API
-                # server's event comes back (tenths of a second on a busy control plane):
-                # until then every pass counted it as a live bound member, and a gang evicted
-                # whole was admitted again on the strength of its own victims (issue-31 soak:
-                # gang-1191 "its 2 bound members hold what it needs" 0.3 s after it was
-                # preempted whole). `core.cache_leaving` says why it sticks.
-                self.cache.assume_deleting(victim)
-                self._spawn(self._evict(victim, note))
+                self._start(snapshot.pods[pod_key], note)
         # The victims as gangs (their jobs), a pod outside any gang by its own name.
         victims = sorted(
             {
@@ -182,6 +168,20 @@ class Evictor:
             "Reclaiming" if action == "reclaim" else "Preempting",
             f"evicting {len(chosen)} {what} unit(s) to place the gang: {names}",
         )
+
+    def _start(self, victim: PodRecord, note: str) -> None:
+        """Evict `victim`: its room is being freed, and vulcan's note says why."""
+        self.notes[victim.key] = note
+        if victim.node is not None:
+            self.releasing[victim.key] = (victim.node, victim.requests)
+        # The cache shows the victim being deleted from now on, not when the API server's
+        # event comes back (tenths of a second on a busy control plane): until then every
+        # pass counted it as a live bound member, and a gang evicted whole was admitted again
+        # on the strength of its own victims (issue-31 soak: gang-1191 "its 2 bound members
+        # hold what it needs" 0.3 s after it was preempted whole). `core.cache_leaving` says
+        # why it sticks.
+        self.cache.assume_deleting(victim)
+        self._spawn(self._evict(victim, note))
 
     async def _evict(self, pod: PodRecord, note: str) -> None:
         outcome = await self.writer.evict(pod)
