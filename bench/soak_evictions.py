@@ -7,9 +7,8 @@ The victims and the gang they were evicted for come from vulcan's Pod events ("p
 dated when they happened (they may arrive late). The clock starts only once every victim of
 the gang is gone (a victim held terminating by a node that is down frees nothing); a gang one
 of whose members bound after the eviction (or `LANDING_SLACK` before it was seen) used the room
-(even if it lost it again since), and
-a gang deleted, finished (its PodGroup Completed), or whose job is torn down or finished, owes
-nothing.
+(even if it lost it again since), and a gang deleted, finished (its PodGroup Completed), or
+whose job is torn down or finished, owes nothing.
 
 Pure: no I/O, time passed in.
 """
