@@ -15,9 +15,12 @@ from core.records import PodGroupRecord, PodRecord
 from core.resources import ResourceVector
 from extender.gang_writer import GangWriter
 from extender.ledger import GangLedger
+from extender.stranded import StrandedWatch
 from plugins.model.victims import VictimUnit
 
 _ZERO = ResourceVector()
+# The event reason on a stranded gang and on the survivors evicted (`plugins.model.stranded`).
+STRANDED = "GangStranded"
 
 
 class Evictor:
@@ -29,8 +32,11 @@ class Evictor:
         spawn: Callable[[Coroutine[Any, Any, None]], None],
         poke: Callable[[], None],
         emptied: Callable[[str, str], None] = lambda key, why: None,
+        *,
+        stranded_after: float = 0.0,
     ) -> None:
-        """`emptied(group, why)`: a gang no controller owns was evicted whole."""
+        """`emptied(group, why)`: a gang no controller owns was evicted whole;
+        `stranded_after`: `extender.stranded.StrandedWatch`'s (0: stranded gangs are left)."""
         self.cache = cache
         self.ledger = ledger
         self.writer = writer
@@ -47,11 +53,13 @@ class Evictor:
         # alone (soak seed 20261126: an elastic member of a gang of minMember 2, for minutes).
         self.evicted_whole: dict[str, str] = {}
         self._leftovers: set[str] = set()
+        self.stranded = StrandedWatch(cache, stranded_after)
 
     def pod_changed(self, pod_key: str, pod: PodRecord | None) -> None:
         """Track the room a terminating pod holds until it is gone."""
         if pod is None:
             self.notes.pop(pod_key, None)
+        self.stranded.pod_changed(pod)
         if pod is None or pod.node is None or pod.terminal:
             self.releasing.pop(pod_key, None)
         elif pod.deleting:
@@ -70,6 +78,17 @@ class Evictor:
             if pod is None or note is None or pod.node is None or pod.deleting or pod.terminal:
                 continue
             self._start(pod, note)
+
+    def evict_stranded(self) -> None:
+        """Evict the survivors of the gangs stranded half placed (before a pass reads the
+        cache, as `evict_leftovers`)."""
+        for group, stranded in self.stranded.due():
+            self.writer.group_event(group, WARNING, STRANDED, stranded.why)
+            gang_decision("gang stranded", group, pods=len(stranded.survivors), reason=stranded.why)
+            self.evicted_whole[group.key] = stranded.why
+            for pod_key in stranded.survivors:
+                if (pod := self.cache.pods.get(pod_key)) is not None:
+                    self._start(pod, stranded.why, STRANDED)
 
     def forget_whole_eviction(self, group: str) -> None:
         """The gang is admitted again (its members bind for the new placement) or gone."""
@@ -169,7 +188,7 @@ class Evictor:
             f"evicting {len(chosen)} {what} unit(s) to place the gang: {names}",
         )
 
-    def _start(self, victim: PodRecord, note: str) -> None:
+    def _start(self, victim: PodRecord, note: str, reason: str = "Preempted") -> None:
         """Evict `victim`: its room is being freed, and vulcan's note says why."""
         self.notes[victim.key] = note
         if victim.node is not None:
@@ -181,9 +200,9 @@ class Evictor:
         # hold what it needs" 0.3 s after it was preempted whole). `core.cache_leaving` says
         # why it sticks.
         self.cache.assume_deleting(victim)
-        self._spawn(self._evict(victim, note))
+        self._spawn(self._evict(victim, note, reason))
 
-    async def _evict(self, pod: PodRecord, note: str) -> None:
+    async def _evict(self, pod: PodRecord, note: str, reason: str) -> None:
         outcome = await self.writer.evict(pod)
         if outcome == "refused":
             # Not evicted (e.g. a disruption budget): its room is not being freed after all.
@@ -195,4 +214,4 @@ class Evictor:
             if (known := self.cache.pods.get(pod.key)) is None or known.uid != pod.uid:
                 self.releasing.pop(pod.key, None)  # gone already
         elif outcome == "evicted":
-            self.writer.pod_event(pod, WARNING, "Preempted", note)
+            self.writer.pod_event(pod, WARNING, reason, note)

@@ -128,6 +128,16 @@ def add_extender_flags(parser: argparse.ArgumentParser) -> None:
         "podMaxBackoffSeconds; 0: never)",
     )
     parser.add_argument(
+        "--stranded-gang-after",
+        type=parse_duration,
+        default=10.0,
+        help="how long past the end of its grace period a member of a gang short of its quorum "
+        "may stay terminating (its node lost: no kubelet confirms it gone, and its controller "
+        "cannot make it again under the same name) before the gang's surviving members are "
+        "evicted, with a GangStranded event, so that it is placed again whole; only members "
+        "some controller makes again are evicted (default 10s; 0: never)",
+    )
+    parser.add_argument(
         "--bind-marker",
         type=bind_marker,
         default="",

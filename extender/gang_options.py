@@ -46,6 +46,9 @@ class GangOptions:
     backoff: float = 10.0  # how long a gang that timed out waits before it is admitted again
     # How long an admitted gang's members may take to reach filter (0: for ever), `unreached`.
     member_reach_timeout: float = 30.0
+    # How long past its grace period a member of a gang short of its quorum may stay
+    # terminating before the survivors are evicted (0: never), `plugins.model.stranded`.
+    stranded_gang_after: float = 10.0
     pipelined_wait: float = 0.5  # how long filter waits for a member's room being freed
     # The bind entry's managedResources marker (--bind-marker): kube-scheduler binds every pod
     # without it itself, past the gang barrier. None: every bind comes to vulcan.

@@ -120,7 +120,8 @@ class GangScheduler:
         )
         # Applies evictions, and keeps the room being freed (Volcano's Releasing).
         reach = self.reach = ReachWatch(options.member_reach_timeout, options.backoff, clock=clock)
-        self.evictor = Evictor(cache, ledger, self.writer, self._spawn, self.poke, reach.emptied)
+        evicting = (cache, ledger, self.writer, self._spawn, self.poke, reach.emptied)
+        self.evictor = Evictor(*evicting, stranded_after=options.stranded_gang_after)
         # A committed gang that loses members returns to all-or-nothing (`extender.gang_events`).
         self.quorum = QuorumWatch(cache, self.barrier, self.evictor.why_evicted)
         parts = (self.slots, self.evictor, self.release, self.writer, self.admissions)
@@ -270,6 +271,7 @@ class GangScheduler:
         decisions applied after it closed."""
         # The pass never awaits, so no event can change the cache under it: read it in place.
         self.evictor.evict_leftovers()
+        self.evictor.evict_stranded()
         snapshot = self.cache.live_view(numa=self.policy.numa_filters)
         self._release_bound(snapshot)
         groups, admitted, members = snapshot.podgroups, self.admissions.keys, snapshot.group_pods

@@ -83,6 +83,7 @@ class Extender:
                 gang_timeout=args.gang_timeout,
                 backoff=args.gang_backoff,
                 member_reach_timeout=args.member_reach_timeout,
+                stranded_gang_after=args.stranded_gang_after,
                 pipelined_wait=args.pipelined_wait,
                 events=EventRate(args.event_qps, args.event_burst),
                 pacing=PassPacing(

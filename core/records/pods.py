@@ -30,6 +30,7 @@ from core.records.common import (
 )
 from core.records.constraints import PlacementConstraints, placement_constraints
 from core.resources import ResourceVector, pod_requests
+from core.timestamps import epoch_seconds
 
 # Pod annotations a workload's PodGroup is built from (Volcano's pg-controller).
 POD_ANNOTATIONS = (
@@ -125,6 +126,7 @@ class PodRecord:
         "constraints",
         "created",
         "deleting",
+        "deletion_due",
         "exit_code",
         "gates",
         "group",
@@ -169,7 +171,11 @@ class PodRecord:
         self.uid: str = meta.get("uid", "")
         self.rv: str = meta.get("resourceVersion", "")
         self.created: str = meta.get("creationTimestamp", "")
-        self.deleting = bool(meta.get("deletionTimestamp"))
+        deletion = meta.get("deletionTimestamp")
+        self.deleting = bool(deletion)
+        # When its deletion's grace period ends (POSIX seconds, the API server's clock): a pod
+        # still there long after was not confirmed gone by its kubelet (its node is lost).
+        self.deletion_due: float | None = epoch_seconds(deletion) if deletion else None
         self.annotations: dict[str, str] = pick(annotations, POD_ANNOTATIONS)
         # Every label (shared between pods with the same set): pod (anti-)affinity terms and
         # topology spread constraints select pods by any label.
@@ -260,6 +266,7 @@ class PodRecord:
         copy.constraints = self.constraints
         copy.created = self.created
         copy.deleting = self.deleting
+        copy.deletion_due = self.deletion_due
         copy.exit_code = self.exit_code
         copy.gates = self.gates
         copy.group = self.group

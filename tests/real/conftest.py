@@ -13,6 +13,8 @@ module-level constants:
     NODE_PROFILES = ["count=4,cpu=8,memory=32Gi,nvidia.com/gpu=1"]
     EXTENDER_FLAGS = ("--gang-backoff=1s",)    # added to the Deployment's arguments
     POD_DURATION = "2s"                        # `vulcan sim kubelets --pod-duration`
+    APISERVER_FLAGS = ("--default-unreachable-toleration-seconds=1",)
+    CONTROLLER_MANAGER_FLAGS = ("--node-monitor-grace-period=20s",)
     CONTROLLER_MANAGER = False                 # a bare API server (the `control_plane` fixture)
 
 Everything is stopped by pid and its temporary directory removed at the end of the module,
@@ -113,6 +115,8 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[RealCluster]:
         extender_flags=tuple(getattr(module, "EXTENDER_FLAGS", ())),
         pod_duration=getattr(module, "POD_DURATION", "10s"),
         components=tuple(getattr(module, "INSTALL_COMPONENTS", ())),
+        apiserver_flags=tuple(getattr(module, "APISERVER_FLAGS", ())),
+        controller_manager_flags=tuple(getattr(module, "CONTROLLER_MANAGER_FLAGS", ())),
     )
     local = LocalCluster(assets_or_skip(), settings)
     _running.append(local.plane)
