@@ -9,8 +9,8 @@ leaves `kube-system` (and vulcan's own namespace) alone.
 
 One pod webhook of vulcan's own (`gatepod.vulcan.sh`, CREATE): a waiting gang's members are
 created behind the queue-allocation gate (`webhook_pods`). Its matchConditions send only pods
-that name a PodGroup, and it ignores failures with a short timeout: a pod is never refused
-because vulcan is down, and pods of no gang never wait for vulcan.
+that name a PodGroup and are not gated already, and it ignores failures with a short timeout: a
+pod is never refused because vulcan is down, and pods of no gang never wait for vulcan.
 
 `failurePolicy: Fail` is deliberate: a Queue deleted, or a Job admitted to a closed queue, while
 the webhook is down cannot be undone afterwards, whereas a refused write is retried. The price
@@ -25,6 +25,8 @@ from __future__ import annotations
 from typing import Any
 
 import yaml
+
+from core.api import keys
 
 GROUP_SCHEDULING = ("scheduling.volcano.sh", "v1beta1")
 GROUP_BATCH = ("batch.volcano.sh", "v1alpha1")
@@ -84,7 +86,8 @@ VALIDATING: tuple[tuple[str, str, tuple[str, str], str, tuple[str, ...]], ...] =
 # A waiting gang's members behind the queue-allocation gate (extender/webhook_pods.py).
 POD_GATE = ("gatepod.vulcan.sh", "/pods/mutate", ("", "v1"), "pods", ("CREATE",))
 POD_GATE_TIMEOUT_SECONDS = 3
-# Only pods that name a PodGroup (Volcano's annotation, or the coscheduling label) are sent.
+# Only pods that name a PodGroup (Volcano's annotation, or the coscheduling label) and are not
+# behind the gate already are sent.
 POD_GATE_CONDITIONS = (
     {
         "name": "names-a-podgroup",
@@ -92,6 +95,13 @@ POD_GATE_CONDITIONS = (
         "'scheduling.k8s.io/group-name' in object.metadata.annotations) || "
         "(has(object.metadata.labels) && "
         "'scheduling.x-k8s.io/pod-group' in object.metadata.labels)",
+    },
+    # A pod made gated already (a Volcano Job's, by the job controller) has nothing to ask:
+    # the call, a TLS round trip for every such pod, is spared the API server and vulcan.
+    {
+        "name": "not-gated-already",
+        "expression": "!has(object.spec.schedulingGates) || "
+        f"!object.spec.schedulingGates.exists(g, g.name == '{keys.QUEUE_ALLOCATION_GATE}')",
     },
 )
 

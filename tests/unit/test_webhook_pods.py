@@ -97,3 +97,26 @@ def test_where_binds_need_a_marker_a_pod_without_it_is_not_gated() -> None:
     marked["spec"]["containers"][0]["resources"] = {"limits": {marker: "1"}}
     assert gate_patch(marked, "ns", gated, {}) != []
     assert gated_pods(SERVED, None) is SERVED
+
+
+def sent(obj: dict[str, Any]) -> bool:
+    """Whether the pod webhook's matchConditions (all of them) send `obj`, evaluated by CEL as
+    the API servers do."""
+    import celpy
+
+    from sim.apiserver.webhook_config import compile_condition
+
+    activation = {"object": celpy.json_to_cel(obj)}
+    return all(
+        bool(compile_condition(c["expression"]).evaluate(activation)) for c in POD_GATE_CONDITIONS
+    )
+
+
+def test_the_conditions_send_podgroup_members_not_gated_already() -> None:
+    assert sent(pod())
+    assert sent(pod(label=True))
+    assert sent(pod(gates=[{"name": "example.com/mine"}]))
+    assert not sent(pod(group=None))
+    # A Volcano Job's pods are made behind the gate: no webhook call for them.
+    assert not sent(pod(gates=[GATE]))
+    assert not sent(pod(gates=[{"name": "example.com/mine"}, GATE]))
