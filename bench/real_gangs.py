@@ -49,7 +49,13 @@ from typing import Any
 
 from bench.real_cluster import PhaseCluster, await_or_fail, create_nodes, parallel
 from bench.real_gang_objects import Layout, creations
-from bench.real_metrics import phase_cpu, report_extender_metrics, scheduler_algorithm_quantiles
+from bench.real_metrics import (
+    apiserver_requests,
+    phase_cpu,
+    report_apiserver_requests,
+    report_extender_metrics,
+    scheduler_algorithm_quantiles,
+)
 from bench.sim_throughput import NAMESPACE
 from core.api import keys
 from core.kube.client import PODS, ApiError, KubeClient
@@ -213,6 +219,7 @@ async def measure(
 
         cluster.start_profiler()
         cpu_before = phase_cpu(cluster)
+        requests_before = apiserver_requests(cluster)
         if not args.create_first:
             cluster.start_scheduler()
         started = time.monotonic()
@@ -231,6 +238,7 @@ async def measure(
         cluster.stop_profiler()
         algorithm = scheduler_algorithm_quantiles(cluster)
         report_extender_metrics(label, cluster)
+        report_apiserver_requests(label, requests_before, apiserver_requests(cluster), pods)
         watch.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await watch

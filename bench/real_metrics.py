@@ -65,6 +65,47 @@ def report_extender_metrics(label: str, cluster: PhaseCluster) -> None:
             print(f"[{label}] extender {verb}: p50 <= {p50:.2f} ms, p99 <= {p99:.2f} ms")
 
 
+def apiserver_requests(cluster: PhaseCluster) -> dict[str, float]:
+    """kube-apiserver's count of the requests it served so far (`apiserver_request_total`),
+    by "VERB resource[/subresource]"; {} when its metrics cannot be read."""
+    try:
+        with cluster.plane.open_get("/metrics") as answer:
+            text = answer.read().decode()
+    except OSError as exc:
+        print(f"kube-apiserver metrics unavailable: {exc}")
+        return {}
+    counts: dict[str, float] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name != "apiserver_request_total":
+                continue
+            labels = sample.labels
+            what = labels.get("resource", "")
+            if labels.get("subresource"):
+                what += "/" + labels["subresource"]
+            key = f"{labels.get('verb', '')} {what}"
+            counts[key] = counts.get(key, 0.0) + sample.value
+    return counts
+
+
+def report_apiserver_requests(
+    label: str, before: dict[str, float], after: dict[str, float], pods: int
+) -> None:
+    """The phase's kube-apiserver requests per pod, most first (watches and reads of the
+    metrics themselves included: what the API server spent its CPU on)."""
+    if not before or not after:
+        return
+    spent = {k: v - before.get(k, 0.0) for k, v in after.items()}
+    top = sorted(((n, k) for k, n in spent.items() if n / pods >= 0.01), reverse=True)
+    total = sum(spent.values()) / pods
+    print(
+        f"[{label}] kube-apiserver requests per pod: {total:.2f} "
+        + "("
+        + ", ".join(f"{k} {n / pods:.2f}" for n, k in top[:14])
+        + ")"
+    )
+
+
 def scheduler_algorithm_quantiles(cluster: PhaseCluster) -> tuple[float, float] | None:
     """p50 and p99 (ms, interpolated in the bucket as Prometheus' histogram_quantile does) of
     kube-scheduler's `scheduler_scheduling_algorithm_duration_seconds`: the Filter and Score of

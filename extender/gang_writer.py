@@ -245,7 +245,7 @@ class GangWriter:
                     ]
                 }
             try:
-                await self.client.patch(PODS, pod.name, patch, pod.namespace)
+                await self.client.patch(PODS, pod.name, patch, pod.namespace, lean=True)
                 return True
             except ApiError as exc:
                 if exc.not_found:

@@ -282,12 +282,13 @@ class KubeClient:
     ) -> Any:
         """One API call; returns the decoded JSON answer. Raises ApiError.
 
-        `lean`: a POST sent on the raw transport (core.kube.go_transport) instead of aiohttp's
-        client, for the extender's per-pod Binding; same retries, same errors (a 429's
+        `lean`: a request with a body sent on the raw transport (core.kube.go_transport)
+        instead of aiohttp's client, for the extender's per-pod writes (a Binding, an admitted
+        member's patch); same retries, same errors (a 429's
         Retry-After is not read there: the backoff alone spaces the retries)."""
         data = body if isinstance(body, bytes | None) else orjson.dumps(body)
         url = self._url(path, query)
-        raw = self._lean if lean and method == "POST" and data is not None else None
+        raw = self._lean if lean and data is not None else None
         backoff = Backoff(self.options.retry_initial, self.options.retry_max)
         while True:
             await self._limiter.acquire()
@@ -303,6 +304,7 @@ class KubeClient:
                             content_type.encode(),
                             self.options.request_timeout,
                             _header_lines(headers, skip=("Content-Type", "User-Agent")),
+                            method.encode(),
                         )
                     if status < 300:
                         return orjson.loads(answer) if answer else None
@@ -354,12 +356,15 @@ class KubeClient:
         *,
         subresource: str | None = None,
         content_type: str = MERGE_PATCH,
+        lean: bool = False,
     ) -> Any:
+        """`lean`: on the raw transport, as a Binding (for a write made per pod)."""
         return await self.request(
             "PATCH",
             resource.path(namespace, name, subresource),
             body=patch,
             content_type=content_type,
+            lean=lean,
         )
 
     async def delete(

@@ -160,10 +160,17 @@ class GoTransport:
         return sum(len(conns) for conns in self._idle.values())
 
     async def post(
-        self, url: str, body: bytes, content_type: bytes, timeout: float, headers: bytes = b""
+        self,
+        url: str,
+        body: bytes,
+        content_type: bytes,
+        timeout: float,
+        headers: bytes = b"",
+        method: bytes = b"POST",
     ) -> tuple[int, bytes]:
-        """`headers`: more header lines for this request only (each ending in CRLF)."""
-        host, head = self._target(url)
+        """`headers`: more header lines for this request only (each ending in CRLF);
+        `method`: another that sends a body (PATCH, PUT) on the same path."""
+        host, head = self._target(url, method)
         request = b"".join(
             (
                 head,
@@ -198,7 +205,7 @@ class GoTransport:
 
     # ------------------------------------------------------------------------ pool
 
-    def _target(self, url: str) -> tuple[_Host, bytes]:
+    def _target(self, url: str, method: bytes = b"POST") -> tuple[_Host, bytes]:
         """(scheme, host, port) and the request's head (request line, Host, User-Agent).
         Origins are remembered, not URLs: a Binding's URL is new for every pod."""
         slash = url.find("/", url.find("://") + 3) if "://" in url else -1
@@ -213,7 +220,8 @@ class GoTransport:
             self._origins[origin] = known
         host, netloc = known
         path = path.split("#", 1)[0]
-        return host, b"POST %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: %s\r\n" % (
+        return host, b"%s %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: %s\r\n" % (
+            method,
             path.encode(),
             netloc,
             self._user_agent,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -178,6 +179,50 @@ async def test_kubeconfig_binding_and_watch_list(tmp_path: Path) -> None:
         assert informer.relists == 1  # the initial state came as a watch-list stream
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+        await client.close()
+
+
+async def test_a_lean_patch_writes_like_aiohttps_and_its_precondition_holds(
+    tmp_path: Path,
+) -> None:
+    """An admitted member's patch on the raw transport: merged as aiohttp's would be, and
+    refused with a conflict when its resourceVersion is stale."""
+    kubeconfig = tmp_path / "kubeconfig"
+    async with EmbeddedApiServer(kubeconfig_out=kubeconfig) as server:
+        client = await KubeClient.connect(kubeconfig=str(kubeconfig), qps=0)
+        raw = client._lean
+        assert raw is not None
+        sent: list[bytes] = []
+        post = raw.post
+
+        async def counted(*args: Any, **kwargs: Any) -> tuple[int, bytes]:
+            sent.append(kwargs.get("method", args[5] if len(args) > 5 else b"POST"))
+            return await post(*args, **kwargs)
+
+        raw.post = counted  # type: ignore[method-assign]
+        pod = {
+            "metadata": {"name": "p", "namespace": "default"},
+            "spec": {
+                "containers": [{"name": "c", "image": "i"}],
+                "schedulingGates": [{"name": "a"}, {"name": "b"}],
+            },
+        }
+        created = await client.create(PODS, pod)
+        rv = created["metadata"]["resourceVersion"]
+        patch = {
+            "metadata": {"annotations": {"vulcan.sh/x": "1"}, "resourceVersion": rv},
+            "spec": {"schedulingGates": [{"name": "b"}]},
+        }
+        patched = await client.patch(PODS, "p", patch, "default", lean=True)
+        assert patched["metadata"]["annotations"] == {"vulcan.sh/x": "1"}
+        assert patched["spec"]["schedulingGates"] == [{"name": "b"}]
+        stored = await client.get(PODS, "p", "default")
+        assert stored["metadata"]["resourceVersion"] == patched["metadata"]["resourceVersion"]
+        with pytest.raises(ApiError) as exc:
+            await client.patch(PODS, "p", patch, "default", lean=True)  # rv stale now
+        assert exc.value.conflict
+        assert sent == [b"PATCH", b"PATCH"]  # both on the raw transport
+        assert server.url == client.host
         await client.close()
 
 

@@ -294,6 +294,10 @@ class ControlPlane:
                 return None
             raise
 
+    def open_get(self, path: str) -> Any:
+        """The answer of a GET as admin, unread (e.g. `/metrics`, which is not JSON)."""
+        return self._open(path)
+
     def _open(self, path: str, body: Any = None, method: str | None = None) -> Any:
         headers = {"Authorization": f"Bearer {self.admin_token}", "Accept": "application/json"}
         data = None
