@@ -27,13 +27,15 @@ class StrandedWatch:
         self.acted: dict[str, tuple[str, ...]] = {}
 
     def pod_changed(self, pod: PodRecord | None) -> None:
-        if pod is not None and pod.deleting and pod.node is not None and pod.group is not None:
+        if self.after <= 0 or pod is None or not pod.deleting or pod.node is None:
+            return
+        if pod.group is not None:
             self.watched.add(pod.group)
 
     def due(self) -> list[tuple[PodGroupRecord, Stranded]]:
         """The watched gangs stranded now; a gang no member of which is being deleted on a
         node any more is forgotten."""
-        if not self.watched or self.after <= 0:
+        if not self.watched:
             return []
         now = self.clock()
         found: list[tuple[PodGroupRecord, Stranded]] = []
