@@ -284,8 +284,8 @@ class KubeClient:
 
         `lean`: a request with a body sent on the raw transport (core.kube.go_transport)
         instead of aiohttp's client, for the extender's per-pod writes (a Binding, an admitted
-        member's patch); same retries, same errors (a 429's
-        Retry-After is not read there: the backoff alone spaces the retries)."""
+        member's patch); same retries, same errors (a 429's Retry-After is not read there:
+        the backoff alone spaces the retries)."""
         data = body if isinstance(body, bytes | None) else orjson.dumps(body)
         url = self._url(path, query)
         raw = self._lean if lean and data is not None else None
