@@ -29,7 +29,7 @@ Pure functions of a snapshot: no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -63,6 +63,7 @@ __all__ = [
     "counts_for_quorum",
     "gang_view",
     "is_best_effort",
+    "live_counts",
     "quorum_shortfall",
     "task_status",
     "whole",
@@ -292,15 +293,21 @@ def finished(view: GangView) -> bool:
 def whole(view: GangView) -> bool:
     """Whether the gang's live bound members (`counts_for_quorum`) make its quorum: placed
     whole, not merely scheduled (members being deleted count as scheduled, not here)."""
+    have, per_task = live_counts(view.members)
+    short, tasks = quorum_shortfall(view.min_member, view.min_task_member, have, per_task)
+    return short == 0 and not tasks
+
+
+def live_counts(members: Iterable[PodRecord]) -> tuple[int, dict[str, int]]:
+    """The members that keep the gang whole (`counts_for_quorum`), in all and per task."""
     have = 0
     per_task: dict[str, int] = {}
-    for pod in view.members:
+    for pod in members:
         if counts_for_quorum(pod):
             have += 1
             task = pod.task or ""
             per_task[task] = per_task.get(task, 0) + 1
-    short, tasks = quorum_shortfall(view.min_member, view.min_task_member, have, per_task)
-    return short == 0 and not tasks
+    return have, per_task
 
 
 def gang_view(

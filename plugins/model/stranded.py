@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from core.records import NodeRecord, PodGroupRecord, PodRecord
-from plugins.model.gang import counts_for_quorum, quorum_shortfall
+from plugins.model.gang import counts_for_quorum, live_counts, quorum_shortfall
 
 __all__ = ["Stranded", "stranded_gang"]
 
@@ -48,12 +48,7 @@ def stranded_gang(
     stuck = [p for p in members if _stuck(p, now, after)]
     if not stuck:
         return None
-    have = 0
-    per_task: dict[str, int] = {}
-    for member in members:
-        if counts_for_quorum(member):
-            have += 1
-            per_task[member.task or ""] = per_task.get(member.task or "", 0) + 1
+    have, per_task = live_counts(members)
     short, tasks = quorum_shortfall(group.min_member, group.min_task_member, have, per_task)
     if not short and not tasks:
         return None
