@@ -66,8 +66,10 @@ def report_extender_metrics(label: str, cluster: PhaseCluster) -> None:
 
 
 def apiserver_requests(cluster: PhaseCluster) -> dict[str, float]:
-    """kube-apiserver's count of the requests it served so far (`apiserver_request_total`),
-    by "VERB resource[/subresource]"; {} when its metrics cannot be read."""
+    """kube-apiserver's count of the requests it served so far (`apiserver_request_total`), by
+    "VERB resource[/subresource]", and of the watch events it sent (`apiserver_watch_events_*`),
+    by "watch resource" (events) and "watch-bytes resource"; {} when its metrics cannot be
+    read."""
     try:
         with cluster.plane.open_get("/metrics") as answer:
             text = answer.read().decode()
@@ -77,13 +79,18 @@ def apiserver_requests(cluster: PhaseCluster) -> dict[str, float]:
     counts: dict[str, float] = {}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
-            if sample.name != "apiserver_request_total":
-                continue
             labels = sample.labels
-            what = labels.get("resource", "")
-            if labels.get("subresource"):
-                what += "/" + labels["subresource"]
-            key = f"{labels.get('verb', '')} {what}"
+            if sample.name == "apiserver_request_total":
+                what = labels.get("resource", "")
+                if labels.get("subresource"):
+                    what += "/" + labels["subresource"]
+                key = f"{labels.get('verb', '')} {what}"
+            elif sample.name == "apiserver_watch_events_total":
+                key = f"watch {labels.get('resource', '')}"
+            elif sample.name == "apiserver_watch_events_sizes_sum":
+                key = f"watch-bytes {labels.get('resource', '')}"
+            else:
+                continue
             counts[key] = counts.get(key, 0.0) + sample.value
     return counts
 
@@ -92,18 +99,30 @@ def report_apiserver_requests(
     label: str, before: dict[str, float], after: dict[str, float], pods: int
 ) -> None:
     """The phase's kube-apiserver requests per pod, most first (watches and reads of the
-    metrics themselves included: what the API server spent its CPU on)."""
+    metrics themselves included: what the API server spent its CPU on), then the watch events
+    it sent per pod, by resource, with their kilobytes."""
     if not before or not after:
         return
     spent = {k: v - before.get(k, 0.0) for k, v in after.items()}
-    top = sorted(((n, k) for k, n in spent.items() if n / pods >= 0.01), reverse=True)
-    total = sum(spent.values()) / pods
+    requests = {k: n for k, n in spent.items() if not k.startswith("watch")}
+    top = sorted(((n, k) for k, n in requests.items() if n / pods >= 0.01), reverse=True)
+    total = sum(requests.values()) / pods
     print(
         f"[{label}] kube-apiserver requests per pod: {total:.2f} "
         + "("
         + ", ".join(f"{k} {n / pods:.2f}" for n, k in top[:14])
         + ")"
     )
+    events = {k.split(" ", 1)[1]: n for k, n in spent.items() if k.startswith("watch ")}
+    sent = sorted(((n, k) for k, n in events.items() if n / pods >= 0.01), reverse=True)
+    if sent:
+        print(
+            f"[{label}] kube-apiserver watch events sent per pod: "
+            + ", ".join(
+                f"{k} {n / pods:.2f} ({spent.get(f'watch-bytes {k}', 0.0) / pods / 1024:.1f} KiB)"
+                for n, k in sent[:8]
+            )
+        )
 
 
 def scheduler_algorithm_quantiles(cluster: PhaseCluster) -> tuple[float, float] | None:
