@@ -78,6 +78,9 @@ class PodGroupReconciler(Reconciler[Key]):
         names = self.options.scheduler_names
         # One scheduler name: let the API server filter (most pods are not ours).
         selector = f"spec.schedulerName={names[0]}" if len(names) == 1 else None
+        # Nor are a Volcano Job's: its controller puts them in the Job's group when it makes
+        # them, and they are the job controller's watch (this process) already; sent here
+        # too, each of their versions crossed the wire twice.
         self.pods = watch.watch(
             PODS,
             PodRecord,
@@ -85,6 +88,7 @@ class PodGroupReconciler(Reconciler[Key]):
             on_update=self._pod_updated,
             on_delete=self._pod_deleted,
             field_selector=selector,
+            label_selector=f"!{keys.JOB_NAME}",
         )
         self.replicasets = self._watch_workloads(watch, REPLICASETS)
         self.statefulsets = self._watch_workloads(watch, STATEFULSETS)

@@ -165,6 +165,19 @@ async def test_pods_that_are_not_ours_are_left_alone() -> None:
         assert controllers.manager is not None
 
 
+async def test_a_volcano_jobs_pods_are_not_watched() -> None:
+    # The job controller groups its pods itself; the API server keeps them off this watch.
+    async with running([PODGROUP]) as (client, controllers):
+        job_pod = pod_body("job-0", labels={"volcano.sh/job-name": "job"})
+        await client.create(PODS, job_pod)
+        await client.create(PODS, pod_body("bare"))
+        await eventually(lambda: annotation(client, "bare"))
+        pods = controllers.manager.controllers[PODGROUP].reconciler.pods.items
+        assert "default/bare" in pods
+        assert "default/job-0" not in pods
+        assert await annotation(client, "job-0") is None
+
+
 async def test_replicaset_with_min_member_three() -> None:
     async with running([PODGROUP]) as (client, controllers):
         rs = await client.create(
