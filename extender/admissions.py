@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Iterator
 
 from core.decisions import decision
 
-__all__ = ["Admissions", "reason_shape"]
+__all__ = ["Admissions", "count_free_shape", "reason_shape"]
 
 # Numbers and quantities in a reason ("holds cpu 8, would hold 16 ... deserves 14750m"); a
 # gang's own count ("2/3 members created") is matched whole so that it is kept.
@@ -26,6 +26,11 @@ def reason_shape(reason: str) -> str:
     soak (36,631 of 60,807 FailedScheduling events in 17 minutes). A gang's own counts
     ("2/3 members created") are words: they move only when its members do."""
     return _NUMBER.sub(lambda m: m[0] if "/" in m[0] else "#", reason)
+
+
+def count_free_shape(reason: str) -> str:
+    """A reason without any of its numbers, a gang's own counts too."""
+    return _NUMBER.sub("#", reason)
 
 
 class Admissions:

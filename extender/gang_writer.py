@@ -16,7 +16,7 @@ from core.kube.client import PODGROUPS, PODS, QUEUES, VCJOBS, ApiError, KubeClie
 from core.kube.events import WARNING, EventRecorder
 from core.kube.status import StatusWriter
 from core.records import PodGroupRecord, PodRecord
-from extender.admissions import reason_shape
+from extender.admissions import count_free_shape, reason_shape
 from extender.queues import QueuePass, queue_status
 from plugins.model import gang as gangs
 from plugins.model import gang_ready
@@ -109,7 +109,7 @@ class GangWriter:
             previous_conditions=(previous or {}).get("conditions") or (),
         )
         self._tell_members(group, view, admitted, reason, status)
-        self._tell_group(group, admitted, reason)
+        self._tell_group(group, view, admitted, reason)
         if previous is not None and not status_changed(previous, status):
             return
         self._statuses[group.key] = status
@@ -126,15 +126,20 @@ class GangWriter:
                 urgent=phase_changed,
             )
 
-    def _tell_group(self, group: PodGroupRecord, admitted: bool, reason: str | None) -> None:
+    def _tell_group(
+        self, group: PodGroupRecord, view: gangs.GangView, admitted: bool, reason: str | None
+    ) -> None:
         """A waiting group's reason as a Warning `Unschedulable` event on the PodGroup, and on
         its Volcano Job, once per change of the reason other than in its numbers (`kubectl
         describe pg` and `kubectl describe vcjob` say why it waits, not only `vulcan
-        explain`)."""
+        explain`). While its members are still being made, their count ("3/100 members
+        created") is one of those numbers: it moves every pass, and told each time it was two
+        events per pass per gang (up to the spam filter's 25 on each object), which held back
+        every other event of the extender; the PodGroup's condition keeps the current count."""
         if admitted or not reason or self.recorder is None:
             self._group_told.pop(group.key, None)
             return
-        shape = reason_shape(reason)
+        shape = reason_shape(reason) if gang_ready.valid(view)[0] else count_free_shape(reason)
         if self._group_told.get(group.key) == shape:
             return
         self._group_told[group.key] = shape
