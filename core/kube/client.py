@@ -283,9 +283,9 @@ class KubeClient:
         """One API call; returns the decoded JSON answer. Raises ApiError.
 
         `lean`: a request with a body sent on the raw transport (core.kube.go_transport)
-        instead of aiohttp's client, for the extender's per-pod writes (a Binding, an admitted
-        member's patch); same retries, same errors (a 429's Retry-After is not read there:
-        the backoff alone spaces the retries)."""
+        instead of aiohttp's client, for the writes made per pod (a Binding, an admitted
+        member's patch, a Volcano Job's pod); same retries, same errors (a 429's Retry-After
+        is not read there: the backoff alone spaces the retries)."""
         data = body if isinstance(body, bytes | None) else orjson.dumps(body)
         url = self._url(path, query)
         raw = self._lean if lean and data is not None else None
@@ -335,10 +335,16 @@ class KubeClient:
         return await self.request("GET", resource.path(namespace), query=query)
 
     async def create(
-        self, resource: Resource, obj: Mapping[str, Any], namespace: str | None = None
+        self,
+        resource: Resource,
+        obj: Mapping[str, Any],
+        namespace: str | None = None,
+        *,
+        lean: bool = False,
     ) -> Any:
+        """`lean`: on the raw transport, as a Binding (for a write made per pod)."""
         ns = namespace or (obj.get("metadata") or {}).get("namespace")
-        return await self.request("POST", resource.path(ns), body=obj)
+        return await self.request("POST", resource.path(ns), body=obj, lean=lean)
 
     async def replace(
         self, resource: Resource, obj: Mapping[str, Any], subresource: str | None = None

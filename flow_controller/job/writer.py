@@ -134,7 +134,7 @@ class JobWriter:
 
     async def create_pod(self, job: dict[str, Any], body: dict[str, Any]) -> None:
         try:
-            await self.client.create(PODS, body)
+            await self.client.create(PODS, body, lean=True)  # one per pod of every Job
             self.metrics.changes.labels("Pod", "created").inc()
         except ApiError as exc:
             if exc.conflict:

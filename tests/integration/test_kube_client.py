@@ -226,6 +226,39 @@ async def test_a_lean_patch_writes_like_aiohttps_and_its_precondition_holds(
         await client.close()
 
 
+async def test_a_lean_create_makes_the_object_and_a_second_one_conflicts(
+    tmp_path: Path,
+) -> None:
+    """A Volcano Job's pod created on the raw transport: made as aiohttp's create would make
+    it, and made twice it is AlreadyExists (a conflict, which the job controller ignores)."""
+    kubeconfig = tmp_path / "kubeconfig"
+    async with EmbeddedApiServer(kubeconfig_out=kubeconfig):
+        client = await KubeClient.connect(kubeconfig=str(kubeconfig), qps=0)
+        raw = client._lean
+        assert raw is not None
+        sent: list[bytes] = []
+        post = raw.post
+
+        async def counted(*args: Any, **kwargs: Any) -> tuple[int, bytes]:
+            sent.append(kwargs.get("method", args[5] if len(args) > 5 else b"POST"))
+            return await post(*args, **kwargs)
+
+        raw.post = counted  # type: ignore[method-assign]
+        pod = {
+            "metadata": {"name": "p", "namespace": "default", "labels": {"app": "a"}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]},
+        }
+        created = await client.create(PODS, pod, lean=True)
+        stored = await client.get(PODS, "p", "default")
+        assert stored["metadata"]["uid"] == created["metadata"]["uid"]
+        assert stored["metadata"]["labels"] == {"app": "a"}
+        with pytest.raises(ApiError) as exc:
+            await client.create(PODS, pod, lean=True)
+        assert exc.value.conflict
+        assert sent == [b"POST", b"POST"]  # both on the raw transport
+        await client.close()
+
+
 def test_client_flags() -> None:
     import argparse
 
