@@ -63,6 +63,13 @@ def turned_away(key: str, members: Iterable[PodRecord]) -> bool:
     )
 
 
+@dataclass(slots=True)
+class _Unmade:
+    first: float  # when it was first found short (its order among the gangs short)
+    since: float  # its clock: from then, or from the last time pods were made
+    made: int  # how many of its pods existed then
+
+
 @dataclass(frozen=True, slots=True)
 class Expiry:
     key: str
@@ -85,7 +92,7 @@ class ReachWatch:
         self._since: dict[str, float] = {}  # admitted gang -> when its members were let go
         self._strikes: dict[str, int] = {}  # gang -> admissions in a row that expired
         self._backoffs: dict[str, tuple[str, float]] = {}  # gang -> (why, until: wall clock)
-        self._unmade: dict[str, float] = {}  # enqueued gang -> since when its pods are short
+        self._unmade: dict[str, _Unmade] = {}  # enqueued gang -> how long its pods are short
         self._unmade_strikes: dict[str, int] = {}
         self._emptied: dict[str, str] = {}  # gang of no controller evicted whole -> why
 
@@ -181,14 +188,26 @@ class ReachWatch:
         if not short:
             self.made(key)
         elif group is not None and group.phase == "Inqueue" and not decision.dequeue:
-            self.unmade(key)
+            self.unmade(key, sum(not pod.deleting for pod in members(key)))
         else:
             self._unmade.pop(key, None)
 
-    def unmade(self, key: str) -> None:
-        """Enqueued gang `key` waits for its pods to be made: timed from the first time."""
-        if self.timeout > 0:
-            self._unmade.setdefault(key, self._clock())
+    def unmade(self, key: str, made: int = 0) -> None:
+        """Enqueued gang `key` waits for its pods to be made (`made` of them exist): timed from
+        the first time. More of them made since restarts its clock, and the clocks of the gangs
+        found short after it: their controller, busy making its pods, may not have come to
+        theirs yet (a hundred Jobs submitted at once are made a few at a time, in turn)."""
+        if self.timeout <= 0:
+            return
+        now = self._clock()
+        unmade = self._unmade.get(key)
+        if unmade is None:
+            self._unmade[key] = _Unmade(now, now, made)
+        elif made > unmade.made:
+            unmade.made = made
+            for later in self._unmade.values():
+                if later.first >= unmade.first:
+                    later.since = now
 
     def made(self, key: str) -> None:
         """Gang `key` no longer waits for its pods (made, or no longer enqueued)."""
@@ -200,7 +219,7 @@ class ReachWatch:
         if not self._unmade:
             return []
         now = self._clock()
-        return sorted(k for k, since in self._unmade.items() if now - since >= self.timeout)
+        return sorted(k for k, u in self._unmade.items() if now - u.since >= self.timeout)
 
     def expire_unmade(self, key: str, queue: str) -> str:
         """Gang `key` gives its queue's room back: why (for its event), its backoff begun."""

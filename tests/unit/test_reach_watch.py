@@ -206,7 +206,7 @@ def test_a_hold_does_not_restart_the_clock_of_an_enqueued_gang_without_its_pods(
     clock = Clock()
     watch = ReachWatch(30.0, clock=clock)
     inqueue = _group("a", "Inqueue")
-    watch.observe(_refused_for_pods("ns/a"), inqueue)
+    watch.observe(_refused_for_pods("ns/a"), inqueue, lambda key: [_member("p0")])
     clock.now += 20.0
     # Its queue drains for a starving gang: refused by the hold, its pods still not there.
     held = Waiting("ns/a", "q", ALLOCATE, "allocate", reason="hold", held=True)
@@ -220,6 +220,31 @@ def test_a_hold_does_not_restart_the_clock_of_an_enqueued_gang_without_its_pods(
     watch.observe(held_b, _group("b", "Inqueue"), lambda key: [_member("p0"), _member("p1")])
     clock.now += 60.0
     assert watch.expiries({"ns/b": _group("b", "Inqueue")}, (), *_parts()) == []
+
+
+def test_pods_being_made_restart_the_clocks_of_the_gang_and_of_those_found_short_after_it() -> None:
+    """A hundred Jobs submitted at once: their controller makes their pods a few Jobs at a
+    time. A gang whose pods are being made is not late, nor is one enqueued after it (its turn
+    has not come); one enqueued before it, whose pods do not come, is."""
+    clock = Clock()
+    watch = ReachWatch(30.0, clock=clock)
+    groups = {f"ns/{name}": _group(name, "Inqueue") for name in ("early", "busy", "next")}
+    made: dict[str, list[PodRecord]] = {key: [] for key in groups}
+    for key, group in groups.items():
+        watch.observe(_refused_for_pods(key), group, made.__getitem__)
+        clock.now += 1.0
+    for step in range(3):  # "busy" gets a pod every 20 s
+        clock.now += 20.0
+        made["ns/busy"] = made["ns/busy"] + [_member(f"p{step}")]
+        for key, group in groups.items():
+            watch.observe(_refused_for_pods(key), group, made.__getitem__)
+        expired = [e.key for e in watch.expiries(groups, (), *_parts())]
+        assert expired == (["ns/early"] if step == 1 else [])
+        if expired:
+            groups.pop("ns/early")  # sent back to Pending
+    clock.now += 30.0
+    expired = [e.key for e in watch.expiries(groups, (), *_parts())]
+    assert expired == ["ns/busy", "ns/next"]  # nothing made for 30 s
 
 
 def test_a_group_whose_pods_never_come_backs_off_longer_each_time_it_is_enqueued_again(
