@@ -23,8 +23,9 @@ def phase_cpu(cluster: PhaseCluster) -> dict[str, float]:
 
 
 def report_extender_metrics(label: str, cluster: PhaseCluster) -> None:
-    """vulcan's own count of the calls it answered, by verb, its binds by result and each
-    verb's p50/p99 from its histogram (from the request read to the answer returned)."""
+    """vulcan's own count of the calls it answered, by verb, its binds by result, its
+    scheduling passes (how many, their time) and each verb's p50/p99 from its histogram (from
+    the request read to the answer returned)."""
     try:
         with urllib.request.urlopen(f"{cluster.extender_url}/metrics", timeout=10) as answer:
             text = answer.read().decode()
@@ -35,6 +36,7 @@ def report_extender_metrics(label: str, cluster: PhaseCluster) -> None:
     binds: dict[str, float] = {}
     buckets: dict[str, list[tuple[float, float]]] = {}
     gc_pauses: dict[str, float] = {}
+    passes = {"n": 0.0, "s": 0.0}
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.name == "vulcan_extender_requests_total":
@@ -45,11 +47,19 @@ def report_extender_metrics(label: str, cluster: PhaseCluster) -> None:
             elif sample.name in ("vulcan_gc_pause_seconds_sum", "vulcan_gc_pause_seconds_count"):
                 part = "s" if sample.name.endswith("_sum") else "n"
                 gc_pauses[f"{sample.labels['generation']}{part}"] = sample.value
+            elif sample.name == "vulcan_schedule_pass_duration_seconds_count":
+                passes["n"] = sample.value
+            elif sample.name == "vulcan_schedule_pass_duration_seconds_sum":
+                passes["s"] = sample.value
             elif sample.name == "vulcan_extender_request_duration_seconds_bucket":
                 bound = float(sample.labels["le"])
                 buckets.setdefault(sample.labels["verb"], []).append((bound, sample.value))
     print(f"[{label}] extender calls: " + ", ".join(f"{v} {n:.0f}" for v, n in calls.items()))
     print(f"[{label}] extender binds: " + ", ".join(f"{r} {n:.0f}" for r, n in binds.items()))
+    print(
+        f"[{label}] extender passes (whole run): {passes['n']:.0f}, {passes['s']:.2f}s in all, "
+        f"{passes['s'] * 1000 / max(passes['n'], 1):.2f} ms each"
+    )
     print(
         f"[{label}] extender GC (whole run) by generation: "
         + ", ".join(
