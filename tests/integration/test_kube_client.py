@@ -182,6 +182,21 @@ async def test_kubeconfig_binding_and_watch_list(tmp_path: Path) -> None:
         await client.close()
 
 
+def _raw_methods(client: KubeClient) -> list[bytes]:
+    """The methods of the requests `client` sends on its raw transport from now on."""
+    raw = client._lean
+    assert raw is not None
+    sent: list[bytes] = []
+    post = raw.post
+
+    async def counted(*args: Any, **kwargs: Any) -> tuple[int, bytes]:
+        sent.append(kwargs.get("method", args[5] if len(args) > 5 else b"POST"))
+        return await post(*args, **kwargs)
+
+    raw.post = counted  # type: ignore[method-assign]
+    return sent
+
+
 async def test_a_lean_patch_writes_like_aiohttps_and_its_precondition_holds(
     tmp_path: Path,
 ) -> None:
@@ -190,16 +205,7 @@ async def test_a_lean_patch_writes_like_aiohttps_and_its_precondition_holds(
     kubeconfig = tmp_path / "kubeconfig"
     async with EmbeddedApiServer(kubeconfig_out=kubeconfig) as server:
         client = await KubeClient.connect(kubeconfig=str(kubeconfig), qps=0)
-        raw = client._lean
-        assert raw is not None
-        sent: list[bytes] = []
-        post = raw.post
-
-        async def counted(*args: Any, **kwargs: Any) -> tuple[int, bytes]:
-            sent.append(kwargs.get("method", args[5] if len(args) > 5 else b"POST"))
-            return await post(*args, **kwargs)
-
-        raw.post = counted  # type: ignore[method-assign]
+        sent = _raw_methods(client)
         pod = {
             "metadata": {"name": "p", "namespace": "default"},
             "spec": {
@@ -234,16 +240,7 @@ async def test_a_lean_create_makes_the_object_and_a_second_one_conflicts(
     kubeconfig = tmp_path / "kubeconfig"
     async with EmbeddedApiServer(kubeconfig_out=kubeconfig):
         client = await KubeClient.connect(kubeconfig=str(kubeconfig), qps=0)
-        raw = client._lean
-        assert raw is not None
-        sent: list[bytes] = []
-        post = raw.post
-
-        async def counted(*args: Any, **kwargs: Any) -> tuple[int, bytes]:
-            sent.append(kwargs.get("method", args[5] if len(args) > 5 else b"POST"))
-            return await post(*args, **kwargs)
-
-        raw.post = counted  # type: ignore[method-assign]
+        sent = _raw_methods(client)
         pod = {
             "metadata": {"name": "p", "namespace": "default", "labels": {"app": "a"}},
             "spec": {"containers": [{"name": "c", "image": "i"}]},

@@ -79,7 +79,7 @@ def test_members_made_again_are_told_the_same_reason() -> None:
     assert members == ["pending-0", "pending-1"] * 2
 
 
-def owned_group() -> PodGroupRecord:
+def owned_group(min_member: int) -> PodGroupRecord:
     return PodGroupRecord(
         {
             "metadata": {
@@ -95,7 +95,7 @@ def owned_group() -> PodGroupRecord:
                     }
                 ],
             },
-            "spec": {"minMember": 4},
+            "spec": {"minMember": min_member},
         }
     )
 
@@ -108,10 +108,10 @@ def test_members_being_made_are_told_once_not_per_count() -> None:
     writer.recorder = recorder  # type: ignore[assignment]
     for made in (1, 2, 3):
         reason = f"gang ns/pg: task worker: {made}/4 members created"
-        writer.podgroup_status(owned_group(), view(4, {"pending": made}), False, reason)
+        writer.podgroup_status(owned_group(4), view(4, {"pending": made}), False, reason)
     placeable = "gang ns/pg: task worker: {}/4 members placeable"
-    writer.podgroup_status(owned_group(), view(4, {"pending": 4}), False, placeable.format(3))
-    writer.podgroup_status(owned_group(), view(4, {"pending": 4}), False, placeable.format(2))
+    writer.podgroup_status(owned_group(4), view(4, {"pending": 4}), False, placeable.format(3))
+    writer.podgroup_status(owned_group(4), view(4, {"pending": 4}), False, placeable.format(2))
     for name in ("pg", "train"):
         assert [note for who, _, note in recorder.notes if who == name] == [
             "gang ns/pg: task worker: 1/4 members created",
@@ -124,24 +124,7 @@ def test_the_podgroup_and_its_job_are_told_once_per_kind_of_reason() -> None:
     """`kubectl describe pg` / `describe vcjob` say why a group waits: one Warning
     Unschedulable event per change of reason (not of its numbers), on the group and on the
     Volcano Job owning it; none while it is admitted."""
-    owned = PodGroupRecord(
-        {
-            "metadata": {
-                "name": "pg",
-                "namespace": "ns",
-                "ownerReferences": [
-                    {
-                        "apiVersion": "batch.volcano.sh/v1alpha1",
-                        "kind": "Job",
-                        "name": "train",
-                        "uid": "job-uid",
-                        "controller": True,
-                    }
-                ],
-            },
-            "spec": {"minMember": 2},
-        }
-    )
+    owned = owned_group(2)
     writer = GangWriter(None)
     recorder = Recorder()
     writer.recorder = recorder  # type: ignore[assignment]
