@@ -1,6 +1,6 @@
 """The real cluster's child processes and waits (vulcan/real_cluster/processes.py): a binary that
-cannot run is named, a wait ends at once when start-up is cancelled (Ctrl-C), and a child is
-stopped by its pid."""
+cannot run is named, a wait ends at once when start-up is cancelled (Ctrl-C), a child is
+stopped by its pid, and no port is handed out twice."""
 
 from __future__ import annotations
 
@@ -8,10 +8,41 @@ import os
 import sys
 import threading
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
-from vulcan.real_cluster.processes import Cancelled, Child, StartError, wait_until
+from vulcan.real_cluster import processes
+from vulcan.real_cluster.processes import Cancelled, Child, StartError, free_port, wait_until
+
+
+class _Socket:
+    """socket.socket's stand-in: each bind to port 0 gets the next of `ports`."""
+
+    ports: ClassVar[list[int]] = []
+
+    def __enter__(self) -> _Socket:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def bind(self, address: tuple[str, int]) -> None:
+        self.port = self.ports.pop(0)
+
+    def getsockname(self) -> tuple[str, int]:
+        return ("127.0.0.1", self.port)
+
+
+def test_a_port_the_os_gives_again_is_not_handed_out_twice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The OS may return a port it gave a moment ago: nothing listens on it until the process
+    # it was chosen for starts.
+    monkeypatch.setattr(processes.socket, "socket", _Socket)
+    monkeypatch.setattr(processes, "_GIVEN", set())
+    _Socket.ports = [41000, 41000, 41000, 41001]
+    assert [free_port(), free_port()] == [41000, 41001]
 
 
 def test_a_binary_that_is_no_program_is_named_when_it_cannot_start(tmp_path: Path) -> None:

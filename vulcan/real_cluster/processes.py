@@ -28,11 +28,20 @@ class Cancelled(Exception):
     """Start-up was interrupted (Ctrl-C): the caller stops what was started."""
 
 
+_GIVEN: set[int] = set()  # ports free_port handed out in this process
+
+
 def free_port() -> int:
-    """A port nothing listens on right now (the OS's choice for port 0)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A port nothing listens on right now (the OS's choice for port 0), never one handed out
+    before: a port is chosen well before its process listens on it, and meanwhile the OS may
+    give it again (kube-apiserver's port once came back as etcd's, and it could not start)."""
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+        if port not in _GIVEN:
+            _GIVEN.add(port)
+            return port
 
 
 def log_tail(path: Path, lines: int = 25) -> str:
