@@ -75,10 +75,12 @@ class GangWriter:
     # ------------------------------------------------------------------ events
 
     def group_event(self, group: PodGroupRecord, type_: str, reason: str, note: str) -> None:
+        """Written ahead of the members' events: a gang's one event must not be pushed out by
+        its hundred members' (the recorder's `important` lane)."""
         if self.recorder is None:
             return
         ref = PODGROUPS.reference(group.name, group.namespace, group.uid)
-        self.recorder.record(ref, type_, reason, note)
+        self.recorder.record(ref, type_, reason, note, important=True)
 
     def pod_event(self, pod: PodRecord, type_: str, reason: str, note: str) -> None:
         if self.recorder is not None:
@@ -147,7 +149,7 @@ class GangWriter:
         owner = group.owner
         if group.job_owned and owner is not None:
             ref = VCJOBS.reference(owner.name, group.namespace, owner.uid)
-            self.recorder.record(ref, WARNING, CONDITION_UNSCHEDULABLE, reason)
+            self.recorder.record(ref, WARNING, CONDITION_UNSCHEDULABLE, reason, important=True)
 
     def _tell_members(
         self,

@@ -19,10 +19,15 @@ cannot flood etcd. Failed writes are retried a few times with backoff, then logg
 Writes can be paced by a token bucket of their own (`qps`, `burst`: kubelet's `--event-qps` and
 `--event-burst`), so that a burst of events (one per member of a 1,000-pod gang) does not compete
 with the writes that schedule pods; the events wait in the queue, with their times as recorded.
+
+`record(..., important=True)` puts an event in a lane of its own, with its own writer and its own
+cache: a burst of ordinary events (a 100-member gang's 100 `GangCommitted`) can neither delay it
+nor push it out unwritten (its PodGroup's one `GangCommitted`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import OrderedDict
@@ -132,6 +137,15 @@ class RecorderStats:
 SeriesKey = tuple[Any, ...]
 
 
+@dataclass(slots=True)
+class _Lane:
+    """Series remembered (least recently recorded first) and the keys waiting to be written."""
+
+    series: OrderedDict[SeriesKey, _Series]
+    queue: WorkQueue[SeriesKey]
+    workers: int
+
+
 class EventRecorder:
     """`record()` from anywhere on the loop; keep `run()` running as a background task."""
 
@@ -170,11 +184,15 @@ class EventRecorder:
         self.limiter = TokenBucket(qps, burst)
         self.stats = RecorderStats()
         self._clock = clock
-        self._series: OrderedDict[SeriesKey, _Series] = OrderedDict()
         self._buckets: OrderedDict[tuple[str, ...], _Bucket] = OrderedDict()
-        self._queue: WorkQueue[SeriesKey] = WorkQueue(
-            "events", base_delay=retry_base, max_delay=retry_max
-        )
+        self._lanes = {
+            important: _Lane(
+                OrderedDict(),
+                WorkQueue(name, base_delay=retry_base, max_delay=retry_max),
+                1 if important else workers,
+            )
+            for important, name in ((False, "events"), (True, "important-events"))
+        }
         self._last_name_ns = 0
 
     # ------------------------------------------------------------------------ recording
@@ -187,9 +205,12 @@ class EventRecorder:
         note: str,
         action: str = "",
         related: Mapping[str, Any] | None = None,
+        *,
+        important: bool = False,
     ) -> None:
         """Queue an event about `regarding` (kind, namespace, name, uid, apiVersion). Never
-        blocks and never raises for API trouble; an unknown `type_` is a programming error."""
+        blocks and never raises for API trouble; an unknown `type_` is a programming error.
+        `important`: written in the lane of the few events a burst must not drown (above)."""
         if type_ not in EVENT_TYPES:
             raise ValueError(f"event type must be Normal or Warning, not {type_!r}")
         ref = _reference(regarding)
@@ -207,11 +228,12 @@ class EventRecorder:
             note,
         )
         now = self._clock()
-        series = self._series.get(key)
+        lane = self._lanes[important]
+        series = lane.series.get(key)
         if series is not None and now - series.last_seen <= self.series_window:
             series.count += 1
             series.last_seen = now
-            self._series.move_to_end(key)
+            lane.series.move_to_end(key)
             self.stats.aggregated += 1
         else:
             if not self._allow_new(ref, now):
@@ -238,10 +260,10 @@ class EventRecorder:
                 first_seen=now,
                 last_seen=now,
             )
-            self._series[key] = series
-            self._series.move_to_end(key)
-            self._evict_series()
-        self._queue.add(key)
+            lane.series[key] = series
+            lane.series.move_to_end(key)
+            self._evict_series(lane.series)
+        lane.queue.add(key)
 
     def _allow_new(self, ref: Mapping[str, str], now: float) -> bool:
         """Take a token from the regarding object's bucket (refilled one per spam_refill)."""
@@ -261,12 +283,12 @@ class EventRecorder:
         bucket.tokens -= 1
         return True
 
-    def _evict_series(self) -> None:
+    def _evict_series(self, remembered: OrderedDict[SeriesKey, _Series]) -> None:
         """Forget the least recently recorded series beyond the cache size. One not written
         yet is lost: events are best-effort (client-go drops them when its queue is full too),
         but never silently."""
-        while len(self._series) > CACHE_SIZE:
-            _, series = self._series.popitem(last=False)
+        while len(remembered) > CACHE_SIZE:
+            _, series = remembered.popitem(last=False)
             if series.written == 0:
                 self.stats.overflowed += 1
                 if self.stats.overflowed % 1000 == 1:
@@ -293,20 +315,30 @@ class EventRecorder:
 
     async def run(self) -> None:
         """Write queued events until `close()` (or cancellation)."""
-        await self._queue.run_workers(
-            self.workers, self._sync, max_retries=self.max_retries, on_give_up=self._give_up
+        await asyncio.gather(*(self._run_lane(lane) for lane in self._lanes.values()))
+
+    async def _run_lane(self, lane: _Lane) -> None:
+        async def sync(key: SeriesKey) -> None:
+            await self._sync(lane.series.get(key))
+
+        def give_up(key: SeriesKey, exc: BaseException) -> None:
+            self._give_up(lane.series.get(key), exc)
+
+        await lane.queue.run_workers(
+            lane.workers, sync, max_retries=self.max_retries, on_give_up=give_up
         )
 
     async def flush(self) -> None:
         """Wait until every recorded event was written or given up (needs `run()` running)."""
-        await self._queue.wait_idle()
+        for lane in self._lanes.values():
+            await lane.queue.wait_idle()
 
     async def close(self) -> None:
         """Stop accepting events; the writes in flight finish, the rest are dropped."""
-        await self._queue.shutdown()
+        for lane in self._lanes.values():
+            await lane.queue.shutdown()
 
-    async def _sync(self, key: SeriesKey) -> None:
-        series = self._series.get(key)
+    async def _sync(self, series: _Series | None) -> None:
         if series is None:
             return  # evicted from the cache: nothing we can still say about it
         if series.written != 0 and series.count <= series.written:
@@ -416,9 +448,8 @@ class EventRecorder:
             extra={"event": series.name, "reason": series.fields["reason"], "error": str(exc)},
         )
 
-    def _give_up(self, key: SeriesKey, exc: BaseException) -> None:
+    def _give_up(self, series: _Series | None, exc: BaseException) -> None:
         self.stats.failed += 1
-        series = self._series.get(key)
         log.warning(
             "could not write event; dropping it",
             extra={"event": series.name if series else "", "error": str(exc)},

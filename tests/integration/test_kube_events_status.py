@@ -230,6 +230,34 @@ async def test_events_pushed_out_before_their_write_are_counted(
     assert {f"m{i}" for i in range(3, 8)} <= set(written)
 
 
+async def test_an_important_event_is_neither_queued_behind_nor_pushed_out_by_a_burst(
+    client: KubeClient, paced: tuple[EventRecorder, _Permits], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gang's members say GangCommitted one by one, its PodGroup once: that one is written in
+    its own lane, so the burst before it neither delays it nor pushes it out unwritten."""
+    rec, permits = paced
+    monkeypatch.setattr(events_module, "CACHE_SIZE", 5)
+    _admitted(rec, 0)
+    _admitted(rec, 1)
+    await until(lambda: permits.waiting == rec.workers)  # m0 and m1 are being written
+    for i in range(2, 12):
+        _admitted(rec, i)
+    group = {**POD_REF, "kind": "PodGroup", "name": "g1", "uid": "u-g1"}
+    rec.record(group, "Normal", "GangCommitted", "whole", important=True)
+    # The important lane's own worker waits with the group's event, behind no other.
+    await until(lambda: permits.waiting == rec.workers + 1)
+    # Twelve in the ordinary lane, five remembered: m0..m6 pushed out (m0 and m1 are written
+    # all the same: their writes had begun).
+    assert rec.stats.overflowed == 7
+    permits.give(3)
+    await until(lambda: rec.stats.created == 3)
+    written = {(e["regarding"]["kind"], e["regarding"]["name"]) for e in await events(client)}
+    assert written == {("Pod", "m0"), ("Pod", "m1"), ("PodGroup", "g1")}
+    permits.give(100)
+    await asyncio.wait_for(rec.flush(), 5)
+    assert rec.stats.created == 8  # and m7..m11, the ordinary lane's last five
+
+
 async def test_failed_writes_are_retried_then_dropped(
     client: KubeClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:

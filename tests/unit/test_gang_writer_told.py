@@ -9,15 +9,20 @@ from typing import Any
 from core.records import PodGroupRecord
 from extender.admissions import reason_shape
 from extender.gang_writer import GangWriter
-from tests.unit.test_gang_status import view
+from tests.unit.test_gang_status import pod, view
 
 
 class Recorder:
     def __init__(self) -> None:
         self.notes: list[tuple[str, str, str]] = []
+        self.important: list[str] = []  # the kinds of the events recorded as important
 
-    def record(self, ref: dict[str, Any], type_: str, reason: str, note: str) -> None:
+    def record(
+        self, ref: dict[str, Any], type_: str, reason: str, note: str, *, important: bool = False
+    ) -> None:
         self.notes.append((ref["name"], reason, note))
+        if important:
+            self.important.append(ref["kind"])
 
 
 GROUP = PodGroupRecord({"metadata": {"name": "pg", "namespace": "ns"}, "spec": {"minMember": 2}})
@@ -142,3 +147,16 @@ def test_the_podgroup_and_its_job_are_told_once_per_kind_of_reason() -> None:
         ("Unschedulable", capability),
     ]
     assert told_group == expected and told_job == expected
+    # Written ahead of its members' events (the recorder's important lane), both of them.
+    assert recorder.important == ["PodGroup", "Job"] * 3
+
+
+def test_a_members_event_waits_its_turn_and_the_podgroups_does_not() -> None:
+    writer = GangWriter(None)
+    recorder = Recorder()
+    writer.recorder = recorder  # type: ignore[assignment]
+    member = pod("pending-0", "pending")
+    writer.pod_event(member, "Normal", "GangCommitted", "whole")
+    writer.group_event(GROUP, "Normal", "GangCommitted", "whole")
+    assert [name for name, _, _ in recorder.notes] == [member.name, "pg"]
+    assert recorder.important == ["PodGroup"]
