@@ -5,6 +5,7 @@ allocate action can pipeline a gang onto it and never picks those pods again."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Coroutine
 from typing import Any
 
@@ -202,6 +203,10 @@ class Evictor:
         self.cache.assume_deleting(victim)
         self._spawn(self._evict(victim, note, reason))
 
+    async def _poke_after(self, delay: float) -> None:
+        await asyncio.sleep(delay)
+        self._poke()
+
     async def _evict(self, pod: PodRecord, note: str, reason: str) -> None:
         outcome = await self.writer.evict(pod)
         if outcome == "refused":
@@ -210,6 +215,11 @@ class Evictor:
             self.releasing.pop(pod.key, None)
             self.notes.pop(pod.key, None)
             self._poke()
+            if reason == STRANDED and pod.group is not None:
+                # Still half there: asked again after a backoff, with a pass to ask it in.
+                delay = self.stranded.refused(pod.group)
+                if delay is not None:
+                    self._spawn(self._poke_after(delay))
         elif outcome == "gone":
             if (known := self.cache.pods.get(pod.key)) is None or known.uid != pod.uid:
                 self.releasing.pop(pod.key, None)  # gone already

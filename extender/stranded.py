@@ -1,6 +1,7 @@
 """Finds the gangs stranded half placed (`plugins.model.stranded`): it keeps the gangs with a
 member being deleted on a node, and looks at only those, once a pass, until that member is
-gone. The evictor evicts what it finds."""
+gone. The evictor evicts what it finds; an eviction refused (a disruption budget) is asked again
+after a backoff, not left for good."""
 
 from __future__ import annotations
 
@@ -10,6 +11,11 @@ from collections.abc import Callable
 from core.cache import ClusterCache
 from core.records import PodGroupRecord, PodRecord
 from plugins.model.stranded import Stranded, stranded_gang
+
+# A refused eviction of a stranded gang's survivors is asked again after this, doubling per
+# refusal up to the cap (a budget frees as its other pods become ready again: minutes).
+REFUSED_RETRY = 10.0
+REFUSED_RETRY_MAX = 300.0
 
 
 class StrandedWatch:
@@ -23,8 +29,10 @@ class StrandedWatch:
         self.clock = clock
         self.watched: set[str] = set()
         # gang -> the stuck members it was acted on for: once per stuck set (an eviction a
-        # disruption budget refuses is not asked again every pass).
+        # disruption budget refuses is not asked again every pass, but after `refused`'s delay).
         self.acted: dict[str, tuple[str, ...]] = {}
+        self.retry_at: dict[str, float] = {}  # gang -> when its refused eviction is asked again
+        self.refusals: dict[str, int] = {}  # gang -> evictions refused in a row
 
     def pod_changed(self, pod: PodRecord | None) -> None:
         if self.after <= 0 or pod is None or not pod.deleting or pod.node is None:
@@ -46,9 +54,26 @@ class StrandedWatch:
             if group is None or not any(p.deleting and p.node is not None for p in members):
                 self.watched.discard(key)
                 self.acted.pop(key, None)
+                self.retry_at.pop(key, None)
+                self.refusals.pop(key, None)
                 continue
             stranded = stranded_gang(group, members, self.cache.nodes, now, self.after)
-            if stranded is not None and self.acted.get(key) != stranded.stuck:
+            if stranded is None:
+                continue
+            retry = self.retry_at.get(key)
+            if self.acted.get(key) != stranded.stuck or (retry is not None and now >= retry):
                 self.acted[key] = stranded.stuck
+                self.retry_at.pop(key, None)
                 found.append((group, stranded))
         return found
+
+    def refused(self, group_key: str) -> float | None:
+        """An eviction of the gang's survivors was refused: the seconds after which `due`
+        names the gang again (None when a retry is already set, by another survivor's
+        refusal of the same round)."""
+        if group_key in self.retry_at or group_key not in self.watched:
+            return None
+        count = self.refusals[group_key] = self.refusals.get(group_key, 0) + 1
+        delay = min(REFUSED_RETRY * 2 ** (count - 1), REFUSED_RETRY_MAX)
+        self.retry_at[group_key] = self.clock() + delay
+        return delay

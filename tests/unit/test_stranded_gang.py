@@ -10,11 +10,15 @@ import itertools
 from collections.abc import Coroutine
 from typing import Any
 
+import pytest
+
 from core.cache import ClusterCache
 from core.records import NodeRecord, PodGroupRecord, PodRecord
+from extender import stranded as stranded_module
 from extender.evictor import STRANDED, Evictor
 from extender.ledger import GangLedger
 from plugins.model.stranded import stranded_gang
+from tests.helpers import until
 from tests.unit.test_evictor_leftovers import Writer
 
 _rv = itertools.count(1)
@@ -197,6 +201,69 @@ async def test_the_evictor_evicts_a_stranded_gangs_survivors_once() -> None:
         cache.on_pod_delete(cache.pods[key])
     evictor.evict_stranded()
     assert evictor.stranded.watched == set() and evictor.stranded.acted == {}
+
+
+class BudgetWriter(Writer):
+    """Evictions refused (as a PodDisruptionBudget refuses them) while `refusing`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refusing = True
+        self.asked: list[str] = []
+
+    async def evict(self, pod: PodRecord) -> str:
+        self.asked.append(pod.key)
+        return "refused" if self.refusing else await super().evict(pod)
+
+
+async def test_a_refused_eviction_of_a_stranded_gang_is_asked_again_after_a_backoff(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(stranded_module, "REFUSED_RETRY", 0.05)
+    cache = ClusterCache()
+    for record in NODES.values():
+        cache.on_node_add(record)
+    cache.on_podgroup_add(group(3))
+    clock = [NOW]
+    writer = BudgetWriter()
+    tasks: list[asyncio.Task[None]] = []
+    pokes: list[float] = []
+    evictor = Evictor(
+        cache,
+        GangLedger(cache.bump_node),
+        writer,  # type: ignore[arg-type]
+        lambda coro: tasks.append(asyncio.ensure_future(coro)),
+        lambda: pokes.append(clock[0]),
+        stranded_after=10,
+    )
+    evictor.stranded.clock = lambda: clock[0]
+    cache.pod_listeners.append(lambda key, pod, _old: evictor.pod_changed(key, pod))
+    for pod in (member("a"), member("b"), member("c", "lost")):
+        cache.on_pod_add(pod)
+    cache.on_pod_update(cache.pods["ns/c"], member("c", "lost", deleted_due=NOW + 30))
+    clock[0] = NOW + 41
+    evictor.evict_stranded()
+    await until(lambda: len(writer.asked) == 2 and len(pokes) == 2)  # one per refusal
+    assert not cache.pods["ns/a"].deleting and not cache.pods["ns/b"].deleting
+    # Refused: not asked again every pass, but once the backoff is over...
+    assert evictor.stranded.retry_at == {"ns/g": NOW + 41 + 0.05}
+    evictor.evict_stranded()
+    assert len(writer.asked) == 2
+    # ... which brings a pass of its own (a quiet cluster may have none).
+    await until(lambda: len(pokes) == 3)
+    clock[0] = NOW + 41.05
+    evictor.evict_stranded()
+    await until(lambda: len(writer.asked) == 4)
+    # Refused again: twice the wait.
+    assert evictor.stranded.retry_at == {"ns/g": NOW + 41.05 + 0.1}
+    await until(lambda: len(pokes) == 6)
+    writer.refusing = False
+    clock[0] = NOW + 41.15
+    evictor.evict_stranded()
+    await until(lambda: sorted(writer.evicted) == ["ns/a", "ns/b"])
+    assert cache.pods["ns/a"].deleting and cache.pods["ns/b"].deleting
+    assert evictor.stranded.retry_at == {}
+    await asyncio.gather(*tasks)
 
 
 async def test_off_when_the_flag_is_zero() -> None:
