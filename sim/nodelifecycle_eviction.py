@@ -121,7 +121,6 @@ class TaintEviction:
         taints = node.no_execute() if node else []
         if eviction_time(pod.tolerations, taints, time.time()) is None:
             return  # the taint went away (node recovered) before the timer fired
-        node_ready = node is not None and node.ready == "True"
         stamp = _rfc3339(time.time())
         try:
             await self.client.patch(
@@ -147,26 +146,6 @@ class TaintEviction:
             )
             if not pod.deleting:
                 await self.client.delete(PODS, pod.name, pod.namespace, uid=pod.uid)
-            if not node_ready:
-                # Its kubelet cannot finish the pod: record the loss as pod GC does. Set after
-                # the graceful delete, because the API server deletes a terminal pod at once
-                # and the pod must stay visible until its kubelet confirms.
-                await self.client.patch(
-                    PODS,
-                    pod.name,
-                    {
-                        "metadata": {"uid": pod.uid},
-                        "status": {
-                            "phase": "Failed",
-                            "reason": "NodeLost",
-                            "message": f"Node {pod.node} which was running pod {pod.name} "
-                            "is unresponsive",
-                        },
-                    },
-                    pod.namespace,
-                    subresource="status",
-                    content_type=STRATEGIC_MERGE_PATCH,
-                )
         except ApiError as exc:
             if exc.not_found or exc.conflict:
                 return  # gone or replaced: nothing to evict

@@ -148,9 +148,10 @@ def test_pod_evicted_restart_task_recreates_that_task_only(cluster: SimCluster) 
 
 
 def test_a_node_failure_restarts_the_job(cluster: SimCluster) -> None:
-    """The node's pods are evicted (PodEvicted/PodFailed -> RestartJob). As on a real cluster
-    they stay Terminating while their node is down (no kubelet confirms), so the job waits in
-    Restarting; when the node is back they go, and the job runs again as a new version."""
+    """The node's pods are evicted by its NoExecute taint. As on a real cluster they stay
+    Terminating, in their last phase, while their node is down (no kubelet confirms): no
+    PodFailed; when the node is back they go (PodEvicted -> RestartJob), and the job runs again
+    as a new version."""
     submit(
         cluster,
         "survivor",
@@ -161,8 +162,16 @@ def test_a_node_failure_restarts_the_job(cluster: SimCluster) -> None:
     node = next(p["spec"]["nodeName"] for p in pods(cluster, "survivor"))
     cluster.kubectl("annotate", "node", node, "vulcan.sh/sim-node-state=failed")
     try:
-        wait_for("a retry", lambda: status(cluster, "survivor").get("retryCount") == 1, 60)
-        assert phase(cluster, "survivor") == "Restarting"
+        lost = wait_for(
+            "its pods on the failed node to be evicted",
+            lambda: [
+                p
+                for p in pods(cluster, "survivor")
+                if p["spec"].get("nodeName") == node and p["metadata"].get("deletionTimestamp")
+            ],
+            60,
+        )
+        assert {p["status"]["phase"] for p in lost} == {"Running"}
     finally:
         cluster.kubectl("annotate", "node", node, "vulcan.sh/sim-node-state-")
     try:
@@ -170,6 +179,7 @@ def test_a_node_failure_restarts_the_job(cluster: SimCluster) -> None:
             "survivor to run again as version 1",
             lambda: (
                 phase(cluster, "survivor") == "Running"
+                and status(cluster, "survivor").get("retryCount") == 1
                 and {
                     p["metadata"]["annotations"]["volcano.sh/job-version"]
                     for p in pods(cluster, "survivor")

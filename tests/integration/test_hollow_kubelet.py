@@ -489,12 +489,12 @@ async def test_failed_node_evicts_after_toleration_and_restore_confirms(
 
         evicted = await eventually(
             lambda: get_pod(client, "evicted"),
-            lambda p: phase(p) == "Failed" and p["status"].get("reason") == "NodeLost",
+            lambda p: bool(p["metadata"].get("deletionTimestamp")),
         )
-        assert evicted["metadata"]["deletionTimestamp"]  # terminating until the kubelet is back
-        assert evicted["status"]["message"] == (
-            "Node hollow-node-0 which was running pod evicted is unresponsive"
-        )
+        # Terminating until the kubelet is back, in the phase it last reported: nothing else
+        # on a real control plane finishes a pod on a lost node (pod GC only on a node tainted
+        # out-of-service).
+        assert phase(evicted) == "Running" and "reason" not in evicted["status"]
         disruption = condition(evicted, "DisruptionTarget")
         assert (disruption["status"], disruption["reason"]) == ("True", "DeletionByTaintManager")
         events = await eventually(
@@ -585,9 +585,10 @@ async def test_node_whose_lease_stops_becomes_unreachable(client: KubeClient) ->
         assert ready["message"] == "Kubelet stopped posting node status."
         assert condition(lost, "MemoryPressure")["status"] == "Unknown"
         fragile = await eventually(
-            lambda: get_pod(client, "fragile"), lambda p: p["status"].get("reason") == "NodeLost"
+            lambda: get_pod(client, "fragile"),
+            lambda p: bool(p["metadata"].get("deletionTimestamp")),
         )
-        assert phase(fragile) == "Failed" and fragile["metadata"]["deletionTimestamp"]
+        assert phase(fragile) == "Running"  # terminating, as its kubelet last said
         sturdy = await get_pod(client, "sturdy")  # tolerates unreachable for 300 s
         assert phase(sturdy) == "Running" and "deletionTimestamp" not in sturdy["metadata"]
 
