@@ -139,15 +139,24 @@ def plan_gang(
     total_free: dict[str, int] = dict.fromkeys(dims, 0)
     filtered = 0  # nodes a member's own rules turned away though a plain pod could use them
     candidates = snapshot.nodes if within is None else [n for n in within if n in snapshot.nodes]
+    node_requested = snapshot.node_requested
+    nothing: Mapping[str, int] = {}
+    # (The amounts' dicts read directly: this loop runs for every node, for every gang placed.)
     for name in sorted(candidates):
         node = snapshot.nodes[name]
         if not check(node):
             if check is not schedulable_node and schedulable_node(node):
                 filtered += 1
             continue
-        requested = snapshot.node_requested.get(name, _ZERO)
-        promised = reserved.get(name, _ZERO)
-        row = [node.allocatable.get(d) - requested.get(d) - promised.get(d) for d in dims]
+        free = node.allocatable.view()
+        requested = node_requested.get(name)
+        used = requested.view() if requested is not None else nothing
+        promised = reserved.get(name)
+        if promised is None:
+            row = [free.get(d, 0) - used.get(d, 0) for d in dims]
+        else:
+            held_back = promised.view()
+            row = [free.get(d, 0) - used.get(d, 0) - held_back.get(d, 0) for d in dims]
         names.append(name)
         rows.append(row)
         for d, amount in zip(dims, row, strict=True):

@@ -30,7 +30,11 @@ class Nodes:
         self.names = names
         self.free = free
         self.dims = dims
-        self.index = [sorted((row[d], i) for i, row in enumerate(free)) for d in range(len(dims))]
+        # (zip builds the (free, node) pairs in C: this runs for every gang placed)
+        self.index = [
+            sorted(zip([row[d] for row in free], range(len(free)), strict=True))
+            for d in range(len(dims))
+        ]
 
     def reindex(self, i: int, old: list[int]) -> None:
         """Move node `i` in every index after its free amounts changed from `old`."""
