@@ -211,16 +211,23 @@ async def test_writes_are_paced_by_the_event_qps_bucket(
     assert written == [f"m{i}" for i in range(5)]
 
 
-async def test_events_pushed_out_before_their_write_are_counted(
-    client: KubeClient, paced: tuple[EventRecorder, _Permits], monkeypatch: pytest.MonkeyPatch
+async def _burst_behind_two_writes(
+    rec: EventRecorder, permits: _Permits, monkeypatch: pytest.MonkeyPatch, count: int
 ) -> None:
-    rec, permits = paced
+    """m0..m<count-1> recorded into a cache of five, m0 and m1 being written already."""
     monkeypatch.setattr(events_module, "CACHE_SIZE", 5)
     _admitted(rec, 0)
     _admitted(rec, 1)
     await until(lambda: permits.waiting == rec.workers)  # m0 and m1 are being written
-    for i in range(2, 8):
+    for i in range(2, count):
         _admitted(rec, i)
+
+
+async def test_events_pushed_out_before_their_write_are_counted(
+    client: KubeClient, paced: tuple[EventRecorder, _Permits], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rec, permits = paced
+    await _burst_behind_two_writes(rec, permits, monkeypatch, 8)
     # Eight recorded, five remembered: the three oldest were pushed out unwritten.
     assert rec.stats.overflowed == 3
     permits.give(100)
@@ -236,12 +243,7 @@ async def test_an_important_event_is_neither_queued_behind_nor_pushed_out_by_a_b
     """A gang's members say GangCommitted one by one, its PodGroup once: that one is written in
     its own lane, so the burst before it neither delays it nor pushes it out unwritten."""
     rec, permits = paced
-    monkeypatch.setattr(events_module, "CACHE_SIZE", 5)
-    _admitted(rec, 0)
-    _admitted(rec, 1)
-    await until(lambda: permits.waiting == rec.workers)  # m0 and m1 are being written
-    for i in range(2, 12):
-        _admitted(rec, i)
+    await _burst_behind_two_writes(rec, permits, monkeypatch, 12)
     group = {**POD_REF, "kind": "PodGroup", "name": "g1", "uid": "u-g1"}
     rec.record(group, "Normal", "GangCommitted", "whole", important=True)
     # The important lane's own worker waits with the group's event, behind no other.

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
@@ -151,13 +151,17 @@ def test_nothing_left_bound_nothing_to_evict() -> None:
     assert stranded_gang(group(3), members, NODES, NOW, after=10) is None
 
 
-async def test_the_evictor_evicts_a_stranded_gangs_survivors_once() -> None:
+def stranded_scene(
+    writer: Writer, poke: Callable[[], None] = lambda: None
+) -> tuple[ClusterCache, Evictor, list[float], list[asyncio.Task[None]]]:
+    """A gang of three (minMember 3) on two nodes, c's node lost: the taint eviction deleted
+    c with 30 s of grace at NOW, and nobody confirms. The cache, the evictor (stranded after
+    10 s, on the returned clock), the clock, and the tasks the evictor spawned."""
     cache = ClusterCache()
     for record in NODES.values():
         cache.on_node_add(record)
     cache.on_podgroup_add(group(3))
     clock = [NOW]
-    writer = Writer()
     tasks: list[asyncio.Task[None]] = []
 
     def spawn(coro: Coroutine[Any, Any, None]) -> None:
@@ -168,15 +172,20 @@ async def test_the_evictor_evicts_a_stranded_gangs_survivors_once() -> None:
         GangLedger(cache.bump_node),
         writer,  # type: ignore[arg-type]
         spawn,
-        lambda: None,
+        poke,
         stranded_after=10,
     )
     evictor.stranded.clock = lambda: clock[0]
     cache.pod_listeners.append(lambda key, pod, _old: evictor.pod_changed(key, pod))
     for pod in (member("a"), member("b"), member("c", "lost")):
         cache.on_pod_add(pod)
-    # c's node is lost: the taint eviction deletes it with 30 s of grace, nobody confirms.
     cache.on_pod_update(cache.pods["ns/c"], member("c", "lost", deleted_due=NOW + 30))
+    return cache, evictor, clock, tasks
+
+
+async def test_the_evictor_evicts_a_stranded_gangs_survivors_once() -> None:
+    writer = Writer()
+    cache, evictor, clock, tasks = stranded_scene(writer)
     evictor.evict_stranded()
     assert writer.evicted == [] and evictor.stranded.watched == {"ns/g"}
     clock[0] = NOW + 39
@@ -220,27 +229,9 @@ async def test_a_refused_eviction_of_a_stranded_gang_is_asked_again_after_a_back
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(stranded_module, "REFUSED_RETRY", 0.05)
-    cache = ClusterCache()
-    for record in NODES.values():
-        cache.on_node_add(record)
-    cache.on_podgroup_add(group(3))
-    clock = [NOW]
     writer = BudgetWriter()
-    tasks: list[asyncio.Task[None]] = []
     pokes: list[float] = []
-    evictor = Evictor(
-        cache,
-        GangLedger(cache.bump_node),
-        writer,  # type: ignore[arg-type]
-        lambda coro: tasks.append(asyncio.ensure_future(coro)),
-        lambda: pokes.append(clock[0]),
-        stranded_after=10,
-    )
-    evictor.stranded.clock = lambda: clock[0]
-    cache.pod_listeners.append(lambda key, pod, _old: evictor.pod_changed(key, pod))
-    for pod in (member("a"), member("b"), member("c", "lost")):
-        cache.on_pod_add(pod)
-    cache.on_pod_update(cache.pods["ns/c"], member("c", "lost", deleted_due=NOW + 30))
+    cache, evictor, clock, tasks = stranded_scene(writer, lambda: pokes.append(clock[0]))
     clock[0] = NOW + 41
     evictor.evict_stranded()
     await until(lambda: len(writer.asked) == 2 and len(pokes) == 2)  # one per refusal
