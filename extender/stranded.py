@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable
 
 from core.cache import ClusterCache
+from core.kube.backoff import Backoff
 from core.records import PodGroupRecord, PodRecord
 from plugins.model.stranded import Stranded, stranded_gang
 
@@ -32,7 +33,7 @@ class StrandedWatch:
         # disruption budget refuses is not asked again every pass, but after `refused`'s delay).
         self.acted: dict[str, tuple[str, ...]] = {}
         self.retry_at: dict[str, float] = {}  # gang -> when its refused eviction is asked again
-        self.refusals: dict[str, int] = {}  # gang -> evictions refused in a row
+        self.refusals: dict[str, Backoff] = {}  # gang -> the backoff of its refused evictions
 
     def pod_changed(self, pod: PodRecord | None) -> None:
         if self.after <= 0 or pod is None or not pod.deleting or pod.node is None:
@@ -73,7 +74,10 @@ class StrandedWatch:
         refusal of the same round)."""
         if group_key in self.retry_at or group_key not in self.watched:
             return None
-        count = self.refusals[group_key] = self.refusals.get(group_key, 0) + 1
-        delay = min(REFUSED_RETRY * 2 ** (count - 1), REFUSED_RETRY_MAX)
+        backoff = self.refusals.get(group_key)
+        if backoff is None:
+            backoff = Backoff(REFUSED_RETRY, REFUSED_RETRY_MAX, jitter=0.0)
+            self.refusals[group_key] = backoff
+        delay = backoff.next_delay()
         self.retry_at[group_key] = self.clock() + delay
         return delay
