@@ -69,7 +69,9 @@ class Memo:
         self._dirty_queues: set[str] = set()
         self._visited: set[tuple[str, str]] = set()  # (queue, phase) looked at whole once
         self._orders: dict[str, tuple[Any, list[str]]] = {}  # queue -> (total, job order)
-        self._order_keys: dict[str, tuple[Any, Any, tuple[Any, ...]]] = {}
+        # gang -> (its version, (its job order key, the gang)), under `_order_total`
+        self._order_keys: dict[str, tuple[Any, tuple[Any, str]]] = {}
+        self._order_total: Any = None
         self._victims: dict[str, tuple[int | None, list[VictimUnit]]] = {}
         self._queues: QueuePass | None = None  # the last share model, as built
         self._queues_basis: Any = None
@@ -81,6 +83,9 @@ class Memo:
         self._open_used: dict[str, int] = {}
         self._due: dict[str, float] = {}  # kept decisions due again at a time
         self._unkept: set[str] = set()  # kept decisions that stand for no pass
+        # This pass's facts per gang, as `stage` found them: they move only when the gang
+        # itself is decided (an admission), after which `record` reads them afresh.
+        self._facts_now: dict[str, tuple[Any, ...]] = {}
 
     # ------------------------------------------------------------------ opening
 
@@ -192,6 +197,7 @@ class Memo:
                 dirty.add(entry.queue)
         self._dirty_queues = dirty
         self._fresh = []
+        self._facts_now = {}
         self._open_used = dict(ssn.state.used)
 
     # ------------------------------------------------------------------ the traversal's asks
@@ -209,9 +215,15 @@ class Memo:
             facts.promised.get(key),
         )
 
+    def _facts_of(self, ssn: Session, key: str) -> tuple[Any, ...]:
+        known = self._facts_now.get(key)
+        if known is None:
+            known = self._facts_now[key] = self.facts(ssn, key)
+        return known
+
     def stage(self, ssn: Session, key: str) -> str | None:
         entry = self._entries.get(key)
-        if entry is None or key in self._changed or entry.facts != self.facts(ssn, key):
+        if entry is None or key in self._changed or entry.facts != self._facts_of(ssn, key):
             return None
         return entry.stage
 
@@ -241,7 +253,7 @@ class Memo:
             entry is None
             or entry.phase != phase
             or key in self._changed
-            or entry.facts != self.facts(ssn, key)
+            or entry.facts != self._facts_of(ssn, key)
             or not entry.log.holds(ssn)
         ):
             return None
@@ -256,17 +268,31 @@ class Memo:
             return known[1]
         snapshot = ssn.snapshot
         versions = snapshot.group_versions
+        if total != self._order_total:  # every key reads it
+            self._order_keys.clear()
+            self._order_total = total
+        members = ssn.queues.groups_by_queue.get(queue, set())
+        last = known[1] if known is not None else []
+        # The last order first, then the newcomers: sorting a list that is almost in order
+        # costs a walk over it, not a full sort (a queue of 1,000 gangs is ranked every pass
+        # one of them changes).
+        keys = [key for key in last if key in members]
+        if len(keys) < len(members):
+            kept = set(keys)
+            keys += [key for key in members if key not in kept]
+        order_keys = self._order_keys
+        podgroups = snapshot.podgroups
         ranked = []
-        for key in ssn.queues.groups_by_queue.get(queue, ()):
-            group = snapshot.podgroups.get(key)
+        for key in keys:
+            group = podgroups.get(key)
             if group is None:
                 continue
-            cached = self._order_keys.get(key)
             version = versions.get(key)
-            if cached is None or cached[0] != version or cached[1] != total:
-                cached = (version, total, ssn.job_order_key(job_input(snapshot, group)))
-                self._order_keys[key] = cached
-            ranked.append((cached[2], key))
+            cached = order_keys.get(key)
+            if cached is None or cached[0] != version:
+                ranked_key = (ssn.job_order_key(job_input(snapshot, group)), key)
+                cached = order_keys[key] = (version, ranked_key)
+            ranked.append(cached[1])
         ranked.sort()
         order = [key for _, key in ranked]
         self._orders[queue] = (total, order)

@@ -283,6 +283,9 @@ class Session(PolicyAnswers):
         if not replayed:
             self.decisions.append(decision)
         queue, key = decision.queue, decision.key
+        if type(decision) is Seen and not decision.elastic:  # most of a queue's gangs
+            self.starvation.note(queue, key, None, held=False)
+            return
         if isinstance(decision, Waiting):
             enqueued = group.phase == "Inqueue"
             if decision.dequeue:
