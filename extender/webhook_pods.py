@@ -68,7 +68,17 @@ def gate_patch(
     gates = spec.get("schedulingGates")
     gate = {"name": keys.QUEUE_ALLOCATION_GATE}
     if not isinstance(gates, list) or not gates:
-        return [{"op": "add", "path": "/spec/schedulingGates", "value": [gate]}]
+        return [{"op": "add", "path": "/spec/schedulingGates", "value": [gate]}, _grouped(meta)]
     if any(isinstance(g, dict) and g.get("name") == keys.QUEUE_ALLOCATION_GATE for g in gates):
         return []
-    return [{"op": "add", "path": "/spec/schedulingGates/-", "value": gate}]
+    return [{"op": "add", "path": "/spec/schedulingGates/-", "value": gate}, _grouped(meta)]
+
+
+def _grouped(meta: dict[str, Any]) -> dict[str, Any]:
+    """The label that keeps the member out of the PodGroup controller's pod watch (every version
+    of it would cross the wire once more, for a controller with nothing to do for it)."""
+    labels = meta.get("labels")
+    if not isinstance(labels, dict) or not labels:
+        return {"op": "add", "path": "/metadata/labels", "value": {keys.GROUPED: "true"}}
+    path = "/metadata/labels/" + keys.GROUPED.replace("~", "~0").replace("/", "~1")
+    return {"op": "add", "path": path, "value": "true"}

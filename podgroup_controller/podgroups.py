@@ -48,6 +48,9 @@ REPLICASETS = Resource("apps", "v1", "replicasets", True, "ReplicaSet")
 STATEFULSETS = Resource("apps", "v1", "statefulsets", True, "StatefulSet")
 DAEMONSETS = Resource("apps", "v1", "daemonsets", True, "DaemonSet")
 BATCH_JOBS = Resource("batch", "v1", "jobs", True, "Job")
+# The pods the controller watches: none of a Volcano Job's, nor the gang members the pod webhook
+# gated (`setup` says why).
+POD_SELECTOR = f"!{keys.JOB_NAME},!{keys.GROUPED}"
 _OWNER_RESOURCES = {r.kind: r for r in (REPLICASETS, STATEFULSETS, DAEMONSETS, BATCH_JOBS)}
 
 Key = tuple[str, str]  # (kind: Pod | ReplicaSet | StatefulSet, namespace/name)
@@ -80,7 +83,8 @@ class PodGroupReconciler(Reconciler[Key]):
         selector = f"spec.schedulerName={names[0]}" if len(names) == 1 else None
         # Nor are a Volcano Job's: its controller puts them in the Job's group when it makes
         # them, and they are the job controller's watch (this process) already; sent here
-        # too, each of their versions crossed the wire twice.
+        # too, each of their versions crossed the wire twice. Nor the gang members the pod
+        # webhook gated: they named their PodGroup when created.
         self.pods = watch.watch(
             PODS,
             PodRecord,
@@ -88,7 +92,7 @@ class PodGroupReconciler(Reconciler[Key]):
             on_update=self._pod_updated,
             on_delete=self._pod_deleted,
             field_selector=selector,
-            label_selector=f"!{keys.JOB_NAME}",
+            label_selector=POD_SELECTOR,
         )
         self.replicasets = self._watch_workloads(watch, REPLICASETS)
         self.statefulsets = self._watch_workloads(watch, STATEFULSETS)

@@ -67,6 +67,10 @@ HELM_RESOURCE_POLICY: Final = "helm.sh/resource-policy"
 
 # --- vulcan's own keys -----------------------------------------------------------------------
 VULCAN_PREFIX: Final = "vulcan.sh/"
+GROUPED: Final = "vulcan.sh/grouped"
+"""Pod label (value "true") the pod webhook adds to a member it gates: the pod named its PodGroup
+when it was created, so the PodGroup controller (which groups pods that name none) need not
+watch it."""
 SIM_DURATION: Final = "vulcan.sh/sim-duration"
 """Pod annotation read by the embedded cluster's hollow kubelet: how long the pod runs."""
 SIM_EXIT_CODE: Final = "vulcan.sh/sim-exit-code"

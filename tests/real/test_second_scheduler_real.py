@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from core.api.keys import GROUPED
+from podgroup_controller.podgroups import POD_SELECTOR
 from tests.e2e.conftest import pod_manifest, wait_for
 from tests.e2e.test_gang_e2e import GangWatch, gated_gang_scenario, unreached_gang_scenario
 from tests.e2e.test_jobs_e2e import typo_scheduler_name_scenario
@@ -744,6 +746,12 @@ spec:
         manifest["spec"]["schedulerName"] = "volcano"
         cluster.apply(manifest)
     watch.until("the gang to be bound whole", lambda: "early" in watch.bound_at, timeout=90)
+    # Gated by the pod webhook, they carry the label that keeps them out of the PodGroup
+    # controller's pod watch: the real kube-apiserver's selection leaves them out.
+    labelled = cluster.kubectl("get", "pods", "-l", f"job=early,{GROUPED}=true", "-o", "name")
+    assert sorted(labelled.split()) == ["pod/early-0", "pod/early-1"]
+    watched = cluster.kubectl("get", "pods", "-l", f"job=early,{POD_SELECTOR}", "-o", "name")
+    assert watched.split() == []
     cluster.kubectl("delete", "pods", "-l", "job=early", "--wait=false")
     cluster.kubectl("delete", "podgroup", "early", "--wait=false")
 

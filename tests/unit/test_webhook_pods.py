@@ -14,6 +14,7 @@ from extender.webhook_pods import gate_patch, gated_pods
 
 SERVED = ServedPods.of(["volcano"])
 GATE = {"name": keys.QUEUE_ALLOCATION_GATE}
+GROUPED = {"op": "add", "path": "/metadata/labels", "value": {keys.GROUPED: "true"}}
 
 
 def pod(
@@ -45,7 +46,8 @@ def groups(phase: str | None) -> dict[str, PodGroupRecord]:
 @pytest.mark.parametrize("phase", [None, "Pending", "Inqueue"])
 def test_a_member_of_a_gang_not_running_yet_is_gated(phase: str | None) -> None:
     assert gate_patch(pod(), "ns", SERVED, groups(phase)) == [
-        {"op": "add", "path": "/spec/schedulingGates", "value": [GATE]}
+        {"op": "add", "path": "/spec/schedulingGates", "value": [GATE]},
+        GROUPED,
     ]
 
 
@@ -65,9 +67,20 @@ def test_only_pods_vulcan_schedules_that_name_a_podgroup() -> None:
 def test_a_gated_pod_keeps_its_gates_and_gets_ours_once() -> None:
     user = {"name": "example.com/approval"}
     assert gate_patch(pod(gates=[user]), "ns", SERVED, {}) == [
-        {"op": "add", "path": "/spec/schedulingGates/-", "value": GATE}
+        {"op": "add", "path": "/spec/schedulingGates/-", "value": GATE},
+        GROUPED,
     ]
     assert gate_patch(pod(gates=[GATE]), "ns", SERVED, {}) == []
+
+
+def test_a_gated_member_is_labelled_grouped_beside_its_own_labels() -> None:
+    """The label keeps it out of the PodGroup controller's pod watch; the pod's labels stay."""
+    labelled = pod(labels={"app": "train"})
+    assert gate_patch(labelled, "ns", SERVED, {})[1] == {
+        "op": "add",
+        "path": "/metadata/labels/vulcan.sh~1grouped",
+        "value": "true",
+    }
 
 
 def test_a_pod_named_by_generate_name_or_already_bound() -> None:
