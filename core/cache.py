@@ -28,7 +28,7 @@ from core.cache_changes import _same_for_scheduling, _same_node, _same_podgroup,
 from core.cache_columns import ROW_DIMS as ROW_DIMS
 from core.cache_columns import NodeColumns
 from core.cache_leaving import LeavingPods
-from core.cache_snapshot import _ZERO, CacheEpochs, Snapshot, _add, _free, _sub
+from core.cache_snapshot import _ZERO, CacheEpochs, LiveColumns, Snapshot, _add, _free, _sub
 from core.cache_topology import TopologyBook
 from core.cache_wiring import hypernode_informer, informers_for, mark_synced
 from core.gc_pauses import freeze_on_growth
@@ -516,6 +516,7 @@ class ClusterCache:
             numa=self.numa if numa else {},
             numa_pods=self.numa_pods,
             hypernodes=self.topology.tree(),
+            live_columns=LiveColumns(self.node_columns, self.nodes, self.node_requested),
         )
 
     def snapshot(self) -> Snapshot:

@@ -9,12 +9,17 @@ hands out Snapshots of them; `core.cache` re-exports `Snapshot`.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from core.hypernode_tree import EMPTY_TREE, HyperNodeTree
 from core.records import NodeRecord, PodGroupRecord, PodRecord, QueueRecord
 from core.records.numa import NumaRecord
 from core.resources import ResourceVector
+
+if TYPE_CHECKING:  # numpy's, read only where a live view carries them
+    from core.cache_columns import NodeColumns
 
 _ZERO = ResourceVector()
 
@@ -65,6 +70,15 @@ class CacheEpochs:
 
 
 @dataclass(frozen=True, slots=True)
+class LiveColumns:
+    """The cache's node columns (`read`, current when called) with the maps they follow."""
+
+    read: Callable[[], NodeColumns]
+    nodes: Mapping[str, NodeRecord]
+    requested: Mapping[str, ResourceVector]
+
+
+@dataclass(frozen=True, slots=True)
 class Snapshot:
     """A consistent view for one scheduling pass (copies of the top-level maps; the records
     themselves are immutable)."""
@@ -104,6 +118,19 @@ class Snapshot:
     """Keys of the Guaranteed pods (bound or not, not finished): what holds NUMA cells."""
     hypernodes: HyperNodeTree = EMPTY_TREE
     """The HyperNode tree (`core.hypernode_tree`): where networkTopology gangs may land."""
+    live_columns: LiveColumns | None = None
+    """The live view's: the cache's node columns (`node_columns`)."""
+
+    def node_columns(self) -> NodeColumns | None:
+        """Every node's allocatable and requested as the cache's numpy columns, when this
+        snapshot's nodes and requested amounts are the very maps they follow (a live view);
+        None for a copy, or a trial with other amounts (`dataclasses.replace`)."""
+        live = self.live_columns
+        if live is None or live.nodes is not self.nodes:
+            return None
+        if live.requested is not self.node_requested:
+            return None
+        return live.read()
 
     def node_free(self, name: str) -> ResourceVector:
         return _free(self.nodes, self.node_requested, name)

@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING
 from core.records import NodeRecord, PodRecord
 from core.resources import ResourceVector
 from plugins.model.feasibility import AFFINITY_RULES, SPREAD
+from plugins.model.free_rows import free_rows
 from plugins.model.gang_fit import GangFit, Held
 from plugins.model.placement_reasons import Capacity, diagnose, first_unplaced, gang_reason
 from plugins.model.placer import Nodes, Placer, Prefer
@@ -135,34 +136,16 @@ def plan_gang(
 
     dims = _dims_of(members)
     names: list[str] = []
-    rows: list[list[int]] = []
-    total_free: dict[str, int] = dict.fromkeys(dims, 0)
     filtered = 0  # nodes a member's own rules turned away though a plain pod could use them
     candidates = snapshot.nodes if within is None else [n for n in within if n in snapshot.nodes]
-    node_requested = snapshot.node_requested
-    nothing: Mapping[str, int] = {}
-    # (The amounts' dicts read directly: this loop runs for every node, for every gang placed.)
     for name in sorted(candidates):
         node = snapshot.nodes[name]
-        if not check(node):
-            if check is not schedulable_node and schedulable_node(node):
-                filtered += 1
-            continue
-        free = node.allocatable.view()
-        requested = node_requested.get(name)
-        used = requested.view() if requested is not None else nothing
-        promised = reserved.get(name)
-        if promised is None:
-            row = [free.get(d, 0) - used.get(d, 0) for d in dims]
-        else:
-            held_back = promised.view()
-            row = [free.get(d, 0) - used.get(d, 0) - held_back.get(d, 0) for d in dims]
-        names.append(name)
-        rows.append(row)
-        for d, amount in zip(dims, row, strict=True):
-            if amount > 0:
-                total_free[d] += amount
-    nodes = Nodes(names, rows, dims)
+        if check(node):
+            names.append(name)
+        elif check is not schedulable_node and schedulable_node(node):
+            filtered += 1
+    nodes, total_free = free_rows(snapshot, names, dims, reserved)
+    rows = nodes.free
     placer = _member_placer(snapshot, nodes, prefer, fit, own_filters=node_ok is None)
 
     def shape(pod: PodRecord) -> tuple[int, ...]:

@@ -26,12 +26,19 @@ class Nodes:
 
     __slots__ = ("dims", "free", "index", "names")
 
-    def __init__(self, names: list[str], free: list[list[int]], dims: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        names: list[str],
+        free: list[list[int]],
+        dims: tuple[str, ...],
+        index: list[list[tuple[int, int]]] | None = None,
+    ) -> None:
+        """`index`: the per-dimension index when the caller built it already (the same)."""
         self.names = names
         self.free = free
         self.dims = dims
         # (zip builds the (free, node) pairs in C: this runs for every gang placed)
-        self.index = [
+        self.index = index or [
             sorted(zip([row[d] for row in free], range(len(free)), strict=True))
             for d in range(len(dims))
         ]

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from core.cache import ClusterCache
 from core.records import NodeRecord, PodRecord
+from core.resources import ResourceVector
 from plugins.model.placement import plan_gang
 
 HOST = "kubernetes.io/hostname"
@@ -402,3 +403,27 @@ def test_whatever_the_planner_places_kube_scheduler_accepts(case: Any) -> None:
         refused = admits(by_name, placed, raw[key], at)
         assert refused is None, f"{key} on {at}: kube-scheduler refuses ({refused})"
         placed.append((raw[key], at))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(clusters(), st.data())
+def test_a_plan_on_the_live_view_is_the_plan_on_a_copy(case: Any, data: Any) -> None:
+    """The live view's free amounts come from the cache's numpy node columns
+    (`plugins.model.free_rows`), a copy's node by node: the same plan either way, with room
+    reserved on some nodes by other gangs."""
+    nodes, running, members, need, prefer = case
+    cache = ClusterCache()
+    for n in nodes:
+        cache.on_node_add(NodeRecord(n))
+    for p in running + members:
+        cache.on_pod_add(PodRecord(p))
+    names = [n["metadata"]["name"] for n in nodes]
+    reserved = {
+        name: ResourceVector({"cpu": data.draw(st.integers(0, 4000)), "pods": 1})
+        for name in data.draw(st.lists(st.sampled_from([*names, "gone"]), unique=True))
+    }
+    live, copy = cache.live_view(), cache.snapshot()
+    assert live.node_columns() is not None and copy.node_columns() is None
+    records = [copy.pods[f"ns/{m['metadata']['name']}"] for m in members]
+    on_copy = plan_gang(copy, records, need, reserved, prefer=prefer)
+    assert plan_gang(live, records, need, reserved, prefer=prefer) == on_copy
