@@ -10,12 +10,14 @@ decision is reused while its facts are the same and everything it read still rea
 at its turn in the session. Per queue and phase it keeps the union of its gangs' reads: a
 queue none of whose gangs changed, whose union still reads the same, is not visited at all.
 So with nothing changed a pass asks a few questions per queue; after a change it decides again
-what the change can affect.
+what the change can affect. Within a visited queue, a gang whose kept decision changes nothing
+when taken again (a gang seen) and whose own facts did not move (the cache's changed groups and
+`plugins.framework.fact_changes`) is passed by without reading them.
 
 Beside the decisions it keeps what opening a session would otherwise compute from the whole
 cluster: the queues' books (`plugins.model.queue_inputs.QueueBooks`, refreshed for the groups
 that changed), the share plugin's per-queue parts of the queues whose input did not change
-(`plugins.framework.kept_parts`), the jobs' order keys (per group version and cluster total),
+(`plugins.framework.kept_parts`), the queues' job orders (`plugins.framework.kept_orders`),
 and the victims (per state of the cache).
 """
 
@@ -28,12 +30,13 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from plugins.framework.decisions import Decision, Seen, Waiting
+from plugins.framework.fact_changes import FactChanges
+from plugins.framework.kept_orders import KeptOrders
 from plugins.framework.kept_parts import KeptParts
 from plugins.framework.pass_input import PassInput
 from plugins.framework.policy import Policy
 from plugins.framework.reads import ReadLog
 from plugins.framework.session import PassResult
-from plugins.model.job_input import job_input
 from plugins.model.queue_inputs import OpenQueues, QueueBooks, QueuePass
 from plugins.model.victims import VictimUnit, victim_units_of
 
@@ -44,7 +47,7 @@ __all__ = ["Memo"]
 
 
 class _Entry:
-    __slots__ = ("decision", "facts", "log", "phase", "queue", "stage")
+    __slots__ = ("decision", "facts", "inert", "log", "phase", "queue", "stage")
 
     def __init__(
         self, decision: Decision, facts: tuple[Any, ...], log: ReadLog, phase: str, stage: str
@@ -55,6 +58,16 @@ class _Entry:
         self.phase = phase
         self.queue = decision.queue
         self.stage = stage
+        # Taken again, it changes nothing in the session (a gang seen, without elastic members
+        # for backfill), and it read nothing but its own facts: it stands while they do.
+        self.inert = (
+            type(decision) is Seen
+            and not decision.elastic
+            and log.keep
+            and log.until == math.inf
+            and not log.answers
+            and not log.inputs
+        )
 
 
 class Memo:
@@ -68,10 +81,7 @@ class Memo:
         self._changed: set[str] = set()  # gangs whose facts changed since the last pass
         self._dirty_queues: set[str] = set()
         self._visited: set[tuple[str, str]] = set()  # (queue, phase) looked at whole once
-        self._orders: dict[str, tuple[Any, list[str]]] = {}  # queue -> (total, job order)
-        # gang -> (its version, (its job order key, the gang)), under `_order_total`
-        self._order_keys: dict[str, tuple[Any, tuple[Any, str]]] = {}
-        self._order_total: Any = None
+        self.orders = KeptOrders()
         self._victims: dict[str, tuple[int | None, list[VictimUnit]]] = {}
         self._queues: QueuePass | None = None  # the last share model, as built
         self._queues_basis: Any = None
@@ -86,6 +96,8 @@ class Memo:
         # This pass's facts per gang, as `stage` found them: they move only when the gang
         # itself is decided (an admission), after which `record` reads them afresh.
         self._facts_now: dict[str, tuple[Any, ...]] = {}
+        self._fact_changes = FactChanges()
+        self._facts_followed = False  # every gang whose facts moved since the last pass known
 
     # ------------------------------------------------------------------ opening
 
@@ -185,7 +197,12 @@ class Memo:
         )
 
     def start(self, ssn: Session) -> None:
-        """A pass begins: the queues of the changed gangs, then and now, are visited."""
+        """A pass begins: the gangs whose facts moved since the last pass count as changed
+        (told or not), and the queues of the changed gangs, then and now, are visited."""
+        moved = self._fact_changes.moved(ssn.facts)
+        self._facts_followed = moved is not None
+        if moved:
+            self._changed |= moved
         podgroups = ssn.snapshot.podgroups
         dirty: set[str] = set()
         for key in self._changed:
@@ -227,6 +244,24 @@ class Memo:
             return None
         return entry.stage
 
+    def settled(self, ssn: Session, key: str, phase: str) -> str | None:
+        """The stage of a gang whose kept decision at `phase` is inert (see `_Entry`) and whose
+        facts did not move since the pass that kept it (not changed: the cache's changed
+        groups, and the extender's facts compared whole in `start`): taking it again would
+        change nothing, so the traversal passes it by without reading its facts. None
+        otherwise."""
+        entry = self._entries.get(key)
+        if (
+            entry is None
+            or not entry.inert
+            or entry.phase != phase
+            or not self._facts_followed
+            or key in self._changed
+            or ssn.starvation.waits(entry.queue, key)
+        ):
+            return None
+        return entry.stage
+
     def queue_stands(self, ssn: Session, queue: str, phase: str) -> bool:
         """Nothing a decision of `phase` about the queue's gangs reads has changed."""
         if queue in self._dirty_queues or (queue, phase) not in self._visited:
@@ -260,43 +295,9 @@ class Memo:
         return entry.decision
 
     def job_order(self, ssn: Session, queue: str) -> list[str]:
-        """The queue's gangs in job order, sorted again only when one of them changed or the
+        """The queue's gangs in job order, ranked again only when one of them changed or the
         cluster total moved (drf divides by it)."""
-        total = ssn.snapshot.total_allocatable
-        known = self._orders.get(queue)
-        if known is not None and known[0] == total and queue not in self._dirty_queues:
-            return known[1]
-        snapshot = ssn.snapshot
-        versions = snapshot.group_versions
-        if total != self._order_total:  # every key reads it
-            self._order_keys.clear()
-            self._order_total = total
-        members = ssn.queues.groups_by_queue.get(queue, set())
-        last = known[1] if known is not None else []
-        # The last order first, then the newcomers: sorting a list that is almost in order
-        # costs a walk over it, not a full sort (a queue of 1,000 gangs is ranked every pass
-        # one of them changes).
-        keys = [key for key in last if key in members]
-        if len(keys) < len(members):
-            kept = set(keys)
-            keys += [key for key in members if key not in kept]
-        order_keys = self._order_keys
-        podgroups = snapshot.podgroups
-        ranked = []
-        for key in keys:
-            group = podgroups.get(key)
-            if group is None:
-                continue
-            version = versions.get(key)
-            cached = order_keys.get(key)
-            if cached is None or cached[0] != version:
-                ranked_key = (ssn.job_order_key(job_input(snapshot, group)), key)
-                cached = order_keys[key] = (version, ranked_key)
-            ranked.append(cached[1])
-        ranked.sort()
-        order = [key for _, key in ranked]
-        self._orders[queue] = (total, order)
-        return order
+        return self.orders.of(ssn, queue, changed=queue in self._dirty_queues)
 
     # ------------------------------------------------------------------ closing
 
@@ -344,7 +345,7 @@ class Memo:
         for key in self._changed:
             if key not in podgroups:
                 self._drop(key)
-                self._order_keys.pop(key, None)
+                self.orders.forget(key)
         self._changed = {decision.key for decision in self._fresh}
         self._dirty_queues = set()
 

@@ -84,6 +84,11 @@ class Starvation:
         elif not held:
             waiters.pop(key, None)
 
+    def waits(self, queue: str, key: str) -> bool:
+        """Whether gang `key` is among the queue's waiters (a note about it would change them)."""
+        waiters = self._waiters.get(queue)
+        return waiters is not None and key in waiters
+
     def starve(self, queue: str, key: str, now: float) -> None:
         """Gang `key` waits for its queue's share: the first such gang of the visit is the
         queue's starving gang; the queue starves since the first pass it had one."""

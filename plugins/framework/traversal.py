@@ -124,6 +124,11 @@ class Traversal:
                 continue
             ssn.starvation.visit(queue)
             for key in self.jobs_of(queue):
+                if memo is not None and key not in self._stages:
+                    settled = memo.settled(ssn, key, phase)
+                    if settled is not None:  # kept, and taking it again would change nothing
+                        self._stages[key] = settled
+                        continue
                 if self.stage(key) not in stages:
                     continue
                 group = ssn.group(key)
