@@ -381,15 +381,20 @@ def clusters(
     return nodes, running, members, need, prefer
 
 
+def cluster_cache(nodes: list[dict[str, Any]], pods: list[dict[str, Any]]) -> ClusterCache:
+    cache = ClusterCache()
+    for n in nodes:
+        cache.on_node_add(NodeRecord(n))
+    for p in pods:
+        cache.on_pod_add(PodRecord(p))
+    return cache
+
+
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(clusters())
 def test_whatever_the_planner_places_kube_scheduler_accepts(case: Any) -> None:
     nodes, running, members, need, prefer = case
-    cache = ClusterCache()
-    for n in nodes:
-        cache.on_node_add(NodeRecord(n))
-    for p in running + members:
-        cache.on_pod_add(PodRecord(p))
+    cache = cluster_cache(nodes, running + members)
     snapshot = cache.snapshot()
     records = [snapshot.pods[f"ns/{m['metadata']['name']}"] for m in members]
     plan = plan_gang(snapshot, records, need, {}, prefer=prefer)
@@ -412,11 +417,7 @@ def test_a_plan_on_the_live_view_is_the_plan_on_a_copy(case: Any, data: Any) -> 
     (`plugins.model.free_rows`), a copy's node by node: the same plan either way, with room
     reserved on some nodes by other gangs."""
     nodes, running, members, need, prefer = case
-    cache = ClusterCache()
-    for n in nodes:
-        cache.on_node_add(NodeRecord(n))
-    for p in running + members:
-        cache.on_pod_add(PodRecord(p))
+    cache = cluster_cache(nodes, running + members)
     names = [n["metadata"]["name"] for n in nodes]
     reserved = {
         name: ResourceVector({"cpu": data.draw(st.integers(0, 4000)), "pods": 1})
