@@ -9,7 +9,7 @@ everything public here is re-exported by `core.resources`, the module to import 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Literal
 
 from core.resources_format import CPU, EPHEMERAL_STORAGE, MEMORY, PODS, format_quantity
@@ -125,6 +125,16 @@ class ResourceVector:
 
     def __contains__(self, name: object) -> bool:
         return name in self._amounts
+
+    @classmethod
+    def total(cls, vectors: Iterable[ResourceVector]) -> ResourceVector:
+        """Σ `vectors`, as repeated `+` from zero gives it (every name any of them has), built
+        in one dict rather than a new vector per term."""
+        out: dict[str, int] = {}
+        for vector in vectors:
+            for name, amount in vector._amounts.items():
+                out[name] = out.get(name, 0) + amount
+        return cls._of(out)
 
     def is_zero(self) -> bool:
         return not any(self._amounts.values())

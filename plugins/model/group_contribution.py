@@ -135,13 +135,14 @@ def members_request(
     snapshot: Snapshot, group: PodGroupRecord, *, placed: bool = False
 ) -> ResourceVector:
     """Σ requests of the group's unfinished members: bound ones (`placed`) or waiting ones."""
-    total = _ZERO
-    for key in snapshot.pods_by_group.get(group.key, ()):
-        pod = snapshot.pods.get(key)
-        if pod is None or pod.terminal or (pod.node is not None) != placed:
-            continue
-        total = total + pod.requests
-    return total
+    pods = snapshot.pods
+    return ResourceVector.total(
+        pod.requests
+        for key in snapshot.pods_by_group.get(group.key, ())
+        if (pod := pods.get(key)) is not None
+        and not pod.terminal
+        and (pod.node is not None) == placed
+    )
 
 
 def gated_request(snapshot: Snapshot, group: PodGroupRecord) -> ResourceVector | None:

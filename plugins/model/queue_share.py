@@ -256,10 +256,7 @@ def min_by_dimension(vector: ResourceVector, limit: ResourceVector) -> ResourceV
 
 
 def sum_vectors(vectors: Iterable[ResourceVector]) -> ResourceVector:
-    total = ZERO
-    for vector in vectors:
-        total += vector
-    return total
+    return ResourceVector.total(vectors)
 
 
 def allocated_from_inqueue(

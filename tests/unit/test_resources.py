@@ -615,3 +615,24 @@ def test_nonzero_requests_apply_to_init_containers_too() -> None:
     assert requests.cpu == 100  # the defaulted init container beats 10m
     assert requests.memory == 200 * MI  # so does its defaulted memory
     assert requests.pods == 1
+
+
+def test_a_total_is_the_sum_of_repeated_additions() -> None:
+    """`ResourceVector.total` keeps every name any term has, explicit zeros too, as `+` does."""
+    terms = [
+        ResourceVector({"cpu": 1000, "memory": 2}),
+        ResourceVector({"nvidia.com/gpu": 0}),
+        ResourceVector({"cpu": -250, "pods": 1}),
+    ]
+    added = ResourceVector()
+    for term in terms:
+        added = added + term
+    total = ResourceVector.total(terms)
+    assert total.as_dict() == added.as_dict() == {
+        "cpu": 750,
+        "memory": 2,
+        "nvidia.com/gpu": 0,
+        "pods": 1,
+    }
+    assert total.names() == added.names()
+    assert ResourceVector.total([]).as_dict() == {}
