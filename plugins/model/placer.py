@@ -38,10 +38,12 @@ class Nodes:
         self.free = free
         self.dims = dims
         # (zip builds the (free, node) pairs in C: this runs for every gang placed)
-        self.index = index or [
-            sorted(zip([row[d] for row in free], range(len(free)), strict=True))
-            for d in range(len(dims))
-        ]
+        if index is None:
+            index = [
+                sorted(zip([row[d] for row in free], range(len(free)), strict=True))
+                for d in range(len(dims))
+            ]
+        self.index = index
 
     def reindex(self, i: int, old: list[int]) -> None:
         """Move node `i` in every index after its free amounts changed from `old`."""
