@@ -84,6 +84,15 @@ class GangExtenderServer(ExtenderServer):
         decision = self.gang_verbs.filter(args.pod, args.node_names)
         if self.gang_verbs.waits_for_room(args.pod, args.node_names, decision):
             return self._member_filter_once_room_frees(body, args, decision)
+        if self.gang_verbs.waits_for_judgement(args.pod, decision):
+            return self._member_filter_once_judged(body, args, decision)
+        return self._member_filter_answer(body, args, decision)
+
+    async def _member_filter_once_judged(
+        self, body: bytes, args: protocol.ExtenderArgs, decision: FilterStatus | None
+    ) -> bytes:
+        pod, names = args.pod, args.node_names
+        decision = await self.gang_verbs.filter_once_judged(pod, names, decision)
         return self._member_filter_answer(body, args, decision)
 
     async def _member_filter_once_room_frees(

@@ -10,6 +10,7 @@ answer kube-scheduler from what it decided."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import TYPE_CHECKING
 
@@ -234,6 +235,51 @@ class GangVerbs:
         if await self.gangs.slots.wait_until_free(pod.key, self.gangs.options.pipelined_wait):
             return self.filter(pod, candidates)
         return decision
+
+    def waits_for_judgement(self, pod: PodInfo, decision: FilterStatus | None) -> bool:
+        """Whether `decision` refuses a member with a placeholder: its gang neither admitted
+        nor refused with a reason by a pass that saw this member (just grouped by the
+        podgroup controller, its PodGroup or the member not seen by a pass yet).
+        kube-scheduler parks a refused pod until an update of it, and nothing updates a member
+        of a gang that goes on being refused: the placeholder would be what it says for up to
+        five minutes. So the filter waits up to `pipelined_wait` for that pass
+        (`filter_once_judged`)."""
+        if decision is None or decision.ok or self.gangs.options.pipelined_wait <= 0:
+            return False
+        key = group_of(pod)
+        return (
+            key is not None
+            and key in self.gangs.cache.podgroups  # (a PodGroup never made is no race)
+            and key not in self.gangs.admitted
+            and not self._judged(pod, key)
+        )
+
+    def _judged(self, pod: PodInfo, key: str) -> bool:
+        seen = self.gangs.cache.pods.get(pod.key)
+        return key in self.gangs.reasons and seen is not None and seen.group == key
+
+    async def filter_once_judged(
+        self, pod: PodInfo, candidates: list[str], decision: FilterStatus | None
+    ) -> FilterStatus | None:
+        """`filter` again after the first pass that ended with the member in its gang in this
+        cache (the pass judges what it sees), else `decision` after `pipelined_wait`."""
+        key = group_of(pod)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.gangs.options.pipelined_wait
+        passes = self.gangs.passes
+        seen_at: int | None = None
+        while True:
+            if seen_at is None:
+                seen = self.gangs.cache.pods.get(pod.key)
+                if seen is not None and seen.group == key:
+                    seen_at = passes.count
+            if key in self.gangs.admitted or (seen_at is not None and passes.count > seen_at):
+                return self.filter(pod, candidates)
+            left = deadline - loop.time()
+            if left <= 0:
+                return decision
+            self.gangs.poke()
+            await passes.next(left)
 
     def queues_contended(self) -> bool:
         """Whether some queue may refuse a pod now (closed, or holding its deserved share):

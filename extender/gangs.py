@@ -46,6 +46,7 @@ from extender.ledger import GangLedger
 from extender.member_release import MemberRelease
 from extender.metrics import GangMetrics
 from extender.pass_runner import PassRunner
+from extender.pass_waiters import PassWaiters
 from extender.protocol import BindingArgs
 from extender.queue_gate import QueueGate
 from extender.slots import SlotWatch
@@ -134,6 +135,7 @@ class GangScheduler:
         self.backoffs = BackoffWords(self.barrier)
         self.admissions.admit_listeners += [self.reach.admitted, self.evictor.forget_whole_eviction]
         self._wake = asyncio.Event()
+        self.passes = PassWaiters()
         self._plain_change = False
         self._plain_timer: asyncio.TimerHandle | None = None
         # Every change the cache hears of (a node, a pod, a group) wakes the loop. Changes to
@@ -303,6 +305,7 @@ class GangScheduler:
         self.queue_gate.closed(result.queues, result.state)
         self.starving.queues = result.starving
         self.writer.queue_statuses(snapshot, result.queues)
+        self.passes.ended()
 
     def pass_input(self, snapshot: Snapshot | None = None) -> PassInput:
         """What a session reads now: the cache's snapshot and this extender's facts."""

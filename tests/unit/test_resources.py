@@ -628,11 +628,15 @@ def test_a_total_is_the_sum_of_repeated_additions() -> None:
     for term in terms:
         added = added + term
     total = ResourceVector.total(terms)
-    assert total.as_dict() == added.as_dict() == {
-        "cpu": 750,
-        "memory": 2,
-        "nvidia.com/gpu": 0,
-        "pods": 1,
-    }
+    assert (
+        total.as_dict()
+        == added.as_dict()
+        == {
+            "cpu": 750,
+            "memory": 2,
+            "nvidia.com/gpu": 0,
+            "pods": 1,
+        }
+    )
     assert total.names() == added.names()
     assert ResourceVector.total([]).as_dict() == {}

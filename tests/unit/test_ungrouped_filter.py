@@ -5,16 +5,19 @@ a gang member like any other; pods of other schedulers pass as plain pods."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import time
 from typing import Any
 
 import orjson
 import pytest
 
 from core.cache import ClusterCache
-from core.records import NodeRecord, PodGroupRecord
+from core.records import NodeRecord, PodGroupRecord, PodRecord
 from extender import ungrouped
 from extender.binder import Binder
+from extender.gang_options import GangOptions
 from extender.gang_server import GangExtenderServer
 from extender.gangs import GangScheduler
 from extender.ledger import GangLedger
@@ -61,7 +64,9 @@ def pod(
     }
 
 
-def server(names: tuple[str, ...] = ("volcano",)) -> tuple[GangExtenderServer, GangScheduler]:
+def server(
+    names: tuple[str, ...] = ("volcano",), wait: float = 0.5
+) -> tuple[GangExtenderServer, GangScheduler]:
     cache = ClusterCache()
     for name in NODES:
         cache.on_node_add(node(name))
@@ -70,7 +75,7 @@ def server(names: tuple[str, ...] = ("volcano",)) -> tuple[GangExtenderServer, G
     async def commit(args: Any) -> None:
         raise AssertionError("no bind in these tests")
 
-    gangs = GangScheduler(cache, ledger, None, commit)
+    gangs = GangScheduler(cache, ledger, None, commit, options=GangOptions(pipelined_wait=wait))
     gangs.poke = lambda: None  # type: ignore[method-assign]  # no scheduling loop runs here
     framework = Framework(default_config())
     extender = GangExtenderServer(
@@ -171,3 +176,53 @@ def test_scheduler_names_default_to_the_controllers_default() -> None:
     assert ungrouped.scheduler_names(None) == ("volcano",)
     assert ungrouped.scheduler_names([" a , b", "", "a"]) == ("a", "b")
     assert ungrouped.scheduler_names([","]) == ("volcano",)
+
+
+def _pending_group(gangs: GangScheduler) -> None:
+    gangs.cache.on_podgroup_add(
+        PodGroupRecord(
+            {
+                "metadata": {"name": "pg", "namespace": "ns", "resourceVersion": "1"},
+                "spec": {"minMember": 1},
+                "status": {"phase": "Pending"},
+            }
+        )
+    )
+
+
+async def test_a_member_no_pass_has_judged_is_told_what_the_next_pass_says() -> None:
+    """Grouped just now (kube-scheduler's copy names the group, no pass saw the member in it
+    yet): refused with a placeholder, kube-scheduler would park it with those words until an
+    update of the pod, which a gang that stays refused never gets. The filter waits for the
+    pass instead and answers with its reason (here: 16 cpus, on nodes of 8)."""
+    extender, gangs = server()
+    _pending_group(gangs)
+    member = pod(annotations={GROUP_KEY: "pg"})
+    member["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "16"
+    loop = asyncio.get_running_loop()
+    # The scheduling loop's answer to a poke: a pass soon after.
+    gangs.poke = lambda: loop.call_later(0.01, gangs.schedule_pass)  # type: ignore[method-assign]
+
+    async def the_pass() -> None:
+        await asyncio.sleep(0.05)
+        gangs.cache.on_pod_add(PodRecord(member))  # the controller's annotation arrives
+        gangs.schedule_pass()
+
+    later = asyncio.create_task(the_pass())
+    answer = await filter_(extender, member)
+    await later
+    told = set(answer["FailedAndUnresolvableNodes"].values())
+    assert told == set((await filter_(extender, member))["FailedAndUnresolvableNodes"].values())
+    (reason,) = told
+    assert reason != "gang ns/pg: waiting for admission" and "cpu" in reason, reason
+
+
+async def test_without_a_pass_the_wait_for_a_judgement_is_bounded() -> None:
+    extender, gangs = server(wait=0.1)
+    _pending_group(gangs)
+    started = time.monotonic()
+    answer = await filter_(extender, pod(annotations={GROUP_KEY: "pg"}))
+    assert time.monotonic() - started >= 0.1
+    assert set(answer["FailedAndUnresolvableNodes"].values()) == {
+        "gang ns/pg: waiting for admission"
+    }
