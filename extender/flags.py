@@ -185,7 +185,9 @@ def add_extender_flags(parser: argparse.ArgumentParser) -> None:
         default=0.5,
         help="how long filter waits for vulcan's cache to see a member's reserved room freed "
         "when kube-scheduler already offers that node (its victims terminated); refused "
-        "instead, the member would wait out kube-scheduler's backoff (0: never wait; 0.5s)",
+        "instead, the member would wait out kube-scheduler's backoff. Also how long it waits "
+        "for the first pass to judge a gang it is asked about before any pass saw the member "
+        "in it (0: never wait; 0.5s)",
     )
     parser.add_argument(
         "--overcommit-factor",
