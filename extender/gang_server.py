@@ -9,6 +9,7 @@ byte search for the scheduler names lets every other plain pod skip that check u
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 from core.api import keys
@@ -81,26 +82,21 @@ class GangExtenderServer(ExtenderServer):
                 decision = self.gang_verbs.queue_gate(pod, args.node_names)
             return self._filter_answer(body, args, decision)
         args = protocol.parse_extender_args(protocol.decode(body))
-        decision = self.gang_verbs.filter(args.pod, args.node_names)
-        if self.gang_verbs.waits_for_room(args.pod, args.node_names, decision):
-            return self._member_filter_once_room_frees(body, args, decision)
-        if self.gang_verbs.waits_for_judgement(args.pod, decision):
-            return self._member_filter_once_judged(body, args, decision)
+        pod, names = args.pod, args.node_names
+        decision = self.gang_verbs.filter(pod, names)
+        if self.gang_verbs.waits_for_room(pod, names, decision):
+            later = self.gang_verbs.filter_once_room_frees(pod, names, decision)
+            return self._member_filter_after(body, args, later)
+        if self.gang_verbs.waits_for_judgement(pod, decision):
+            later = self.gang_verbs.filter_once_judged(pod, names, decision)
+            return self._member_filter_after(body, args, later)
         return self._member_filter_answer(body, args, decision)
 
-    async def _member_filter_once_judged(
-        self, body: bytes, args: protocol.ExtenderArgs, decision: FilterStatus | None
+    async def _member_filter_after(
+        self, body: bytes, args: protocol.ExtenderArgs, later: Awaitable[FilterStatus | None]
     ) -> bytes:
-        pod, names = args.pod, args.node_names
-        decision = await self.gang_verbs.filter_once_judged(pod, names, decision)
-        return self._member_filter_answer(body, args, decision)
-
-    async def _member_filter_once_room_frees(
-        self, body: bytes, args: protocol.ExtenderArgs, decision: FilterStatus | None
-    ) -> bytes:
-        pod, names = args.pod, args.node_names
-        decision = await self.gang_verbs.filter_once_room_frees(pod, names, decision)
-        return self._member_filter_answer(body, args, decision)
+        """The member's answer once the filter's wait (`later`) has it."""
+        return self._member_filter_answer(body, args, await later)
 
     def _member_filter_answer(
         self, body: bytes, args: protocol.ExtenderArgs, decision: FilterStatus | None
