@@ -237,9 +237,9 @@ class GangVerbs:
         return decision
 
     def waits_for_judgement(self, pod: PodInfo, decision: FilterStatus | None) -> bool:
-        """Whether `decision` refuses a member with a placeholder: its gang neither admitted
-        nor refused with a reason by a pass that saw this member (just grouped by the
-        podgroup controller, its PodGroup or the member not seen by a pass yet).
+        """Whether `decision` refuses a member with a placeholder: its gang is neither admitted
+        nor refused with a reason yet, or this cache does not hold the member in it yet (just
+        grouped by the podgroup controller).
         kube-scheduler parks a refused pod until an update of it, and nothing updates a member
         of a gang that goes on being refused: the placeholder would be what it says for up to
         five minutes. So the filter waits up to `pipelined_wait` for that pass

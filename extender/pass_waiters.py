@@ -14,15 +14,12 @@ class PassWaiters:
         self.count = 0  # passes run so far
         self._waiting: list[asyncio.Future[None]] = []
 
-    async def next(self, timeout: float) -> bool:
-        """Wait up to `timeout` seconds for the next pass to end; whether one did."""
+    async def next(self, timeout: float) -> None:
+        """Wait up to `timeout` seconds for the next pass to end."""
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiting.append(future)
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(future, timeout)
-        if not future.done():
-            future.cancel()
-        return future.done() and not future.cancelled()
+            await asyncio.wait_for(future, timeout)  # (cancelled on the timeout)
 
     def ended(self) -> None:
         """A pass ended: everyone waiting for it goes on."""
