@@ -17,8 +17,12 @@ minimums) the barrier uncommits it. Its "Broken" event makes the scheduler forge
 admission and reservations (`extender.gang_events.BarrierEvents`), so its next placement is planned
 whole again, and says what happened on the PodGroup and its pods (`GangBroken`).
 
-A member that Succeeded leaving (its job finished and cleaned up) is not a loss: it did its
-part, and no event is due.
+A member that Succeeded counts for the quorum while it exists (Volcano's ReadyTaskNum), so a
+chained job's later tasks bind one at a time once the first finished. When it leaves (a failed
+node's taint eviction deletes finished pods too) the gang is checked again if a member still
+waits, and a member that arrives later has the check run for it (the job controller makes the
+finished pods again): otherwise one waiting member would bind alone. A finished job cleaned up
+(nothing waits, nothing arrives) is not a loss and no event is due.
 """
 
 from __future__ import annotations
@@ -47,16 +51,23 @@ class QuorumWatch:
         self.why_evicted = why_evicted
 
     def pod_changed(self, key: str, pod: PodRecord | None, old: PodRecord | None) -> None:
-        if old is None or old.group is None or old.phase == gangs.SUCCEEDED:
+        if old is None:
+            if pod is not None and pod.group is not None and self.barrier.committed(pod.group):
+                # A member made again after its finished one left unnoticed (below) joins a
+                # gang that may hold too few members to take it one at a time.
+                self.check(pod.group, f"new member {key} arrived")
             return
-        if not gangs.counts_for_quorum(old):
+        if old.group is None or not gangs.counts_for_quorum(old):
             return
         same = pod is not None and pod.uid == old.uid and pod.group == old.group
         if same and pod is not None and gangs.counts_for_quorum(pod):
             return  # still counts (e.g. Pending -> Running)
         if not self.barrier.committed(old.group):
             return
-        self.check(old.group, f"{key} {self._how(old, pod)}")
+        if old.phase == gangs.SUCCEEDED and not self._waiting(old.group):
+            return  # a finished job cleaned up: nothing left to place
+        finished = "finished member " if old.phase == gangs.SUCCEEDED else ""
+        self.check(old.group, f"{finished}{key} {self._how(old, pod)}")
 
     def check(self, group_key: str, lost: str) -> bool:
         """Uncommit the group if its live members no longer make its quorum; True if so."""
@@ -101,6 +112,14 @@ class QuorumWatch:
         if settled:
             self.barrier.settled(group_key, settled)
         return have, per_task
+
+    def _waiting(self, group_key: str) -> bool:
+        """Whether a member of the group waits to be placed (unbound, live)."""
+        for pod_key in self.cache.pods_by_group.get(group_key, ()):
+            member = self.cache.pods.get(pod_key)
+            if member and member.node is None and not member.deleting and not member.terminal:
+                return True
+        return False
 
     def _how(self, old: PodRecord, pod: PodRecord | None) -> str:
         if pod is None:

@@ -329,6 +329,95 @@ def _runs_whole(cluster: SimCluster, manifest: str, job: str, pods: int) -> None
         assert "GangTimedOut" not in event_reasons(cluster, pod["metadata"]["name"])
 
 
+# minAvailable 2 = t0's replicas; t1 starts once t0 runs. Each task keeps to its own nodes
+# (`pool`), so the test decides where room shows up.
+CHAINED_FINISHED_JOB = """
+apiVersion: batch.volcano.sh/v1alpha1
+kind: Job
+metadata:
+  name: chain
+spec:
+  schedulerName: volcano
+  queue: default
+  minAvailable: 2
+  tasks:
+    - replicas: 2
+      name: t0
+      template:
+        metadata:
+          annotations: {vulcan.sh/sim-duration: 1s}
+        spec:
+          restartPolicy: Never
+          nodeSelector: {pool: a}
+          containers:
+            - {name: main, image: busybox, resources: {requests: {cpu: "2", memory: 1Gi}}}
+    - replicas: 3
+      name: t1
+      dependsOn:
+        name: [t0]
+      template:
+        spec:
+          restartPolicy: OnFailure
+          nodeSelector: {pool: b}
+          containers:
+            - {name: main, image: busybox, resources: {requests: {cpu: "6", memory: 1Gi}}}
+"""
+
+
+def test_a_chained_job_whose_finished_task_is_deleted_binds_its_next_task_whole(
+    cluster: SimCluster,
+) -> None:
+    chained_finished_task_scenario(cluster)
+
+
+def chained_finished_task_scenario(cluster: SimCluster) -> None:
+    """While t0's two Succeeded pods exist they make the quorum (Volcano's ReadyTaskNum), so t1's
+    members may bind one at a time. A failed node's taint eviction deletes finished pods too:
+    then t1 waits whole again (the soak found one t1 pod bound alone on a real control plane).
+    Shared by the embedded and the real tier (nodes of 8 cpu)."""
+    nodes = sorted(n["metadata"]["name"] for n in cluster.get("/api/v1/nodes")["items"])
+    cluster.kubectl("label", "node", nodes[0], "pool=a")
+    cluster.kubectl("create", "-f", "-", stdin=CHAINED_FINISHED_JOB)
+    finished = wait_for(
+        "t0's two pods to succeed and t1's pods to be made",
+        lambda: (
+            (pods := job_pods(cluster, "chain"))
+            and sum(p.get("status", {}).get("phase") == "Succeeded" for p in pods) == 2
+            and sum("-t1-" in p["metadata"]["name"] for p in pods) == 3
+            and [p["metadata"]["name"] for p in pods if "-t0-" in p["metadata"]["name"]]
+        ),
+        40,
+    )
+    old_uids = {p["metadata"]["uid"] for p in job_pods(cluster, "chain")}
+    cluster.kubectl("label", "node", nodes[0], "pool-")  # t0's pods made again cannot bind
+    cluster.kubectl("delete", "pod", *finished, "--wait=false")
+    wait_for(
+        "t0's finished pods to be gone",
+        lambda: (
+            not any(
+                p["metadata"]["uid"] in old_uids and p["metadata"]["name"] in finished
+                for p in job_pods(cluster, "chain")
+            )
+        ),
+        30,
+    )
+    # Room for one 6-cpu member of t1 (8 cpu): it must not bind alone.
+    cluster.kubectl("label", "node", nodes[0], "pool=b")
+    deadline = time.monotonic() + 6
+    while time.monotonic() < deadline:
+        bound = live_bound(job_pods(cluster, "chain"))
+        assert bound == [], f"chain partly bound after its finished task was deleted: {bound}"
+        time.sleep(0.1)
+    group = podgroup_of(cluster, "chain")["metadata"]["name"]
+    broken = [e for e in cluster.events(group) if e.get("reason") == "GangBroken"]
+    assert broken and "finished member" in broken[0].get("note", ""), broken
+    # Room for a second one: the two bind together.
+    cluster.kubectl("label", "node", nodes[1], "pool=b")
+    wait_for(
+        "two of t1's members to run", lambda: len(live_bound(job_pods(cluster, "chain"))) == 2, 40
+    )
+
+
 # ------------------------------------------------------------------------------ the queue scenario
 
 

@@ -20,6 +20,7 @@ from core.api.keys import GROUPED
 from podgroup_controller.podgroups import POD_SELECTOR
 from tests.e2e.conftest import pod_manifest, wait_for
 from tests.e2e.test_gang_e2e import GangWatch, gated_gang_scenario, unreached_gang_scenario
+from tests.e2e.test_gang_whole_again_e2e import chained_finished_task_scenario
 from tests.e2e.test_jobs_e2e import typo_scheduler_name_scenario
 from tests.real.conftest import RealCluster
 from tests.real.grouping import controllers_paused, refused_waiting
@@ -843,3 +844,12 @@ def test_a_waiting_gangs_members_stay_out_of_kube_schedulers_queue_until_admitte
     """The embedded tier's scenario with the real kube-apiserver (the pod webhook's CEL
     matchConditions) and the real kube-scheduler (its PreEnqueue keeps gated pods out)."""
     gated_gang_scenario(cluster)
+
+
+def test_a_chained_job_whose_finished_task_is_deleted_binds_its_next_task_whole(
+    cluster: RealCluster,
+) -> None:
+    """The embedded tier's scenario on the real control plane, where the soak found it: a chained
+    job's finished pods deleted (as a failed node's taint eviction does), its waiting task may
+    not bind one member alone."""
+    chained_finished_task_scenario(cluster)

@@ -234,13 +234,14 @@ async def test_the_job_controller_restarting_a_task_breaks_the_task_minimum() ->
 
 async def test_binds_in_flight_keep_the_gang_whole_until_the_cache_sees_them() -> None:
     rig = Rig(2)
-    first = rig.seen_bound(rig.add(workers(1)[0]), "n0")
+    first = [rig.seen_bound(rig.add(p), "n0") for p in workers(2)]
     rig.barrier.adopt(GROUP)  # bound before a restart
     # Two more members bind at once (beyond quorum); the API has not shown them bound yet
-    # when the first member goes away: the gang still has two, it stays committed.
-    late = [rig.add(p) for p in workers(2, start=1)]
+    # when the first two go away: the gang still has two, it stays committed.
+    late = [rig.add(p) for p in workers(2, start=2)]
     await asyncio.gather(*(rig.bind(pod, "n1") for pod in late))
-    rig.cache.on_pod_delete(rig.cache.pods[first.key])
+    for pod in first:
+        rig.cache.on_pod_delete(rig.cache.pods[pod.key])
     assert rig.broken() == []
     assert rig.barrier.committed(GROUP)
     # Once the cache shows them bound they count from there (and are no longer "placing").
@@ -267,6 +268,53 @@ async def test_a_succeeded_member_cleaned_up_is_not_a_loss() -> None:
     done = rig.add(member(bound[0].name, uid=bound[0].uid, node_name="n0", phase="Succeeded"))
     rig.cache.on_pod_delete(done)
     assert rig.broken() == []
+
+
+async def test_a_chained_task_waits_whole_again_once_its_finished_task_is_gone() -> None:
+    # minAvailable 2 = the first task's replicas; the second task depends on it. While the two
+    # Succeeded members exist they make the quorum (Volcano's ReadyTaskNum) and the second
+    # task's members bind one at a time. A failed node's taint eviction deletes the finished
+    # pods: the one member still waiting must not bind alone.
+    rig = Rig(2)
+    bound = await rig.run_whole([rig.add(p) for p in workers(2, task="t0")])
+    finished = [
+        rig.add(member(p.name, uid=p.uid, node_name=p.node, task="t0", phase="Succeeded"))
+        for p in bound
+    ]
+    waiting = rig.add(workers(1, task="t1")[0])
+    rig.cache.on_pod_delete(finished[0])
+    [message] = rig.broken()
+    assert message == (
+        "gang ns/train is no longer whole: finished member ns/train-t0-0 was deleted; 1/2 "
+        "members remain bound: its next placement is all-or-nothing again"
+    )
+    rig.cache.on_pod_delete(finished[1])
+    calls = len(rig.commit.calls)
+    held = rig.bind(waiting, "n1")
+    await rig.signal.until(lambda: rig.barrier.held(GROUP) == 1)
+    assert len(rig.commit.calls) == calls  # held, not bound alone
+    again = rig.add(member("train-t0-0", uid="t0-0-again", task="t0"))
+    assert await asyncio.gather(held, rig.bind(again, "n0")) == ["bound", "bound"]
+
+
+async def test_a_member_made_again_after_its_finished_one_left_unnoticed_waits_whole() -> None:
+    # The finished members go while nothing waits (no event: it could be the job's cleanup);
+    # the job controller then makes one again: its arrival finds the gang short.
+    rig = Rig(2)
+    bound = await rig.run_whole([rig.add(p) for p in workers(2, task="t0")])
+    for p in bound:
+        rig.cache.on_pod_delete(
+            rig.add(member(p.name, uid=p.uid, node_name=p.node, task="t0", phase="Succeeded"))
+        )
+    assert rig.broken() == [] and rig.barrier.committed(GROUP)
+    again = rig.add(member("train-t0-0", uid="t0-0-again", task="t0"))
+    [message] = rig.broken()
+    assert "new member ns/train-t0-0 arrived; 0/2 members remain bound" in message
+    calls = len(rig.commit.calls)
+    held = rig.bind(again, "n0")
+    await rig.signal.until(lambda: rig.barrier.held(GROUP) == 1)
+    assert len(rig.commit.calls) == calls
+    held.cancel()
 
 
 async def test_a_member_that_never_bound_going_away_changes_nothing() -> None:
