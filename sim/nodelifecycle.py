@@ -10,10 +10,12 @@ controller that the embedded cluster needs.
   not-ready NoSchedule taint the API server's admission gave it.
 - NoExecute eviction: a pod on a node with a NoExecute taint it does not tolerate is evicted
   at once; tolerated with `tolerationSeconds: S`, S seconds after the taint's `timeAdded`;
-  tolerated without `tolerationSeconds`, never. Eviction adds the DisruptionTarget condition
-  and deletes the pod gracefully; on a lost node the pod then stays terminating, in the phase
-  its kubelet last reported, until its kubelet confirms the deletion (as on a real cluster:
-  pod GC force-deletes such pods only on a node tainted `node.kubernetes.io/out-of-service`).
+  tolerated without `tolerationSeconds`, never. Whatever its phase: a finished pod is evicted
+  too, as by the real taint eviction controller (the API server deletes it at once). Eviction
+  adds the DisruptionTarget condition and deletes the pod gracefully; on a lost node the pod
+  then stays terminating, in the phase its kubelet last reported, until its kubelet confirms
+  the deletion (as on a real cluster: pod GC force-deletes such pods only on a node tainted
+  `node.kubernetes.io/out-of-service`).
 
 Health is sampled every `node_monitor_period` (as the real controller does); evictions are
 timers, one per pod that has a deadline, rescheduled on pod and node events.

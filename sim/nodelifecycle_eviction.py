@@ -92,7 +92,9 @@ class TaintEviction:
             scheduled[1].cancel()
 
     def _reschedule(self, pod: _PodView) -> None:
-        if pod.terminal or pod.uid in self._evicted:
+        # Finished pods too: the real controller evicts every pod on the node, whatever its
+        # phase (the API server then deletes a Succeeded or Failed pod at once).
+        if pod.uid in self._evicted:
             self._cancel(pod.key)
             return
         node = self._nodes.items.get(pod.node)
@@ -115,7 +117,7 @@ class TaintEviction:
     async def _evict(self, key: str) -> None:
         self._scheduled.pop(key, None)
         pod = self._pods.items.get(key)
-        if pod is None or pod.terminal or pod.uid in self._evicted:
+        if pod is None or pod.uid in self._evicted:
             return
         node = self._nodes.items.get(pod.node)
         taints = node.no_execute() if node else []

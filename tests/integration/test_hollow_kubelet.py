@@ -468,10 +468,12 @@ async def test_failed_node_evicts_after_toleration_and_restore_confirms(
         await run_pod(client, node, "patient", duration="inf", tolerations=forever)
         await run_pod(client, node, "service", duration="inf", restart_policy="Always")
         await run_pod(client, "hollow-node-1", "elsewhere", duration="inf", tolerations=short)
+        await run_pod(client, node, "finished", duration="0s", tolerations=short)
         for name in ("evicted", "patient", "service", "elsewhere"):
             await eventually(
                 lambda name=name: get_pod(client, name), lambda p: phase(p) == "Running"
             )
+        await eventually(lambda: get_pod(client, "finished"), lambda p: phase(p) == "Succeeded")
 
         # As `kubectl annotate node hollow-node-0 vulcan.sh/sim-node-state=failed` does.
         await client.patch(NODES, node, {"metadata": {"annotations": {SIM_NODE_STATE: "failed"}}})
@@ -504,6 +506,9 @@ async def test_failed_node_evicts_after_toleration_and_restore_confirms(
         event = next(e for e in events["items"] if e["reason"] == "TaintManagerEviction")
         assert event["regarding"]["name"] == "evicted"
         assert event["note"] == "Marking for deletion Pod default/evicted"
+        # A finished pod is evicted too (the real controller looks at no phase), and the API
+        # server deletes a Succeeded pod at once.
+        assert await eventually(lambda: get_pod(client, "finished"), lambda p: p is None) is None
         patient = await get_pod(client, "patient")
         assert patient is not None and patient["metadata"]["deletionTimestamp"]
         assert phase(patient) == "Running"
