@@ -18,9 +18,10 @@ from core.kube.status import StatusWriter
 from core.records import PodGroupRecord, PodRecord
 from extender.admissions import count_free_shape, reason_shape
 from extender.queues import QueuePass, queue_status
+from extender.reason_flips import ReasonFlips
 from plugins.model import gang as gangs
 from plugins.model import gang_ready
-from plugins.model.podgroup_status import podgroup_status, status_changed
+from plugins.model.podgroup_status import only_messages_changed, podgroup_status, status_changed
 
 log = logging.getLogger("vulcan.extender.gang")
 
@@ -59,6 +60,7 @@ class GangWriter:
         # group key -> the shape of the reason the PodGroup (and its job) were last told
         self._group_told: dict[str, str] = {}
         self._queue_statuses: dict[str, dict[str, Any]] = {}
+        self.flips = ReasonFlips()
 
     def forget(self, group_key: str, *, gone: bool = False) -> None:
         """Drop what was decided about the group's status. `gone`: the PodGroup was deleted
@@ -68,6 +70,7 @@ class GangWriter:
         self._statuses.pop(group_key, None)
         self._told.pop(group_key, None)
         self._group_told.pop(group_key, None)
+        self.flips.forget(group_key)
         if gone and self.status_writer is not None:
             namespace, _, name = group_key.partition("/")
             self.status_writer.forget(PODGROUPS, namespace, name)
@@ -110,8 +113,13 @@ class GangWriter:
             now=now,
             previous_conditions=(previous or {}).get("conditions") or (),
         )
-        self._tell_members(group, view, admitted, reason, status)
-        self._tell_group(group, view, admitted, reason)
+        if admitted or reason is None:
+            self.flips.forget(group.key)
+            flipped = False
+        else:
+            flipped = self.flips.flipped_back(group.key, reason_shape(reason))
+        self._tell_members(group, view, admitted, reason, status, flipped)
+        self._tell_group(group, view, admitted, reason, flipped)
         if previous is not None and not status_changed(previous, status):
             return
         self._statuses[group.key] = status
@@ -126,10 +134,21 @@ class GangWriter:
                 status,
                 subresource=False,
                 urgent=phase_changed,
+                # Only the words of a reason it had moments ago: no sooner than the window.
+                interval=(
+                    self.flips.window
+                    if flipped and previous is not None and only_messages_changed(previous, status)
+                    else None
+                ),
             )
 
     def _tell_group(
-        self, group: PodGroupRecord, view: gangs.GangView, admitted: bool, reason: str | None
+        self,
+        group: PodGroupRecord,
+        view: gangs.GangView,
+        admitted: bool,
+        reason: str | None,
+        flipped: bool,
     ) -> None:
         """A waiting group's reason as a Warning `Unschedulable` event on the PodGroup, and on
         its Volcano Job, once per change of the reason other than in its numbers (`kubectl
@@ -143,6 +162,9 @@ class GangWriter:
             return
         shape = reason_shape(reason) if gang_ready.valid(view)[0] else count_free_shape(reason)
         if self._group_told.get(group.key) == shape:
+            return
+        if flipped:  # back to a reason it was told moments ago (`ReasonFlips`)
+            self._group_told[group.key] = shape
             return
         self._group_told[group.key] = shape
         self.group_event(group, WARNING, CONDITION_UNSCHEDULABLE, reason)
@@ -158,6 +180,7 @@ class GangWriter:
         admitted: bool,
         reason: str | None,
         status: dict[str, Any],
+        flipped: bool,
     ) -> None:
         """Volcano's taskUnschedulable: each pending member of a gang that waits gets a Warning
         `FailedScheduling` event with the gang's Unschedulable message (which names the gang
@@ -170,6 +193,9 @@ class GangWriter:
             self._told.pop(group.key, None)
             return
         shape = reason_shape(reason)
+        if flipped:  # back to a reason they were told moments ago (`ReasonFlips`)
+            self._told[group.key] = (shape, {_ident(pod) for pod in view.members})
+            return
         told_shape, told = self._told.get(group.key, ("", set()))
         told = (
             {_ident(pod) for pod in view.members if _ident(pod) in told}

@@ -51,6 +51,7 @@ class _Pending:
     encoded: bytes
     subresource: bool
     urgent: bool = False
+    interval: float | None = None  # this change's own least gap after the previous write
 
 
 @dataclass(slots=True)
@@ -115,10 +116,13 @@ class StatusWriter:
         *,
         subresource: bool,
         urgent: bool = False,
+        interval: float | None = None,
     ) -> None:
         """Make `status` the object's desired status; it is written within `interval`, or as
         soon as a worker is free when `urgent` (a change others act on, such as a phase: a
-        Job controller creates pods when its PodGroup turns Inqueue)."""
+        Job controller creates pods when its PodGroup turns Inqueue). A submit's own
+        `interval` (longer than the writer's) lets a change nobody acts on wait longer; an
+        unwritten change it replaces keeps its own, shorter wait."""
         key: Key = (resource, namespace or "", name)
         encoded = _canonical(status)
         self.stats.submitted += 1
@@ -126,6 +130,7 @@ class StatusWriter:
         if replaced is not None:
             self.stats.coalesced += 1
             urgent = urgent or replaced.urgent
+            interval = min(self._interval(replaced.interval), self._interval(interval))
         last = self._written.get(key)
         if last is not None and last.encoded == encoded and key not in self._queue.in_flight:
             # Already stored (as far as we know). While a write is in flight the stored status
@@ -134,7 +139,14 @@ class StatusWriter:
             return
         # A private copy: the caller may keep mutating its dict.
         self._pending[key] = _Pending(
-            resource, namespace or "", name, orjson.loads(encoded), encoded, subresource, urgent
+            resource,
+            namespace or "",
+            name,
+            orjson.loads(encoded),
+            encoded,
+            subresource,
+            urgent,
+            interval,
         )
         if urgent:
             self._queue.add_after(key, 0)
@@ -152,13 +164,18 @@ class StatusWriter:
         return len(self._pending)
 
     def _schedule(self, key: Key) -> None:
-        self._queue.add_after(key, 0 if self._flushing else self._wait(key))
+        entry = self._pending.get(key)
+        wait = self._wait(key, entry.interval if entry else None)
+        self._queue.add_after(key, 0 if self._flushing else wait)
 
-    def _wait(self, key: Key) -> float:
+    def _interval(self, interval: float | None) -> float:
+        return self.interval if interval is None else max(interval, self.interval)
+
+    def _wait(self, key: Key, interval: float | None = None) -> float:
         last = self._written.get(key)
         if last is None:
             return 0.0
-        return last.at + self.interval - asyncio.get_running_loop().time()
+        return last.at + self._interval(interval) - asyncio.get_running_loop().time()
 
     # ------------------------------------------------------------------------ writing
 
@@ -193,7 +210,7 @@ class StatusWriter:
         entry = self._pending.get(key)
         if entry is None:
             return
-        wait = self._wait(key)
+        wait = self._wait(key, entry.interval)
         if wait > 0 and not self._flushing and not entry.urgent:
             self._queue.add_after(key, wait)  # woken early (e.g. by a submit during a write)
             return

@@ -261,3 +261,16 @@ def status_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> boo
     before = [_condition_key(c) for c in old.get("conditions") or ()]
     after = [_condition_key(c) for c in new.get("conditions") or ()]
     return before != after
+
+
+def only_messages_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether `new` differs from `old` in its conditions' messages alone: the same phase,
+    counts, and conditions of the same type, status and reason."""
+    if old.get("phase") != new.get("phase"):
+        return False
+    for count in ("running", "succeeded", "failed"):
+        if int(old.get(count) or 0) != int(new.get(count) or 0):
+            return False
+    before = [_condition_key(c)[:3] for c in old.get("conditions") or ()]
+    after = [_condition_key(c)[:3] for c in new.get("conditions") or ()]
+    return before == after

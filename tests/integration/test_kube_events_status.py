@@ -370,6 +370,42 @@ async def test_an_urgent_status_does_not_wait_for_the_interval(client: KubeClien
         await asyncio.wait_for(task, 5)
 
 
+async def test_a_submit_with_a_longer_interval_waits_it_unless_a_normal_one_replaces_it(
+    client: KubeClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A waiting gang's reason flipping back (extender.reason_flips) is submitted with a long
+    interval; a change that matters, replacing it before it is written, keeps the writer's."""
+    await make_podgroup(client, "pg")
+    loop = asyncio.get_running_loop()
+    patch_times: list[float] = []
+    real = client.request
+
+    async def spy(method: str, path: str, **kwargs: Any) -> Any:
+        if method == "PATCH":
+            patch_times.append(loop.time())
+        return await real(method, path, **kwargs)
+
+    monkeypatch.setattr(client, "request", spy)
+    writer = StatusWriter(client, interval=0.2, retry_base=0.01)
+    task = asyncio.create_task(writer.run())
+    try:
+        writer.submit(PODGROUPS, NS, "pg", {"phase": "Pending", "running": 0}, subresource=False)
+        await until(lambda: writer.stats.writes >= 1)
+        slow = {"phase": "Pending", "running": 1}
+        writer.submit(PODGROUPS, NS, "pg", slow, subresource=False, interval=3600)
+        # The slow change waits its hour (flush writes it only to end the test).
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(until(lambda: writer.stats.writes >= 2), 1.0)
+        assert writer.pending == 1
+        writer.submit(PODGROUPS, NS, "pg", {"phase": "Pending", "running": 2}, subresource=False)
+        await until(lambda: writer.stats.writes >= 2, timeout=5)
+        assert (await client.get(PODGROUPS, "pg", NS))["status"]["running"] == 2
+        assert patch_times[1] - patch_times[0] >= writer.interval
+    finally:
+        await asyncio.wait_for(writer.close(), 5)
+        await asyncio.wait_for(task, 5)
+
+
 async def test_objects_are_written_independently(client: KubeClient, writer: StatusWriter) -> None:
     await make_podgroup(client, "a")
     await make_podgroup(client, "b")

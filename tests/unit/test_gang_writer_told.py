@@ -9,6 +9,7 @@ from typing import Any
 from core.records import PodGroupRecord
 from extender.admissions import reason_shape
 from extender.gang_writer import GangWriter
+from extender.reason_flips import FLIP_WINDOW, ReasonFlips
 from tests.unit.test_gang_status import pod, view
 
 
@@ -28,14 +29,26 @@ class Recorder:
 GROUP = PodGroupRecord({"metadata": {"name": "pg", "namespace": "ns"}, "spec": {"minMember": 2}})
 
 
-def told(reasons: list[str]) -> list[str]:
-    """The notes each pending member was given for the gang's successive reasons."""
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def told(reasons: list[str], clock: Clock | None = None, step: float = 0.0) -> list[str]:
+    """The notes each pending member was given for the gang's successive reasons (`step`
+    seconds apart)."""
     writer = GangWriter(None)
+    clock = clock or Clock()
+    writer.flips = ReasonFlips(clock=clock)
     recorder = Recorder()
     writer.recorder = recorder  # type: ignore[assignment]
     gang = view(2, {"pending": 2})
     for reason in reasons:
         writer.podgroup_status(GROUP, gang, False, reason)
+        clock.now += step
     return [note for name, _, note in recorder.notes if name == "pending-0"]
 
 
@@ -48,13 +61,61 @@ def test_only_numbers_moving_tells_the_members_nothing_new() -> None:
     assert notes[0].endswith("holds cpu 8, deserves 14750m")
 
 
+CAPABILITY = "gang ns/pg: waiting for admission: queue q would exceed its capability cpu 4"
+
+
 def test_a_new_kind_of_reason_is_told() -> None:
-    capability = "gang ns/pg: waiting for admission: queue q would exceed its capability cpu 4"
-    notes = told([SHARE.format(8, 14), capability, SHARE.format(9, 14)])
+    notes = told([SHARE.format(8, 14), CAPABILITY, SHARE.format(9, 14)], step=FLIP_WINDOW + 1)
     assert [n.rsplit(": ", 1)[-1] for n in notes] == [
         "holds cpu 8, deserves 14",
         "queue q would exceed its capability cpu 4",
         "holds cpu 9, deserves 14",
+    ]
+
+
+def test_a_reason_flipping_back_within_the_window_is_not_told_again() -> None:
+    """Which check binds first moves with every bind in the queue: share, capability, share,
+    capability ... one second apart. Each kind is told once; a kind not had for longer than
+    the window is told again."""
+    flips = [SHARE.format(8 + i, 14) if i % 2 == 0 else CAPABILITY for i in range(8)]
+    notes = told(flips, step=1.0)
+    assert [n.rsplit(": ", 1)[-1] for n in notes] == [
+        "holds cpu 8, deserves 14",
+        "queue q would exceed its capability cpu 4",
+    ]
+    # Capability for longer than the window, then the share again: news.
+    later = told([*flips, *[CAPABILITY] * 7, SHARE.format(30, 14)], step=FLIP_WINDOW / 6)
+    assert later[-1].endswith("holds cpu 30, deserves 14")
+
+
+class Submits:
+    """A status writer that keeps what it was asked to write, and with which interval."""
+
+    def __init__(self) -> None:
+        self.submits: list[tuple[str, float | None]] = []
+
+    def submit(self, *args: Any, interval: float | None = None, **kwargs: Any) -> None:
+        status = args[3]
+        message = next(c["message"] for c in status["conditions"] if c["type"] == "Unschedulable")
+        self.submits.append((message.rsplit(": ", 1)[-1], interval))
+
+
+def test_a_status_flipping_back_waits_the_window_and_a_new_kind_does_not() -> None:
+    writer = GangWriter(None)
+    clock = Clock()
+    writer.flips = ReasonFlips(clock=clock)
+    writer.status_writer = Submits()  # type: ignore[assignment]
+    gang = view(2, {"pending": 2})
+    other = "gang ns/pg: waiting for admission: not enough cpu (need 4, free 2)"
+    for reason in (SHARE.format(8, 14), CAPABILITY, SHARE.format(9, 14), CAPABILITY, other):
+        writer.podgroup_status(GROUP, gang, False, reason)
+        clock.now += 1.0
+    assert writer.status_writer.submits == [  # type: ignore[attr-defined]
+        ("holds cpu 8, deserves 14", None),
+        ("queue q would exceed its capability cpu 4", None),
+        ("holds cpu 9, deserves 14", FLIP_WINDOW),
+        ("queue q would exceed its capability cpu 4", FLIP_WINDOW),
+        ("not enough cpu (need 4, free 2)", None),
     ]
 
 
