@@ -499,13 +499,19 @@ async def test_failed_node_evicts_after_toleration_and_restore_confirms(
         assert phase(evicted) == "Running" and "reason" not in evicted["status"]
         disruption = condition(evicted, "DisruptionTarget")
         assert (disruption["status"], disruption["reason"]) == ("True", "DeletionByTaintManager")
+
+        def evictions(found: dict[str, Any]) -> dict[str, str]:
+            return {
+                e["regarding"]["name"]: e["note"]
+                for e in found["items"]
+                if e["reason"] == "TaintManagerEviction"
+            }
+
         events = await eventually(
             lambda: client.list(EVENTS, NS),
-            lambda found: any(e["reason"] == "TaintManagerEviction" for e in found["items"]),
+            lambda found: {"evicted", "finished"} <= set(evictions(found)),
         )
-        event = next(e for e in events["items"] if e["reason"] == "TaintManagerEviction")
-        assert event["regarding"]["name"] == "evicted"
-        assert event["note"] == "Marking for deletion Pod default/evicted"
+        assert evictions(events)["evicted"] == "Marking for deletion Pod default/evicted"
         # A finished pod is evicted too (the real controller looks at no phase), and the API
         # server deletes a Succeeded pod at once.
         assert await eventually(lambda: get_pod(client, "finished"), lambda p: p is None) is None
