@@ -16,6 +16,10 @@ __all__ = ["Admissions", "count_free_shape", "reason_shape"]
 # Numbers and quantities in a reason ("holds cpu 8, would hold 16 ... deserves 14750m"); a
 # gang's own count ("2/3 members created") is matched whole so that it is kept.
 _NUMBER = re.compile(r"\d+/\d+|\d+(?:\.\d+)?[A-Za-z]*")
+# The gangs holding a queue's room ("... which it does not preempt: ns/a, ns/b"): live as the
+# numbers are (they come and go with every gang in the queue), and in the real soak most of the
+# changes of a waiting gang's reason.
+_HOLDERS = re.compile(r"(does not preempt: )[^;]*")
 WORDS_REFRESH = 30.0  # seconds filter keeps a reason's words while only its numbers move
 
 
@@ -25,12 +29,12 @@ def reason_shape(reason: str) -> str:
     each change to every pending member was most of the API server's writes in the issue-31
     soak (36,631 of 60,807 FailedScheduling events in 17 minutes). A gang's own counts
     ("2/3 members created") are words: they move only when its members do."""
-    return _NUMBER.sub(lambda m: m[0] if "/" in m[0] else "#", reason)
+    return _NUMBER.sub(lambda m: m[0] if "/" in m[0] else "#", _HOLDERS.sub(r"\1#", reason))
 
 
 def count_free_shape(reason: str) -> str:
     """A reason without any of its numbers, a gang's own counts too."""
-    return _NUMBER.sub("#", reason)
+    return _NUMBER.sub("#", _HOLDERS.sub(r"\1#", reason))
 
 
 class Admissions:

@@ -126,6 +126,11 @@ def test_the_shape_keeps_words_and_drops_quantities() -> None:
     assert reason_shape("gang ns/g: task w: 2/3 members placeable, cpu 4") == (
         "gang ns/g: task w: 2/3 members placeable, cpu #"
     )
+    # The gangs holding the queue's room come and go as its numbers do.
+    held = "the room in queue q is held by work of priority >= 10, which it does not preempt: "
+    assert reason_shape(f"over its share; {held}ns/a, ns/b and 2 more; back to Pending") == (
+        reason_shape(f"over its share; {held}ns/c; back to Pending")
+    )
 
 
 def test_members_made_again_are_told_the_same_reason() -> None:
