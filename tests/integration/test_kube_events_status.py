@@ -324,10 +324,8 @@ async def test_a_burst_of_submits_is_coalesced_into_at_most_two_writes(
     assert stored["status"] == {"phase": "Pending", "running": 49}
 
 
-async def test_writes_wait_for_the_interval_without_flush(
-    client: KubeClient, writer: StatusWriter, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    await make_podgroup(client, "pg")
+def patches_timed(client: KubeClient, monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The loop times of the client's PATCH requests from now on, as they are sent."""
     loop = asyncio.get_running_loop()
     patch_times: list[float] = []
     real = client.request
@@ -338,6 +336,14 @@ async def test_writes_wait_for_the_interval_without_flush(
         return await real(method, path, **kwargs)
 
     monkeypatch.setattr(client, "request", spy)
+    return patch_times
+
+
+async def test_writes_wait_for_the_interval_without_flush(
+    client: KubeClient, writer: StatusWriter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await make_podgroup(client, "pg")
+    patch_times = patches_timed(client, monkeypatch)
     writer.submit(PODGROUPS, NS, "pg", {"phase": "Pending"}, subresource=False)
     while writer.stats.writes < 1:
         await asyncio.sleep(0.01)
@@ -346,7 +352,7 @@ async def test_writes_wait_for_the_interval_without_flush(
         await asyncio.sleep(0.01)  # no flush: the writer gets there on its own
     assert len(patch_times) == 2
     assert patch_times[1] - patch_times[0] >= writer.interval  # but only after the interval
-    assert (await real("GET", PODGROUPS.path(NS, "pg")))["status"] == {"phase": "Inqueue"}
+    assert (await client.request("GET", PODGROUPS.path(NS, "pg")))["status"] == {"phase": "Inqueue"}
 
 
 async def test_an_urgent_status_does_not_wait_for_the_interval(client: KubeClient) -> None:
@@ -376,16 +382,7 @@ async def test_a_submit_with_a_longer_interval_waits_it_unless_a_normal_one_repl
     """A waiting gang's reason flipping back (extender.reason_flips) is submitted with a long
     interval; a change that matters, replacing it before it is written, keeps the writer's."""
     await make_podgroup(client, "pg")
-    loop = asyncio.get_running_loop()
-    patch_times: list[float] = []
-    real = client.request
-
-    async def spy(method: str, path: str, **kwargs: Any) -> Any:
-        if method == "PATCH":
-            patch_times.append(loop.time())
-        return await real(method, path, **kwargs)
-
-    monkeypatch.setattr(client, "request", spy)
+    patch_times = patches_timed(client, monkeypatch)
     writer = StatusWriter(client, interval=0.2, retry_base=0.01)
     task = asyncio.create_task(writer.run())
     try:
