@@ -31,8 +31,6 @@ class ReasonFlips:
         change back to a kind it had within the window."""
         now = self._clock()
         current, seen = self._seen.get(group_key, ("", {}))
-        if not seen:
-            self._seen[group_key] = (current, seen)
         for kind in [k for k, at in seen.items() if now - at > self.window]:
             del seen[kind]
         back = shape != current and shape in seen
