@@ -247,30 +247,26 @@ def _condition_key(condition: Mapping[str, Any]) -> tuple[str, str, str, str]:
     )
 
 
+def _written_parts(status: Mapping[str, Any], *, messages: bool) -> tuple[Any, ...]:
+    """What a status write is judged by: phase, counts (absent = 0) and conditions without
+    lastTransitionTime and transitionID (and without their messages unless `messages`)."""
+    width = 4 if messages else 3
+    return (
+        status.get("phase"),
+        *(int(status.get(count) or 0) for count in ("running", "succeeded", "failed")),
+        [_condition_key(c)[:width] for c in status.get("conditions") or ()],
+    )
+
+
 def status_changed(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
     """Whether `new` must be written over `old` (Volcano's rule: phase, counts or conditions
     changed; conditions compared without lastTransitionTime and transitionID). Absent counts
     and conditions equal zero and empty, as Volcano omits them when empty; an absent phase
     differs from every phase, so a new PodGroup gets its first phase written."""
-    old = old or {}
-    if old.get("phase") != new.get("phase"):
-        return True
-    for count in ("running", "succeeded", "failed"):
-        if int(old.get(count) or 0) != int(new.get(count) or 0):
-            return True
-    before = [_condition_key(c) for c in old.get("conditions") or ()]
-    after = [_condition_key(c) for c in new.get("conditions") or ()]
-    return before != after
+    return _written_parts(old or {}, messages=True) != _written_parts(new, messages=True)
 
 
 def only_messages_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     """Whether `new` differs from `old` in its conditions' messages alone: the same phase,
     counts, and conditions of the same type, status and reason."""
-    if old.get("phase") != new.get("phase"):
-        return False
-    for count in ("running", "succeeded", "failed"):
-        if int(old.get(count) or 0) != int(new.get(count) or 0):
-            return False
-    before = [_condition_key(c)[:3] for c in old.get("conditions") or ()]
-    after = [_condition_key(c)[:3] for c in new.get("conditions") or ()]
-    return before == after
+    return _written_parts(old, messages=False) == _written_parts(new, messages=False)
