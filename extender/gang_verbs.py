@@ -255,8 +255,12 @@ class GangVerbs:
         )
 
     def _judged(self, pod: PodInfo, key: str) -> bool:
+        return key in self.gangs.reasons and self._cached_in(pod, key)
+
+    def _cached_in(self, pod: PodInfo, key: str) -> bool:
+        """Whether this cache holds the member in gang `key` (a pass can judge it)."""
         seen = self.gangs.cache.pods.get(pod.key)
-        return key in self.gangs.reasons and seen is not None and seen.group == key
+        return seen is not None and seen.group == key
 
     async def filter_once_judged(
         self, pod: PodInfo, candidates: list[str], decision: FilterStatus | None
@@ -269,10 +273,8 @@ class GangVerbs:
         passes = self.gangs.passes
         seen_at: int | None = None
         while True:
-            if seen_at is None:
-                seen = self.gangs.cache.pods.get(pod.key)
-                if seen is not None and seen.group == key:
-                    seen_at = passes.count
+            if seen_at is None and key is not None and self._cached_in(pod, key):
+                seen_at = passes.count
             if key in self.gangs.admitted or (seen_at is not None and passes.count > seen_at):
                 return self.filter(pod, candidates)
             left = deadline - loop.time()
