@@ -6,14 +6,16 @@ job's policies and runs the primitive its phase says (`state`): **sync** (PodGro
 `<job>-<uid>`, pods `<job>-<task>-<i>` once the PodGroup is past Pending — vulcan's extender
 admits it, as Volcano's enqueue does — counts and phase), **kill** (every pod but, softly, the
 finished ones; version + 1; the PodGroup deleted) or **kill one target** (a task's pods, or
-one pod). The job itself is read from the API server at each reconcile (jobs are few, and a
-decision on a stale phase or version would restart twice). Finished jobs with
+one pod). The job is read from the informer, or the newer copy this controller's last write of
+it returned (`FreshJobs`; a write on a stale copy conflicts, and the job is read from the API
+server for the retry). Finished jobs with
 `ttlSecondsAfterFinished` are deleted when it runs out.
 """
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from core.api.batch import Job
 from core.api.defaults import default_job_spec
@@ -21,7 +23,9 @@ from core.controller.metrics import ControllerMetrics
 from core.controller.runtime import Builder, ObjectRef, Reconciler
 from core.kube.client import VCJOBS, ApiError, KubeClient
 from core.kube.events import NORMAL, EventRecorder
+from core.records import JobRecord
 from flow_controller.job.events import JobEvents
+from flow_controller.job.fresh import FreshJobs
 from flow_controller.job.objects import BindMarker
 from flow_controller.job.owned import PluginObjects
 from flow_controller.job.primitives import JobPrimitives
@@ -74,8 +78,11 @@ class JobReconciler(Reconciler[str]):
         # (`JobEvents` registers those handlers on the runtime's builder).
         self.events = JobEvents(watch)
         self.jobs, self.podgroups = self.events.jobs, self.events.podgroups
-        self.writer = JobWriter(self.client, self.recorder, self.metrics, self.podgroups)
-        self.jobs.add_handlers(on_delete=self.writer.job_deleted)
+        self.fresh = FreshJobs(self.client, self.jobs)
+        self.writer = JobWriter(
+            self.client, self.recorder, self.metrics, self.podgroups, self.fresh.wrote
+        )
+        self.jobs.add_handlers(on_delete=self._job_deleted)
         self.primitives = JobPrimitives(
             self.events,
             self.writer,
@@ -85,6 +92,10 @@ class JobReconciler(Reconciler[str]):
             self.bind_marker,
         )
         watch.resync(RESYNC, self._unfinished)
+
+    def _job_deleted(self, job: JobRecord) -> None:
+        self.fresh.forget(job.key)
+        self.writer.job_deleted(job)
 
     def _unfinished(self) -> list[str]:
         return [
@@ -156,13 +167,17 @@ class JobReconciler(Reconciler[str]):
         return kept
 
     async def _handle(self, key: str, request: Request) -> None:
-        namespace, name = key.split("/", 1)
+        job = await self.fresh.get(key)
+        if job is None:
+            return
         try:
-            job = await self.client.get(VCJOBS, name, namespace)
+            await self._act(key, job, request)
         except ApiError as exc:
-            if exc.not_found:
-                return
+            if exc.conflict:
+                self.fresh.conflicted(key)
             raise
+
+    async def _act(self, key: str, job: dict[str, Any], request: Request) -> None:
         meta = job["metadata"]
         if meta.get("deletionTimestamp"):
             return

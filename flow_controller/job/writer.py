@@ -6,6 +6,7 @@ the reconcile is retried with backoff."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,8 +39,11 @@ class JobWriter:
         recorder: EventRecorder,
         metrics: ControllerMetrics,
         podgroups: Informer[PodGroupRecord],
+        wrote_job: Callable[[dict[str, Any]], None] = lambda job: None,
     ) -> None:
         self.client = client
+        # Told every Job this writer's writes return (the reconcile's next read may be older).
+        self.wrote_job = wrote_job
         self.recorder = recorder
         self.metrics = metrics
         # Job key -> seconds after which to look at it again (its TTL, a claim not there yet):
@@ -74,8 +78,10 @@ class JobWriter:
                     }
                 )
         if named:
-            await self.client.patch(
-                VCJOBS, meta["name"], named, meta["namespace"], content_type=JSON_PATCH
+            self.wrote_job(
+                await self.client.patch(
+                    VCJOBS, meta["name"], named, meta["namespace"], content_type=JSON_PATCH
+                )
             )
             return False
         for volume in spec.volumes or ():
@@ -101,13 +107,15 @@ class JobWriter:
 
     async def initiate(self, job: dict[str, Any], spec: JobSpec) -> dict[str, Any]:
         now = _now()
-        job["status"] = {
+        status = {
             **(job.get("status") or {}),
             "state": {"phase": "Pending", "lastTransitionTime": now},
             "minAvailable": spec.min_available or 0,
             "conditions": [{"status": "Pending", "lastTransitionTime": now}],
         }
-        return await self.client.replace(VCJOBS, job, subresource="status")
+        written = await self.client.replace(VCJOBS, {**job, "status": status}, subresource="status")
+        self.wrote_job(written)
+        return written
 
     async def ensure_podgroup(self, job: dict[str, Any], spec: JobSpec) -> PodGroupRecord | None:
         meta = job["metadata"]
@@ -184,6 +192,7 @@ class JobWriter:
             status["runningDuration"] = f"{max(0, int(seconds))}s"
         body = {**job, "status": status}
         written = await self.client.replace(VCJOBS, body, subresource="status")
+        self.wrote_job(written)
         self.metrics.changes.labels("Job", "status").inc()
         before = (previous.get("state") or {}).get("phase")
         after = status["state"]["phase"]
