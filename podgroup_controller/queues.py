@@ -11,18 +11,22 @@
   deleted first, then applied: at most once, even across restarts (`queue_commands`).
 
 The work queue is keyed by queue name, so one queue is never reconciled by two workers at once;
-actions wait in `_actions` in arrival order. Each reconcile reads the queue itself from the API
-server (queues are few): a decision taken on a state the informer has not caught up with could
-be lost (a CloseQueue right after an OpenQueue would see the old Closed and do nothing).
+actions wait in `_actions` in arrival order. Each reconcile decides on the informer's copy of
+the queue, or the newer one this controller's last write of it returned (`core.controller.fresh`):
+a CloseQueue right after an OpenQueue sees the Open it wrote, not the Closed the informer may
+still hold.
 """
 
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 from collections import Counter
+from typing import Any
 
 from core.api import keys
+from core.controller.fresh import FreshRecords
 from core.controller.metrics import ControllerMetrics
 from core.controller.runtime import Builder, ObjectRef, Reconciler
 from core.controller.selection import QUEUE
@@ -77,6 +81,7 @@ class QueueReconciler(Reconciler[str]):
             on_update=self._queue_updated,
             on_delete=self._queue_deleted,
         )
+        self.fresh = FreshRecords(self.queues)
         self.podgroups = watch.watch(
             PODGROUPS,
             PodGroupRecord,
@@ -114,6 +119,7 @@ class QueueReconciler(Reconciler[str]):
 
     def _queue_deleted(self, queue: QueueRecord) -> None:
         self._actions.pop(queue.name, None)
+        self.fresh.forget(queue.name)
         self.metrics.forget_queue(queue.name)
 
     def _group_added(self, group: PodGroupRecord) -> str:
@@ -183,15 +189,16 @@ class QueueReconciler(Reconciler[str]):
     async def reconcile(self, name: str) -> None:
         actions = self._actions.pop(name, [])
         try:
-            obj = await self.client.get(QUEUES, name)
-        except ApiError as exc:
-            if exc.not_found:
-                if actions:
-                    log.info("actions for a missing queue dropped", extra={"queue": name})
-                return
+            queue = await self.fresh.get(name)
+        except ApiError:
             self._requeue(name, actions)
             raise
-        await self._sync(QueueRecord(obj), actions)
+        if queue is None:
+            if actions:
+                log.info("actions for a missing queue dropped", extra={"queue": name})
+            return
+        # A copy: the sync notes its own writes on it, and the informer's is shared.
+        await self._sync(copy.copy(queue), actions)
 
     def _requeue(self, name: str, actions: list[str]) -> None:
         """Put back actions not applied yet, ahead of any that arrived meanwhile."""
@@ -207,7 +214,9 @@ class QueueReconciler(Reconciler[str]):
         state = queue.state
         try:
             if not queue.parent and name != keys.ROOT_QUEUE:
-                await self.client.patch(QUEUES, name, {"spec": {"parent": keys.ROOT_QUEUE}})
+                self._wrote(
+                    await self.client.patch(QUEUES, name, {"spec": {"parent": keys.ROOT_QUEUE}})
+                )
                 queue.parent = keys.ROOT_QUEUE
             if not explicit:
                 # Recomputed on every sync, so never queued again: a parent the informer
@@ -271,17 +280,14 @@ class QueueReconciler(Reconciler[str]):
     async def _parent_state(self, queue: QueueRecord) -> str | None:
         if not queue.parent or queue.name == keys.ROOT_QUEUE:
             return None
-        try:
-            parent = await self.client.get(QUEUES, queue.parent)
-        except ApiError as exc:
-            if exc.not_found:
-                return None
-            raise
-        return QueueRecord(parent).state
+        parent = await self.fresh.get(queue.parent)
+        return parent.state if parent is not None else None
 
     async def _write_state(self, queue: QueueRecord, state: str, groups: int) -> None:
-        await self.client.patch(
-            QUEUES, queue.name, {"status": {"state": state}}, subresource="status"
+        self._wrote(
+            await self.client.patch(
+                QUEUES, queue.name, {"status": {"state": state}}, subresource="status"
+            )
         )
         self.metrics.changes.labels("Queue", "state").inc()
         before = normalize(queue.state)
@@ -295,15 +301,23 @@ class QueueReconciler(Reconciler[str]):
 
     async def _mark_closed_by_parent(self, name: str, closed: bool) -> None:
         value = "true" if closed else "false"
-        await self.client.patch(
-            QUEUES, name, {"metadata": {"annotations": {keys.CLOSED_BY_PARENT: value}}}
+        self._wrote(
+            await self.client.patch(
+                QUEUES, name, {"metadata": {"annotations": {keys.CLOSED_BY_PARENT: value}}}
+            )
         )
+
+    def _wrote(self, obj: dict[str, Any]) -> None:
+        """What a write of this controller returned: the copy the queue's next reconcile
+        decides on until the informer's is as new."""
+        self.fresh.wrote(obj)
 
     async def _propagate(self, name: str, state: str) -> None:
         """Children follow a closing parent, and come back with it when it reopens — only those
         it closed (a child closed by its own Command stays closed)."""
-        for child in list(self.queues.items.values()):
-            if child.parent != name or child.name == name:
+        for listed in list(self.queues.items.values()):
+            child = await self.fresh.get(listed.name) if listed.parent == name else None
+            if child is None or child.parent != name or child.name == name:
                 continue
             if is_closed(state) and not is_closed(child.state):
                 if child.closed_by_parent != "true":

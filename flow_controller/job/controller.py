@@ -6,9 +6,9 @@ job's policies and runs the primitive its phase says (`state`): **sync** (PodGro
 `<job>-<uid>`, pods `<job>-<task>-<i>` once the PodGroup is past Pending — vulcan's extender
 admits it, as Volcano's enqueue does — counts and phase), **kill** (every pod but, softly, the
 finished ones; version + 1; the PodGroup deleted) or **kill one target** (a task's pods, or
-one pod). The job is read from the informer, or the newer copy this controller's last write of
-it returned (`FreshJobs`; a write on a stale copy conflicts, and the job is read from the API
-server for the retry). Finished jobs with
+one pod). The job is read from the informer, or the newer copy this controller's last write
+of it returned (`core.controller.fresh`; a write on a stale copy conflicts, and the job is read
+from the API server for the retry). Finished jobs with
 `ttlSecondsAfterFinished` are deleted when it runs out.
 """
 
@@ -19,13 +19,13 @@ from typing import Any
 
 from core.api.batch import Job
 from core.api.defaults import default_job_spec
+from core.controller.fresh import FreshRecords
 from core.controller.metrics import ControllerMetrics
 from core.controller.runtime import Builder, ObjectRef, Reconciler
 from core.kube.client import VCJOBS, ApiError, KubeClient
 from core.kube.events import NORMAL, EventRecorder
 from core.records import JobRecord
 from flow_controller.job.events import JobEvents
-from flow_controller.job.fresh import FreshJobs
 from flow_controller.job.objects import BindMarker
 from flow_controller.job.owned import PluginObjects
 from flow_controller.job.primitives import JobPrimitives
@@ -78,7 +78,7 @@ class JobReconciler(Reconciler[str]):
         # (`JobEvents` registers those handlers on the runtime's builder).
         self.events = JobEvents(watch)
         self.jobs, self.podgroups = self.events.jobs, self.events.podgroups
-        self.fresh = FreshJobs(self.client, self.jobs)
+        self.fresh = FreshRecords(self.jobs)
         self.writer = JobWriter(
             self.client, self.recorder, self.metrics, self.podgroups, self.fresh.wrote
         )
@@ -167,11 +167,11 @@ class JobReconciler(Reconciler[str]):
         return kept
 
     async def _handle(self, key: str, request: Request) -> None:
-        job = await self.fresh.get(key)
-        if job is None:
+        record = await self.fresh.get(key)
+        if record is None:
             return
         try:
-            await self._act(key, job, request)
+            await self._act(key, record.obj, request)
         except ApiError as exc:
             if exc.conflict:
                 self.fresh.conflicted(key)

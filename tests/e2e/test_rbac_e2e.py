@@ -55,6 +55,9 @@ UNEXERCISED: dict[tuple[str, str, str, str], str] = {
     ("vulcan-controllers", "scheduling.volcano.sh", "queues", "create"): (
         "podgroup_controller/queues.py: the default and root queues, when missing at start"
     ),
+    ("vulcan-controllers", "scheduling.volcano.sh", "queues", "get"): (
+        "core/controller/fresh.py: a Queue read when its resourceVersion is not an integer"
+    ),
     ("vulcan-extender", "", "pods", "get"): (
         "extender/binder.py and gang_writer.py: a pod re-read after a failed bind or a conflict"
     ),

@@ -248,3 +248,22 @@ async def _settled_open(client: KubeClient, name: str) -> bool:
     queue = await client.get(QUEUES, name)
     annotation = (queue["metadata"].get("annotations") or {}).get(CLOSED_BY_PARENT)
     return queue.get("status", {}).get("state") == "Open" and annotation in (None, "false")
+
+
+async def test_a_queue_opened_and_closed_again_at_once_ends_closed_never_read() -> None:
+    """Decided on the informer's copy or the controller's own last write (as Volcano's queue
+    controller reads its cache): the queue is never read from the API server."""
+    async with running([QUEUE]) as (client, controllers):
+        q = await make_queue(client, "swift")
+        await eventually(lambda: queue_in(client, "swift", "Open"))
+        await command(client, q, "CloseQueue")
+        await eventually(lambda: queue_in(client, "swift", "Closed"))
+        opening = await command(client, q, "OpenQueue")
+        closing = await command(client, q, "CloseQueue")
+        assert await eventually(lambda: command_gone(client, opening))
+        assert await eventually(lambda: command_gone(client, closing))
+        manager = controllers.manager
+        assert manager is not None
+        await eventually(lambda: _idle(manager))
+        assert await state_of(client, "swift") == "Closed"
+        assert manager.controllers[QUEUE].main.reconciler.fresh.reads == 0

@@ -93,17 +93,18 @@ def test_the_tensorflow_job_runs_to_completed(cluster: RealCluster) -> None:
     assert cluster.kubectl("get", "vcjob", name, "-o", "jsonpath={.status.state.phase}") == (
         "Completed"
     )
-    # The job controller decided on its informer's copy and its own writes' answers, as
-    # Volcano's reads its cache: kube-apiserver's audit log has its status writes, no read.
+    # The job and queue controllers decided on their informers' copies and their own writes'
+    # answers, as Volcano's read their caches: kube-apiserver's audit log has the job's status
+    # writes, and no read of it or of a queue.
     calls = [
-        (e["verb"], e["objectRef"].get("subresource", ""))
+        (e["verb"], e["objectRef"].get("resource"), e["objectRef"].get("subresource", ""))
         for e in cluster.control_plane.audit_events()
         if e["user"]["username"].endswith(":vulcan-controllers")
         and e["stage"] == "ResponseComplete"
-        and (e.get("objectRef") or {}).get("resource") == "jobs"
-        and e["objectRef"].get("name") == name
+        and (e.get("objectRef") or {}).get("name") in (name, "default", "root")
     ]
-    assert ("update", "status") in calls and ("get", "") not in calls, calls
+    assert ("update", "jobs", "status") in calls, calls
+    assert not {("get", "jobs", ""), ("get", "queues", "")} & set(calls), calls
 
 
 FLOWS = "/apis/flow.volcano.sh/v1alpha1/namespaces/default/jobflows"

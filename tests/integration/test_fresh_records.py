@@ -1,7 +1,7 @@
-"""The job controller decides on the informer's copy of a Job, or the newer one its own last
-write returned (`FreshJobs`), as Volcano's job controller reads its cache; a write made on a
-stale copy conflicts on the API server and the job is read from it once. Against the embedded
-API server (real HTTP)."""
+"""The job and queue controllers decide on the informer's copy of an object, or the newer one
+their own last write returned (`core.controller.fresh.FreshRecords`), as Volcano's controllers
+read their caches; a write made on a stale copy conflicts on the API server and the object is
+read from it once. Against the embedded API server (real HTTP)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 
 from kubernetes_asyncio.client import Configuration
 
+from core.controller.fresh import FreshRecords
 from core.kube.client import VCJOBS, ApiError, ClientOptions, KubeClient
 from core.records import JobRecord
-from flow_controller.job.fresh import FreshJobs
 from sim.apiserver.server import EmbeddedApiServer
 from tests.integration.controller_harness import eventually, running
 from tests.integration.test_job_controller import JOB, _is, admit, job_pods, phase_of, set_phase
@@ -21,8 +21,16 @@ from tests.integration.test_job_controller import tf_job as make_job
 class _Informer:
     """The informer's items, as the test sets them (a copy the watch has or has not updated)."""
 
-    def __init__(self) -> None:
+    def __init__(self, client: KubeClient | None = None) -> None:
+        self.client = client
+        self.resource = VCJOBS
+        self.decode = JobRecord
         self.items: dict[str, JobRecord] = {}
+
+
+async def _obj(fresh: FreshRecords[JobRecord]) -> dict[str, Any] | None:
+    record = await fresh.get("default/tf")
+    return record.obj if record is not None else None
 
 
 def _versioned(job: dict[str, Any], rv: str) -> dict[str, Any]:
@@ -50,8 +58,8 @@ async def test_a_write_on_a_stale_copy_conflicts_and_the_job_is_read_once() -> N
     async with EmbeddedApiServer() as server:
         client = KubeClient(Configuration(host=server.url), ClientOptions(qps=0))
         try:
-            informer = _Informer()
-            fresh = FreshJobs(client, informer)  # type: ignore[arg-type]
+            informer = _Informer(client)
+            fresh = FreshRecords(informer)  # type: ignore[arg-type]
             created = await client.create(VCJOBS, make_job())
             informer.items["default/tf"] = JobRecord(created)
             # Someone else changes the job; the watch has not brought it yet.
@@ -59,10 +67,10 @@ async def test_a_write_on_a_stale_copy_conflicts_and_the_job_is_read_once() -> N
                 VCJOBS, "tf", {"metadata": {"labels": {"team": "b"}}}, "default"
             )
             stale = await fresh.get("default/tf")
-            assert stale is created
+            assert stale is not None and stale.obj is created
             try:
                 await client.replace(
-                    VCJOBS, {**stale, "status": {"version": 1}}, subresource="status"
+                    VCJOBS, {**stale.obj, "status": {"version": 1}}, subresource="status"
                 )
             except ApiError as exc:
                 assert exc.conflict
@@ -71,40 +79,40 @@ async def test_a_write_on_a_stale_copy_conflicts_and_the_job_is_read_once() -> N
             fresh.conflicted("default/tf")
             live = await fresh.get("default/tf")
             assert live is not None and fresh.reads == 1
-            assert live["metadata"]["resourceVersion"] == changed["metadata"]["resourceVersion"]
+            assert live.rv == changed["metadata"]["resourceVersion"]
             written = await client.replace(
-                VCJOBS, {**live, "status": {"version": 1}}, subresource="status"
+                VCJOBS, {**live.obj, "status": {"version": 1}}, subresource="status"
             )
             fresh.wrote(written)
             # Until the watch brings a copy as new, the written one is decided on, unread.
-            assert await fresh.get("default/tf") is written and fresh.reads == 1
+            assert (await _obj(fresh)) is written and fresh.reads == 1
             informer.items["default/tf"] = JobRecord(written)
-            assert await fresh.get("default/tf") is written  # the informer's, as new
+            assert (await _obj(fresh)) is written  # the informer's, as new
             informer.items["default/tf"] = JobRecord(changed)
-            assert await fresh.get("default/tf") is changed  # nothing newer of ours is held
+            assert (await _obj(fresh)) is changed  # nothing newer of ours is held
             await client.delete(VCJOBS, "tf", "default")
             fresh.conflicted("default/tf")
-            assert await fresh.get("default/tf") is None
+            assert (await _obj(fresh)) is None
         finally:
             await client.close()
 
 
 async def test_the_newer_of_the_informers_and_the_written_copy_is_decided_on() -> None:
     informer = _Informer()
-    fresh = FreshJobs(None, informer)  # type: ignore[arg-type]
+    fresh = FreshRecords(informer)  # type: ignore[arg-type]
     seen = _versioned(make_job(), "10")
     informer.items["default/tf"] = JobRecord(seen)
-    assert await fresh.get("default/tf") is seen
+    assert (await _obj(fresh)) is seen
     ours = _versioned(make_job(), "12")
     fresh.wrote(ours)
-    assert await fresh.get("default/tf") is ours
+    assert (await _obj(fresh)) is ours
     caught_up = _versioned(make_job(), "12")
     informer.items["default/tf"] = JobRecord(caught_up)
-    assert await fresh.get("default/tf") is caught_up
+    assert (await _obj(fresh)) is caught_up
     # Versions compare as numbers, not as strings ("9" < "10").
     fresh.wrote(_versioned(make_job(), "9"))
     informer.items["default/tf"] = JobRecord(seen)
-    assert await fresh.get("default/tf") is seen
+    assert (await _obj(fresh)) is seen
     del informer.items["default/tf"]
-    assert await fresh.get("default/tf") is None
+    assert (await _obj(fresh)) is None
     assert fresh.reads == 0
