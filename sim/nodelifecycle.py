@@ -45,6 +45,7 @@ from sim.nodelifecycle_health import KUBELET_CONDITIONS as KUBELET_CONDITIONS
 from sim.nodelifecycle_health import MANAGED_TAINT_KEYS as MANAGED_TAINT_KEYS
 from sim.nodelifecycle_health import NEVER_UPDATED_MESSAGE as NEVER_UPDATED_MESSAGE
 from sim.nodelifecycle_health import NEVER_UPDATED_REASON as NEVER_UPDATED_REASON
+from sim.nodelifecycle_health import NODE_CONTROLLER as NODE_CONTROLLER
 from sim.nodelifecycle_health import UNKNOWN_MESSAGE as UNKNOWN_MESSAGE
 from sim.nodelifecycle_health import UNKNOWN_REASON as UNKNOWN_REASON
 from sim.nodelifecycle_health import NodeHealth
@@ -90,6 +91,13 @@ class NodeLifecycleController(NodeHealth, TaintEviction):
             if record_events
             else None
         )
+        self._node_recorder = (
+            EventRecorder(
+                client, NODE_CONTROLLER, f"{NODE_CONTROLLER}-{socket.gethostname()}", api=CORE_API
+            )
+            if record_events
+            else None
+        )
         self._tasks: list[asyncio.Task[Any]] = []
 
     # ------------------------------------------------------------------------ public
@@ -103,8 +111,8 @@ class NodeLifecycleController(NodeHealth, TaintEviction):
             _guard(self._lease_seen), _guard(lambda _old, new: self._lease_seen(new)), None
         )
         self._pods.add_handlers(
-            _guard(self._pod_seen),
-            _guard(lambda _old, new: self._pod_seen(new)),
+            _guard(self._pod_event),
+            _guard(lambda _old, new: self._pod_event(new)),
             _guard(self._pod_gone),
         )
         for informer in (self._nodes, self._leases, self._pods):
@@ -112,8 +120,9 @@ class NodeLifecycleController(NodeHealth, TaintEviction):
         await asyncio.gather(
             self._nodes.wait_synced(), self._leases.wait_synced(), self._pods.wait_synced()
         )
-        if self._recorder is not None:
-            self._spawn(self._recorder.run(), "nodelifecycle-events")
+        for recorder in (self._recorder, self._node_recorder):
+            if recorder is not None:
+                self._spawn(recorder.run(), f"nodelifecycle-events-{recorder.component}")
         self._spawn(
             self._node_queue.run_workers(self.workers, self._sync_node, max_retries=-1),
             "nodelifecycle-nodes",
@@ -134,10 +143,15 @@ class NodeLifecycleController(NodeHealth, TaintEviction):
         self._scheduled.clear()
         await self._node_queue.shutdown()
         await self._evict_queue.shutdown()
-        if self._recorder is not None:
-            await self._recorder.close()
+        for recorder in (self._recorder, self._node_recorder):
+            if recorder is not None:
+                await recorder.close()
 
     # ------------------------------------------------------------------------ plumbing
+
+    def _pod_event(self, pod: _PodView) -> None:
+        self._pod_seen(pod)
+        self._pod_health(pod)
 
     def _spawn(self, coro: Coroutine[Any, Any, Any], name: str) -> None:
         self._tasks.append(asyncio.create_task(coro, name=name))

@@ -1,6 +1,7 @@
 """Node health, the node lifecycle controller's first half: a node whose Lease and Ready
-heartbeat stop moving goes Unknown after the grace period, and every node carries the condition
-taints (`node.kubernetes.io/not-ready`, `.../unreachable`) that match its Ready status.
+heartbeat stop moving goes Unknown after the grace period, every node carries the condition
+taints (`node.kubernetes.io/not-ready`, `.../unreachable`) that match its Ready status, and the
+pods on a node whose Ready is False or Unknown are marked not Ready (MarkPodsNotReady).
 
 Separate from NoExecute eviction (`sim.nodelifecycle_eviction`), which acts on the taints this
 half sets; `NodeLifecycleController` (`sim.nodelifecycle`) combines the two and owns the
@@ -15,12 +16,14 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from core.kube.client import MERGE_PATCH, NODES, STRATEGIC_MERGE_PATCH, ApiError
+from core.kube.client import MERGE_PATCH, NODES, PODS, STRATEGIC_MERGE_PATCH, ApiError
+from core.kube.events import WARNING
 from sim.nodelifecycle_views import _LeaseView, _NodeView, _PodView, _rfc3339
 from sim.taints import NO_EXECUTE, NO_SCHEDULE, TAINT_NOT_READY, TAINT_UNREACHABLE
 
 if TYPE_CHECKING:
     from core.kube.client import KubeClient
+    from core.kube.events import EventRecorder
     from core.kube.informer import Informer
     from core.kube.workqueue import WorkQueue
 
@@ -33,6 +36,8 @@ UNKNOWN_REASON = "NodeStatusUnknown"
 UNKNOWN_MESSAGE = "Kubelet stopped posting node status."
 NEVER_UPDATED_REASON = "NodeStatusNeverUpdated"
 NEVER_UPDATED_MESSAGE = "Kubelet never posted node status."
+NODE_CONTROLLER = "node-controller"  # the node lifecycle controller's events' component
+NOT_READY_STATES = ("False", "Unknown")
 
 
 def desired_taints(
@@ -77,6 +82,7 @@ class NodeHealth:
     _probe: dict[str, float]
     _pods_on: dict[str, set[str]]
     _node_queue: WorkQueue[str]
+    _node_recorder: EventRecorder | None
 
     if TYPE_CHECKING:
         # Provided by TaintEviction (declared for the type checker only, so that these never
@@ -111,6 +117,13 @@ class NodeHealth:
         for key in self._pods_on.get(view.key, ()):
             self._cancel(key)
 
+    def _pod_health(self, pod: _PodView) -> None:
+        """A pod Ready on a node that is not is marked by its node's sync (the real
+        controller's pod handler does the same)."""
+        node = self._nodes.items.get(pod.node)
+        if pod.ready == "True" and node is not None and node.ready in NOT_READY_STATES:
+            self._node_queue.add(node.key)
+
     def _lease_seen(self, lease: _LeaseView) -> None:
         self._probe[lease.name] = time.monotonic()
 
@@ -144,6 +157,8 @@ class NodeHealth:
                     content_type=MERGE_PATCH,
                 )
                 log.debug("node taints updated", extra={"node": name, "ready": view.ready})
+            if view.ready in NOT_READY_STATES:
+                await self._mark_pods_not_ready(view)
         except ApiError as exc:
             if exc.not_found:
                 return
@@ -178,6 +193,46 @@ class NodeHealth:
             content_type=STRATEGIC_MERGE_PATCH,
         )
         log.info("node stopped reporting; status Unknown", extra={"node": view.key})
+
+    async def _mark_pods_not_ready(self, view: _NodeView) -> None:
+        """kube-controller-manager's MarkPodsNotReady: each pod on the node whose Ready
+        condition is True gets it False (a status write conditional on the version seen; a
+        conflict is retried with the informer's newer pod), then a NodeNotReady Warning."""
+        stamp = _rfc3339(time.time())
+        for key in sorted(self._pods_on.get(view.key, ())):
+            pod = self._pods.items.get(key)
+            if pod is None or pod.ready != "True":
+                continue
+            ready = {"type": "Ready", "status": "False", "lastTransitionTime": stamp}
+            try:
+                await self.client.patch(
+                    PODS,
+                    pod.name,
+                    {
+                        "metadata": {"uid": pod.uid, "resourceVersion": pod.rv},
+                        "status": {"conditions": [ready]},
+                    },
+                    pod.namespace,
+                    subresource="status",
+                    content_type=STRATEGIC_MERGE_PATCH,
+                )
+            except ApiError as exc:
+                if exc.not_found:
+                    continue
+                raise
+            if self._node_recorder is not None:
+                self._node_recorder.record(
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Pod",
+                        "namespace": pod.namespace,
+                        "name": pod.name,
+                        "uid": pod.uid,
+                    },
+                    WARNING,
+                    "NodeNotReady",
+                    "Node is not ready",
+                )
 
 
 def _no_execute_identity(view: _NodeView) -> tuple[tuple[Any, ...], ...]:

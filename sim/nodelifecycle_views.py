@@ -60,6 +60,7 @@ class _PodView:
         "namespace",
         "node",
         "phase",
+        "ready",
         "rv",
         "tolerations",
         "uid",
@@ -74,7 +75,13 @@ class _PodView:
         self.rv: str = meta.get("resourceVersion", "")
         self.uid: str = meta.get("uid", "")
         self.node: str = spec.get("nodeName") or ""
-        self.phase: str = (obj.get("status") or {}).get("phase") or "Pending"
+        status = obj.get("status") or {}
+        self.phase: str = status.get("phase") or "Pending"
+        # Its Ready condition's status (None: it has none yet).
+        self.ready: str | None = next(
+            (c.get("status") for c in status.get("conditions") or () if c.get("type") == "Ready"),
+            None,
+        )
         self.deleting = bool(meta.get("deletionTimestamp"))
         self.tolerations: list[dict[str, Any]] = list(spec.get("tolerations") or ())
 

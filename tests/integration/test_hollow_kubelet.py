@@ -522,6 +522,27 @@ async def test_failed_node_evicts_after_toleration_and_restore_confirms(
         assert phase(service) == "Running" and "deletionTimestamp" not in service["metadata"]
         elsewhere = await get_pod(client, "elsewhere")
         assert phase(elsewhere) == "Running" and "deletionTimestamp" not in elsewhere["metadata"]
+        # The pods left on the node are marked not Ready (kube-controller-manager's
+        # MarkPodsNotReady), each with a NodeNotReady Warning; the other node's stay Ready.
+        service = await eventually(
+            lambda: get_pod(client, "service"),
+            lambda p: condition(p, "Ready")["status"] == "False",
+        )
+        assert phase(service) == "Running"
+        assert condition(elsewhere, "Ready")["status"] == "True"
+
+        def node_not_ready(found: dict[str, Any]) -> list[dict[str, Any]]:
+            return [
+                e
+                for e in found["items"]
+                if e["reason"] == "NodeNotReady" and e["regarding"]["name"] == "service"
+            ]
+
+        not_ready = node_not_ready(
+            await eventually(lambda: client.list(EVENTS, NS), lambda f: bool(node_not_ready(f)))
+        )
+        assert (not_ready[0]["type"], not_ready[0]["note"]) == ("Warning", "Node is not ready")
+        assert not_ready[0]["reportingController"] == "node-controller"
 
         await hollow.restore_node(node)
         restored = await eventually(lambda: client.get(NODES, node), lambda n: not taint_set(n))
@@ -534,6 +555,11 @@ async def test_failed_node_evicts_after_toleration_and_restore_confirms(
             lambda p: container(p)["restartCount"] >= 1 and phase(p) == "Running",
         )
         assert container(service)["lastState"]["terminated"]["exitCode"] == 137
+        # Its kubelet reports it Ready again once its container runs.
+        await eventually(
+            lambda: get_pod(client, "service"),
+            lambda p: condition(p, "Ready")["status"] == "True",
+        )
     finally:
         await hollow.stop()
 
@@ -600,7 +626,10 @@ async def test_node_whose_lease_stops_becomes_unreachable(client: KubeClient) ->
             lambda p: bool(p["metadata"].get("deletionTimestamp")),
         )
         assert phase(fragile) == "Running"  # terminating, as its kubelet last said
-        sturdy = await get_pod(client, "sturdy")  # tolerates unreachable for 300 s
+        sturdy = await eventually(  # tolerates unreachable for 300 s; marked not Ready
+            lambda: get_pod(client, "sturdy"),
+            lambda p: condition(p, "Ready")["status"] == "False",
+        )
         assert phase(sturdy) == "Running" and "deletionTimestamp" not in sturdy["metadata"]
 
         # A new kubelet process for the same node brings it back and confirms the deletion.
