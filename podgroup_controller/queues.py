@@ -23,7 +23,6 @@ import asyncio
 import copy
 import logging
 from collections import Counter
-from typing import Any
 
 from core.api import keys
 from core.controller.fresh import FreshRecords
@@ -214,7 +213,7 @@ class QueueReconciler(Reconciler[str]):
         state = queue.state
         try:
             if not queue.parent and name != keys.ROOT_QUEUE:
-                self._wrote(
+                self.fresh.wrote(
                     await self.client.patch(QUEUES, name, {"spec": {"parent": keys.ROOT_QUEUE}})
                 )
                 queue.parent = keys.ROOT_QUEUE
@@ -284,7 +283,7 @@ class QueueReconciler(Reconciler[str]):
         return parent.state if parent is not None else None
 
     async def _write_state(self, queue: QueueRecord, state: str, groups: int) -> None:
-        self._wrote(
+        self.fresh.wrote(
             await self.client.patch(
                 QUEUES, queue.name, {"status": {"state": state}}, subresource="status"
             )
@@ -301,16 +300,11 @@ class QueueReconciler(Reconciler[str]):
 
     async def _mark_closed_by_parent(self, name: str, closed: bool) -> None:
         value = "true" if closed else "false"
-        self._wrote(
+        self.fresh.wrote(
             await self.client.patch(
                 QUEUES, name, {"metadata": {"annotations": {keys.CLOSED_BY_PARENT: value}}}
             )
         )
-
-    def _wrote(self, obj: dict[str, Any]) -> None:
-        """What a write of this controller returned: the copy the queue's next reconcile
-        decides on until the informer's is as new."""
-        self.fresh.wrote(obj)
 
     async def _propagate(self, name: str, state: str) -> None:
         """Children follow a closing parent, and come back with it when it reopens — only those
