@@ -156,13 +156,7 @@ class TaintEviction:
         log.info("pod evicted by NoExecute taint", extra={"pod": key, "node": pod.node})
         if self._recorder is not None:
             self._recorder.record(
-                {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "namespace": pod.namespace,
-                    "name": pod.name,
-                    "uid": pod.uid,
-                },
+                PODS.reference(pod.name, pod.namespace, pod.uid),
                 NORMAL,
                 EVICTION_REASON,
                 f"Marking for deletion Pod {key}",

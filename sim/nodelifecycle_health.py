@@ -222,13 +222,7 @@ class NodeHealth:
                 raise
             if self._node_recorder is not None:
                 self._node_recorder.record(
-                    {
-                        "apiVersion": "v1",
-                        "kind": "Pod",
-                        "namespace": pod.namespace,
-                        "name": pod.name,
-                        "uid": pod.uid,
-                    },
+                    PODS.reference(pod.name, pod.namespace, pod.uid),
                     WARNING,
                     "NodeNotReady",
                     "Node is not ready",
