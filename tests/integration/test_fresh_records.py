@@ -14,7 +14,15 @@ from core.kube.client import VCJOBS, ApiError, ClientOptions, KubeClient
 from core.records import JobRecord
 from sim.apiserver.server import EmbeddedApiServer
 from tests.integration.controller_harness import eventually, running
-from tests.integration.test_job_controller import JOB, _is, admit, job_pods, phase_of, set_phase
+from tests.integration.test_job_controller import (
+    JOB,
+    _has,
+    _is,
+    admit,
+    job_pods,
+    phase_of,
+    set_phase,
+)
 from tests.integration.test_job_controller import tf_job as make_job
 
 
@@ -42,7 +50,7 @@ async def test_a_job_runs_to_completed_without_the_controller_reading_it() -> No
         job = await client.create(VCJOBS, make_job())
         assert await eventually(lambda: _is(phase_of(client), "Pending"))
         await admit(client, f"tf-{job['metadata']['uid']}")
-        pods = await eventually(lambda: job_pods(client))
+        pods = await eventually(lambda: _has(job_pods(client), 3))
         for phase in ("Running", "Succeeded"):
             for name in pods:
                 await set_phase(client, name, phase)
