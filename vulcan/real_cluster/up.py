@@ -114,6 +114,11 @@ async def _up(args: argparse.Namespace) -> int:
     except Cancelled:
         return 0
     except (StartError, KubectlError, ValueError, OSError) as exc:
+        await asyncio.sleep(0)  # the signal's handler, if one came with the failure, runs first
+        if cancel.is_set():
+            # Interrupted: a child started as the Ctrl-C came (before it left the terminal's
+            # process group) was killed by it too; its failure is the interrupt, not an error.
+            return 0
         failed = True
         print(f"error: {exc}", file=sys.stderr, flush=True)
         return 1
