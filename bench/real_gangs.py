@@ -79,6 +79,11 @@ class GangPhase:
     def cpu_ms_per_pod(self, role: str, pods: int) -> float:
         return self.cpu_s.get(role, 0.0) * 1000 / pods
 
+    def all_cpu_ms_per_pod(self, pods: int) -> float:
+        """Every process's CPU per pod together: on a machine they keep busy (this one's two
+        cores), the phase's rate is about the cores' time over it."""
+        return sum(self.cpu_s.values()) * 1000 / pods
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -291,6 +296,13 @@ def summarize(results: list[GangPhase], pods: int, shape: Layout) -> str:
     whole = [w for r in results for w in r.whole_s]
     print(f"{labels['gangs']}: {_wholes(whole)}")
     gang, plain = mean("gangs", lambda r: r.pods_per_s), mean("plain", lambda r: r.pods_per_s)
+    all_gang = mean("gangs", lambda r: r.all_cpu_ms_per_pod(pods))
+    all_plain = mean("plain", lambda r: r.all_cpu_ms_per_pod(pods))
+    print(
+        f"all processes' CPU ms per pod: plain {all_plain:.2f}, gangs {all_gang:.2f} "
+        f"(plain/gangs={all_plain / all_gang:.3f}: where they keep the cores busy, gang/plain "
+        "follows it)"
+    )
     print(f"gang/plain={gang / plain:.3f}")
     return last_line(
         gang,

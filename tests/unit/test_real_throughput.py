@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from bench.real_gang_objects import Layout, creations
-from bench.real_gangs import Progress, _Member, layout, percentile
+from bench.real_gangs import GangPhase, Progress, _Member, layout, percentile, summarize
 from bench.real_gangs import last_line as gang_last_line
 from bench.real_throughput import last_line, parse_args
 from tests.helpers import REPO
@@ -172,3 +172,16 @@ def test_a_gang_is_whole_when_its_last_member_is_bound() -> None:
     assert not progress.all_bound.is_set()
     progress.on(_pod("b-1", "b", "node-3"))
     assert set(progress.whole) == {"a", "b"} and progress.all_bound.is_set()
+
+
+def test_the_summary_sets_every_process_cpu_per_pod_of_each_phase_side_by_side(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    plain = GangPhase("plain", 200.0, 200.0, {"kube-apiserver": 4.0, "extender": 1.0}, [])
+    gangs = GangPhase("gangs", 150.0, 150.0, {"kube-apiserver": 7.0, "extender": 2.0}, [1.0])
+    assert gangs.all_cpu_ms_per_pod(1000) == 9.0
+    line = summarize([plain, gangs], 1000, Layout("jobs", 10, 100))
+    printed = capsys.readouterr().out
+    assert "all processes' CPU ms per pod: plain 5.00, gangs 9.00 (plain/gangs=0.556" in printed
+    assert "gang/plain=0.750" in printed
+    assert line.startswith("gang_pods_per_s=150.0 plain_pods_per_s=200.0 ")
