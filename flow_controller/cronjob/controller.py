@@ -24,12 +24,14 @@ Terminated Jobs count as failed for the history limit (Volcano never trims them)
 
 from __future__ import annotations
 
+import copy
 import logging
 
 from core.controller.clock import Clock
+from core.controller.fresh import FreshRecords
 from core.controller.metrics import ControllerMetrics
 from core.controller.runtime import Builder, ObjectRef, Reconciler
-from core.kube.client import CRONJOBS, VCJOBS, ApiError, KubeClient
+from core.kube.client import CRONJOBS, VCJOBS, KubeClient
 from core.kube.events import EventRecorder
 from core.records import FlowObjectRecord, JobRecord
 from flow_controller.cronjob.sync import CronJobSync, controller_uid
@@ -60,7 +62,11 @@ class CronJobReconciler(Reconciler[str]):
 
     def setup(self, watch: Builder[str]) -> None:
         self.watch = watch
-        self.cronjobs = watch.primary(CRONJOBS, FlowObjectRecord)
+        self.cronjobs = watch.primary(CRONJOBS, FlowObjectRecord, on_delete=self._deleted)
+        # The active list this controller wrote a moment ago decides whether Forbid skips and
+        # whether a schedule time was run already: a reconcile decides on the informer's copy
+        # or on the newer one that write returned (`core.controller.fresh`).
+        self.fresh = FreshRecords(self.cronjobs)
         self.jobs = watch.watch(
             VCJOBS,
             JobRecord,
@@ -68,6 +74,9 @@ class CronJobReconciler(Reconciler[str]):
             on_update=lambda _old, job: self._owner_key(job),
             on_delete=self._job_deleted,
         )
+
+    def _deleted(self, cronjob: FlowObjectRecord) -> None:
+        self.fresh.forget(cronjob.key)
 
     def _job_deleted(self, job: JobRecord) -> str | None:
         self.deleted.discard(job.uid)
@@ -85,16 +94,11 @@ class CronJobReconciler(Reconciler[str]):
 
     async def reconcile(self, key: str) -> float | None:
         """One sync; the seconds until the CronJob's next schedule time."""
-        namespace, name = key.split("/", 1)
-        try:
-            # Read fresh, not from the informer: the active list we wrote a moment ago decides
-            # whether Forbid skips and whether this schedule time was already run.
-            obj = await self.client.get(CRONJOBS, name, namespace)
-        except ApiError as exc:
-            if exc.not_found:
-                self.watch.forget(key)
-                return None
-            raise
+        record = await self.fresh.get(key)
+        if record is None:
+            self.watch.forget(key)
+            return None
+        obj = copy.deepcopy(record.obj)  # the informer's is shared
         if obj["metadata"].get("deletionTimestamp"):
             return None
         sync = CronJobSync(self, obj)

@@ -317,7 +317,8 @@ class CronJobSync:
             status["lastSuccessfulTime"] = self.last_successful
         if not status:
             return
-        await self.c.client.patch(
+        written = await self.c.client.patch(
             CRONJOBS, self.name, {"status": status}, self.namespace, subresource="status"
         )
+        self.c.fresh.wrote(written)
         self.c.metrics.changes.labels("CronJob", "status").inc()

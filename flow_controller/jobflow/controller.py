@@ -2,15 +2,18 @@
 Volcano's leaves out (`state`): probes, retries, an on-failure clean-up Job, and a
 `jobRetainPolicy: retain` that also holds when the flow is deleted.
 
-Each reconcile reads the flow from the API server, its Jobs from the shared Job informer (by
-Volcano's `volcano.sh/createdByJobFlow` label), decides (`state.decide`) and applies: Jobs
-created from their JobTemplates, failed ones deleted to run again, events, the status
-(`status`). Job names are deterministic and an existing Job is never created again, so a
+Each reconcile reads the flow from its informer, or the newer copy this controller's own last
+write of it returned (`core.controller.fresh`, as Volcano's reads its lister; a write on a stale
+copy conflicts and the flow is read from the API server once), its Jobs from the shared Job
+informer (by Volcano's `volcano.sh/createdByJobFlow` label), decides (`state.decide`) and
+applies: Jobs created from their JobTemplates, failed ones deleted to run again, events, the
+status (`status`). Job names are deterministic and an existing Job is never created again, so a
 restarted controller starts nothing twice.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 from typing import Any
@@ -19,6 +22,7 @@ from pydantic import ValidationError
 
 from core.api import keys
 from core.api.flow import JobFlow
+from core.controller.fresh import FreshRecords
 from core.controller.metrics import ControllerMetrics
 from core.controller.runtime import Builder, ObjectRef, Reconciler
 from core.kube.client import JOBFLOWS, VCJOBS, ApiError, KubeClient
@@ -87,10 +91,14 @@ class JobFlowReconciler(Reconciler[str]):
             JOBFLOWS, FlowObjectRecord, changed=_flow_changed, on_delete=self._flow_deleted
         )
         self.jobs = watch.related(VCJOBS, JobRecord, to_key=_owner_flow, changed=_job_changed)
-        self.writes = FlowWriter(self.client, self.recorder, self.metrics, self.jobs)
+        self.fresh = FreshRecords(self.flows)
+        self.writes = FlowWriter(
+            self.client, self.recorder, self.metrics, self.jobs, self.fresh.wrote
+        )
 
     def _flow_deleted(self, flow: FlowObjectRecord) -> None:
         self.writes.forget(flow.key)
+        self.fresh.forget(flow.key)
 
     def reference(self, key: str) -> ObjectRef:
         namespace, name = key.split("/", 1)
@@ -101,13 +109,19 @@ class JobFlowReconciler(Reconciler[str]):
         await self.prober.close()
 
     async def reconcile(self, key: str) -> float | None:
-        namespace, name = key.split("/", 1)
+        record = await self.fresh.get(key)
+        if record is None:
+            return None
+        # A copy: the writes note the versions they return on it, and the informer's is shared.
+        obj = copy.deepcopy(record.obj)
         try:
-            obj = await self.client.get(JOBFLOWS, name, namespace)
+            return await self._reconcile(obj)
         except ApiError as exc:
-            if exc.not_found:
-                return None
+            if exc.conflict:
+                self.fresh.conflicted(key)
             raise
+
+    async def _reconcile(self, obj: dict[str, Any]) -> float | None:
         meta = obj["metadata"]
         finalizers = list(meta.get("finalizers") or ())
         retain = (obj.get("spec") or {}).get("jobRetainPolicy") != "delete"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -36,11 +37,15 @@ class FlowWriter:
         recorder: EventRecorder,
         metrics: ControllerMetrics,
         jobs: Informer[JobRecord],
+        wrote_flow: Callable[[dict[str, Any]], None] = lambda _written: None,
     ) -> None:
         self.client = client
         self.recorder = recorder
         self.metrics = metrics
         self.jobs = jobs
+        # Told what each write of a flow returned: the next reconcile decides on it until the
+        # informer's copy is as new (`core.controller.fresh`).
+        self.wrote_flow = wrote_flow
         self._phases: dict[str, str] = {}  # flow key -> phase (the vulcan_jobflows gauge)
 
     def forget(self, key: str) -> None:
@@ -119,6 +124,7 @@ class FlowWriter:
             )
             # The status written at the end of this sync goes on from this version.
             meta["resourceVersion"] = written["metadata"]["resourceVersion"]
+            self.wrote_flow(written)
         limit = fs.max_retries(meta.get("annotations") or {}, step)
         self.event(
             flow,
@@ -175,6 +181,7 @@ class FlowWriter:
         written = await self.client.patch(JOBFLOWS, meta["name"], patch, meta["namespace"])
         meta["resourceVersion"] = written["metadata"]["resourceVersion"]
         meta["finalizers"] = finalizers
+        self.wrote_flow(written)
 
     async def invalid(self, flow: dict[str, Any], errors: list[str]) -> None:
         """Admission's rules did not hold (a flow older than the webhook, or annotations no
@@ -185,9 +192,10 @@ class FlowWriter:
             return
         self.event(flow, WARNING, "InvalidFlow", reason)
         await self.mark_failed(flow, reason)
-        await self.client.replace(
+        written = await self.client.replace(
             JOBFLOWS, {**flow, "status": {**status, "state": {"phase": fs.FAILED}}}, "status"
         )
+        self.wrote_flow(written)
         self.note_phase(flow, status, fs.FAILED)
 
     async def mark_failed(self, flow: dict[str, Any], reason: str) -> None:
@@ -199,6 +207,7 @@ class FlowWriter:
             meta["namespace"],
         )
         meta["resourceVersion"] = written["metadata"]["resourceVersion"]
+        self.wrote_flow(written)
 
     async def write_status(
         self,
@@ -221,7 +230,7 @@ class FlowWriter:
         if decided.phase == fs.FAILED and before != fs.FAILED:
             await self.mark_failed(flow, decided.failure)
             self.event(flow, WARNING, "Failed", f"JobFlow failed: {decided.failure}")
-        await self.client.replace(JOBFLOWS, {**flow, "status": new}, "status")
+        self.wrote_flow(await self.client.replace(JOBFLOWS, {**flow, "status": new}, "status"))
         self.metrics.changes.labels("JobFlow", "status").inc()
         self.note_phase(flow, previous, decided.phase)
         # Volcano's phase moves one step a sync (Pending -> Running -> Succeed): go on.

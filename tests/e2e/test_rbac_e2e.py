@@ -58,6 +58,12 @@ UNEXERCISED: dict[tuple[str, str, str, str], str] = {
     ("vulcan-controllers", "scheduling.volcano.sh", "queues", "get"): (
         "core/controller/fresh.py: a Queue read when its resourceVersion is not an integer"
     ),
+    ("vulcan-controllers", "flow.volcano.sh", "jobflows", "get"): (
+        "core/controller/fresh.py: a JobFlow read again after one of its writes conflicted"
+    ),
+    ("vulcan-controllers", "batch.volcano.sh", "cronjobs", "get"): (
+        "core/controller/fresh.py: a CronJob read when its resourceVersion is not an integer"
+    ),
     ("vulcan-extender", "", "pods", "get"): (
         "extender/binder.py and gang_writer.py: a pod re-read after a failed bind or a conflict"
     ),

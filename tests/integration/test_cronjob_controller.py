@@ -99,6 +99,7 @@ class Manager:
         self.client, self.clock = client, clock
         self.task: asyncio.Task[None] | None = None
         self.metrics = ControllerMetrics()
+        self.manager: ControllerManager | None = None
 
     async def start(self) -> None:
         retries = RetryPolicy(max_retries=5, max_delay=0.5)
@@ -108,8 +109,14 @@ class Manager:
             metrics=self.metrics,
             identity="t",
         )
+        self.manager = manager
         self.task = asyncio.create_task(manager.run())
         await until(lambda: manager.ready() == (True, "ok"), 10)
+
+    def reads(self) -> int:
+        """How many times the running controller read a CronJob from the API server."""
+        assert self.manager is not None
+        return self.manager.controllers[CRONJOB].reconciler.fresh.reads  # type: ignore[attr-defined]
 
     async def stop(self) -> None:
         if self.task is not None:
@@ -226,6 +233,9 @@ async def test_volcano_example_runs_at_its_schedule_completes_and_forbid_skips()
         skew = manager.metrics.cronjob_creation_skew.collect()[0]
         count = next(s.value for s in skew.samples if s.name.endswith("_count"))
         assert count == 2
+        # Each sync decided on the informer's copy or on what its own status write returned
+        # (Forbid's skip above read the active list that write put there), never a GET.
+        assert manager.reads() == 0
 
 
 async def _with(probe: Any, test: Any) -> Any:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from core.kube.client import JOBFLOWS, JOBTEMPLATES, PODS, VCJOBS, KubeClient
+from core.kube.client import JOBFLOWS, JOBTEMPLATES, PODS, VCJOBS, ApiError, KubeClient
 from tests.integration.controller_harness import (
     Controllers,
     events_about,
@@ -110,8 +110,13 @@ async def has_jobs(client: KubeClient, *names: str) -> bool:
     return set(names) <= set(await jobs(client))
 
 
+def _fresh(controllers: Controllers) -> Any:
+    assert controllers.manager is not None
+    return controllers.manager.controllers["jobflow-controller"].reconciler.fresh
+
+
 async def test_the_pipeline_runs_stage_by_stage_and_retain_outlives_the_flow() -> None:
-    async with running(FLOWS) as (client, _):
+    async with running(FLOWS) as (client, controllers):
         await setup(client, jobflow("p", PIPELINE))
         await eventually(lambda: has_jobs(client, "p-a"))
         job_a = (await jobs(client))["p-a"]
@@ -147,12 +152,54 @@ async def test_the_pipeline_runs_stage_by_stage_and_retain_outlives_the_flow() -
         )
         reasons = [e["reason"] for e in await events_about(client, "p")]
         assert reasons.count("Created") == 5 and "JobFinished" in reasons
+        # Every sync decided on the informer's copy or its own last write's answer.
+        assert _fresh(controllers).reads == 0
         # retain: deleting the flow keeps its Jobs (released from its ownership).
         await client.delete(JOBFLOWS, "p", NS)
         await eventually(lambda: _gone(client, JOBFLOWS, "p"))
         left = await jobs(client)
         assert set(left) == {"p-a", "p-b", "p-c", "p-d", "p-e"}
         assert all(not j["metadata"].get("ownerReferences") for j in left.values())
+
+
+async def test_a_status_write_on_a_stale_copy_conflicts_and_the_flow_is_read_once() -> None:
+    async with running(FLOWS) as (client, controllers):
+        await setup(client, jobflow("p", [("a", [])]))
+        await eventually(lambda: has_jobs(client, "p-a"))
+        fresh = _fresh(controllers)
+        flows = fresh.informer
+        stale = flows.items["default/p"]  # Pending
+        await finish(client, "p-a", "Running")
+        await eventually(lambda: phase_is(client, "Running"))
+        await eventually(lambda: _informer_phase(flows, "Running"))
+        await eventually(lambda: _idle(controllers))  # the syncs those versions woke are done
+        # As if the watch had not brought the flow's last versions: the sync decides the
+        # Running status again on the old copy, and its write conflicts.
+        flows.items["default/p"] = stale
+        with pytest.raises(ApiError) as raised:
+            await fresh_reconcile(controllers, "default/p")
+        assert raised.value.conflict
+        assert fresh.reads == 0
+        # The retry reads the flow from the API server once and finds nothing to write.
+        assert await fresh_reconcile(controllers, "default/p") is None
+        assert fresh.reads == 1
+        assert await phase_is(client, "Running")
+
+
+async def fresh_reconcile(controllers: Controllers, key: str) -> Any:
+    assert controllers.manager is not None
+    return await controllers.manager.controllers["jobflow-controller"].reconciler.reconcile(key)
+
+
+async def _idle(controllers: Controllers) -> bool:
+    assert controllers.manager is not None
+    queue = controllers.manager.controllers["jobflow-controller"].queue
+    return len(queue) == 0 and not queue.in_flight
+
+
+async def _informer_phase(flows: Any, phase: str) -> bool:
+    record = flows.items.get("default/p")
+    return record is not None and record.phase == phase
 
 
 async def _depends_on(client: KubeClient, name: str) -> bool:

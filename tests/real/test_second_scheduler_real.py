@@ -139,6 +139,18 @@ def test_the_jobflow_pipeline_succeeds_each_job_after_its_targets(cluster: RealC
             assert created(step) >= finished(target), (step, target)
     status = (cluster.get(f"{FLOWS}/pipeline") or {})["status"]
     assert status["completedJobs"] == [f"pipeline-job-{s}" for s in "abcde"]
+    # The JobFlow controller decided on its informer's copy and its own writes' answers, as
+    # Volcano's reads its lister: the audit log has its status writes of the flow, no read.
+    calls = [
+        (e["verb"], e["objectRef"].get("subresource", ""))
+        for e in cluster.control_plane.audit_events()
+        if e["user"]["username"].endswith(":vulcan-controllers")
+        and e["stage"] == "ResponseComplete"
+        and (e.get("objectRef") or {}).get("resource") == "jobflows"
+        and (e.get("objectRef") or {}).get("name") == "pipeline"
+    ]
+    assert ("update", "status") in calls, calls
+    assert ("get", "") not in calls, calls
     cluster.kubectl("delete", "-f", str(manifest), "--wait=true")
     # jobRetainPolicy: retain: the Jobs outlived their flow.
     assert cluster.get(f"{JOBS}/pipeline-job-e") is not None
