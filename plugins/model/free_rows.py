@@ -7,7 +7,7 @@ node by node; both give the same numbers. Pure: no I/O."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # annotations only: core.cache pulls in the informers and asy
 __all__ = ["free_rows"]
 
 _NOTHING: Mapping[str, int] = {}
+_INT64_SAFE = 1 << 62  # |free| * stride below it: the index's int64 arithmetic cannot overflow
 
 
 def free_rows(
@@ -78,13 +79,45 @@ def _from_columns(
     if reserved:
         _take_reserved(free, names, dims, reserved)
     totals = np.where(free > 0, free, 0).sum(axis=1).tolist()
-    positions = np.arange(len(names))
-    index = []
-    for column in free:
-        order = np.lexsort((positions, column))  # by free amount, then node number
-        index.append(list(zip(column[order].tolist(), order.tolist(), strict=True)))
-    nodes = Nodes(names, free.T.tolist(), dims, index=index)
+    # Each index entry is free * stride + node number (`Nodes`): sorting those sorts by free
+    # amount, then node number. In int64 while no entry can overflow, else in Python's ints.
+    stride = len(names)
+    if int(np.abs(free).max()) < _INT64_SAFE // stride:
+        index = [np.sort(column * stride + np.arange(stride)).tolist() for column in free]
+    else:
+        index = [
+            sorted(amount * stride + i for i, amount in enumerate(column.tolist()))
+            for column in free
+        ]
+    nodes = Nodes(names, ColumnRows(free), dims, index=index)
     return nodes, dict(zip(dims, totals, strict=True))
+
+
+class ColumnRows:
+    """The candidates' free amounts as the placer reads them, `rows[i][d]`, made into a list
+    only for a node the plan looks at (most plans look at a few of thousands; a list per
+    candidate was thousands of objects for the garbage collector per plan). A row made is
+    kept, so the placer's changes to it stay."""
+
+    __slots__ = ("_columns", "_made")
+
+    def __init__(self, columns: np.ndarray) -> None:
+        self._columns = columns  # (dims, nodes)
+        self._made: dict[int, list[int]] = {}
+
+    def __len__(self) -> int:
+        return int(self._columns.shape[1])
+
+    def __getitem__(self, i: int) -> list[int]:
+        row = self._made.get(i)
+        if row is None:
+            if not 0 <= i < len(self):
+                raise IndexError(i)
+            row = self._made[i] = self._columns[:, i].tolist()
+        return row
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return (self[i] for i in range(len(self)))
 
 
 def _take_reserved(

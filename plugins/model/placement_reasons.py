@@ -131,7 +131,7 @@ def diagnose(
     pod: PodRecord,
     fit: GangFit,
     node_ok: Callable[[NodeRecord], bool] | None,
-    candidates: tuple[list[str], list[list[int]], tuple[str, ...]],
+    candidates: tuple[list[str], Sequence[list[int]], tuple[str, ...]],
 ) -> str:
     """kube-scheduler's FitError for `pod` as the plan left the cluster: each node's first
     failing filter, counted ("0/4 nodes are available: 4 node(s) didn't have free ports for
