@@ -14,6 +14,7 @@ restarted controller starts nothing twice.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import logging
 from typing import Any
@@ -186,14 +187,20 @@ class JobFlowReconciler(Reconciler[str]):
         label = f"{namespace}.{name}"
         prefix = f"{name}-"
         out: dict[str, fs.JobView] = {}
+        deleted, listed = self.writes.deleted, set()
         for job in self.jobs.items.values():
+            listed.add(job.uid)
             labels = job.obj["metadata"].get("labels") or {}
             if (
                 job.namespace == namespace
                 and labels.get(keys.CREATED_BY_JOB_FLOW) == label
                 and job.name.startswith(prefix)
             ):
-                out[job.name[len(prefix) :]] = fs.JobView.of(job.obj)
+                view = fs.JobView.of(job.obj)
+                if job.uid in deleted:  # deleted to run again: going, not failed for good
+                    view = dataclasses.replace(view, deleting=True)
+                out[job.name[len(prefix) :]] = view
+        deleted &= listed  # the informer has seen the rest go
         return out
 
 

@@ -55,6 +55,7 @@ class JobView:
     retry_count: int = 0
     task_status_count: Mapping[str, Any] = field(default_factory=dict)
     deleting: bool = False
+    uid: str = ""
 
     @classmethod
     def of(cls, job: Mapping[str, Any]) -> JobView:
@@ -69,6 +70,7 @@ class JobView:
             retry_count=int(status.get("retryCount") or 0),
             task_status_count=status.get("taskStatusCount") or {},
             deleting=bool(meta.get("deletionTimestamp")),
+            uid=meta.get("uid", ""),
         )
 
 

@@ -4,9 +4,9 @@ its events and phase metrics."""
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
+import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -20,6 +20,8 @@ from core.kube.informer import Informer
 from core.records import JobRecord
 from flow_controller.jobflow import state as fs
 from flow_controller.jobflow.status import flow_status, same_status
+
+log = logging.getLogger("vulcan.controllers.jobflow")
 
 # Held by a flow whose Jobs outlive it (jobRetainPolicy retain, Volcano's default): on deletion
 # the controller releases the Jobs from the flow's ownership before the flow goes.
@@ -46,6 +48,9 @@ class FlowWriter:
         # Told what each write of a flow returned: the next reconcile decides on it until the
         # informer's copy is as new (`core.controller.fresh`).
         self.wrote_flow = wrote_flow
+        # Jobs deleted to run again that the Job informer may list for a moment still: the
+        # next sync must not take one for a failure the flow has no retry left for.
+        self.deleted: set[str] = set()
         self._phases: dict[str, str] = {}  # flow key -> phase (the vulcan_jobflows gauge)
 
     def forget(self, key: str) -> None:
@@ -132,8 +137,16 @@ class FlowWriter:
             "Retrying",
             f"job {job.name} {job.phase}: running it again (retry {attempt} of {limit})",
         )
-        with contextlib.suppress(ApiError):
+        try:
             await self.client.delete(VCJOBS, job.name, meta["namespace"], propagation="Background")
+        except ApiError as exc:
+            if not exc.not_found:
+                log.warning(
+                    "could not delete a failed job to run it again",
+                    extra={"job": f"{meta['namespace']}/{job.name}", "error": str(exc)},
+                )
+                return
+        self.deleted.add(job.uid)
 
     async def delete_jobs(self, flow: dict[str, Any], jobs: dict[str, fs.JobView]) -> None:
         meta = flow["metadata"]
