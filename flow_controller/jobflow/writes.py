@@ -39,7 +39,7 @@ class FlowWriter:
         recorder: EventRecorder,
         metrics: ControllerMetrics,
         jobs: Informer[JobRecord],
-        wrote_flow: Callable[[dict[str, Any]], None] = lambda _written: None,
+        wrote_flow: Callable[[dict[str, Any]], None],
     ) -> None:
         self.client = client
         self.recorder = recorder
