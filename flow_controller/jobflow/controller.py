@@ -96,6 +96,8 @@ class JobFlowReconciler(Reconciler[str]):
         self.writes = FlowWriter(
             self.client, self.recorder, self.metrics, self.jobs, self.fresh.wrote
         )
+        # A Job deleted to run again is going until the informer sees it go (`FlowWriter.deleted`).
+        self.jobs.add_handlers(on_delete=lambda job: self.writes.deleted.discard(job.uid))
 
     def _flow_deleted(self, flow: FlowObjectRecord) -> None:
         self.writes.forget(flow.key)
@@ -187,9 +189,8 @@ class JobFlowReconciler(Reconciler[str]):
         label = f"{namespace}.{name}"
         prefix = f"{name}-"
         out: dict[str, fs.JobView] = {}
-        deleted, listed = self.writes.deleted, set()
+        deleted = self.writes.deleted
         for job in self.jobs.items.values():
-            listed.add(job.uid)
             labels = job.obj["metadata"].get("labels") or {}
             if (
                 job.namespace == namespace
@@ -200,7 +201,6 @@ class JobFlowReconciler(Reconciler[str]):
                 if job.uid in deleted:  # deleted to run again: going, not failed for good
                     view = dataclasses.replace(view, deleting=True)
                 out[job.name[len(prefix) :]] = view
-        deleted &= listed  # the informer has seen the rest go
         return out
 
 
