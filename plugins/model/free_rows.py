@@ -80,15 +80,12 @@ def _from_columns(
         _take_reserved(free, names, dims, reserved)
     totals = np.where(free > 0, free, 0).sum(axis=1).tolist()
     # Each index entry is free * stride + node number (`Nodes`): sorting those sorts by free
-    # amount, then node number. In int64 while no entry can overflow, else in Python's ints.
+    # amount, then node number. In int64 while no entry can overflow; else `Nodes` builds it
+    # from the rows in Python's ints.
     stride = len(names)
-    if int(np.abs(free).max()) < _INT64_SAFE // stride:
-        index = [np.sort(column * stride + np.arange(stride)).tolist() for column in free]
-    else:
-        index = [
-            sorted(amount * stride + i for i, amount in enumerate(column.tolist()))
-            for column in free
-        ]
+    if int(np.abs(free).max()) >= _INT64_SAFE // stride:
+        return Nodes(names, free.T.tolist(), dims), dict(zip(dims, totals, strict=True))
+    index = [np.sort(column * stride + np.arange(stride)).tolist() for column in free]
     nodes = Nodes(names, ColumnRows(free), dims, index=index)
     return nodes, dict(zip(dims, totals, strict=True))
 
