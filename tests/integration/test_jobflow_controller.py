@@ -110,9 +110,13 @@ async def has_jobs(client: KubeClient, *names: str) -> bool:
     return set(names) <= set(await jobs(client))
 
 
-def _fresh(controllers: Controllers) -> Any:
+def _controller(controllers: Controllers) -> Any:
     assert controllers.manager is not None
-    return controllers.manager.controllers["jobflow-controller"].reconciler.fresh
+    return controllers.manager.controllers["jobflow-controller"]
+
+
+def _fresh(controllers: Controllers) -> Any:
+    return _controller(controllers).reconciler.fresh
 
 
 async def test_the_pipeline_runs_stage_by_stage_and_retain_outlives_the_flow() -> None:
@@ -187,13 +191,11 @@ async def test_a_status_write_on_a_stale_copy_conflicts_and_the_flow_is_read_onc
 
 
 async def fresh_reconcile(controllers: Controllers, key: str) -> Any:
-    assert controllers.manager is not None
-    return await controllers.manager.controllers["jobflow-controller"].reconciler.reconcile(key)
+    return await _controller(controllers).reconciler.reconcile(key)
 
 
 async def _idle(controllers: Controllers) -> bool:
-    assert controllers.manager is not None
-    queue = controllers.manager.controllers["jobflow-controller"].queue
+    queue = _controller(controllers).queue
     return len(queue) == 0 and not queue.in_flight
 
 
